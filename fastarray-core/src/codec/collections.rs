@@ -1,0 +1,181 @@
+//! `BitCodec` for strings, vectors, options, arrays, tuples and boxes.
+
+use super::BitCodec;
+use crate::bits::{BitReader, BitWriter, prealloc};
+use crate::error::{DecodeError, EncodeError};
+use crate::schema;
+
+impl BitCodec for String {
+    const MIN_BITS: u64 = 1;
+    const TYPE_HASH: u64 = schema::named("String", &[]);
+
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        writer.write_varint(self.len() as u64);
+        writer.write_bytes(self.as_bytes());
+        Ok(())
+    }
+
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let claimed = reader.read_varint()?;
+        let len = reader.check_len(claimed, 8)?;
+        let bit_offset = reader.bit_offset();
+        let mut bytes = Vec::new();
+        reader.read_bytes_into(len, &mut bytes)?;
+        String::from_utf8(bytes).map_err(|_| DecodeError::InvalidUtf8 { bit_offset })
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl<T: BitCodec> BitCodec for Vec<T> {
+    const MIN_BITS: u64 = 1;
+    const TYPE_HASH: u64 = schema::named("Vec", &[T::TYPE_HASH]);
+
+    /// # Errors
+    /// A non-empty vector of an element type that can encode to zero bits
+    /// (`()`, `[T; 0]`, a struct with no replicated field) is refused: its
+    /// length could not be checked against the input when decoding.
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        if T::MIN_BITS == 0 && !self.is_empty() {
+            return Err(EncodeError::Custom {
+                message: "Vec elements that encode to zero bits cannot be replicated",
+            });
+        }
+        writer.write_varint(self.len() as u64);
+        self.iter().try_for_each(|item| item.encode(writer))
+    }
+
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let claimed = reader.read_varint()?;
+        let len = reader.check_len(claimed, T::MIN_BITS)?;
+        let mut items = Vec::with_capacity(prealloc::<T>(len));
+        for _ in 0..len {
+            items.push(T::decode(reader)?);
+        }
+        Ok(items)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a.same(b))
+    }
+}
+
+impl<T: BitCodec> BitCodec for Option<T> {
+    const MIN_BITS: u64 = 1;
+    const TYPE_HASH: u64 = schema::named("Option", &[T::TYPE_HASH]);
+
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        writer.write_bool(self.is_some());
+        match self {
+            Some(value) => value.encode(writer),
+            None => Ok(()),
+        }
+    }
+
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        if reader.read_bool()? {
+            T::decode(reader).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Some(a), Some(b)) => a.same(b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+}
+
+impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
+    const MIN_BITS: u64 = T::MIN_BITS.saturating_mul(N as u64);
+    const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
+
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        self.iter().try_for_each(|item| item.encode(writer))
+    }
+
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let mut failure = None;
+        let items: [Option<T>; N] = core::array::from_fn(|_| {
+            if failure.is_some() {
+                return None;
+            }
+            T::decode(reader).map_err(|e| failure = Some(e)).ok()
+        });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        // Every slot is `Some`: the first `None` would have set `failure`.
+        Ok(items.map(|item| item.unwrap_or_else(|| unreachable!("array element decoded"))))
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        self.iter().zip(other).all(|(a, b)| a.same(b))
+    }
+}
+
+impl<T: BitCodec> BitCodec for Box<T> {
+    const MIN_BITS: u64 = T::MIN_BITS;
+    const TYPE_HASH: u64 = T::TYPE_HASH;
+
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        (**self).encode(writer)
+    }
+
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        T::decode(reader).map(Box::new)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        (**self).same(other)
+    }
+}
+
+impl BitCodec for () {
+    const MIN_BITS: u64 = 0;
+    const TYPE_HASH: u64 = schema::named("()", &[]);
+
+    fn encode(&self, _writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        Ok(())
+    }
+
+    fn decode(_reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        Ok(())
+    }
+
+    fn same(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+macro_rules! tuple {
+    ($($name:ident $index:tt),+) => {
+        impl<$($name: BitCodec),+> BitCodec for ($($name,)+) {
+            const MIN_BITS: u64 = 0u64 $(.saturating_add($name::MIN_BITS))+;
+            const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
+
+            fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+                $(self.$index.encode(writer)?;)+
+                Ok(())
+            }
+
+            fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+                Ok(($($name::decode(reader)?,)+))
+            }
+
+            fn same(&self, other: &Self) -> bool {
+                true $(&& self.$index.same(&other.$index))+
+            }
+        }
+    };
+}
+
+tuple!(A 0);
+tuple!(A 0, B 1);
+tuple!(A 0, B 1, C 2);
+tuple!(A 0, B 1, C 2, D 3);

@@ -1,0 +1,53 @@
+//! [`BitCodec`]: how one value is written to and read from the bit stream,
+//! with implementations for the standard types.
+//!
+//! | type | encoding |
+//! |---|---|
+//! | `bool` | 1 bit |
+//! | `u8`…`u128`, `i8`…`i128` | natural width, two's complement |
+//! | `usize`, `isize` | [varint](crate::BitWriter::write_varint) (zig-zag for `isize`), so 32- and 64-bit peers agree |
+//! | `f32`, `f64` | raw IEEE-754 bits; `same` compares bits, so `NaN` is stable and `-0.0 ≠ 0.0` |
+//! | `char` | 21 bits (every Unicode scalar value fits), validated on decode |
+//! | `String` | varint byte length, then the bytes; UTF-8 validated on decode |
+//! | `Vec<T>` | varint length, then the elements |
+//! | `Option<T>` | 1 bit, then the value if present |
+//! | `[T; N]` | the N elements, no length |
+//! | tuples up to 4, `()` | the elements in order |
+//! | `Box<T>` | as `T` |
+
+mod collections;
+mod scalar;
+
+use crate::bits::{BitReader, BitWriter};
+use crate::error::{DecodeError, EncodeError};
+
+/// A value that can be written to and read from the bit stream.
+///
+/// Field types of a `#[derive(Replicate)]` struct implement it; the derive
+/// also implements it for the struct itself, so replicated structs nest.
+///
+/// Decoders take untrusted input: they return an error rather than panic,
+/// and check every length against the bits that remain before allocating.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be replicated",
+    label = "no bit encoding for `{Self}`",
+    note = "add `#[derive(Replicate)]` to `{Self}`, or mark the field `#[replicate(skip)]`"
+)]
+pub trait BitCodec: Sized {
+    /// The fewest bits any value of this type encodes to. Decoders of
+    /// collections use it to bound a claimed length by the input size.
+    const MIN_BITS: u64;
+
+    /// A stable hash of this type's wire layout (see [`crate::schema`]).
+    const TYPE_HASH: u64;
+
+    /// Writes the value.
+    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+
+    /// Reads a value.
+    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError>;
+
+    /// Whether `self` and `other` encode the same, which is what change
+    /// detection asks. (For floats this compares bits, not `==`.)
+    fn same(&self, other: &Self) -> bool;
+}

@@ -1,0 +1,187 @@
+//! Typed errors for encoding and decoding.
+
+use core::fmt;
+
+/// Why a message or value could not be decoded.
+///
+/// Every variant says where the problem was found as a bit offset from the
+/// start of the reader's input. A decoder that returns one of these has
+/// changed nothing in the value or array it was decoding into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The input ended before the value did.
+    UnexpectedEnd {
+        /// Bit offset at which more input was needed.
+        bit_offset: u64,
+        /// How many more bits the read asked for.
+        wanted: u32,
+    },
+    /// A variable-length integer had a longer prefix than any valid value.
+    VarintOverlong {
+        /// Bit offset of the start of the varint.
+        bit_offset: u64,
+    },
+    /// A varint decoded to a value that does not fit the target type.
+    VarintOutOfRange {
+        /// Bit offset of the start of the varint.
+        bit_offset: u64,
+        /// The type it had to fit.
+        target: &'static str,
+    },
+    /// A length prefix claims more elements than the remaining input could hold.
+    LengthTooLarge {
+        /// Bit offset just after the length prefix.
+        bit_offset: u64,
+        /// The length the input claims.
+        claimed: u64,
+        /// Bits left in the input when the length was read.
+        remaining_bits: u64,
+    },
+    /// A 21-bit code point that is not a Unicode scalar value.
+    InvalidChar {
+        /// Bit offset of the code point.
+        bit_offset: u64,
+        /// The value read.
+        value: u32,
+    },
+    /// String bytes that are not valid UTF-8.
+    InvalidUtf8 {
+        /// Bit offset of the first byte of the string.
+        bit_offset: u64,
+    },
+    /// The message header names a kind this decoder does not take here.
+    UnexpectedMessageKind {
+        /// Bit offset of the kind bits.
+        bit_offset: u64,
+        /// The kind that was expected.
+        expected: &'static str,
+        /// The kind that was found.
+        found: &'static str,
+    },
+    /// The sender was built with a different definition of the item type.
+    SchemaMismatch {
+        /// Name of the local type.
+        type_name: &'static str,
+        /// Schema hash of the local type.
+        expected: u64,
+        /// Schema hash written by the sender.
+        found: u64,
+    },
+    /// A replication id went past the largest id while delta-decoding.
+    IdOverflow {
+        /// Bit offset of the id gap.
+        bit_offset: u64,
+    },
+    /// Bits left over after the message that are not zero padding.
+    TrailingData {
+        /// Bit offset where the message ended.
+        bit_offset: u64,
+        /// Bits left in the input.
+        remaining_bits: u64,
+    },
+    /// A user decoder (`#[replicate(with = …)]`) rejected its input.
+    Custom {
+        /// Bit offset where the user decoder started.
+        bit_offset: u64,
+        /// What the user decoder said.
+        message: &'static str,
+    },
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnexpectedEnd { bit_offset, wanted } => write!(
+                f,
+                "input ended at bit {bit_offset} while reading {wanted} more bit(s)"
+            ),
+            Self::VarintOverlong { bit_offset } => {
+                write!(f, "overlong varint prefix at bit {bit_offset}")
+            }
+            Self::VarintOutOfRange { bit_offset, target } => {
+                write!(f, "varint at bit {bit_offset} does not fit in {target}")
+            }
+            Self::LengthTooLarge {
+                bit_offset,
+                claimed,
+                remaining_bits,
+            } => write!(
+                f,
+                "length {claimed} at bit {bit_offset} cannot fit in the {remaining_bits} bit(s) left"
+            ),
+            Self::InvalidChar { bit_offset, value } => {
+                write!(f, "invalid char code point {value:#x} at bit {bit_offset}")
+            }
+            Self::InvalidUtf8 { bit_offset } => {
+                write!(f, "string at bit {bit_offset} is not valid UTF-8")
+            }
+            Self::UnexpectedMessageKind {
+                bit_offset,
+                expected,
+                found,
+            } => write!(
+                f,
+                "expected a {expected} message at bit {bit_offset}, found a {found} message"
+            ),
+            Self::SchemaMismatch {
+                type_name,
+                expected,
+                found,
+            } => write!(
+                f,
+                "schema mismatch for `{type_name}`: this build has {expected:#018x}, the sender has {found:#018x}"
+            ),
+            Self::IdOverflow { bit_offset } => {
+                write!(f, "replication id overflows at bit {bit_offset}")
+            }
+            Self::TrailingData {
+                bit_offset,
+                remaining_bits,
+            } => write!(
+                f,
+                "{remaining_bits} bit(s) of non-padding data after the message end at bit {bit_offset}"
+            ),
+            Self::Custom {
+                bit_offset,
+                message,
+            } => write!(f, "at bit {bit_offset}: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Why a value could not be encoded.
+///
+/// Encoding never truncates silently: a value that does not fit its declared
+/// encoding is reported, and the caller decides what to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// An integer does not fit in the number of bits it was declared with.
+    ValueOutOfRange {
+        /// The value, widened.
+        value: i128,
+        /// The declared width in bits.
+        bits: u32,
+    },
+    /// A user encoder (`#[replicate(with = …)]`) refused its value.
+    Custom {
+        /// What the user encoder said.
+        message: &'static str,
+    },
+}
+
+impl fmt::Display for EncodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ValueOutOfRange { value, bits } => {
+                write!(f, "value {value} does not fit in {bits} bit(s)")
+            }
+            Self::Custom { message } => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for EncodeError {}
