@@ -1,0 +1,83 @@
+//! The [`Replicate`] trait: what `#[derive(Replicate)]` implements.
+
+use crate::bits::{BitReader, BitWriter};
+use crate::codec::BitCodec;
+use crate::error::{DecodeError, EncodeError};
+use crate::mask::FieldMask;
+
+/// A struct whose replicated fields can be diffed and sent one by one.
+///
+/// Implement it with `#[derive(Replicate)]`; the derive also implements
+/// [`BitCodec`] (all replicated fields in declaration order), which is the
+/// full encoding of the value used for new items and snapshots.
+///
+/// Field `i` of the [`FieldMask`]s below is the `i`-th replicated field in
+/// declaration order; `#[replicate(skip)]` fields have no bit, are never
+/// sent, and are `Default::default()` on the receiving side.
+///
+/// ```
+/// use fastarray_core::{BitReader, BitWriter, FieldMask, Replicate};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// #[replicate(crate = "fastarray_core")] // only needed when naming the runtime crate directly
+/// struct Agent {
+///     hp: u8,
+///     name: String,
+///     #[replicate(skip)]
+///     cache: u32,
+/// }
+///
+/// let before = Agent { hp: 10, name: "ann".into(), cache: 1 };
+/// let after = Agent { hp: 7, ..before.clone() };
+/// assert_eq!(Agent::FIELD_COUNT, 2);
+/// assert_eq!(after.diff(&before), FieldMask::single(0));
+///
+/// // Send only the changed field, then patch the receiver's copy.
+/// let mut bytes = Vec::new();
+/// let mut w = BitWriter::new(&mut bytes);
+/// after.encode_fields(FieldMask::single(0), &mut w).unwrap();
+/// assert_eq!(w.finish(), 8);
+/// let patch = Agent::decode_fields(FieldMask::single(0), &mut BitReader::new(&bytes)).unwrap();
+/// let mut mirror = Agent { cache: 0, ..before };
+/// mirror.apply_patch(patch);
+/// assert_eq!(mirror.hp, 7);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not implement `Replicate`",
+    label = "`{Self}` cannot be an item of a `FastArray`",
+    note = "add `#[derive(Replicate)]` to the definition of `{Self}`"
+)]
+pub trait Replicate: BitCodec {
+    /// Number of replicated fields (at most 64).
+    const FIELD_COUNT: u32;
+
+    /// Stable hash of the replicated fields' names and wire types, in order.
+    /// Two builds whose values would decode differently have different hashes.
+    const SCHEMA_HASH: u64;
+
+    /// The type's name, for error messages.
+    const TYPE_NAME: &'static str;
+
+    /// Some of the replicated fields, decoded from the wire but not yet
+    /// applied: decoding a message never touches the receiver until the
+    /// whole message is known to be valid.
+    type Patch;
+
+    /// The replicated fields whose values differ between `self` and `other`
+    /// (compared with [`BitCodec::same`]).
+    fn diff(&self, other: &Self) -> FieldMask;
+
+    /// Writes the fields in `mask`, in field order.
+    fn encode_fields(&self, mask: FieldMask, writer: &mut BitWriter<'_>)
+    -> Result<(), EncodeError>;
+
+    /// Reads the fields in `mask`, as written by [`encode_fields`](Self::encode_fields).
+    fn decode_fields(
+        mask: FieldMask,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self::Patch, DecodeError>;
+
+    /// Overwrites the fields carried by `patch`.
+    fn apply_patch(&mut self, patch: Self::Patch);
+}

@@ -1,0 +1,39 @@
+//! The where-clause of the generated impls.
+
+use super::at_type;
+use crate::ast::Container;
+use proc_macro2::TokenStream;
+use syn::parse_quote_spanned;
+
+/// The user's generics plus, for every field whose type mentions a generic
+/// parameter, `Field: BitCodec` (replicated) or `Field: Default` (skipped).
+///
+/// A field of a concrete type gets no bound: it would hold or fail the same
+/// for every instance, and when it fails the error is clearer where the
+/// generated code uses the type (spanned at the field) than on the impl
+/// header. That also lets a struct contain itself (`children: Vec<Node>`).
+///
+/// A replicated field whose type names the struct itself
+/// (`children: Vec<Tree<T>>`) is bounded through its type parameters
+/// instead (`T: BitCodec`): bounding it whole would make `Tree<T>: BitCodec`
+/// require itself.
+pub fn with_bounds(cont: &Container, private: &TokenStream) -> syn::Generics {
+    let mut predicates: Vec<syn::WherePredicate> = Vec::new();
+    for field in cont.fields.iter().filter(|field| cont.is_generic(field)) {
+        let ty = field.ty;
+        let span = at_type(ty);
+        if !field.is_replicated() {
+            predicates.push(parse_quote_spanned!(span=> #ty: ::core::default::Default));
+        } else if cont.is_recursive(field) {
+            for param in cont.type_params_in(field) {
+                predicates.push(parse_quote_spanned!(span=> #param: #private::BitCodec));
+            }
+        } else {
+            predicates.push(parse_quote_spanned!(span=> #ty: #private::BitCodec));
+        }
+    }
+
+    let mut generics = cont.generics.clone();
+    generics.make_where_clause().predicates.extend(predicates);
+    generics
+}

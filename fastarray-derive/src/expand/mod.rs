@@ -1,0 +1,43 @@
+//! Code generation: from a checked [`Container`] to the two impls, or to
+//! the errors plus a stub impl when the input was rejected.
+
+mod bound;
+mod fallback;
+mod structs;
+
+use crate::ast::Container;
+use crate::check;
+use crate::ctxt::Ctxt;
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use syn::spanned::Spanned as _;
+
+/// Expands `#[derive(Replicate)]` on `input`.
+///
+/// Every mistake in the input is reported together. When there is one,
+/// the output is the errors plus a stub implementation of both traits, so
+/// the user's other uses of the type do not add a cascade of "trait not
+/// implemented" errors on top of the real ones.
+pub fn derive(input: &syn::DeriveInput) -> TokenStream {
+    let cx = Ctxt::new();
+    let cont = Container::from_ast(&cx, input);
+    check::check(&cx, &cont);
+    match cx.check() {
+        Ok(()) => structs::expand(&cont),
+        Err(errors) => fallback::expand(&cont, errors),
+    }
+}
+
+/// The path through which generated code names the runtime:
+/// `::fastarray::__private` unless the type says `#[replicate(crate = "...")]`.
+fn private_path(cont: &Container) -> TokenStream {
+    let krate = cont.attrs.crate_path();
+    quote!(#krate::__private)
+}
+
+/// A span located at a field's type, for errors about the type (a missing
+/// `BitCodec` or `Default` impl), that still marks the code as generated
+/// so lints about the user's own code do not fire on it.
+fn at_type(ty: &syn::Type) -> Span {
+    Span::call_site().located_at(ty.span())
+}

@@ -1,0 +1,64 @@
+//! `#[derive(Replicate)]`, the derive macro of
+//! [fastarray](https://docs.rs/fastarray). Use it through the `fastarray`
+//! crate, which re-exports it next to the runtime it generates code for;
+//! runnable examples live there.
+//!
+//! The derive implements `BitCodec` (the full encoding: every replicated
+//! field in declaration order) and `Replicate` (per-field diff, encode,
+//! decode and patch) for a struct with named fields, a tuple struct or a
+//! unit struct, generic or not.
+//!
+//! ```ignore
+//! use fastarray::Replicate;
+//!
+//! #[derive(Replicate)]
+//! struct Player<T> {
+//!     hp: u8,       // mask bit 0
+//!     position: T,  // mask bit 1
+//!     #[replicate(skip)]
+//!     cache: u32,   // not sent; `Default::default()` on the receiver
+//! }
+//! ```
+//!
+//! # Attributes
+//!
+//! | where | attribute | meaning |
+//! |---|---|---|
+//! | field | `#[replicate(skip)]` | not replicated: no mask bit, never sent, `Default::default()` when decoded (the field type must implement `Default`) |
+//! | type | `#[replicate(crate = "path")]` | generated code names the runtime as `path::__private::…` instead of `::fastarray::__private::…` |
+//!
+//! The `crate` path is resolved where the type is defined, like any path
+//! written there: `"fastarray_core"` when depending on the runtime crate
+//! directly, or `"crate::rt"` for a module `rt` that contains
+//! `pub use fastarray::__private;` (a re-exporting crate does the same).
+//!
+//! Replicated field `i` (declaration order, skipped fields not counted) is
+//! bit `i` of the `FieldMask`, so a struct replicates at most 64 fields.
+//! Every replicated field type must implement `BitCodec` and every skipped
+//! one `Default`. For a field whose type mentions a generic parameter the
+//! impls carry that as a where-clause bound (`Vec<T>: BitCodec`); for any
+//! other field a missing impl is an error pointing at the field's type.
+//! `Replicate::Patch` is a hidden generated struct with one `Option` per
+//! replicated field.
+//!
+//! Mistakes are compile errors pointing at the offending token, all of them
+//! reported in one build: unknown, misplaced, duplicate or malformed
+//! attributes, more than 64 replicated fields, enums (not supported yet)
+//! and unions.
+
+mod ast;
+mod attr;
+mod check;
+mod ctxt;
+mod expand;
+
+use proc_macro::TokenStream;
+use syn::{DeriveInput, parse_macro_input};
+
+/// Implements `BitCodec` and `Replicate` for a struct; see the
+/// [crate documentation](crate) for the attributes it takes.
+#[proc_macro_derive(Replicate, attributes(replicate))]
+pub fn derive_replicate(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input).into()
+}

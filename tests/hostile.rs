@@ -1,0 +1,128 @@
+//! `#[derive(Replicate)]` in a hostile caller: no prelude, and the std
+//! names generated code might use unqualified are shadowed by the caller's
+//! own items. The expansion must name everything by absolute path and
+//! trigger no warning.
+
+#![no_implicit_prelude]
+#![deny(warnings, unused_qualifications)]
+// Lints a strict caller may deny, which generated code must not trip.
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    unused_results
+)]
+#![deny(
+    single_use_lifetimes,
+    unused_lifetimes,
+    trivial_casts,
+    trivial_numeric_casts
+)]
+
+// Shadows of the std names a careless expansion would pick up.
+#[allow(dead_code)]
+struct Result;
+#[allow(dead_code)]
+struct Ok;
+#[allow(dead_code)]
+struct Option;
+#[allow(dead_code, non_snake_case)]
+fn Some() {}
+#[allow(dead_code)]
+struct None;
+#[allow(dead_code)]
+struct Err;
+#[allow(dead_code)]
+trait Default {}
+#[allow(dead_code)]
+trait BitCodec {}
+#[allow(dead_code)]
+trait Replicate {}
+#[allow(dead_code)]
+struct FieldMask;
+#[allow(dead_code)]
+mod core {}
+#[allow(dead_code)]
+mod fastarray {}
+
+use ::fastarray::Replicate as DeriveReplicate;
+
+/// Named fields, a type parameter, a skipped field.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub struct Named<T> {
+    hp: u8,
+    position: T,
+    #[replicate(skip)]
+    cache: ::std::vec::Vec<u32>,
+    label: ::std::string::String,
+}
+
+/// A tuple struct with a const parameter and a where-clause.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub struct Tuple<T, const N: usize>(
+    /// Replicated.
+    pub [T; N],
+    /// Skipped.
+    #[replicate(skip)]
+    pub ::std::option::Option<T>,
+)
+where
+    T: ::std::clone::Clone;
+
+/// A unit struct.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub struct Unit;
+
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+struct Secret(u16);
+
+/// A public struct with a field of a private type: the generated code must
+/// not leak the type (`Patch` is not a tuple of the field types, which
+/// would be error E0446) nor warn about it in bounds.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub struct Holder {
+    secret: Secret,
+}
+
+fn round_trip<T: ::fastarray::Replicate + ::std::clone::Clone>(new: &T, old: &T) -> T {
+    let mut bytes = ::std::vec::Vec::new();
+    let mut writer = ::fastarray::BitWriter::new(&mut bytes);
+    let mask = ::fastarray::Replicate::diff(new, old);
+    ::fastarray::Replicate::encode_fields(new, mask, &mut writer).unwrap();
+    let written = writer.finish();
+    let mut reader = ::fastarray::BitReader::new(&bytes);
+    let patch = <T as ::fastarray::Replicate>::decode_fields(mask, &mut reader).unwrap();
+    ::std::assert_eq!(reader.bit_offset(), written);
+    let mut mirror = ::std::clone::Clone::clone(old);
+    ::fastarray::Replicate::apply_patch(&mut mirror, patch);
+    mirror
+}
+
+#[test]
+fn hostile_caller_compiles_and_runs() {
+    let old = Named {
+        hp: 1,
+        position: 2i64,
+        cache: ::std::vec![3],
+        label: ::std::string::ToString::to_string("a"),
+    };
+    let new = Named {
+        hp: 4,
+        label: ::std::string::ToString::to_string("b"),
+        ..::std::clone::Clone::clone(&old)
+    };
+    ::std::assert_eq!(round_trip(&new, &old), new);
+    ::std::assert_eq!(<Named<i64> as ::fastarray::Replicate>::FIELD_COUNT, 3);
+
+    let tuple = Tuple([1u8, 2, 3], ::std::option::Option::Some(4));
+    let other = Tuple([1u8, 5, 3], ::std::option::Option::None);
+    ::std::assert_eq!(round_trip(&other, &tuple).0, other.0);
+
+    ::std::assert_eq!(round_trip(&Unit, &Unit), Unit);
+    let holder = Holder { secret: Secret(7) };
+    ::std::assert_eq!(round_trip(&holder, &Holder { secret: Secret(0) }), holder);
+
+    // The shadows are items like any other.
+    let _: (Result, Ok, Option, None, Err, FieldMask) = (Result, Ok, Option, None, Err, FieldMask);
+    Some();
+}

@@ -1,0 +1,9 @@
+use fastarray::Replicate;
+
+#[derive(Replicate)]
+#[replicate(skip)]
+struct Player {
+    hp: u8,
+}
+
+fn main() {}
