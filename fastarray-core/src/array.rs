@@ -1,0 +1,406 @@
+//! [`FastArray`]: items stored contiguously, found by id, with change
+//! capture through a mutation guard.
+
+use core::cmp::Ordering;
+use core::fmt;
+use core::ops::{Deref, DerefMut};
+
+use hashbrown::HashMap;
+
+use crate::changeset::Changeset;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::replicate::Replicate;
+
+/// A collection of replicated items, each with a [`ReplicationId`] that
+/// never changes and a [`ReplicationKey`] bumped when it really changes.
+///
+/// Items live contiguously in a `Vec` (iteration is a slice walk); an id →
+/// position map finds them by id. Mutate freely during a frame — [`push`],
+/// [`remove`], [`get_mut`], [`retain`], [`swap`], [`sort_by`] — then call
+/// [`commit`] once per tick. Commit works out, in time proportional to the
+/// items touched this frame (not to [`len`]), which items were added,
+/// removed and changed, with a mask of the replicated fields that changed.
+///
+/// There is no `mark_dirty` to forget: [`get_mut`] returns an [`ItemMut`]
+/// guard that keeps a copy of the item the first time it is written in a
+/// frame, and commit compares against that copy. A write that leaves every
+/// replicated field equal is not a change and bumps no key. Order is not
+/// replicated: [`swap`], [`sort_by`] and the slot moves done by [`remove`]
+/// never count as changes.
+///
+/// ```
+/// use fastarray_core::{FastArray, FieldMask};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// struct Agent { hp: u8, ammo: u16 }
+///
+/// let mut agents = FastArray::new();
+/// let a = agents.push(Agent { hp: 10, ammo: 50 });
+/// let b = agents.push(Agent { hp: 20, ammo: 0 });
+/// assert_eq!(agents.commit().added(), [a, b]);
+///
+/// agents.get_mut(a).unwrap().ammo -= 1; // recorded by the guard
+/// agents.get_mut(b).unwrap().hp = 20;   // same value: not a change
+/// agents.sort_by(|x, y| x.hp.cmp(&y.hp)); // reordering: not a change
+/// let changes = agents.commit();
+/// assert_eq!(changes.changed(), [(a, FieldMask::single(1))]);
+/// assert!(changes.added().is_empty() && changes.removed().is_empty());
+/// ```
+///
+/// [`push`]: FastArray::push
+/// [`remove`]: FastArray::remove
+/// [`get_mut`]: FastArray::get_mut
+/// [`retain`]: FastArray::retain
+/// [`swap`]: FastArray::swap
+/// [`sort_by`]: FastArray::sort_by
+/// [`commit`]: FastArray::commit
+/// [`len`]: FastArray::len
+#[derive(Clone)]
+pub struct FastArray<T> {
+    pub(crate) slots: Vec<Slot<T>>,
+    index: HashMap<ReplicationId, usize>,
+    next_id: u64,
+    array_key: ReplicationKey,
+    pub(crate) frame: u64,
+    work: FrameWork<T>,
+    changeset: Changeset,
+}
+
+#[derive(Clone)]
+pub(crate) struct Slot<T> {
+    pub(crate) id: ReplicationId,
+    key: ReplicationKey,
+    state: SlotState,
+    pub(crate) value: T,
+}
+
+/// What this frame has done to a slot so far.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// Not touched since the last commit.
+    Clean,
+    /// Pushed since the last commit (no pre-image needed).
+    Added,
+    /// Written through a guard; its pre-image is in `FrameWork::touched`.
+    Touched,
+}
+
+/// This frame's uncommitted work: what `commit` has to look at.
+#[derive(Clone)]
+struct FrameWork<T> {
+    added: Vec<ReplicationId>,
+    removed: Vec<ReplicationId>,
+    touched: Vec<(ReplicationId, T)>,
+}
+
+impl<T> Default for FrameWork<T> {
+    fn default() -> Self {
+        Self {
+            added: Vec::new(),
+            removed: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+}
+
+impl<T> Default for FastArray<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> FastArray<T> {
+    /// An empty array.
+    pub fn new() -> Self {
+        Self::with_capacity(0)
+    }
+
+    /// An empty array with room for `capacity` items.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self {
+            slots: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+            next_id: 0,
+            array_key: ReplicationKey::default(),
+            frame: 0,
+            work: FrameWork::default(),
+            changeset: Changeset::default(),
+        }
+    }
+
+    /// Number of items.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether there are no items.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Adds an item at the end and returns its new id.
+    ///
+    /// # Panics
+    /// After 2⁶⁴ pushes to one array, because ids are never reused.
+    pub fn push(&mut self, value: T) -> ReplicationId {
+        let id = ReplicationId::from_raw(self.next_id);
+        self.next_id = self
+            .next_id
+            .checked_add(1)
+            .expect("replication ids exhausted: 2^64 items pushed to one array");
+        self.insert_slot(id, ReplicationKey::default(), SlotState::Added, value);
+        self.work.added.push(id);
+        id
+    }
+
+    /// The item with this id.
+    #[inline]
+    pub fn get(&self, id: ReplicationId) -> Option<&T> {
+        self.index.get(&id).map(|&pos| &self.slots[pos].value)
+    }
+
+    /// Whether an item has this id.
+    #[inline]
+    pub fn contains(&self, id: ReplicationId) -> bool {
+        self.index.contains_key(&id)
+    }
+
+    /// The item's version: bumped by each commit that found it changed.
+    pub fn key(&self, id: ReplicationId) -> Option<ReplicationKey> {
+        self.index.get(&id).map(|&pos| self.slots[pos].key)
+    }
+
+    /// The array's version: bumped by each commit that found any add,
+    /// remove or change.
+    pub fn array_key(&self) -> ReplicationKey {
+        self.array_key
+    }
+
+    /// Number of commits so far (the frame the last [`commit`](Self::commit) ended).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The changeset of the last commit (empty before the first).
+    pub fn last_changeset(&self) -> &Changeset {
+        &self.changeset
+    }
+
+    /// Whether anything was pushed, removed or written through a guard
+    /// since the last commit (writes that restored equal values included).
+    pub fn has_uncommitted_work(&self) -> bool {
+        !(self.work.added.is_empty()
+            && self.work.removed.is_empty()
+            && self.work.touched.is_empty())
+    }
+
+    /// Removes the item and returns it. O(1): the last item moves into its
+    /// place, like [`Vec::swap_remove`] (positions are not replicated; use
+    /// [`retain`](Self::retain) to remove while keeping the order).
+    pub fn remove(&mut self, id: ReplicationId) -> Option<T> {
+        let pos = self.index.remove(&id)?;
+        let slot = self.slots.swap_remove(pos);
+        if let Some(moved) = self.slots.get(pos) {
+            self.index.insert(moved.id, pos);
+        }
+        if slot.state != SlotState::Added {
+            self.work.removed.push(id);
+        }
+        Some(slot.value)
+    }
+
+    /// Keeps the items for which `keep(id, &item)` is true, in order, and
+    /// removes the rest. O(len).
+    pub fn retain(&mut self, mut keep: impl FnMut(ReplicationId, &T) -> bool) {
+        let removed = &mut self.work.removed;
+        let before = self.slots.len();
+        self.slots.retain(|slot| {
+            let kept = keep(slot.id, &slot.value);
+            if !kept && slot.state != SlotState::Added {
+                removed.push(slot.id);
+            }
+            kept
+        });
+        if self.slots.len() != before {
+            self.reindex();
+        }
+    }
+
+    /// Removes every item.
+    pub fn clear(&mut self) {
+        self.retain(|_, _| false);
+    }
+
+    /// Exchanges the positions of two items. Returns `false` (and does
+    /// nothing) if either id is absent. Never a change.
+    pub fn swap(&mut self, a: ReplicationId, b: ReplicationId) -> bool {
+        let (Some(&pa), Some(&pb)) = (self.index.get(&a), self.index.get(&b)) else {
+            return false;
+        };
+        self.slots.swap(pa, pb);
+        self.index.insert(a, pb);
+        self.index.insert(b, pa);
+        true
+    }
+
+    /// Sorts the items with a comparator (stable). Never a change.
+    pub fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Ordering) {
+        self.slots.sort_by(|x, y| compare(&x.value, &y.value));
+        self.reindex();
+    }
+
+    /// The items in their current order, with their ids.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (ReplicationId, &T)> + '_ {
+        self.slots.iter().map(|slot| (slot.id, &slot.value))
+    }
+
+    /// The ids in the items' current order.
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = ReplicationId> + '_ {
+        self.slots.iter().map(|slot| slot.id)
+    }
+
+    /// The item with this id, behind a guard that records its pre-image the
+    /// first time it is written this frame (reads through the guard cost
+    /// nothing). [`commit`](Self::commit) compares against that pre-image.
+    pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
+    where
+        T: Clone,
+    {
+        let pos = *self.index.get(&id)?;
+        Some(ItemMut {
+            slot: &mut self.slots[pos],
+            touched: &mut self.work.touched,
+        })
+    }
+
+    /// Ends the frame: works out what was added, removed and changed since
+    /// the last commit, bumps the keys of items that really changed, and
+    /// returns the changeset. Costs O(items touched this frame).
+    pub fn commit(&mut self) -> &Changeset
+    where
+        T: Replicate,
+    {
+        self.frame += 1;
+        let changes = &mut self.changeset;
+        changes.reset(self.frame);
+        for id in self.work.added.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                self.slots[pos].state = SlotState::Clean;
+                changes.added.push(id);
+            }
+        }
+        for (id, before) in self.work.touched.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                let slot = &mut self.slots[pos];
+                slot.state = SlotState::Clean;
+                let mask = slot.value.diff(&before);
+                if !mask.is_empty() {
+                    slot.key = slot.key.next();
+                    changes.changed.push((id, mask));
+                }
+            }
+        }
+        changes.removed.append(&mut self.work.removed);
+        // Pushes happen in id order, so `added` is already sorted.
+        changes.removed.sort_unstable();
+        changes.changed.sort_unstable_by_key(|&(id, _)| id);
+        if !changes.is_empty() {
+            self.array_key = self.array_key.next();
+        }
+        &self.changeset
+    }
+
+    /// Puts an item with a server-assigned id into a mirror, replacing any
+    /// item with that id. Mirrors do not record changes of their own.
+    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, value: T) {
+        match self.index.get(&id) {
+            Some(&pos) => self.slots[pos].value = value,
+            None => {
+                self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
+                self.insert_slot(id, ReplicationKey::default(), SlotState::Clean, value);
+            }
+        }
+    }
+
+    fn insert_slot(&mut self, id: ReplicationId, key: ReplicationKey, state: SlotState, value: T) {
+        self.index.insert(id, self.slots.len());
+        self.slots.push(Slot {
+            id,
+            key,
+            state,
+            value,
+        });
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        self.index.extend(
+            self.slots
+                .iter()
+                .enumerate()
+                .map(|(pos, slot)| (slot.id, pos)),
+        );
+    }
+}
+
+/// Equal when both hold the same ids with equal items, in any order.
+impl<T: PartialEq> PartialEq for FastArray<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(id, item)| other.get(id) == Some(item))
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+/// Write access to one item of a [`FastArray`], from [`FastArray::get_mut`].
+///
+/// The first mutable access in a frame copies the item's current value, so
+/// the next [`commit`](FastArray::commit) can tell which fields changed.
+pub struct ItemMut<'a, T: Clone> {
+    slot: &'a mut Slot<T>,
+    touched: &'a mut Vec<(ReplicationId, T)>,
+}
+
+impl<T: Clone> ItemMut<'_, T> {
+    /// The item's id.
+    pub fn id(&self) -> ReplicationId {
+        self.slot.id
+    }
+}
+
+impl<T: Clone> Deref for ItemMut<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.slot.value
+    }
+}
+
+impl<T: Clone> DerefMut for ItemMut<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        if self.slot.state == SlotState::Clean {
+            self.touched.push((self.slot.id, self.slot.value.clone()));
+            self.slot.state = SlotState::Touched;
+        }
+        &mut self.slot.value
+    }
+}
+
+impl<T: Clone + fmt::Debug> fmt::Debug for ItemMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ItemMut")
+            .field(&self.slot.id)
+            .field(&self.slot.value)
+            .finish()
+    }
+}

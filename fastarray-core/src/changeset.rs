@@ -1,0 +1,53 @@
+//! [`Changeset`]: what one commit found.
+
+use crate::id::ReplicationId;
+use crate::mask::FieldMask;
+
+/// What one [`commit`](crate::FastArray::commit) found had happened since
+/// the previous one: ids added, ids removed, and ids changed with the mask
+/// of the replicated fields that really changed. Each list is sorted by id.
+///
+/// An item added and removed within one frame appears nowhere; an item added
+/// and then modified within a frame is only "added"; a touch that left every
+/// replicated field equal appears nowhere. Reordering never appears.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changeset {
+    pub(crate) frame: u64,
+    pub(crate) added: Vec<ReplicationId>,
+    pub(crate) removed: Vec<ReplicationId>,
+    pub(crate) changed: Vec<(ReplicationId, FieldMask)>,
+}
+
+impl Changeset {
+    /// The frame (commit number, starting at 1) this changeset ends.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Ids pushed this frame and still present, ascending.
+    pub fn added(&self) -> &[ReplicationId] {
+        &self.added
+    }
+
+    /// Ids present at the previous commit and removed this frame, ascending.
+    pub fn removed(&self) -> &[ReplicationId] {
+        &self.removed
+    }
+
+    /// Ids whose replicated fields changed, with the changed fields, ascending.
+    pub fn changed(&self) -> &[(ReplicationId, FieldMask)] {
+        &self.changed
+    }
+
+    /// Whether nothing was added, removed or changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+
+    pub(crate) fn reset(&mut self, frame: u64) {
+        self.frame = frame;
+        self.added.clear();
+        self.removed.clear();
+        self.changed.clear();
+    }
+}

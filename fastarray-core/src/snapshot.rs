@@ -1,0 +1,122 @@
+//! Full snapshots: the whole array in one message, ids included.
+//!
+//! Layout (after the 2-bit snapshot kind, see [`crate::wire`]): the item
+//! type's 64-bit `SCHEMA_HASH`, the frame as a varint, the item count as a
+//! varint, then per item in ascending id order the gap to the previous id
+//! (`id - previous - 1`, the first id as is) as a varint and every
+//! replicated field. Consecutive ids cost one bit each.
+
+use crate::array::FastArray;
+use crate::bits::{BitReader, BitWriter, prealloc};
+use crate::error::{DecodeError, EncodeError};
+use crate::id::ReplicationId;
+use crate::replicate::Replicate;
+use crate::wire::MessageKind;
+
+impl<T: Replicate> FastArray<T> {
+    /// Appends a snapshot message of the whole array to `out` and returns
+    /// its size in bits (before the zero padding of its last byte). On
+    /// error `out` is left as it was.
+    ///
+    /// It holds the items' current values and the current
+    /// [`frame`](FastArray::frame); take it after [`commit`](FastArray::commit).
+    ///
+    /// ```
+    /// use fastarray_core::FastArray;
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Tag(u8);
+    ///
+    /// let mut server = FastArray::new();
+    /// for n in 0..3 {
+    ///     server.push(Tag(n));
+    /// }
+    /// server.commit();
+    /// let mut bytes = Vec::new();
+    /// let bits = server.write_snapshot(&mut bytes).unwrap();
+    /// // kind 2 + schema 64 + frame 4 + count 5 + 3 × (id gap 1 + 8)
+    /// assert_eq!(bits, 2 + 64 + 4 + 5 + 3 * 9);
+    /// let client = FastArray::<Tag>::from_snapshot(&bytes).unwrap();
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError> {
+        let start = out.len();
+        let mut writer = BitWriter::new(out);
+        match self.encode_snapshot(&mut writer) {
+            Ok(()) => Ok(writer.finish()),
+            Err(error) => {
+                drop(writer);
+                out.truncate(start);
+                Err(error)
+            }
+        }
+    }
+
+    /// Writes a snapshot message into a shared bit stream.
+    pub fn encode_snapshot(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        MessageKind::Snapshot.write(writer);
+        writer.write_bits(T::SCHEMA_HASH, 64);
+        writer.write_varint(self.frame);
+        writer.write_varint(self.slots.len() as u64);
+        let mut order: Vec<usize> = (0..self.slots.len()).collect();
+        order.sort_unstable_by_key(|&pos| self.slots[pos].id);
+        let mut next = 0u64;
+        for pos in order {
+            let slot = &self.slots[pos];
+            let raw = slot.id.to_raw();
+            writer.write_varint(raw - next);
+            next = raw + 1;
+            slot.value.encode(writer)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes a snapshot that fills all of `bytes` (up to zero padding).
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut reader = BitReader::new(bytes);
+        let array = Self::decode_snapshot(&mut reader)?;
+        reader.expect_end()?;
+        Ok(array)
+    }
+
+    /// Reads one snapshot message from a shared bit stream.
+    pub fn decode_snapshot(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        MessageKind::expect(reader, MessageKind::Snapshot)?;
+        let found = reader.read_bits(64)?;
+        if found != T::SCHEMA_HASH {
+            return Err(DecodeError::SchemaMismatch {
+                type_name: T::TYPE_NAME,
+                expected: T::SCHEMA_HASH,
+                found,
+            });
+        }
+        let frame = reader.read_varint()?;
+        let claimed = reader.read_varint()?;
+        // Each item costs at least a one-bit id gap plus its fields.
+        let count = reader.check_len(claimed, 1 + T::MIN_BITS)?;
+        let mut array = Self::with_capacity(prealloc::<(T, u64)>(count));
+        array.frame = frame;
+        let mut next = 0u64;
+        for _ in 0..count {
+            let bit_offset = reader.bit_offset();
+            let raw = next
+                .checked_add(reader.read_varint()?)
+                .ok_or(DecodeError::IdOverflow { bit_offset })?;
+            next = raw
+                .checked_add(1)
+                .ok_or(DecodeError::IdOverflow { bit_offset })?;
+            let value = T::decode(reader)?;
+            array.insert_replicated(ReplicationId::from_raw(raw), value);
+        }
+        Ok(array)
+    }
+
+    /// Replaces this array's contents with a snapshot that fills all of
+    /// `bytes`. On error the array is unchanged.
+    pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        *self = Self::from_snapshot(bytes)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+//! Full snapshots: round trips, exact sizes, and hostile input.
+
+use fastarray::{BitWriter, DecodeError, FastArray, Replicate, ReplicationId};
+use proptest::prelude::*;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Agent {
+    position: [f32; 3],
+    health: u8,
+    ammo: u16,
+    name: String,
+    #[replicate(skip)]
+    scratch: u64,
+}
+
+/// Same shape as `Agent`, but one field is named differently.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct RenamedAgent {
+    position: [f32; 3],
+    hp: u8,
+    ammo: u16,
+    name: String,
+}
+
+/// One step of a server's frame, for generated scripts.
+#[derive(Clone, Debug)]
+enum Op {
+    Push(u8, u16, String),
+    Remove(usize),
+    Damage(usize, u8),
+    Move(usize, f32),
+    Sort,
+    Commit,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (any::<u8>(), any::<u16>(), "[a-zé]{0,6}").prop_map(|(h, a, n)| Op::Push(h, a, n)),
+        1 => any::<usize>().prop_map(Op::Remove),
+        2 => (any::<usize>(), any::<u8>()).prop_map(|(i, d)| Op::Damage(i, d)),
+        2 => (any::<usize>(), -1e6f32..1e6).prop_map(|(i, x)| Op::Move(i, x)),
+        1 => Just(Op::Sort),
+        1 => Just(Op::Commit),
+    ]
+}
+
+fn run(script: &[Op]) -> FastArray<Agent> {
+    let mut server = FastArray::new();
+    let mut ids: Vec<ReplicationId> = Vec::new();
+    for step in script {
+        match step {
+            Op::Push(health, ammo, name) => ids.push(server.push(Agent {
+                position: [0.0; 3],
+                health: *health,
+                ammo: *ammo,
+                name: name.clone(),
+                scratch: 1,
+            })),
+            Op::Remove(i) if !ids.is_empty() => {
+                let id = ids.swap_remove(i % ids.len());
+                server.remove(id);
+            }
+            Op::Damage(i, d) if !ids.is_empty() => {
+                let mut a = server.get_mut(ids[i % ids.len()]).unwrap();
+                a.health = a.health.saturating_sub(*d);
+            }
+            Op::Move(i, x) if !ids.is_empty() => {
+                server.get_mut(ids[i % ids.len()]).unwrap().position[0] = *x;
+            }
+            Op::Sort => server.sort_by(|a, b| a.name.cmp(&b.name)),
+            Op::Commit => {
+                server.commit();
+            }
+            _ => {}
+        }
+    }
+    server.commit();
+    server
+}
+
+/// What a client holds: skipped fields come back as `Default`.
+fn as_received(server: &FastArray<Agent>) -> Vec<(ReplicationId, Agent)> {
+    let mut items: Vec<_> = server
+        .iter()
+        .map(|(id, a)| {
+            (
+                id,
+                Agent {
+                    scratch: 0,
+                    ..a.clone()
+                },
+            )
+        })
+        .collect();
+    items.sort_by_key(|&(id, _)| id);
+    items
+}
+
+fn items(array: &FastArray<Agent>) -> Vec<(ReplicationId, Agent)> {
+    let mut items: Vec<_> = array.iter().map(|(id, a)| (id, a.clone())).collect();
+    items.sort_by_key(|&(id, _)| id);
+    items
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn snapshots_round_trip(script in prop::collection::vec(op(), 0..60)) {
+        let server = run(&script);
+        let mut bytes = Vec::new();
+        let bits = server.write_snapshot(&mut bytes).unwrap();
+        prop_assert_eq!(bytes.len() as u64, bits.div_ceil(8));
+        let client = FastArray::<Agent>::from_snapshot(&bytes).unwrap();
+        prop_assert_eq!(client.frame(), server.frame());
+        prop_assert_eq!(items(&client), as_received(&server));
+    }
+
+    #[test]
+    fn random_bytes_never_panic_and_never_change_the_mirror(
+        bytes in prop::collection::vec(any::<u8>(), 0..80),
+    ) {
+        let mut mirror = run(&[Op::Push(1, 2, "x".into())]);
+        let before = items(&mirror);
+        if mirror.apply_snapshot(&bytes).is_err() {
+            prop_assert_eq!(items(&mirror), before);
+        }
+    }
+}
+
+fn sample() -> (FastArray<Agent>, Vec<u8>) {
+    let server = run(&[
+        Op::Push(100, 30, "ann".into()),
+        Op::Push(90, 7, "bo".into()),
+        Op::Commit,
+        Op::Push(80, 0, "çé".into()),
+        Op::Remove(0),
+        Op::Move(1, 2.5),
+    ]);
+    let mut bytes = Vec::new();
+    server.write_snapshot(&mut bytes).unwrap();
+    (server, bytes)
+}
+
+#[test]
+fn every_truncation_fails_and_leaves_the_mirror_unchanged() {
+    let (server, bytes) = sample();
+    let total_bits = 8 * bytes.len();
+    let mut mirror = run(&[Op::Push(5, 5, "old".into())]);
+    let before = items(&mirror);
+    for len in 0..total_bits {
+        let mut prefix = bytes[..len.div_ceil(8)].to_vec();
+        if len % 8 != 0 {
+            *prefix.last_mut().unwrap() &= (1u8 << (len % 8)) - 1;
+        }
+        // The zero padding of the final byte is optional.
+        let result = mirror.apply_snapshot(&prefix);
+        if len.div_ceil(8) == bytes.len() && prefix == bytes {
+            assert!(result.is_ok(), "complete message at {len} bits");
+            mirror = run(&[Op::Push(5, 5, "old".into())]);
+            continue;
+        }
+        assert!(result.is_err(), "a {len}-bit prefix decoded");
+        assert_eq!(
+            items(&mirror),
+            before,
+            "mirror changed by a {len}-bit prefix"
+        );
+    }
+    assert_eq!(
+        items(&FastArray::<Agent>::from_snapshot(&bytes).unwrap()),
+        as_received(&server)
+    );
+}
+
+#[test]
+fn every_single_bit_flip_is_rejected_or_decodes_cleanly() {
+    let (_, bytes) = sample();
+    for bit in 0..8 * bytes.len() {
+        let mut flipped = bytes.clone();
+        flipped[bit / 8] ^= 1 << (bit % 8);
+        let mut mirror = run(&[Op::Push(5, 5, "old".into())]);
+        let before = items(&mirror);
+        match mirror.apply_snapshot(&flipped) {
+            Ok(()) => assert_ne!(items(&mirror), before),
+            Err(_) => assert_eq!(items(&mirror), before, "bit {bit}"),
+        }
+    }
+}
+
+#[test]
+fn a_snapshot_of_another_schema_is_refused_by_name() {
+    let (_, bytes) = sample();
+    match FastArray::<RenamedAgent>::from_snapshot(&bytes) {
+        Err(DecodeError::SchemaMismatch {
+            type_name,
+            expected,
+            found,
+        }) => {
+            assert_eq!(type_name, "RenamedAgent");
+            assert_eq!(expected, RenamedAgent::SCHEMA_HASH);
+            assert_eq!(found, Agent::SCHEMA_HASH);
+        }
+        other => panic!("expected a schema mismatch, got {other:?}"),
+    }
+}
+
+#[test]
+fn other_message_kinds_are_refused() {
+    assert_eq!(
+        FastArray::<Agent>::from_snapshot(&[0b0000_0000]),
+        Err(DecodeError::UnexpectedMessageKind {
+            bit_offset: 0,
+            expected: "snapshot",
+            found: "empty delta"
+        })
+    );
+    assert_eq!(
+        FastArray::<Agent>::from_snapshot(&[0b0000_0001]),
+        Err(DecodeError::UnexpectedMessageKind {
+            bit_offset: 0,
+            expected: "snapshot",
+            found: "delta"
+        })
+    );
+    assert!(matches!(
+        FastArray::<Agent>::from_snapshot(&[]),
+        Err(DecodeError::UnexpectedEnd { bit_offset: 0, .. })
+    ));
+}
+
+#[test]
+fn a_huge_item_count_is_refused_before_allocating() {
+    let mut bytes = Vec::new();
+    let mut w = BitWriter::new(&mut bytes);
+    w.write_bits(0b11, 2);
+    w.write_bits(Agent::SCHEMA_HASH, 64);
+    w.write_varint(1); // frame
+    w.write_varint(1 << 40); // count
+    w.write_bits(0, 32);
+    w.finish();
+    assert!(matches!(
+        FastArray::<Agent>::from_snapshot(&bytes),
+        Err(DecodeError::LengthTooLarge { claimed, .. }) if claimed == 1 << 40
+    ));
+}
+
+#[test]
+fn data_after_the_snapshot_is_refused() {
+    let (_, mut bytes) = sample();
+    bytes.push(0);
+    assert!(matches!(
+        FastArray::<Agent>::from_snapshot(&bytes),
+        Err(DecodeError::TrailingData { .. })
+    ));
+}
+
+#[test]
+fn consecutive_ids_cost_one_bit_each() {
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    struct Flag(bool);
+    let mut server = FastArray::new();
+    for n in 0..1000 {
+        server.push(Flag(n % 2 == 0));
+    }
+    server.commit();
+    let mut bytes = Vec::new();
+    let bits = server.write_snapshot(&mut bytes).unwrap();
+    // kind + schema + frame(1) + count(1000) + 1000 × (gap + flag)
+    assert_eq!(bits, 2 + 64 + 4 + 16 + 1000 * 2);
+}
