@@ -8,7 +8,10 @@ use core::ops::{Deref, DerefMut};
 use hashbrown::HashMap;
 
 use crate::changeset::Changeset;
+use crate::encode_cache::EncodeCache;
+use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::receive::MirrorState;
 use crate::replicate::Replicate;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
@@ -60,19 +63,27 @@ use crate::replicate::Replicate;
 #[derive(Clone)]
 pub struct FastArray<T> {
     pub(crate) slots: Vec<Slot<T>>,
-    index: HashMap<ReplicationId, usize>,
+    pub(crate) index: HashMap<ReplicationId, usize>,
     next_id: u64,
     array_key: ReplicationKey,
     pub(crate) frame: u64,
     work: FrameWork<T>,
-    changeset: Changeset,
+    /// The changesets of the last commits, shared by every connection.
+    pub(crate) history: History,
+    /// This frame's encodings, shared by every connection.
+    pub(crate) encoded: EncodeCache,
+    /// Receiving side: newest frame applied and tombstones.
+    pub(crate) mirror: MirrorState,
 }
 
 #[derive(Clone)]
 pub(crate) struct Slot<T> {
     pub(crate) id: ReplicationId,
-    key: ReplicationKey,
+    pub(crate) key: ReplicationKey,
     state: SlotState,
+    /// Mirror only: per replicated field, the frame of the newest value
+    /// applied to it (a delta entry or snapshot). `None` on a server.
+    pub(crate) field_frames: Option<Box<[u64]>>,
     pub(crate) value: T,
 }
 
@@ -126,7 +137,9 @@ impl<T> FastArray<T> {
             array_key: ReplicationKey::default(),
             frame: 0,
             work: FrameWork::default(),
-            changeset: Changeset::default(),
+            history: History::default(),
+            encoded: EncodeCache::default(),
+            mirror: MirrorState::default(),
         }
     }
 
@@ -187,7 +200,8 @@ impl<T> FastArray<T> {
 
     /// The changeset of the last commit (empty before the first).
     pub fn last_changeset(&self) -> &Changeset {
-        &self.changeset
+        static NONE: Changeset = Changeset::EMPTY;
+        self.history.newest().unwrap_or(&NONE)
     }
 
     /// Whether anything was pushed, removed or written through a guard
@@ -202,11 +216,7 @@ impl<T> FastArray<T> {
     /// place, like [`Vec::swap_remove`] (positions are not replicated; use
     /// [`retain`](Self::retain) to remove while keeping the order).
     pub fn remove(&mut self, id: ReplicationId) -> Option<T> {
-        let pos = self.index.remove(&id)?;
-        let slot = self.slots.swap_remove(pos);
-        if let Some(moved) = self.slots.get(pos) {
-            self.index.insert(moved.id, pos);
-        }
+        let slot = self.take_slot(id)?;
         if slot.state != SlotState::Added {
             self.work.removed.push(id);
         }
@@ -285,8 +295,8 @@ impl<T> FastArray<T> {
         T: Replicate,
     {
         self.frame += 1;
-        let changes = &mut self.changeset;
-        changes.reset(self.frame);
+        let frame = self.frame;
+        let mut changes = self.history.next_slot(frame);
         for id in self.work.added.drain(..) {
             if let Some(&pos) = self.index.get(&id) {
                 self.slots[pos].state = SlotState::Clean;
@@ -311,19 +321,43 @@ impl<T> FastArray<T> {
         if !changes.is_empty() {
             self.array_key = self.array_key.next();
         }
-        &self.changeset
+        self.history.push(changes);
+        self.last_changeset()
     }
 
-    /// Puts an item with a server-assigned id into a mirror, replacing any
-    /// item with that id. Mirrors do not record changes of their own.
-    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, value: T) {
-        match self.index.get(&id) {
-            Some(&pos) => self.slots[pos].value = value,
-            None => {
-                self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
-                self.insert_slot(id, ReplicationKey::default(), SlotState::Clean, value);
-            }
+    /// Puts a new item with a server-assigned id into a mirror, its fields
+    /// applied at `frame`. Mirrors do not record changes of their own.
+    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, frame: u64, value: T)
+    where
+        T: Replicate,
+    {
+        debug_assert!(!self.index.contains_key(&id));
+        self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
+        self.insert_slot(id, ReplicationKey::default(), SlotState::Clean, value);
+        if let Some(slot) = self.slots.last_mut() {
+            slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
         }
+    }
+
+    /// Removes an item from a mirror without recording a change.
+    pub(crate) fn remove_replicated(&mut self, id: ReplicationId) -> Option<T> {
+        self.take_slot(id).map(|slot| slot.value)
+    }
+
+    /// Takes an item's slot out; the last slot moves into its place.
+    fn take_slot(&mut self, id: ReplicationId) -> Option<Slot<T>> {
+        let pos = self.index.remove(&id)?;
+        let slot = self.slots.swap_remove(pos);
+        if let Some(moved) = self.slots.get(pos) {
+            self.index.insert(moved.id, pos);
+        }
+        Some(slot)
+    }
+
+    /// The slot of an item, for the delta writer and the mirror.
+    pub(crate) fn slot_mut(&mut self, id: ReplicationId) -> Option<&mut Slot<T>> {
+        let pos = *self.index.get(&id)?;
+        self.slots.get_mut(pos)
     }
 
     fn insert_slot(&mut self, id: ReplicationId, key: ReplicationKey, state: SlotState, value: T) {
@@ -332,6 +366,7 @@ impl<T> FastArray<T> {
             id,
             key,
             state,
+            field_frames: None,
             value,
         });
     }
@@ -402,5 +437,17 @@ impl<T: Clone + fmt::Debug> fmt::Debug for ItemMut<'_, T> {
             .field(&self.slot.id)
             .field(&self.slot.value)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-item overhead stated in `WIRE.md`.
+    #[test]
+    fn documented_slot_size_holds() {
+        assert_eq!(core::mem::size_of::<Slot<()>>(), 32);
+        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
     }
 }

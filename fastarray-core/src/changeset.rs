@@ -19,6 +19,14 @@ pub struct Changeset {
 }
 
 impl Changeset {
+    /// No change, at frame 0.
+    pub(crate) const EMPTY: Changeset = Changeset {
+        frame: 0,
+        added: Vec::new(),
+        removed: Vec::new(),
+        changed: Vec::new(),
+    };
+
     /// The frame (commit number, starting at 1) this changeset ends.
     pub fn frame(&self) -> u64 {
         self.frame

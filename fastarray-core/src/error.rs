@@ -73,6 +73,31 @@ pub enum DecodeError {
         /// Bit offset of the id gap.
         bit_offset: u64,
     },
+    /// A delta gave its frame relative to frames this mirror has never seen:
+    /// the mirror was replaced or reset while its sender kept its state.
+    FrameWithoutReference {
+        /// Bit offset of the frame header.
+        bit_offset: u64,
+    },
+    /// A changed-field set that is empty, names a field the type does not
+    /// have, or is not written in its canonical (cheaper) form.
+    InvalidFieldSet {
+        /// Bit offset of the field set.
+        bit_offset: u64,
+        /// The type's replicated field count.
+        field_count: u32,
+    },
+    /// A partial change for an item this mirror has never held: the sender
+    /// only sends changed fields after the client acknowledged the whole item.
+    UnknownItem {
+        /// The item's id.
+        id: crate::ReplicationId,
+    },
+    /// The same id appears twice in one message.
+    DuplicateId {
+        /// The repeated id.
+        id: crate::ReplicationId,
+    },
     /// Bits left over after the message that are not zero padding.
     TrailingData {
         /// Bit offset where the message ended.
@@ -135,6 +160,22 @@ impl fmt::Display for DecodeError {
             Self::IdOverflow { bit_offset } => {
                 write!(f, "replication id overflows at bit {bit_offset}")
             }
+            Self::FrameWithoutReference { bit_offset } => write!(
+                f,
+                "the delta at bit {bit_offset} gives its frame relative to frames this mirror never received (was the mirror reset?)"
+            ),
+            Self::InvalidFieldSet {
+                bit_offset,
+                field_count,
+            } => write!(
+                f,
+                "invalid changed-field set at bit {bit_offset} for a type with {field_count} replicated field(s)"
+            ),
+            Self::UnknownItem { id } => write!(
+                f,
+                "a partial change for item {id}, which this mirror never held"
+            ),
+            Self::DuplicateId { id } => write!(f, "item {id} appears twice in one message"),
             Self::TrailingData {
                 bit_offset,
                 remaining_bits,
@@ -185,3 +226,58 @@ impl fmt::Display for EncodeError {
 }
 
 impl std::error::Error for EncodeError {}
+
+/// Why a delta could not be written. Nothing was written and the
+/// connection's state is unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The array has mutations since its last `commit`. Deltas describe
+    /// committed frames; commit first.
+    Uncommitted,
+    /// This packet id names a packet still in flight on this connection
+    /// (report its ack or loss before reusing the id).
+    PacketInFlight {
+        /// The packet id.
+        packet: u32,
+    },
+    /// A budget of zero bits cannot hold even an empty message (1 bit).
+    BudgetTooSmall {
+        /// The budget given.
+        budget: u64,
+    },
+    /// An item could not be encoded.
+    Encode {
+        /// The item.
+        id: crate::ReplicationId,
+        /// What its encoder said.
+        error: EncodeError,
+    },
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Uncommitted => f.write_str(
+                "the array has uncommitted changes: call commit() before writing deltas",
+            ),
+            Self::PacketInFlight { packet } => write!(
+                f,
+                "packet id {packet} is still in flight on this connection; report its ack or loss before reusing it"
+            ),
+            Self::BudgetTooSmall { budget } => {
+                write!(f, "a budget of {budget} bits cannot hold any message")
+            }
+            Self::Encode { id, error } => write!(f, "item {id}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for SendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Encode { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}

@@ -24,11 +24,16 @@ mod array;
 mod bits;
 mod changeset;
 mod codec;
+mod delta;
+mod encode_cache;
 mod error;
+mod history;
 mod id;
 mod mask;
+mod receive;
 mod replicate;
 pub mod schema;
+mod send;
 mod snapshot;
 mod wire;
 
@@ -36,10 +41,14 @@ pub use array::{FastArray, ItemMut};
 pub use bits::{BitReader, BitWriter, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
-pub use error::{DecodeError, EncodeError};
+pub use delta::DeltaStats;
+pub use error::{DecodeError, EncodeError, SendError};
+pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
+pub use receive::{ApplyReport, Callbacks};
 pub use replicate::Replicate;
+pub use send::SendState;
 
 // Lets the derive's generated code (which names `::fastarray::__private`)
 // compile inside this crate's own tests.

@@ -1,7 +1,7 @@
 //! [`FieldMask`]: which replicated fields of a struct changed.
 
 use core::fmt;
-use core::ops::{BitOr, BitOrAssign};
+use core::ops::{BitAnd, BitOr, BitOrAssign};
 
 /// One bit per replicated field of a struct, bit `i` for the `i`-th
 /// replicated field in declaration order (skipped fields have no bit).
@@ -81,6 +81,13 @@ impl FieldMask {
         self.0 & other.0 == other.0
     }
 
+    /// The fields in `self` that are not in `other`.
+    #[inline]
+    #[must_use]
+    pub const fn without(self, other: Self) -> Self {
+        Self(self.0 & !other.0)
+    }
+
     /// The field indices in the mask, ascending.
     pub fn iter(self) -> impl Iterator<Item = u32> {
         let mut rest = self.0;
@@ -101,6 +108,14 @@ impl BitOr for FieldMask {
     #[inline]
     fn bitor(self, rhs: Self) -> Self {
         Self(self.0 | rhs.0)
+    }
+}
+
+impl BitAnd for FieldMask {
+    type Output = Self;
+    #[inline]
+    fn bitand(self, rhs: Self) -> Self {
+        Self(self.0 & rhs.0)
     }
 }
 

@@ -78,6 +78,13 @@ pub trait Replicate: BitCodec {
         reader: &mut BitReader<'_>,
     ) -> Result<Self::Patch, DecodeError>;
 
+    /// Every replicated field of a whole value, as a patch (skipped fields
+    /// are dropped). A mirror applies a whole copy field by field with it.
+    fn into_patch(self) -> Self::Patch;
+
+    /// Drops from `patch` every field not in `keep`.
+    fn retain_fields(patch: &mut Self::Patch, keep: FieldMask);
+
     /// Overwrites the fields carried by `patch`.
     fn apply_patch(&mut self, patch: Self::Patch);
 }

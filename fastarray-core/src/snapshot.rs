@@ -9,9 +9,8 @@
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
-use crate::id::ReplicationId;
 use crate::replicate::Replicate;
-use crate::wire::MessageKind;
+use crate::wire::{self, MessageKind};
 
 impl<T: Replicate> FastArray<T> {
     /// Appends a snapshot message of the whole array to `out` and returns
@@ -65,9 +64,7 @@ impl<T: Replicate> FastArray<T> {
         let mut next = 0u64;
         for pos in order {
             let slot = &self.slots[pos];
-            let raw = slot.id.to_raw();
-            writer.write_varint(raw - next);
-            next = raw + 1;
+            wire::write_id(writer, slot.id, &mut next);
             slot.value.encode(writer)?;
         }
         Ok(())
@@ -98,17 +95,12 @@ impl<T: Replicate> FastArray<T> {
         let count = reader.check_len(claimed, 1 + T::MIN_BITS)?;
         let mut array = Self::with_capacity(prealloc::<(T, u64)>(count));
         array.frame = frame;
+        array.mirror.newest = Some(frame);
         let mut next = 0u64;
         for _ in 0..count {
-            let bit_offset = reader.bit_offset();
-            let raw = next
-                .checked_add(reader.read_varint()?)
-                .ok_or(DecodeError::IdOverflow { bit_offset })?;
-            next = raw
-                .checked_add(1)
-                .ok_or(DecodeError::IdOverflow { bit_offset })?;
+            let id = wire::read_id(reader, &mut next)?;
             let value = T::decode(reader)?;
-            array.insert_replicated(ReplicationId::from_raw(raw), value);
+            array.insert_replicated(id, frame, value);
         }
         Ok(array)
     }

@@ -68,6 +68,14 @@ pub fn expand(cont: &Container, errors: syn::Error) -> TokenStream {
                     ::core::unreachable!()
                 }
 
+                fn into_patch(self) {
+                    ::core::unreachable!()
+                }
+
+                fn retain_fields(__patch: &mut (), __keep: #private::FieldMask) {
+                    ::core::unreachable!()
+                }
+
                 fn apply_patch(&mut self, __patch: ()) {
                     ::core::unreachable!()
                 }

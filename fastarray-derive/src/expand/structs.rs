@@ -289,6 +289,25 @@ fn replicate_impl(
                 })
             }
 
+            fn into_patch(self) -> <Self as #private::Replicate>::Patch {
+                #patch_ident {
+                    #(#locals: #private::Some(self.#members),)*
+                    __marker: ::core::marker::PhantomData,
+                }
+            }
+
+            fn retain_fields(
+                __patch: &mut <Self as #private::Replicate>::Patch,
+                __keep: #private::FieldMask,
+            ) {
+                let _ = &__keep;
+                #(
+                    if !#private::FieldMask::contains(__keep, #bits) {
+                        __patch.#locals = #private::None;
+                    }
+                )*
+            }
+
             fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
                 #(
                     if let #private::Some(__value) = __patch.#locals {

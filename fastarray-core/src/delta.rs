@@ -1,0 +1,301 @@
+//! Writing deltas: what one connection needs, bit-packed.
+//!
+//! Layout (see `WIRE.md`): the message kind, the frame, the removed ids
+//! (count, then ascending gaps), then the sent items (count, then per item
+//! in ascending id order: the gap, one bit `1` = whole item / `0` = changed
+//! fields, and the payload).
+
+use crate::array::FastArray;
+use crate::bits::BitWriter;
+use crate::encode_cache::{Payload, Span};
+use crate::error::SendError;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::replicate::Replicate;
+use crate::send::{Holding, RecordEntry, SendState, Work};
+use crate::wire::{self, MessageKind};
+
+/// What one [`write_delta`](FastArray::write_delta) wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeltaStats {
+    /// Bits of the message (before the padding of the byte variant).
+    pub bits: u64,
+    /// Removals written.
+    pub removed: usize,
+    /// Whole items written (new to the client, or resent whole).
+    pub added: usize,
+    /// Items written as changed fields only.
+    pub changed: usize,
+    /// Items with work left for a later packet because of the bit budget.
+    pub deferred: usize,
+    /// Whether this write compared the whole array against what the client
+    /// holds, because the connection was more than
+    /// [`HISTORY_LEN`](crate::HISTORY_LEN) commits behind.
+    pub resynced: bool,
+}
+
+/// An item chosen for this message.
+struct Planned {
+    id: ReplicationId,
+    work: Work,
+    key: ReplicationKey,
+    since: u64,
+    span: Span,
+}
+
+impl<T: Replicate> FastArray<T> {
+    /// Appends to `out` the delta that brings `conn`'s client up to date,
+    /// and records that packet `packet` carries it. A message with nothing
+    /// to send is one byte (one bit, padded).
+    ///
+    /// Call it after [`commit`](Self::commit), once per connection per tick;
+    /// then report the packet's fate with [`SendState::on_ack`] or
+    /// [`SendState::on_loss`]. On error nothing is written and nothing changes.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16, team: u8 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let id = server.push(Unit { hp: 100, team: 1 });
+    /// server.commit();
+    /// let mut conn = SendState::new();
+    /// let mut client = FastArray::new();
+    ///
+    /// let mut packet = Vec::new();
+    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    ///
+    /// server.get_mut(id).unwrap().hp = 75;
+    /// server.commit();
+    /// packet.clear();
+    /// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    /// assert_eq!((stats.changed, stats.added), (1, 0)); // only `hp` is sent
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_delta(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<DeltaStats, SendError> {
+        let mut writer = BitWriter::new(out);
+        self.write_delta_bits(conn, packet, &mut writer, None)
+    }
+
+    /// Like [`write_delta`](Self::write_delta), but the message takes at
+    /// most `max_bits` bits: removals first, then the items that have waited
+    /// longest, as many as fit; the rest stays due for the next packet.
+    pub fn write_delta_with_budget(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+        max_bits: u64,
+    ) -> Result<DeltaStats, SendError> {
+        let mut writer = BitWriter::new(out);
+        self.write_delta_bits(conn, packet, &mut writer, Some(max_bits))
+    }
+
+    /// Writes the delta into a shared bit stream (several arrays can share
+    /// one packet, unaligned), optionally within a bit budget.
+    pub fn write_delta_bits(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
+    ) -> Result<DeltaStats, SendError> {
+        if self.has_uncommitted_work() {
+            return Err(SendError::Uncommitted);
+        }
+        if conn.has_in_flight(packet) {
+            return Err(SendError::PacketInFlight { packet });
+        }
+        if max_bits == Some(0) {
+            return Err(SendError::BudgetTooSmall { budget: 0 });
+        }
+        let frame = self.frame;
+        let mut stats = DeltaStats::default();
+        conn.expire(frame);
+        self.merge_history(conn, &mut stats);
+
+        let (mut removals, mut items) = self.plan(conn)?;
+        let due = removals.len() + items.len();
+        if let Some(budget) = max_bits {
+            fit_budget(budget, frame, conn.acked_frame, &mut removals, &mut items);
+        }
+        stats.deferred = due - removals.len() - items.len();
+        if removals.is_empty() && items.is_empty() {
+            MessageKind::Empty.write(writer);
+            stats.bits = 1;
+            return Ok(stats);
+        }
+        removals.sort_unstable_by_key(|&(id, _)| id);
+        items.sort_unstable_by_key(|p| p.id);
+
+        let start = writer.bits_written();
+        MessageKind::Delta.write(writer);
+        wire::write_frame(writer, frame, conn.acked_frame);
+        writer.write_gamma(removals.len() as u64);
+        let mut next = 0;
+        for &(id, _) in &removals {
+            wire::write_id(writer, id, &mut next);
+        }
+        writer.write_gamma(items.len() as u64);
+        let mut next = 0;
+        for item in &items {
+            wire::write_id(writer, item.id, &mut next);
+            writer.write_bool(item.work == Work::Add);
+            self.encoded.copy(item.span, writer);
+        }
+        stats.bits = writer.bits_written() - start;
+
+        let mut record = Vec::with_capacity(removals.len() + items.len());
+        for &(id, _) in &removals {
+            conn.pending.remove(&id);
+            record.push(RecordEntry {
+                id,
+                work: Work::Remove,
+                key: ReplicationKey::default(),
+            });
+        }
+        for item in &items {
+            conn.pending.remove(&item.id);
+            record.push(RecordEntry {
+                id: item.id,
+                work: item.work,
+                key: item.key,
+            });
+            match item.work {
+                Work::Add => stats.added += 1,
+                _ => stats.changed += 1,
+            }
+        }
+        stats.removed = removals.len();
+        conn.record(packet, frame, &record, FieldMask::all(T::FIELD_COUNT));
+        Ok(stats)
+    }
+
+    /// Brings `conn`'s pending work up to the current frame: from the
+    /// history ring when it reaches back far enough, else by comparison.
+    fn merge_history(&self, conn: &mut SendState, stats: &mut DeltaStats) {
+        match self.history.since(conn.cursor) {
+            Some(frames) => frames.for_each(|changes| conn.merge_frame(changes)),
+            None => {
+                stats.resynced = true;
+                conn.resync(
+                    self.frame,
+                    self.slots.iter().map(|slot| (slot.id, slot.key)),
+                    |id| self.index.contains_key(&id),
+                );
+            }
+        }
+        conn.cursor = self.frame + 1;
+    }
+
+    /// Turns `conn`'s pending work into removals and items to send, with
+    /// their payloads encoded (once per frame, shared by all connections).
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &mut self,
+        conn: &mut SendState,
+    ) -> Result<(Vec<(ReplicationId, u64)>, Vec<Planned>), SendError> {
+        let mut removals = Vec::new();
+        let mut items = Vec::new();
+        let mut dropped = Vec::new();
+        for (&id, pending) in &conn.pending {
+            let view = conn.view.get(&id);
+            let live = self.index.get(&id).map(|&pos| &self.slots[pos]);
+            match (pending.work, live) {
+                (Work::Remove, _) | (_, None) => {
+                    if view.is_some() {
+                        removals.push((id, pending.since));
+                    } else {
+                        dropped.push(id);
+                    }
+                }
+                (work, Some(slot)) => {
+                    let work = match (work, view) {
+                        (Work::Fields(mask), Some(v)) if v.holding == Holding::Known => {
+                            Work::Fields(mask)
+                        }
+                        _ => Work::Add,
+                    };
+                    let payload = match work {
+                        Work::Fields(mask) => Payload::Fields(mask.bits()),
+                        _ => Payload::Full,
+                    };
+                    let value = &slot.value;
+                    let span = self
+                        .encoded
+                        .get_or_encode(self.frame, id, payload, |w| match work {
+                            Work::Fields(mask) => {
+                                wire::write_field_set(w, mask, T::FIELD_COUNT);
+                                value.encode_fields(mask, w)
+                            }
+                            _ => value.encode(w),
+                        })
+                        .map_err(|error| SendError::Encode { id, error })?;
+                    items.push(Planned {
+                        id,
+                        work,
+                        key: slot.key,
+                        since: pending.since,
+                        span,
+                    });
+                }
+            }
+        }
+        for id in dropped {
+            conn.pending.remove(&id);
+        }
+        Ok((removals, items))
+    }
+}
+
+/// Keeps the removals, then the longest-waiting items, that fit in
+/// `budget` bits. Sizes are upper bounds (an id's gap is never larger than
+/// the id), so the message written never exceeds the budget.
+fn fit_budget(
+    budget: u64,
+    frame: u64,
+    acked: Option<u64>,
+    removals: &mut Vec<(ReplicationId, u64)>,
+    items: &mut Vec<Planned>,
+) {
+    let header = 2
+        + wire::frame_bits(frame, acked)
+        + wire::gamma_bits(removals.len() as u64)
+        + wire::gamma_bits(items.len() as u64);
+    if header > budget {
+        removals.clear();
+        items.clear();
+        return;
+    }
+    let mut left = budget - header;
+    removals.sort_unstable_by_key(|&(id, since)| (since, id));
+    removals.retain(|&(id, _)| {
+        let cost = wire::varint_bits(id.to_raw());
+        let fits = cost <= left;
+        if fits {
+            left -= cost;
+        }
+        fits
+    });
+    items.sort_unstable_by_key(|p| (p.since, p.id));
+    items.retain(|p| {
+        let cost = wire::varint_bits(p.id.to_raw()) + 1 + p.span.bits;
+        let fits = cost <= left;
+        if fits {
+            left -= cost;
+        }
+        fits
+    });
+}

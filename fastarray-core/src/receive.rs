@@ -1,0 +1,310 @@
+//! Applying deltas on a mirror: decode and validate the whole message,
+//! then apply it and report events through [`Callbacks`].
+//!
+//! Packets may arrive late, twice, or out of order. The mirror keeps, per
+//! field of each item, the frame of the newest value applied to it, and a
+//! field takes a value only from a newer frame; a removal leaves a
+//! tombstone (id → frame) so a late add cannot bring the item back; a message more than [`HISTORY_LEN`](crate::HISTORY_LEN)
+//! frames older than the newest one applied is ignored whole (its sender
+//! has counted it as lost), which also bounds how long tombstones are kept.
+
+use hashbrown::HashMap;
+
+use crate::array::FastArray;
+use crate::bits::{BitReader, prealloc};
+use crate::error::DecodeError;
+use crate::id::ReplicationId;
+use crate::mask::FieldMask;
+use crate::replicate::Replicate;
+use crate::wire::{self, MessageKind, WINDOW};
+
+/// Events of applying a delta, called in Unreal's order: every
+/// `pre_remove`, then every `post_add`, then every `post_change`, then
+/// `post_receive` once. Every method does nothing by default; `()` is the
+/// callbacks value that wants no events.
+///
+/// ```
+/// use fastarray_core::{Callbacks, FieldMask, ReplicationId};
+///
+/// #[derive(Default)]
+/// struct Log(Vec<String>);
+///
+/// impl Callbacks<u32> for Log {
+///     fn post_add(&mut self, id: ReplicationId, item: &u32) {
+///         self.0.push(format!("spawn {id} = {item}"));
+///     }
+///     fn pre_remove(&mut self, id: ReplicationId, _item: &u32) {
+///         self.0.push(format!("despawn {id}"));
+///     }
+/// }
+/// ```
+pub trait Callbacks<T> {
+    /// An item is about to be removed.
+    fn pre_remove(&mut self, id: ReplicationId, item: &T) {
+        let _ = (id, item);
+    }
+
+    /// An item was added.
+    fn post_add(&mut self, id: ReplicationId, item: &T) {
+        let _ = (id, item);
+    }
+
+    /// Fields of an item changed (`changed` has their bits).
+    fn post_change(&mut self, id: ReplicationId, item: &T, changed: FieldMask) {
+        let _ = (id, item, changed);
+    }
+
+    /// The whole message was applied.
+    fn post_receive(&mut self, report: &ApplyReport) {
+        let _ = report;
+    }
+}
+
+impl<T> Callbacks<T> for () {}
+
+/// What one [`apply_delta`](FastArray::apply_delta) did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ApplyReport {
+    /// The server frame the message described (`None` for an empty message).
+    pub frame: Option<u64>,
+    /// Items added.
+    pub added: usize,
+    /// Items changed (including whole items that replaced a different copy).
+    pub changed: usize,
+    /// Items removed.
+    pub removed: usize,
+    /// Entries skipped because the mirror already had newer data for the
+    /// item, or the item was removed.
+    pub skipped: usize,
+    /// Whether the whole message was older than the mirror's window and
+    /// ignored.
+    pub stale: bool,
+}
+
+/// The receiving side's memory of the stream: newest frame and tombstones.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MirrorState {
+    /// The newest frame of a delta or snapshot applied.
+    pub(crate) newest: Option<u64>,
+    /// Removed ids and the frame of their removal, for `WINDOW` frames.
+    tombstones: HashMap<ReplicationId, u64>,
+}
+
+/// One sent item, decoded.
+enum Entry<T: Replicate> {
+    Whole(T),
+    Fields(FieldMask, T::Patch),
+}
+
+/// A whole message, decoded and validated, not yet applied.
+struct Decoded<T: Replicate> {
+    frame: Option<u64>,
+    stale: bool,
+    removals: Vec<ReplicationId>,
+    entries: Vec<(ReplicationId, Entry<T>)>,
+}
+
+impl<T: Replicate> FastArray<T> {
+    /// Applies a delta that fills all of `bytes` (up to zero padding) to
+    /// this mirror, calling `callbacks` for what changed. The whole message
+    /// is decoded and checked first: on error the mirror is unchanged.
+    ///
+    /// A mirror is a `FastArray` that only receives: ids come from the
+    /// server, and it should not be mutated locally.
+    pub fn apply_delta(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
+        let mut reader = BitReader::new(bytes);
+        let decoded = self.decode_delta(&mut reader)?;
+        reader.expect_end()?;
+        Ok(self.apply_decoded(decoded, callbacks))
+    }
+
+    /// Applies one delta read from a shared bit stream (several arrays can
+    /// share one packet). On error the mirror is unchanged.
+    pub fn apply_delta_bits(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
+        let decoded = self.decode_delta(reader)?;
+        Ok(self.apply_decoded(decoded, callbacks))
+    }
+
+    fn decode_delta(&self, reader: &mut BitReader<'_>) -> Result<Decoded<T>, DecodeError> {
+        let kind_offset = reader.bit_offset();
+        let mut decoded = Decoded {
+            frame: None,
+            stale: false,
+            removals: Vec::new(),
+            entries: Vec::new(),
+        };
+        match MessageKind::read(reader)? {
+            MessageKind::Empty => return Ok(decoded),
+            MessageKind::Delta => {}
+            MessageKind::Snapshot => {
+                return Err(DecodeError::UnexpectedMessageKind {
+                    bit_offset: kind_offset,
+                    expected: MessageKind::Delta.name(),
+                    found: MessageKind::Snapshot.name(),
+                });
+            }
+        }
+        let frame = wire::read_frame(reader, self.mirror.newest)?;
+        decoded.frame = Some(frame);
+        decoded.stale = self
+            .mirror
+            .newest
+            .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest);
+
+        // Each removal takes at least one bit; each item at least two.
+        let claimed = reader.read_gamma()?;
+        let count = reader.check_len(claimed, 1)?;
+        decoded.removals.reserve(prealloc::<ReplicationId>(count));
+        let mut next = 0u64;
+        for _ in 0..count {
+            let id = wire::read_id(reader, &mut next)?;
+            decoded.removals.push(id);
+        }
+        let claimed = reader.read_gamma()?;
+        let count = reader.check_len(claimed, 2)?;
+        decoded
+            .entries
+            .reserve(prealloc::<(ReplicationId, Entry<T>)>(count));
+        let mut next = 0u64;
+        for _ in 0..count {
+            let id = wire::read_id(reader, &mut next)?;
+            let entry = if reader.read_bool()? {
+                Entry::Whole(T::decode(reader)?)
+            } else {
+                let mask = wire::read_field_set(reader, T::FIELD_COUNT)?;
+                Entry::Fields(mask, T::decode_fields(mask, reader)?)
+            };
+            decoded.entries.push((id, entry));
+        }
+        self.validate(&decoded)?;
+        Ok(decoded)
+    }
+
+    /// Checks what decoding alone cannot: no id both removed and sent, and
+    /// no partial change for an item this mirror never held.
+    fn validate(&self, decoded: &Decoded<T>) -> Result<(), DecodeError> {
+        let mut removals = decoded.removals.iter().peekable();
+        for (id, entry) in &decoded.entries {
+            while removals.next_if(|&&r| r < *id).is_some() {}
+            if removals.peek() == Some(&id) {
+                return Err(DecodeError::DuplicateId { id: *id });
+            }
+            let partial = matches!(entry, Entry::Fields(..));
+            if partial
+                && !decoded.stale
+                && !self.contains(*id)
+                && !self.mirror.tombstones.contains_key(id)
+            {
+                return Err(DecodeError::UnknownItem { id: *id });
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_decoded(
+        &mut self,
+        decoded: Decoded<T>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> ApplyReport {
+        let mut report = ApplyReport {
+            frame: decoded.frame,
+            stale: decoded.stale,
+            ..ApplyReport::default()
+        };
+        let Some(frame) = decoded.frame else {
+            callbacks.post_receive(&report);
+            return report;
+        };
+        if decoded.stale {
+            report.skipped = decoded.removals.len() + decoded.entries.len();
+            callbacks.post_receive(&report);
+            return report;
+        }
+        let advanced = self.mirror.newest.is_none_or(|newest| frame > newest);
+        if advanced {
+            self.mirror.newest = Some(frame);
+        }
+
+        for id in decoded.removals {
+            if let Some(item) = self.get(id) {
+                callbacks.pre_remove(id, item);
+                self.remove_replicated(id);
+                report.removed += 1;
+            }
+            let tombstone = self.mirror.tombstones.entry(id).or_insert(frame);
+            *tombstone = (*tombstone).max(frame);
+        }
+
+        let mut changes = Vec::new();
+        for (id, entry) in decoded.entries {
+            if self.mirror.tombstones.contains_key(&id) {
+                report.skipped += 1;
+                continue;
+            }
+            let Some(slot) = self.slot_mut(id) else {
+                // Validation let through only whole items for unknown ids.
+                if let Entry::Whole(value) = entry {
+                    self.insert_replicated(id, frame, value);
+                    if let Some(item) = self.get(id) {
+                        callbacks.post_add(id, item);
+                    }
+                    report.added += 1;
+                }
+                continue;
+            };
+            let frames = slot
+                .field_frames
+                .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
+            let (sent, mut patch, changed) = match entry {
+                Entry::Whole(value) => {
+                    let differs = value.diff(&slot.value);
+                    (
+                        FieldMask::all(T::FIELD_COUNT),
+                        value.into_patch(),
+                        Some(differs),
+                    )
+                }
+                Entry::Fields(mask, patch) => (mask, patch, None),
+            };
+            // Each field takes the value only if it is newer than the one it
+            // holds: duplicates and late copies change nothing.
+            let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
+            let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
+            if newer.is_empty() {
+                report.skipped += 1;
+                continue;
+            }
+            for field in newer.iter() {
+                frames[field as usize] = frame;
+            }
+            T::retain_fields(&mut patch, newer);
+            slot.value.apply_patch(patch);
+            let changed = changed.map_or(newer, |differs| differs & newer);
+            if !changed.is_empty() {
+                changes.push((id, changed));
+            }
+        }
+        for (id, mask) in changes {
+            if let Some(item) = self.get(id) {
+                callbacks.post_change(id, item, mask);
+            }
+            report.changed += 1;
+        }
+
+        if advanced {
+            self.mirror
+                .tombstones
+                .retain(|_, removed| *removed + WINDOW > frame);
+        }
+        callbacks.post_receive(&report);
+        report
+    }
+}

@@ -1,0 +1,417 @@
+//! [`SendState`]: what one connection's client may hold, what it still
+//! needs, and the retirement list of packets in flight.
+
+use std::collections::VecDeque;
+
+use hashbrown::HashMap;
+
+use crate::changeset::Changeset;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::wire::WINDOW;
+
+/// The sending side of one connection for one array (or replicated object).
+///
+/// Create one per client with [`SendState::new`], pass it to
+/// [`FastArray::write_delta`](crate::FastArray::write_delta) every tick, and
+/// tell it what the transport learned: [`on_ack`](Self::on_ack) when a
+/// packet arrived, [`on_loss`](Self::on_loss) when it did not. Packet ids
+/// are yours (a wrapping `u16` sequence widened to `u32` works): they are
+/// matched exactly, never compared for order. Acks and losses that name no
+/// packet in flight (duplicates, stale reports) are ignored.
+///
+/// Nothing is resent on a timer: a change goes out once, and again only
+/// when the packet that carried it is reported lost (or, having never been
+/// reported, is [`HISTORY_LEN`](crate::HISTORY_LEN) frames old).
+///
+/// # Memory
+/// Per item the client may hold, one 40-byte hash map entry (id, state,
+/// newest record and its fields, acknowledged record and key); per packet in
+/// flight, 48 bytes plus 32 per item it carried; per item with unsent
+/// work, a 32-byte map entry. Hash maps add one control byte per bucket and
+/// keep between 1 and 2 buckets per entry. Nothing here grows with items
+/// the client does not hold.
+#[derive(Clone, Debug)]
+pub struct SendState {
+    /// What the client may hold, per id.
+    pub(crate) view: HashMap<ReplicationId, View>,
+    /// Work not yet written, per id.
+    pub(crate) pending: HashMap<ReplicationId, Pending>,
+    /// The next frame of the history ring to merge into `pending`.
+    pub(crate) cursor: u64,
+    /// The retirement list: one record per packet in flight, in write order.
+    records: VecDeque<Record>,
+    /// Sequence number of the next record (orders records for coverage).
+    next_seq: u64,
+    /// The newest frame carried by a packet the client acknowledged.
+    pub(crate) acked_frame: Option<u64>,
+    /// The newest frame a message was written for.
+    written_frame: u64,
+    /// Entry buffers of retired records, reused by new ones.
+    spare: Vec<Vec<RecordEntry>>,
+    /// Every field of the item type (learned from the first write).
+    all_fields: FieldMask,
+}
+
+/// What the client may hold of one item.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct View {
+    pub(crate) holding: Holding,
+    /// The newest record that carried this id.
+    last_seq: u64,
+    /// The newest acknowledged record that carried this id (0: none).
+    acked_seq: u64,
+    /// The item's key when that record was written.
+    pub(crate) acked_key: ReplicationKey,
+    /// The fields the newest record carried for this id: a lost older
+    /// record's fields among these need no resend, since that newer
+    /// record's own ack or loss takes care of them.
+    last_fields: FieldMask,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holding {
+    /// A packet with the whole item was written; none acknowledged yet.
+    AddInFlight,
+    /// The client acknowledged a packet with the whole item.
+    Known,
+    /// A removal was written; not acknowledged yet.
+    RemoveInFlight,
+}
+
+/// Work for one id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Send the whole item.
+    Add,
+    /// Send these fields.
+    Fields(FieldMask),
+    /// Tell the client the item is gone.
+    Remove,
+}
+
+impl Work {
+    /// The work that does both `self` and `other`.
+    fn merge(self, other: Work) -> Work {
+        match (self, other) {
+            (Work::Remove, _) | (_, Work::Remove) => Work::Remove,
+            (Work::Add, _) | (_, Work::Add) => Work::Add,
+            (Work::Fields(a), Work::Fields(b)) => Work::Fields(a | b),
+        }
+    }
+}
+
+/// Unsent work for one id and the frame it first became due (for budgets:
+/// oldest first).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pending {
+    pub(crate) work: Work,
+    pub(crate) since: u64,
+}
+
+/// What one packet in flight carried.
+#[derive(Clone, Debug)]
+struct Record {
+    packet: u32,
+    seq: u64,
+    frame: u64,
+    entries: Vec<RecordEntry>,
+}
+
+/// One item in a record: what was sent and the item's key at the time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordEntry {
+    pub(crate) id: ReplicationId,
+    pub(crate) work: Work,
+    pub(crate) key: ReplicationKey,
+}
+
+impl Default for SendState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SendState {
+    /// A connection whose client holds nothing yet.
+    pub fn new() -> Self {
+        Self {
+            view: HashMap::new(),
+            pending: HashMap::new(),
+            cursor: 1,
+            records: VecDeque::new(),
+            next_seq: 1,
+            acked_frame: None,
+            written_frame: 0,
+            spare: Vec::new(),
+            all_fields: FieldMask::EMPTY,
+        }
+    }
+
+    /// The transport delivered `packet`. Its content becomes known to the
+    /// client. Returns whether a packet in flight had that id (a duplicate
+    /// or stale ack returns `false` and changes nothing).
+    ///
+    /// A packet acknowledged after it fell out of the mirror's window
+    /// ([`HISTORY_LEN`](crate::HISTORY_LEN) frames) was ignored by the
+    /// mirror and is handled as lost.
+    pub fn on_ack(&mut self, packet: u32) -> bool {
+        let Some(record) = self.take_record(packet) else {
+            return false;
+        };
+        if record.frame + WINDOW <= self.written_frame {
+            self.retire_lost(record);
+            return true;
+        }
+        for entry in &record.entries {
+            let Some(view) = self.view.get_mut(&entry.id) else {
+                continue;
+            };
+            match entry.work {
+                Work::Remove => {
+                    self.view.remove(&entry.id);
+                    continue;
+                }
+                Work::Add => {
+                    if view.holding == Holding::AddInFlight {
+                        view.holding = Holding::Known;
+                    }
+                }
+                Work::Fields(_) => {}
+            }
+            if record.seq > view.acked_seq {
+                view.acked_seq = record.seq;
+                view.acked_key = entry.key;
+            }
+        }
+        self.acked_frame = Some(
+            self.acked_frame
+                .map_or(record.frame, |f| f.max(record.frame)),
+        );
+        self.recycle(record);
+        true
+    }
+
+    /// The transport gave up on `packet`. Whatever it carried that no later
+    /// packet carries is due again. Returns whether a packet in flight had
+    /// that id (a duplicate or stale report returns `false` and changes
+    /// nothing).
+    pub fn on_loss(&mut self, packet: u32) -> bool {
+        match self.take_record(packet) {
+            Some(record) => {
+                self.retire_lost(record);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Packets written and not yet acknowledged or lost.
+    pub fn packets_in_flight(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Items with work not yet written (after the last write's merge).
+    pub fn pending_items(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Items the client may hold (known, or with an add or removal in flight).
+    pub fn client_items(&self) -> usize {
+        self.view.len()
+    }
+
+    /// Whether every change written so far is acknowledged and nothing is
+    /// due: the client holds exactly what the array held at the last write.
+    pub fn is_settled(&self) -> bool {
+        self.records.is_empty() && self.pending.is_empty()
+    }
+
+    /// Whether `packet` names a packet in flight.
+    pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
+        self.records.iter().any(|r| r.packet == packet)
+    }
+
+    /// Adds work for `id`, merged with any already due.
+    pub(crate) fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
+        self.pending
+            .entry(id)
+            .and_modify(|p| {
+                p.work = p.work.merge(work);
+                p.since = p.since.min(since);
+            })
+            .or_insert(Pending { work, since });
+    }
+
+    /// Merges one frame of the history ring into the pending work.
+    pub(crate) fn merge_frame(&mut self, changes: &Changeset) {
+        let frame = changes.frame;
+        for &id in &changes.added {
+            self.queue(id, Work::Add, frame);
+        }
+        for &(id, mask) in &changes.changed {
+            let known = self
+                .view
+                .get(&id)
+                .is_some_and(|v| v.holding == Holding::Known);
+            let work = if known { Work::Fields(mask) } else { Work::Add };
+            self.queue(id, work, frame);
+        }
+        for &id in &changes.removed {
+            if self.view.contains_key(&id) {
+                self.queue(id, Work::Remove, frame);
+            } else {
+                self.pending.remove(&id);
+            }
+        }
+    }
+
+    /// Works out what is due by comparing what the client may hold against
+    /// the array's `items` (id, key): used when the history ring no longer
+    /// reaches back to this connection's cursor. O(items + view). Work
+    /// already due (repairs of lost packets) stays due.
+    pub(crate) fn resync(
+        &mut self,
+        frame: u64,
+        items: impl Iterator<Item = (ReplicationId, ReplicationKey)>,
+        contains: impl Fn(ReplicationId) -> bool,
+    ) {
+        for (id, key) in items {
+            let up_to_date = self.view.get(&id).is_some_and(|v| {
+                v.holding == Holding::Known && v.acked_seq != 0 && v.acked_key == key
+            });
+            if !up_to_date {
+                self.queue(id, Work::Add, frame);
+            }
+        }
+        let gone: Vec<ReplicationId> = self
+            .view
+            .keys()
+            .copied()
+            .filter(|&id| !contains(id))
+            .collect();
+        for id in gone {
+            self.queue(id, Work::Remove, frame);
+        }
+    }
+
+    /// Treats packets that are a whole window old as lost: the mirror
+    /// ignores them if they ever arrive.
+    pub(crate) fn expire(&mut self, frame: u64) {
+        while let Some(oldest) = self.records.front() {
+            if oldest.frame + WINDOW > frame {
+                break;
+            }
+            if let Some(record) = self.records.pop_front() {
+                self.retire_lost(record);
+            }
+        }
+    }
+
+    /// Records a packet about to be written with `entries`, and updates what
+    /// the client may hold. `entries` must be the work just taken from
+    /// `pending`.
+    pub(crate) fn record(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        entries: &[RecordEntry],
+        all_fields: FieldMask,
+    ) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.all_fields = all_fields;
+        self.written_frame = self.written_frame.max(frame);
+        let mut stored = self.spare.pop().unwrap_or_default();
+        stored.clear();
+        stored.extend_from_slice(entries);
+        for entry in entries {
+            let view = self.view.entry(entry.id).or_insert(View {
+                holding: Holding::AddInFlight,
+                last_seq: 0,
+                acked_seq: 0,
+                acked_key: ReplicationKey::default(),
+                last_fields: FieldMask::EMPTY,
+            });
+            view.last_seq = seq;
+            view.last_fields = match entry.work {
+                Work::Add => all_fields,
+                Work::Fields(mask) => mask,
+                Work::Remove => {
+                    view.holding = Holding::RemoveInFlight;
+                    FieldMask::EMPTY
+                }
+            };
+        }
+        self.records.push_back(Record {
+            packet,
+            seq,
+            frame,
+            entries: stored,
+        });
+    }
+
+    fn take_record(&mut self, packet: u32) -> Option<Record> {
+        let index = self.records.iter().position(|r| r.packet == packet)?;
+        self.records.remove(index)
+    }
+
+    /// Puts back what a lost record carried, except what a later record
+    /// carried for the same item (that record's own fate takes care of it).
+    fn retire_lost(&mut self, record: Record) {
+        for entry in &record.entries {
+            let Some(view) = self.view.get(&entry.id) else {
+                // Its removal was acknowledged: nothing left to repair.
+                continue;
+            };
+            let later = view.last_seq > record.seq;
+            let covered = if later {
+                view.last_fields
+            } else {
+                FieldMask::EMPTY
+            };
+            let work = match entry.work {
+                Work::Remove if later => continue,
+                Work::Remove => Work::Remove,
+                Work::Add | Work::Fields(_) => {
+                    let lost = match entry.work {
+                        Work::Fields(mask) => mask,
+                        _ => self.all_fields,
+                    };
+                    let missing = lost.without(covered);
+                    if missing.is_empty() {
+                        continue;
+                    }
+                    if view.holding == Holding::Known {
+                        Work::Fields(missing)
+                    } else {
+                        Work::Add
+                    }
+                }
+            };
+            self.queue(entry.id, work, record.frame);
+        }
+        self.recycle(record);
+    }
+
+    fn recycle(&mut self, record: Record) {
+        if self.spare.len() < 8 {
+            self.spare.push(record.entries);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-item and per-entry sizes stated in the docs and `WIRE.md`.
+    #[test]
+    fn documented_sizes_hold() {
+        let entry = core::mem::size_of::<(ReplicationId, View)>();
+        assert_eq!(entry, 40, "view map entry");
+        assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
+        assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
+        assert_eq!(core::mem::size_of::<Record>(), 48);
+    }
+}
