@@ -1,19 +1,27 @@
-//! The crowd demo: a server `FastArray` of a few thousand agents that move,
-//! take damage, spawn and die for a number of ticks. Each tick it commits and
-//! prints what the commit found; at the end a client is built from a full
-//! snapshot and checked against the server.
+//! The crowd demo: one server replicating a few thousand agents that move,
+//! take damage, spawn and die, to eight clients over simulated links with
+//! 0%, 5%, 20% and 50% loss (plus reordering, duplication, delay, and packets
+//! that arrive after the sender gave up on them). Each tick the server
+//! commits once and writes one delta per client; acks and losses flow back
+//! over the link. At the end the links heal, the last repairs go out, and
+//! every client is checked against the server.
 //!
 //! ```sh
-//! cargo run --release --example crowd            # 120 ticks
+//! cargo run --release --example crowd            # 300 ticks
 //! cargo run --release --example crowd -- 1000    # more ticks
 //! ```
 //!
-//! Exits with status 1 if the client does not match the server.
+//! Exits with status 1 if any client differs from the server.
+
+/// The deterministic lossy-link simulator shared with the test suite.
+#[path = "../tests/support/link.rs"]
+mod link;
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use fastarray::{FastArray, Replicate, ReplicationId};
+use fastarray::{FastArray, Replicate, ReplicationId, SendState};
+use link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -29,10 +37,31 @@ const START_AGENTS: usize = 4000;
 const SPAWNS_PER_TICK: usize = 12;
 const DEATH_CHANCE: f64 = 0.003;
 
+/// One client: its link, the server's send state for it, and its mirror.
+struct Client {
+    link: Link,
+    conn: SendState,
+    mirror: FastArray<Agent>,
+    bytes: u64,
+    packets: u64,
+}
+
+fn profile(name: &'static str, loss: f64) -> LinkProfile {
+    LinkProfile {
+        name,
+        loss,
+        burst: None,
+        duplicate: 0.02,
+        delay: (1, 4),
+        ack_delay: (1, 3),
+        late_after_loss: 0.1,
+        outage: None,
+    }
+}
+
 fn spawn(rng: &mut ChaCha8Rng, serial: u64) -> Agent {
-    let moving = rng.random_bool(0.3);
     let mut velocity = [0.0; 3];
-    if moving {
+    if rng.random_bool(0.3) {
         velocity = [
             rng.random_range(-2.0..2.0),
             0.0,
@@ -51,9 +80,53 @@ fn spawn(rng: &mut ChaCha8Rng, serial: u64) -> Agent {
     }
 }
 
+/// One tick of game logic; returns how many agents were written to.
+fn simulate(
+    server: &mut FastArray<Agent>,
+    rng: &mut ChaCha8Rng,
+    serial: &mut u64,
+    tick: u32,
+) -> usize {
+    let ids: Vec<ReplicationId> = server.ids().collect();
+    let mut touched = 0;
+    let mut deaths = Vec::new();
+    for id in ids {
+        let idle = server.get(id).is_some_and(|a| a.velocity == [0.0; 3]);
+        if idle && !rng.random_bool(0.05) {
+            continue; // most idle agents are not even looked at
+        }
+        let mut agent = server.get_mut(id).expect("id from this tick's list");
+        touched += 1;
+        let velocity = agent.velocity;
+        for (p, v) in agent.position.iter_mut().zip(velocity) {
+            *p += v * 0.1;
+        }
+        if rng.random_bool(0.02) {
+            agent.health = agent.health.saturating_sub(rng.random_range(5..40));
+        }
+        // Clamping rewrites an unhurt idle agent's health with the same
+        // value: the guard records the touch, the commit finds no change.
+        agent.health = agent.health.min(100);
+        if agent.health == 0 || rng.random_bool(DEATH_CHANCE) {
+            deaths.push(id);
+        }
+    }
+    for id in deaths {
+        server.remove(id);
+    }
+    for _ in 0..SPAWNS_PER_TICK {
+        server.push(spawn(rng, *serial));
+        *serial += 1;
+    }
+    if tick % 25 == 0 {
+        server.sort_by(|a, b| a.name.cmp(&b.name)); // reordering costs nothing
+    }
+    touched
+}
+
 fn main() -> ExitCode {
     let ticks: u32 = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 120,
+        None => 300,
         Some(Ok(n)) => n,
         Some(Err(_)) => {
             eprintln!("usage: crowd [TICKS]");
@@ -69,84 +142,139 @@ fn main() -> ExitCode {
     }
     server.commit();
 
+    let profiles = [
+        profile("0% loss", 0.0),
+        profile("0% loss", 0.0),
+        profile("5% loss", 0.05),
+        profile("5% loss", 0.05),
+        profile("20% loss", 0.20),
+        profile("20% loss", 0.20),
+        profile("50% loss", 0.50),
+        profile("50% loss", 0.50),
+    ];
+    let mut clients: Vec<Client> = profiles
+        .into_iter()
+        .zip(1..)
+        .map(|(profile, seed)| Client {
+            link: Link::new(profile, seed),
+            conn: SendState::new(),
+            mirror: FastArray::new(),
+            bytes: 0,
+            packets: 0,
+        })
+        .collect();
+
     let started = Instant::now();
-    let mut ids: Vec<ReplicationId> = Vec::new();
-    let (mut total_changed, mut total_touched) = (0, 0);
-    for tick in 1..=ticks {
-        ids.clear();
-        ids.extend(server.ids());
-        let mut touched = 0;
-        let mut deaths = Vec::new();
-        for &id in &ids {
-            let idle = server.get(id).is_some_and(|a| a.velocity == [0.0; 3]);
-            if idle && !rng.random_bool(0.05) {
-                continue; // most idle agents are not even looked at
-            }
-            let mut agent = server.get_mut(id).expect("id from this tick's list");
-            touched += 1;
-            let velocity = agent.velocity;
-            for (p, v) in agent.position.iter_mut().zip(velocity) {
-                *p += v * 0.1;
-            }
-            // Every touched agent has its health clamped, which for an idle,
-            // unhurt agent rewrites the same value: the guard records the
-            // touch, the commit finds no change.
-            if rng.random_bool(0.02) {
-                agent.health = agent.health.saturating_sub(rng.random_range(5..40));
-            }
-            agent.health = agent.health.min(100);
-            if agent.health == 0 || rng.random_bool(DEATH_CHANCE) {
-                deaths.push(id);
-            }
+    let mut sequence: u16 = 0; // a wrapping u16 transport sequence
+    let mut changes_sent = 0;
+    let drain_limit = ticks + 500;
+    for now in 0.. {
+        let live = now < ticks;
+        if now == ticks {
+            clients.iter_mut().for_each(|c| c.link.heal());
         }
-        for id in deaths {
-            server.remove(id);
-        }
-        for _ in 0..SPAWNS_PER_TICK {
-            server.push(spawn(&mut rng, serial));
-            serial += 1;
-        }
-        if tick % 25 == 0 {
-            server.sort_by(|a, b| a.name.cmp(&b.name)); // reordering costs nothing
-        }
+        let touched = if live {
+            simulate(&mut server, &mut rng, &mut serial, now)
+        } else {
+            0
+        };
         let changes = server.commit();
         let (changed, added, removed) = (
             changes.changed().len(),
             changes.added().len(),
             changes.removed().len(),
         );
-        total_changed += changed;
-        total_touched += touched;
-        println!(
-            "tick {tick:>4}  items {:>5}  touched {touched:>5}  changed {changed:>5}  added {added:>3}  removed {removed:>3}",
-            server.len(),
-        );
+        changes_sent += changed + added + removed;
+
+        let mut tick_bytes = Vec::with_capacity(clients.len());
+        for client in &mut clients {
+            if live || !client.conn.is_settled() {
+                let mut packet = Vec::new();
+                if let Err(error) =
+                    server.write_delta(&mut client.conn, u32::from(sequence), &mut packet)
+                {
+                    eprintln!("write failed: {error}");
+                    return ExitCode::FAILURE;
+                }
+                tick_bytes.push(packet.len());
+                client.bytes += packet.len() as u64;
+                client.packets += 1;
+                client.link.send(now, u32::from(sequence), packet);
+            }
+            for bytes in client.link.deliver(now) {
+                if let Err(error) = client.mirror.apply_delta(&bytes, &mut ()) {
+                    eprintln!("a client rejected a delta: {error}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            for report in client.link.reports(now) {
+                match report {
+                    Report::Acked(p) => client.conn.on_ack(p),
+                    Report::Lost(p) => client.conn.on_loss(p),
+                };
+            }
+        }
+        sequence = sequence.wrapping_add(1);
+
+        if live && (now % 20 == 0 || now + 1 == ticks) {
+            println!(
+                "tick {now:>4}  items {:>5}  touched {touched:>5}  changed {changed:>5}  added {added:>3}  removed {removed:>3}  bytes/client {tick_bytes:?}",
+                server.len(),
+            );
+        }
+        let settled = clients.iter().all(|c| c.conn.is_settled() && c.link.idle());
+        if !live && settled {
+            println!(
+                "links healed; all clients settled {} ticks later",
+                now - ticks
+            );
+            break;
+        }
+        if now >= drain_limit {
+            eprintln!(
+                "clients did not settle within {} ticks of healing",
+                drain_limit - ticks
+            );
+            return ExitCode::FAILURE;
+        }
     }
     let elapsed = started.elapsed();
 
-    let mut packet = Vec::new();
-    let bits = server.write_snapshot(&mut packet).expect("agents encode");
-    let client = match FastArray::<Agent>::from_snapshot(&packet) {
-        Ok(client) => client,
-        Err(error) => {
-            eprintln!("snapshot did not decode: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let mut snapshot = Vec::new();
+    server.write_snapshot(&mut snapshot).expect("agents encode");
     println!(
-        "{ticks} ticks in {:.1} ms; {total_touched} touches, {total_changed} real changes",
+        "\n{ticks} ticks, {} agents at the end, {changes_sent} adds/changes/removals committed, {:.1} ms in all",
+        server.len(),
         elapsed.as_secs_f64() * 1e3
     );
     println!(
-        "snapshot: {} agents in {} bytes ({:.1} bits per agent)",
-        server.len(),
-        packet.len(),
-        bits as f64 / server.len().max(1) as f64
+        "a full snapshot would be {} bytes per tick per client\n",
+        snapshot.len()
     );
-    if client != server {
-        eprintln!("MISMATCH: the client built from the snapshot differs from the server");
+    println!("client  link       bytes/tick  packets  acked  lost  late  matches server");
+    let mut all_match = true;
+    for (n, client) in clients.iter().enumerate() {
+        let stats = client.link.stats();
+        let matches = client.mirror == server;
+        all_match &= matches;
+        println!(
+            "{n:>6}  {:<9}  {:>10.0}  {:>7}  {:>5}  {:>4}  {:>4}  {}",
+            client.link.profile().name,
+            client.bytes as f64 / f64::from(ticks.max(1)),
+            client.packets,
+            stats.acked,
+            stats.lost,
+            stats.late_after_loss,
+            if matches { "yes" } else { "NO" },
+        );
+    }
+    if !all_match {
+        eprintln!("MISMATCH: a client differs from the server");
         return ExitCode::FAILURE;
     }
-    println!("client matches server: {} agents", client.len());
+    println!(
+        "\nevery client matches the server ({} agents)",
+        server.len()
+    );
     ExitCode::SUCCESS
 }

@@ -1,0 +1,185 @@
+//! Convergence over a lossy link: for random mutation scripts and every link
+//! profile (loss, bursts, reordering, duplication, late delivery after a
+//! loss report, outages longer than the history ring), once the link heals
+//! and the pending work is acknowledged the mirror equals the server. Every
+//! message must apply without error, and the callbacks must describe the
+//! same contents as the mirror.
+
+#[path = "support/link.rs"]
+mod link;
+
+use std::collections::BTreeMap;
+
+use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState};
+use link::{Link, LinkProfile, Report};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Agent {
+    position: [f32; 2],
+    health: u8,
+    ammo: u16,
+    name: String,
+    flags: Option<u32>,
+}
+
+fn spawn(rng: &mut ChaCha8Rng) -> Agent {
+    Agent {
+        position: [
+            rng.random_range(-100.0..100.0),
+            rng.random_range(-100.0..100.0),
+        ],
+        health: rng.random(),
+        ammo: rng.random(),
+        name: "x".repeat(rng.random_range(0..4)),
+        flags: rng.random_bool(0.5).then(|| rng.random()),
+    }
+}
+
+/// One tick of game logic on the server.
+fn mutate(server: &mut FastArray<Agent>, rng: &mut ChaCha8Rng) {
+    let ids: Vec<ReplicationId> = server.ids().collect();
+    for _ in 0..rng.random_range(0..4) {
+        if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+            let mut agent = server.get_mut(id).unwrap();
+            match rng.random_range(0..5) {
+                0 => agent.position[0] += 1.0,
+                1 => agent.health = rng.random(),
+                2 => agent.ammo = agent.ammo.wrapping_add(1),
+                3 => agent.name.push('y'),
+                _ => agent.flags = None,
+            }
+        }
+    }
+    if rng.random_bool(0.3) && !ids.is_empty() {
+        server.remove(ids[rng.random_range(0..ids.len())]);
+    }
+    if rng.random_bool(0.3) || server.len() < 5 {
+        server.push(spawn(rng));
+    }
+    if rng.random_bool(0.1) {
+        server.sort_by(|a, b| a.ammo.cmp(&b.ammo));
+    }
+}
+
+/// Rebuilds the mirror's contents from callbacks alone.
+#[derive(Default)]
+struct Shadow(BTreeMap<ReplicationId, Agent>);
+
+impl Callbacks<Agent> for Shadow {
+    fn pre_remove(&mut self, id: ReplicationId, item: &Agent) {
+        assert_eq!(
+            self.0.remove(&id).as_ref(),
+            Some(item),
+            "pre_remove of {id}"
+        );
+    }
+    fn post_add(&mut self, id: ReplicationId, item: &Agent) {
+        assert!(
+            self.0.insert(id, item.clone()).is_none(),
+            "post_add of a held {id}"
+        );
+    }
+    fn post_change(&mut self, id: ReplicationId, item: &Agent, changed: FieldMask) {
+        let old = self
+            .0
+            .insert(id, item.clone())
+            .expect("post_change of an unknown id");
+        assert!(!changed.is_empty());
+        assert!(
+            changed.covers(item.diff(&old)),
+            "the mask names every changed field"
+        );
+    }
+}
+
+fn contents(array: &FastArray<Agent>) -> BTreeMap<ReplicationId, Agent> {
+    array.iter().map(|(id, a)| (id, a.clone())).collect()
+}
+
+/// Runs one script over one link; panics with the seed on any failure.
+fn run(profile: &LinkProfile, seed: u64, script_ticks: u32) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xa5a5);
+    let mut link = Link::new(profile.clone(), seed);
+    let mut server = FastArray::new();
+    let mut conn = SendState::new();
+    let mut mirror = FastArray::new();
+    let mut shadow = Shadow::default();
+    let mut seq: u16 = 65_500; // wraps during the run
+    let heal_at = script_ticks;
+    let give_up = script_ticks + 400;
+    for now in 0.. {
+        if now < heal_at {
+            mutate(&mut server, &mut rng);
+        } else if now == heal_at {
+            link.heal();
+        }
+        server.commit();
+        // After healing, the server writes only while it has work in flight
+        // or due, so the link can fall idle.
+        if now < heal_at || !conn.is_settled() {
+            let mut packet = Vec::new();
+            server
+                .write_delta(&mut conn, u32::from(seq), &mut packet)
+                .unwrap_or_else(|e| panic!("{} seed {seed}: write failed: {e}", profile.name));
+            link.send(now, u32::from(seq), packet);
+            seq = seq.wrapping_add(1);
+        }
+        for bytes in link.deliver(now) {
+            mirror
+                .apply_delta(&bytes, &mut shadow)
+                .unwrap_or_else(|e| panic!("{} seed {seed} tick {now}: {e}", profile.name));
+        }
+        for report in link.reports(now) {
+            match report {
+                Report::Acked(p) => conn.on_ack(p),
+                Report::Lost(p) => conn.on_loss(p),
+            };
+        }
+        if now > heal_at && link.idle() && conn.is_settled() {
+            break;
+        }
+        assert!(
+            now < give_up,
+            "{} seed {seed}: not settled {} ticks after healing ({} in flight, {} pending)",
+            profile.name,
+            now - heal_at,
+            conn.packets_in_flight(),
+            conn.pending_items()
+        );
+    }
+    assert_eq!(
+        contents(&mirror),
+        contents(&server),
+        "{} seed {seed}: mirror differs from server",
+        profile.name
+    );
+    assert_eq!(
+        shadow.0,
+        contents(&mirror),
+        "{} seed {seed}: callbacks",
+        profile.name
+    );
+}
+
+#[test]
+fn mirrors_converge_over_every_link_profile() {
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..100 {
+            run(&profile, seed, 120);
+        }
+    }
+}
+
+/// The long version of the above: more seeds and longer scripts.
+/// Run with `cargo test --release --test convergence -- --ignored`.
+#[test]
+#[ignore = "soak: minutes of work"]
+fn mirrors_converge_soak() {
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..2_000 {
+            run(&profile, seed, 400);
+        }
+    }
+}
