@@ -11,3 +11,163 @@ pub use fastarray_derive::Replicate;
 /// bits (this is `WIRE.md`; its example runs as a test).
 #[doc = include_str!("../WIRE.md")]
 pub mod wire_format {}
+
+/// The field attributes of `#[derive(Replicate)]`, with an example of each.
+///
+/// | attribute | on | wire | change test |
+/// |---|---|---|---|
+/// | none | any [`BitCodec`] type | the type's own encoding | [`BitCodec::same`] |
+/// | `#[replicate(bits = N)]` | `u8`..`u64`, `i8`..`i64` | `N` bits; a value that does not fit is an [`EncodeError::ValueOutOfRange`] | `==` |
+/// | `#[replicate(varint)]` | integers | [varint](BitWriter::write_varint), zig-zag for signed | `==` |
+/// | `#[replicate(quantize(min = A, max = B, bits = N))]` | `f32`, `f64`, arrays and tuples of them | `N` bits per float over `[A, B]`, clamped | quantized values |
+/// | `#[replicate(with = path)]` | any `PartialEq` type | `path::encode` / `path::decode` | `==` |
+/// | `#[replicate(serde)]` | any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
+/// | `#[replicate(skip)]` | any `Default` type | not sent; `Default` on the receiver | none |
+///
+/// On the type, `#[replicate(crate = "path")]` names the runtime when the
+/// `fastarray` crate is renamed or re-exported.
+///
+/// Every attribute is checked at compile time, with an error pointing at
+/// the offending token: unknown, duplicate or misplaced attributes, two
+/// encodings on one field, `bits` outside 1..=64 or wider than the type,
+/// an empty `quantize` range, `quantize` bits outside 1..=32.
+///
+/// # `bits = N`
+///
+/// Like Source's `SendPropInt` with a bit count. Signed values are two's
+/// complement in `N` bits.
+///
+/// ```
+/// use fastarray::{BitCodec, BitWriter, EncodeError, Replicate};
+///
+/// #[derive(Replicate)]
+/// struct Unit {
+///     #[replicate(bits = 7)]
+///     level: u8, // 0..=127
+///     #[replicate(bits = 5)]
+///     heading: i8, // -16..=15
+/// }
+///
+/// let mut bytes = Vec::new();
+/// let mut writer = BitWriter::new(&mut bytes);
+/// Unit { level: 99, heading: -3 }.encode(&mut writer).unwrap();
+/// assert_eq!(writer.bits_written(), 7 + 5);
+/// assert_eq!(
+///     Unit { level: 200, heading: 0 }.encode(&mut writer),
+///     Err(EncodeError::ValueOutOfRange { value: 200, bits: 7 })
+/// );
+/// ```
+///
+/// # `varint`
+///
+/// ```
+/// use fastarray::{BitCodec, BitWriter, Replicate};
+///
+/// #[derive(Replicate)]
+/// struct Score {
+///     #[replicate(varint)]
+///     kills: u32,
+///     #[replicate(varint)]
+///     balance: i64,
+/// }
+///
+/// let mut bytes = Vec::new();
+/// let mut writer = BitWriter::new(&mut bytes);
+/// Score { kills: 2, balance: -1 }.encode(&mut writer).unwrap();
+/// assert_eq!(writer.bits_written(), 4 + 4); // not 32 + 64
+/// ```
+///
+/// # `quantize(min = A, max = B, bits = N)`
+///
+/// Like Source's `SendPropFloat` with a low value, a high value and a bit
+/// count. The receiver gets the quantized value, at most
+/// `(B − A) / (2^N − 1) / 2` away from the sender's (clamped) value, and
+/// the change test compares quantized values, so jitter below the
+/// resolution sends nothing.
+///
+/// ```
+/// use fastarray::{FastArray, Quantizer, Replicate};
+///
+/// #[derive(Replicate, Clone)]
+/// struct Body {
+///     #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 16))]
+///     position: [f32; 3],
+/// }
+///
+/// const Q: Quantizer = Quantizer::new(-1024.0, 1024.0, 16);
+/// let x = Q.dequantize(40_000) as f32; // a value the receiver can hold exactly
+/// let mut world = FastArray::new();
+/// let id = world.push(Body { position: [x, 0.0, 0.0] });
+/// world.commit();
+///
+/// let step = 2.0 * Q.max_error(); // 2048 / 65535
+/// world.get_mut(id).unwrap().position[0] += (step / 10.0) as f32;
+/// assert!(world.commit().changed().is_empty()); // below the resolution
+/// world.get_mut(id).unwrap().position[0] += 1.0;
+/// assert_eq!(world.commit().changed().len(), 1);
+/// ```
+///
+/// # `with = path`
+///
+/// `path::encode(&T, &mut BitWriter) -> Result<(), EncodeError>` and
+/// `path::decode(&mut BitReader) -> Result<T, DecodeError>`. Decoders take
+/// untrusted input: return an error, never panic.
+///
+/// ```
+/// use fastarray::{BitCodec, BitReader, BitWriter, Replicate};
+///
+/// mod rgb {
+///     use fastarray::{BitReader, BitWriter, DecodeError, EncodeError};
+///     pub fn encode(value: &u32, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+///         writer.write_bits_checked(u64::from(*value), 24)
+///     }
+///     pub fn decode(reader: &mut BitReader<'_>) -> Result<u32, DecodeError> {
+///         Ok(reader.read_bits(24)? as u32)
+///     }
+/// }
+///
+/// #[derive(Replicate, Debug, PartialEq)]
+/// struct Paint {
+///     #[replicate(with = rgb)]
+///     color: u32,
+/// }
+///
+/// let mut bytes = Vec::new();
+/// let mut writer = BitWriter::new(&mut bytes);
+/// Paint { color: 0xff8800 }.encode(&mut writer).unwrap();
+/// assert_eq!(writer.finish(), 24);
+/// assert_eq!(Paint::decode(&mut BitReader::new(&bytes)), Ok(Paint { color: 0xff8800 }));
+/// ```
+///
+/// # `serde`
+///
+/// With the `serde` feature, any `Serialize + DeserializeOwned` field goes
+/// through a compact serde format over the bit stream (see
+/// `fastarray_core::serde_encode`), bounded like every other decoder:
+///
+/// ```ignore
+/// #[derive(Replicate, Clone, PartialEq)]
+/// struct Player {
+///     #[replicate(serde)]
+///     loadout: Loadout, // #[derive(Serialize, Deserialize, PartialEq, Clone)]
+/// }
+/// ```
+///
+/// # `skip`
+///
+/// ```
+/// use fastarray::{BitCodec, BitReader, BitWriter, Replicate};
+///
+/// #[derive(Replicate, Debug, PartialEq)]
+/// struct Npc {
+///     hp: u8,
+///     #[replicate(skip)]
+///     path_cache: Vec<u32>, // server-only
+/// }
+///
+/// let mut bytes = Vec::new();
+/// Npc { hp: 3, path_cache: vec![1, 2] }.encode(&mut BitWriter::new(&mut bytes)).unwrap();
+/// let received = Npc::decode(&mut BitReader::new(&bytes)).unwrap();
+/// assert_eq!(received, Npc { hp: 3, path_cache: vec![] });
+/// ```
+pub mod attributes {}

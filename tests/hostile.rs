@@ -84,6 +84,39 @@ pub struct Holder {
     secret: Secret,
 }
 
+/// User encode/decode functions, named by a `with` attribute.
+mod hex_digit {
+    /// Writes a digit in 4 bits.
+    pub(crate) fn encode(
+        value: &u8,
+        writer: &mut ::fastarray::BitWriter<'_>,
+    ) -> ::std::result::Result<(), ::fastarray::EncodeError> {
+        writer.write_bits_checked(::std::convert::From::from(*value), 4)
+    }
+
+    /// Reads a digit.
+    pub(crate) fn decode(
+        reader: &mut ::fastarray::BitReader<'_>,
+    ) -> ::std::result::Result<u8, ::fastarray::DecodeError> {
+        ::std::result::Result::Ok(reader.read_bits(4)? as u8)
+    }
+}
+
+/// Every field encoding, with a generic quantized field.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub struct Encoded<F: ::fastarray::Quantize> {
+    #[replicate(bits = 5)]
+    level: u8,
+    #[replicate(varint)]
+    score: i64,
+    #[replicate(quantize(min = -10, max = 10.0, bits = 12))]
+    position: [f32; 2],
+    #[replicate(quantize(min = 0, max = 1, bits = 8))]
+    generic: F,
+    #[replicate(with = hex_digit)]
+    digit: u8,
+}
+
 fn round_trip<T: ::fastarray::Replicate + ::std::clone::Clone>(new: &T, old: &T) -> T {
     let mut bytes = ::std::vec::Vec::new();
     let mut writer = ::fastarray::BitWriter::new(&mut bytes);
@@ -121,6 +154,23 @@ fn hostile_caller_compiles_and_runs() {
     ::std::assert_eq!(round_trip(&Unit, &Unit), Unit);
     let holder = Holder { secret: Secret(7) };
     ::std::assert_eq!(round_trip(&holder, &Holder { secret: Secret(0) }), holder);
+
+    let encoded = Encoded {
+        level: 31,
+        score: -5,
+        position: [1.5, -2.25],
+        generic: 0.5f64,
+        digit: 15,
+    };
+    let zero = Encoded {
+        level: 0,
+        score: 0,
+        position: [0.0, 0.0],
+        generic: 0.0f64,
+        digit: 0,
+    };
+    let mirrored = round_trip(&encoded, &zero);
+    ::std::assert!(::fastarray::Replicate::diff(&mirrored, &encoded).is_empty());
 
     // The shadows are items like any other.
     let _: (Result, Ok, Option, None, Err, FieldMask) = (Result, Ok, Option, None, Err, FieldMask);

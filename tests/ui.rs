@@ -6,5 +6,22 @@
 
 #[test]
 fn ui() {
-    trybuild::TestCases::new().compile_fail("tests/ui/*/*.rs");
+    let cases = trybuild::TestCases::new();
+    for category in [
+        "duplicate-attribute",
+        "malformed",
+        "misplaced",
+        "multiple",
+        "too-many-fields",
+        "union",
+        "unknown-attribute",
+        "unsupported-type",
+        "bits-out-of-range",
+        "quantize-bad-range",
+    ] {
+        cases.compile_fail(format!("tests/ui/{category}/*.rs"));
+    }
+    // `#[replicate(serde)]` without the feature names the feature.
+    #[cfg(not(feature = "serde"))]
+    cases.compile_fail("tests/ui/serde-feature/*.rs");
 }

@@ -112,6 +112,15 @@ pub enum DecodeError {
         /// What the user decoder said.
         message: &'static str,
     },
+    /// `serde_decode` (feature `serde`) could not decode a value: its
+    /// `Deserialize` impl raised an error, needs a self-describing format
+    /// (`deserialize_any`), or the input nests too deeply.
+    Serde {
+        /// Bit offset of the start of the value that was rejected.
+        bit_offset: u64,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for DecodeError {
@@ -187,6 +196,10 @@ impl fmt::Display for DecodeError {
                 bit_offset,
                 message,
             } => write!(f, "at bit {bit_offset}: {message}"),
+            Self::Serde {
+                bit_offset,
+                message,
+            } => write!(f, "at bit {bit_offset}: {message}"),
         }
     }
 }
@@ -212,6 +225,9 @@ pub enum EncodeError {
         /// What the user encoder said.
         message: &'static str,
     },
+    /// A serde `Serialize` impl failed or used something the bit format
+    /// cannot encode (`serde_encode`, feature `serde`).
+    Serde(String),
 }
 
 impl fmt::Display for EncodeError {
@@ -221,6 +237,7 @@ impl fmt::Display for EncodeError {
                 write!(f, "value {value} does not fit in {bits} bit(s)")
             }
             Self::Custom { message } => f.write_str(message),
+            Self::Serde(message) => f.write_str(message),
         }
     }
 }

@@ -27,6 +27,7 @@ mod codec;
 mod delta;
 mod encode_cache;
 mod error;
+mod handshake;
 mod history;
 mod id;
 mod mask;
@@ -34,6 +35,8 @@ mod receive;
 mod replicate;
 pub mod schema;
 mod send;
+#[cfg(not(feature = "serde"))]
+mod serde_disabled;
 mod snapshot;
 mod wire;
 
@@ -41,8 +44,12 @@ pub use array::{FastArray, ItemMut};
 pub use bits::{BitReader, BitWriter, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
+pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};
+#[cfg(feature = "serde")]
+pub use codec::{serde_decode, serde_encode};
 pub use delta::DeltaStats;
 pub use error::{DecodeError, EncodeError, SendError};
+pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
@@ -60,10 +67,18 @@ extern crate self as fastarray;
 pub mod __private {
     pub use crate::bits::{BitReader, BitWriter};
     pub use crate::codec::BitCodec;
+    pub use crate::codec::encodings::{
+        FixedBits, Quantize, Quantizer, VarInt, bits_type_hash, decode_bits, decode_varint,
+        encode_bits, encode_quantized, encode_varint, varint_type_hash,
+    };
     pub use crate::error::{DecodeError, EncodeError};
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
     pub use crate::schema;
+    #[cfg(not(feature = "serde"))]
+    pub use crate::serde_disabled::{serde_decode, serde_encode};
+    #[cfg(feature = "serde")]
+    pub use crate::{serde_decode, serde_encode};
     pub use ::core::default::Default;
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};

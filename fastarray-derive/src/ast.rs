@@ -130,7 +130,7 @@ fn mentions(tokens: &TokenStream, is_match: &dyn Fn(&syn::Ident) -> bool) -> boo
 impl Field<'_> {
     /// Whether the field has a bit in the mask and is sent.
     pub fn is_replicated(&self) -> bool {
-        *self.attrs.encoding() != attr::Encoding::Skip
+        !matches!(self.attrs.encoding(), attr::Encoding::Skip)
     }
 
     /// The name folded into the schema hash: the identifier (without `r#`)

@@ -24,6 +24,20 @@ const REPLICATE: Symbol = Symbol("replicate");
 const CRATE: Symbol = Symbol("crate");
 /// `#[replicate(skip)]` on a field: not replicated.
 const SKIP: Symbol = Symbol("skip");
+/// `#[replicate(bits = N)]` on an integer field.
+const BITS: Symbol = Symbol("bits");
+/// `#[replicate(varint)]` on an integer field.
+const VARINT: Symbol = Symbol("varint");
+/// `#[replicate(quantize(min = A, max = B, bits = N))]` on a float field.
+const QUANTIZE: Symbol = Symbol("quantize");
+/// `min = A` inside `quantize(...)`.
+const MIN: Symbol = Symbol("min");
+/// `max = B` inside `quantize(...)`.
+const MAX: Symbol = Symbol("max");
+/// `#[replicate(with = path)]`: user encode/decode functions.
+const WITH: Symbol = Symbol("with");
+/// `#[replicate(serde)]`: through serde.
+const SERDE: Symbol = Symbol("serde");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {
@@ -44,7 +58,14 @@ type Parser<B> = fn(&Ctxt, &ParseNestedMeta, &mut B) -> syn::Result<()>;
 const CONTAINER_ATTRS: &[(Symbol, Parser<Container>)] = &[(CRATE, parse_crate)];
 
 /// Attributes accepted on a field, e.g. `#[replicate(skip)]`.
-const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[(SKIP, parse_skip)];
+const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
+    (SKIP, parse_skip),
+    (BITS, parse_bits),
+    (VARINT, parse_varint),
+    (QUANTIZE, parse_quantize),
+    (WITH, parse_with),
+    (SERDE, parse_serde),
+];
 
 /// Attributes of the deriving type.
 pub struct Container {
@@ -77,16 +98,28 @@ impl Container {
 }
 
 /// How a field is written to the wire.
-///
-/// Today a field is either replicated with its type's own `BitCodec` or
-/// skipped; sized integers, varints, quantized floats, user functions and
-/// serde are further variants to come.
-#[derive(PartialEq, Eq)]
 pub enum Encoding {
     /// The field type's own `BitCodec` implementation.
     Natural,
     /// `#[replicate(skip)]`: no mask bit, never sent, `Default` when decoded.
     Skip,
+    /// `#[replicate(bits = N)]`: an integer in `N` bits (checked).
+    Bits(syn::LitInt, u32),
+    /// `#[replicate(varint)]`: an integer as a (zig-zag) varint.
+    Varint,
+    /// `#[replicate(quantize(...))]`: floats quantized over `[min, max]`.
+    Quantize {
+        /// Lower bound of the range.
+        min: f64,
+        /// Upper bound of the range.
+        max: f64,
+        /// Bits per float.
+        bits: u32,
+    },
+    /// `#[replicate(with = path)]`: `path::encode` and `path::decode`.
+    With(syn::Path),
+    /// `#[replicate(serde)]`: any `Serialize + DeserializeOwned` type.
+    Serde,
 }
 
 /// Attributes of one field.
@@ -251,6 +284,234 @@ fn parse_skip(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     }
     field.set_encoding(cx, meta, SKIP, Encoding::Skip);
     Ok(())
+}
+
+/// A bare word attribute (`varint`, `serde`) that sets an encoding.
+fn parse_word(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    field: &mut FieldBuilder,
+    name: Symbol,
+    encoding: Encoding,
+) -> syn::Result<()> {
+    if let Some(value) = take_value(meta)? {
+        cx.error_spanned_by(
+            value,
+            format!("`{name}` takes no value: write `#[replicate({name})]`"),
+        );
+        return Ok(());
+    }
+    field.set_encoding(cx, meta, name, encoding);
+    Ok(())
+}
+
+/// `varint`: a bare word.
+fn parse_varint(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    parse_word(cx, meta, field, VARINT, Encoding::Varint)
+}
+
+/// `serde`: a bare word.
+fn parse_serde(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    parse_word(cx, meta, field, SERDE, Encoding::Serde)
+}
+
+/// `bits = N` with `N` in 1..=64.
+fn parse_bits(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    let Some(lit) = int_value(cx, meta, BITS, "16")? else {
+        return Ok(());
+    };
+    match lit.base10_parse::<u32>() {
+        Ok(bits @ 1..=64) => field.set_encoding(cx, meta, BITS, Encoding::Bits(lit, bits)),
+        _ => cx.error_spanned_by(&lit, "`bits` must be between 1 and 64"),
+    }
+    Ok(())
+}
+
+/// `quantize(min = A, max = B, bits = N)`: finite `A < B`, `N` in 1..=32.
+fn parse_quantize(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    const EXAMPLE: &str = "expected `quantize(min = -100.0, max = 100.0, bits = 16)`";
+    if !meta.input.peek(syn::token::Paren) {
+        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
+        cx.error_spanned_by(span, EXAMPLE);
+        return Ok(());
+    }
+    let (mut min, mut max, mut bits) = (None, None, None);
+    let mut max_lit = None;
+    let errors_before = cx.error_count();
+    let parsed = meta.parse_nested_meta(|inner| {
+        let slot = if inner.path == MIN {
+            &mut min
+        } else if inner.path == MAX {
+            &mut max
+        } else if inner.path == BITS {
+            let Some(lit) = int_value(cx, &inner, BITS, "16")? else {
+                return Ok(());
+            };
+            match lit.base10_parse::<u32>() {
+                Ok(n @ 1..=32) if bits.is_none() => bits = Some(n),
+                Ok(1..=32) => cx.error_spanned_by(&inner.path, "duplicate `bits` in `quantize`"),
+                _ => cx.error_spanned_by(&lit, "quantize `bits` must be between 1 and 32"),
+            }
+            return Ok(());
+        } else {
+            let shown = inner.path.to_token_stream().to_string();
+            cx.error_spanned_by(
+                &inner.path,
+                format!("unknown `quantize` parameter `{shown}`; expected `min`, `max`, `bits`"),
+            );
+            return skip_value(&inner);
+        };
+        let name = inner.path.to_token_stream().to_string();
+        let Some((value, expr)) = float_value(cx, &inner, &name)? else {
+            return Ok(());
+        };
+        if slot.is_some() {
+            cx.error_spanned_by(&inner.path, format!("duplicate `{name}` in `quantize`"));
+        } else {
+            *slot = Some(value);
+            if inner.path == MAX {
+                max_lit = Some(expr);
+            }
+        }
+        Ok(())
+    });
+    if let Err(error) = parsed {
+        cx.syn_error(error);
+        return Ok(());
+    }
+    match (min, max, bits) {
+        (Some(min), Some(max), Some(bits)) => {
+            if min < max {
+                field.set_encoding(cx, meta, QUANTIZE, Encoding::Quantize { min, max, bits });
+            } else {
+                let span =
+                    max_lit.map_or_else(|| meta.path.to_token_stream(), |e| e.to_token_stream());
+                cx.error_spanned_by(
+                    span,
+                    format!(
+                        "quantize range is empty: `max` ({max}) must be greater than `min` ({min})"
+                    ),
+                );
+            }
+        }
+        _ if cx.error_count() == errors_before => {
+            cx.error_spanned_by(
+                &meta.path,
+                format!("`quantize` needs `min`, `max` and `bits`; {EXAMPLE}"),
+            );
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `with = path` (or `with = "path"`): a module with `encode` and `decode`.
+fn parse_with(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    const EXPECTED: &str = "expected `with = path::to::module`";
+    if !meta.input.peek(Token![=]) {
+        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
+        cx.error_spanned_by(span, EXPECTED);
+        return Ok(());
+    }
+    meta.input.parse::<Token![=]>()?;
+    let path = match meta.input.parse::<Expr>()? {
+        Expr::Path(path) if path.qself.is_none() => path.path,
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => match lit.parse::<syn::Path>() {
+            Ok(path) => path,
+            Err(_) => {
+                cx.error_spanned_by(&lit, format!("`{}` is not a path", lit.value()));
+                return Ok(());
+            }
+        },
+        other => {
+            cx.error_spanned_by(other, EXPECTED);
+            return Ok(());
+        }
+    };
+    field.set_encoding(cx, meta, WITH, Encoding::With(path));
+    Ok(())
+}
+
+/// The integer in `name = N`, or `None` after recording an error.
+fn int_value(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    name: Symbol,
+    example: &str,
+) -> syn::Result<Option<syn::LitInt>> {
+    let expected = format!("expected `{name} = {example}`");
+    if !meta.input.peek(Token![=]) {
+        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
+        cx.error_spanned_by(span, expected);
+        return Ok(None);
+    }
+    meta.input.parse::<Token![=]>()?;
+    match meta.input.parse::<Expr>()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Int(lit), ..
+        }) => Ok(Some(lit)),
+        other => {
+            cx.error_spanned_by(
+                other,
+                format!("{expected}: the value must be an integer literal"),
+            );
+            Ok(None)
+        }
+    }
+}
+
+/// The number in `name = -1.5` (float or integer literal, optionally
+/// negated), or `None` after recording an error.
+fn float_value(cx: &Ctxt, meta: &ParseNestedMeta, name: &str) -> syn::Result<Option<(f64, Expr)>> {
+    let expected = format!("expected `{name} = <number>`");
+    if !meta.input.peek(Token![=]) {
+        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
+        cx.error_spanned_by(span, expected);
+        return Ok(None);
+    }
+    meta.input.parse::<Token![=]>()?;
+    let expr: Expr = meta.input.parse()?;
+    let (negative, lit) = match &expr {
+        Expr::Lit(ExprLit { lit, .. }) => (false, lit),
+        Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr: inner,
+            ..
+        }) => match &**inner {
+            Expr::Lit(ExprLit { lit, .. }) => (true, lit),
+            _ => {
+                cx.error_spanned_by(
+                    &expr,
+                    format!("{expected}: the value must be a number literal"),
+                );
+                return Ok(None);
+            }
+        },
+        _ => {
+            cx.error_spanned_by(
+                &expr,
+                format!("{expected}: the value must be a number literal"),
+            );
+            return Ok(None);
+        }
+    };
+    let value = match lit {
+        Lit::Float(f) => f.base10_parse::<f64>().ok(),
+        Lit::Int(i) => i.base10_parse::<f64>().ok(),
+        _ => None,
+    };
+    match value {
+        Some(v) if v.is_finite() => Ok(Some((if negative { -v } else { v }, expr))),
+        _ => {
+            cx.error_spanned_by(
+                &expr,
+                format!("{expected}: the value must be a finite number literal"),
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// `crate = "path"`: a path, written as a string as in serde.

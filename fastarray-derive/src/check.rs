@@ -2,6 +2,7 @@
 //! parsed: what kind of type it is and how many fields it replicates.
 
 use crate::ast::Container;
+use crate::attr::Encoding;
 use crate::ctxt::Ctxt;
 
 /// The most replicated fields a struct can have: one per bit of a `FieldMask`.
@@ -11,6 +12,46 @@ const MAX_FIELDS: usize = 64;
 pub fn check(cx: &Ctxt, cont: &Container) {
     check_style(cx, cont);
     check_field_count(cx, cont);
+    check_bit_widths(cx, cont);
+}
+
+/// `bits = N` must fit the field's integer type. Checked here for the
+/// primitive integer types, with an error at `N`; for any other type (an
+/// alias, a generic) the generated code asserts it at compile time.
+fn check_bit_widths(cx: &Ctxt, cont: &Container) {
+    for field in &cont.fields {
+        let Encoding::Bits(lit, bits) = field.attrs.encoding() else {
+            continue;
+        };
+        let syn::Type::Path(path) = field.ty else {
+            continue;
+        };
+        let Some(ident) = path.path.get_ident().filter(|_| path.qself.is_none()) else {
+            continue;
+        };
+        let width = match ident.to_string().as_str() {
+            "u8" | "i8" => 8,
+            "u16" | "i16" => 16,
+            "u32" | "i32" => 32,
+            "u64" | "i64" => 64,
+            "f32" | "f64" | "bool" | "char" | "String" | "usize" | "isize" | "u128" | "i128" => {
+                cx.error_spanned_by(
+                    lit,
+                    format!(
+                        "`bits` needs a fixed-width integer type of at most 64 bits (u8..u64, i8..i64), not `{ident}`"
+                    ),
+                );
+                continue;
+            }
+            _ => continue,
+        };
+        if *bits > width {
+            cx.error_spanned_by(
+                lit,
+                format!("`bits = {bits}` does not fit in `{ident}`, which has {width} bits"),
+            );
+        }
+    }
 }
 
 /// Only structs can be replicated for now.

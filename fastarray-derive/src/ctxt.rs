@@ -39,6 +39,12 @@ impl Ctxt {
             .push(error);
     }
 
+    /// How many errors have been recorded so far (so a parser can tell
+    /// whether its own part of the input produced any).
+    pub fn error_count(&self) -> usize {
+        self.errors.borrow().as_ref().map_or(0, Vec::len)
+    }
+
     /// Consumes the context: `Ok` if nothing was recorded, otherwise all
     /// the errors combined into one (each keeps its own span).
     pub fn check(self) -> Result<(), syn::Error> {

@@ -100,23 +100,30 @@ impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
     }
 
     fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let mut failure = None;
-        let items: [Option<T>; N] = core::array::from_fn(|_| {
-            if failure.is_some() {
-                return None;
-            }
-            T::decode(reader).map_err(|e| failure = Some(e)).ok()
-        });
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        // Every slot is `Some`: the first `None` would have set `failure`.
-        Ok(items.map(|item| item.unwrap_or_else(|| unreachable!("array element decoded"))))
+        try_array(|| T::decode(reader))
     }
 
     fn same(&self, other: &Self) -> bool {
         self.iter().zip(other).all(|(a, b)| a.same(b))
     }
+}
+
+/// An array of `N` values made by `next`, or the first error it returns.
+pub(crate) fn try_array<T, E, const N: usize>(
+    mut next: impl FnMut() -> Result<T, E>,
+) -> Result<[T; N], E> {
+    let mut failure = None;
+    let items: [Option<T>; N] = core::array::from_fn(|_| {
+        if failure.is_some() {
+            return None;
+        }
+        next().map_err(|e| failure = Some(e)).ok()
+    });
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    // Every slot is `Some`: the first `None` would have set `failure`.
+    Ok(items.map(|item| item.unwrap_or_else(|| unreachable!("array element decoded"))))
 }
 
 impl<T: BitCodec> BitCodec for Box<T> {

@@ -16,7 +16,13 @@
 //! | `Box<T>` | as `T` |
 
 mod collections;
+pub(crate) mod encodings;
 mod scalar;
+#[cfg(feature = "serde")]
+mod serde;
+
+#[cfg(feature = "serde")]
+pub use self::serde::{serde_decode, serde_encode};
 
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError};

@@ -1,12 +1,14 @@
 //! The where-clause of the generated impls.
 
 use super::at_type;
+use super::codec::FieldCodec;
 use crate::ast::Container;
 use proc_macro2::TokenStream;
 use syn::parse_quote_spanned;
 
 /// The user's generics plus, for every field whose type mentions a generic
-/// parameter, `Field: BitCodec` (replicated) or `Field: Default` (skipped).
+/// parameter, the trait its encoding needs (`BitCodec`, `FixedBits`,
+/// `VarInt`, `Quantize`, `PartialEq`) or `Default` (skipped).
 ///
 /// A field of a concrete type gets no bound: it would hold or fail the same
 /// for every instance, and when it fails the error is clearer where the
@@ -28,8 +30,8 @@ pub fn with_bounds(cont: &Container, private: &TokenStream) -> syn::Generics {
             for param in cont.type_params_in(field) {
                 predicates.push(parse_quote_spanned!(span=> #param: #private::BitCodec));
             }
-        } else {
-            predicates.push(parse_quote_spanned!(span=> #ty: #private::BitCodec));
+        } else if let Some(bound) = FieldCodec::new(field, 0, private).bound() {
+            predicates.push(parse_quote_spanned!(span=> #ty: #bound));
         }
     }
 

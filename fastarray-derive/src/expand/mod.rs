@@ -2,6 +2,7 @@
 //! the errors plus a stub impl when the input was rejected.
 
 mod bound;
+mod codec;
 mod fallback;
 mod structs;
 

@@ -6,6 +6,7 @@
 //! default) and every std item through `::core`, so the output compiles
 //! whatever the caller has in scope.
 
+use super::codec::FieldCodec;
 use super::{at_type, bound, private_path};
 use crate::ast::{Container, Field, Style};
 use proc_macro2::{Group, TokenStream, TokenTree};
@@ -17,8 +18,8 @@ struct Replicated<'a> {
     member: &'a syn::Member,
     /// The field type.
     ty: &'a syn::Type,
-    /// `<#ty as BitCodec>`, spanned at the type so a missing impl points there.
-    codec: TokenStream,
+    /// How it is written, read and compared.
+    codec: FieldCodec<'a>,
     /// The field's mask bit.
     bit: u32,
     /// The field's name in the patch struct and as a local: `__field{bit}`.
@@ -35,11 +36,10 @@ pub fn expand(cont: &Container) -> TokenStream {
         .replicated()
         .zip(0u32..)
         .map(|(field, bit)| {
-            let ty = field.ty;
-            let codec = quote_spanned!(at_type(ty)=> <#ty as #private::BitCodec>);
+            let codec = FieldCodec::new(field, bit, &private);
             Replicated {
                 member: &field.member,
-                ty,
+                ty: field.ty,
                 schema: schema_steps(cont, field, &codec, &private),
                 codec,
                 bit,
@@ -53,8 +53,10 @@ pub fn expand(cont: &Container) -> TokenStream {
     let generics = bound::with_bounds(cont, &private);
     let bit_codec = bit_codec_impl(cont, &private, &generics, &fields);
     let replicate = replicate_impl(cont, &private, &generics, &fields, &patch_ident);
+    let items = fields.iter().map(|field| field.codec.items());
     quote! {
         const _: () = {
+            #(#items)*
             #patch
             #bit_codec
             #replicate
@@ -71,15 +73,17 @@ pub fn expand(cont: &Container) -> TokenStream {
 fn schema_steps(
     cont: &Container,
     field: &Field,
-    codec: &TokenStream,
+    codec: &FieldCodec,
     private: &TokenStream,
 ) -> TokenStream {
     let name = field.schema_name();
     let name_step = quote!(__hash = #private::schema::str(__hash, #name););
-    if !cont.is_recursive(field) {
+    let natural = matches!(field.attrs.encoding(), crate::attr::Encoding::Natural);
+    if !natural || !cont.is_recursive(field) {
+        let type_hash = codec.type_hash();
         return quote! {
             #name_step
-            __hash = #private::schema::u64(__hash, #codec::TYPE_HASH);
+            __hash = #private::schema::u64(__hash, #type_hash);
         };
     }
     let written = field.ty.to_token_stream().to_string();
@@ -154,19 +158,34 @@ fn bit_codec_impl(
 ) -> TokenStream {
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let codecs: Vec<_> = fields.iter().map(|field| &field.codec).collect();
-    let members: Vec<_> = fields.iter().map(|field| field.member).collect();
+    let min_bits = fields.iter().map(|field| field.codec.min_bits());
+    let encodes = fields.iter().map(|field| {
+        let member = field.member;
+        field.codec.encode(quote!(&self.#member))
+    });
 
     // Fill every field, in declaration order: replicated ones from the
     // reader, skipped ones with their default.
-    let values = cont.fields.iter().map(|field| {
-        let ty = field.ty;
-        if field.is_replicated() {
-            quote_spanned!(at_type(ty)=> <#ty as #private::BitCodec>::decode(__reader)?)
-        } else {
-            quote_spanned!(at_type(ty)=> <#ty as ::core::default::Default>::default())
-        }
-    });
+    let mut replicated = fields.iter();
+    let values: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .map(|field| {
+            let ty = field.ty;
+            let codec_field = if field.is_replicated() {
+                replicated.next()
+            } else {
+                None
+            };
+            match codec_field {
+                Some(codec_field) => {
+                    let decode = codec_field.codec.decode();
+                    quote!(#decode?)
+                }
+                None => quote_spanned!(at_type(ty)=> <#ty as ::core::default::Default>::default()),
+            }
+        })
+        .collect();
     let decoded = match cont.style {
         Style::Named => {
             let members = cont.fields.iter().map(|field| &field.member);
@@ -181,14 +200,14 @@ fn bit_codec_impl(
         #[automatically_derived]
         impl #impl_generics #private::BitCodec for #ident #ty_generics #where_clause {
             const MIN_BITS: ::core::primitive::u64 =
-                0u64 #(.saturating_add(#codecs::MIN_BITS))*;
+                0u64 #(.saturating_add(#min_bits))*;
             const TYPE_HASH: ::core::primitive::u64 = <Self as #private::Replicate>::SCHEMA_HASH;
 
             fn encode(
                 &self,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
-                #(#codecs::encode(&self.#members, __writer)?;)*
+                #(#encodes?;)*
                 #private::Ok(())
             }
 
@@ -217,8 +236,24 @@ fn replicate_impl(
     let name = cont.name();
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
     let field_count = fields.last().map_or(0, |field| field.bit + 1);
-    let codecs: Vec<_> = fields.iter().map(|field| &field.codec).collect();
     let members: Vec<_> = fields.iter().map(|field| field.member).collect();
+    let sames: Vec<_> = fields
+        .iter()
+        .map(|field| {
+            let member = field.member;
+            field
+                .codec
+                .same(quote!(&self.#member), quote!(&__other.#member))
+        })
+        .collect();
+    let encodes: Vec<_> = fields
+        .iter()
+        .map(|field| {
+            let member = field.member;
+            field.codec.encode(quote!(&self.#member))
+        })
+        .collect();
+    let decodes: Vec<_> = fields.iter().map(|field| field.codec.decode()).collect();
     let bits: Vec<_> = fields.iter().map(|field| field.bit).collect();
     let locals: Vec<_> = fields.iter().map(|field| &field.local).collect();
 
@@ -239,7 +274,7 @@ fn replicate_impl(
         quote! {
             let mut __mask = #private::FieldMask::EMPTY;
             #(
-                if !#codecs::same(&self.#members, &__other.#members) {
+                if !#sames {
                     __mask = #private::FieldMask::with(__mask, #bits);
                 }
             )*
@@ -266,7 +301,7 @@ fn replicate_impl(
             ) -> #private::Result<(), #private::EncodeError> {
                 #(
                     if #private::FieldMask::contains(__mask, #bits) {
-                        #codecs::encode(&self.#members, __writer)?;
+                        #encodes?;
                     }
                 )*
                 #private::Ok(())
@@ -278,7 +313,7 @@ fn replicate_impl(
             ) -> #private::Result<<Self as #private::Replicate>::Patch, #private::DecodeError> {
                 #(
                     let #locals = if #private::FieldMask::contains(__mask, #bits) {
-                        #private::Some(#codecs::decode(__reader)?)
+                        #private::Some(#decodes?)
                     } else {
                         #private::None
                     };

@@ -6,7 +6,7 @@ use fastarray::Replicate;
 #[derive(Replicate)]
 #[replicate(skip)]
 struct Player {
-    #[replicate(bits = 7)]
+    #[replicate(bitz = 7)]
     hp: u8,
     #[replicate(skip, skip)]
     cache: u32,

@@ -1,0 +1,162 @@
+//! How generated code writes, reads and compares one replicated field,
+//! according to its encoding attribute.
+
+use super::at_type;
+use crate::ast::Field;
+use crate::attr::Encoding;
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{ToTokens as _, format_ident, quote, quote_spanned};
+
+/// The code for one replicated field's encoding.
+pub struct FieldCodec<'a> {
+    ty: &'a syn::Type,
+    encoding: &'a Encoding,
+    private: TokenStream,
+    /// Spans errors about the type (a missing impl) at the field's type.
+    span: Span,
+    /// The name of the field's `Quantizer` constant, if it has one.
+    quantizer: syn::Ident,
+}
+
+impl<'a> FieldCodec<'a> {
+    /// The codec of replicated field `field`, the `bit`-th.
+    pub fn new(field: &'a Field<'a>, bit: u32, private: &TokenStream) -> Self {
+        FieldCodec {
+            ty: field.ty,
+            encoding: field.attrs.encoding(),
+            private: private.clone(),
+            span: at_type(field.ty),
+            quantizer: format_ident!("__QUANTIZER_{}", bit),
+        }
+    }
+
+    /// Items the impls need beside them (a quantizer constant).
+    pub fn items(&self) -> TokenStream {
+        let p = &self.private;
+        match self.encoding {
+            Encoding::Quantize { min, max, bits } => {
+                let (min, max) = (Literal::f64_suffixed(*min), Literal::f64_suffixed(*max));
+                let name = &self.quantizer;
+                quote!(const #name: #p::Quantizer = #p::Quantizer::new(#min, #max, #bits);)
+            }
+            _ => TokenStream::new(),
+        }
+    }
+
+    /// An expression writing `*#value` to `__writer`, of type `Result<(), EncodeError>`.
+    pub fn encode(&self, value: TokenStream) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::encode(#value, __writer))
+            }
+            Encoding::Bits(_, bits) => quote_spanned! {span=> {
+                // Checked again here for generic types, once they are known.
+                const { ::core::assert!(#bits <= <#ty as #p::FixedBits>::WIDTH, "`bits` exceeds the width of the field's type") };
+                #p::encode_bits::<#ty>(#value, #bits, __writer)
+            }},
+            Encoding::Varint => quote_spanned!(span=> #p::encode_varint::<#ty>(#value, __writer)),
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> #p::encode_quantized::<#ty>(#value, &#q, __writer))
+            }
+            Encoding::With(path) => quote_spanned!(span=> #path::encode(#value, __writer)),
+            Encoding::Serde => quote_spanned!(span=> #p::serde_encode::<#ty>(#value, __writer)),
+        }
+    }
+
+    /// An expression reading a value from `__reader`, of type `Result<Ty, DecodeError>`.
+    pub fn decode(&self) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::decode(__reader))
+            }
+            Encoding::Bits(_, bits) => {
+                quote_spanned!(span=> #p::decode_bits::<#ty>(#bits, __reader))
+            }
+            Encoding::Varint => quote_spanned!(span=> #p::decode_varint::<#ty>(__reader)),
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> <#ty as #p::Quantize>::read_quantized(&#q, __reader))
+            }
+            Encoding::With(path) => quote_spanned!(span=> #path::decode(__reader)),
+            Encoding::Serde => quote_spanned!(span=> #p::serde_decode::<#ty>(__reader)),
+        }
+    }
+
+    /// A `bool` expression: whether `*#a` and `*#b` would be sent the same.
+    pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::same(#a, #b))
+            }
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> <#ty as #p::Quantize>::same_quantized(#a, #b, &#q))
+            }
+            Encoding::Bits(..) | Encoding::Varint | Encoding::With(_) | Encoding::Serde => {
+                quote_spanned!(span=> <#ty as ::core::cmp::PartialEq>::eq(#a, #b))
+            }
+        }
+    }
+
+    /// A `u64` constant expression: the fewest bits a value takes.
+    pub fn min_bits(&self) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::MIN_BITS)
+            }
+            Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
+            Encoding::Varint => quote!(1u64),
+            Encoding::Quantize { bits, .. } => quote_spanned! {span=>
+                (<#ty as #p::Quantize>::FLOATS as ::core::primitive::u64) * (#bits as ::core::primitive::u64)
+            },
+            // Unknown: zero is the safe lower bound.
+            Encoding::With(_) | Encoding::Serde => quote!(0u64),
+        }
+    }
+
+    /// A `u64` constant expression: the field's wire type in the schema hash.
+    pub fn type_hash(&self) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::TYPE_HASH)
+            }
+            Encoding::Bits(_, bits) => quote_spanned! {span=>
+                #p::bits_type_hash(#p::schema::str(#p::schema::START, <#ty as #p::FixedBits>::NAME), #bits)
+            },
+            Encoding::Varint => quote_spanned! {span=>
+                #p::varint_type_hash(#p::schema::str(#p::schema::START, <#ty as #p::VarInt>::NAME))
+            },
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> #q.type_hash(<#ty as #p::Quantize>::TYPE_HASH))
+            }
+            Encoding::With(path) => {
+                let written = format!("with {}", path.to_token_stream()).replace(' ', "");
+                let ty = ty.to_token_stream().to_string().replace(' ', "");
+                quote!(#p::schema::str(#p::schema::str(#p::schema::START, #written), #ty))
+            }
+            Encoding::Serde => {
+                let ty = ty.to_token_stream().to_string().replace(' ', "");
+                quote!(#p::schema::str(#p::schema::str(#p::schema::START, "serde"), #ty))
+            }
+        }
+    }
+
+    /// The trait a generic field type must implement for this encoding.
+    pub fn bound(&self) -> Option<TokenStream> {
+        let p = &self.private;
+        match self.encoding {
+            Encoding::Natural | Encoding::Skip => Some(quote!(#p::BitCodec)),
+            Encoding::Bits(..) => Some(quote!(#p::FixedBits)),
+            Encoding::Varint => Some(quote!(#p::VarInt)),
+            Encoding::Quantize { .. } => Some(quote!(#p::Quantize)),
+            Encoding::With(_) | Encoding::Serde => Some(quote!(::core::cmp::PartialEq)),
+        }
+    }
+}

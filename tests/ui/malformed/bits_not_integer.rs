@@ -1,0 +1,9 @@
+use fastarray::Replicate;
+
+#[derive(Replicate)]
+struct S {
+    #[replicate(bits = "7")]
+    x: u32,
+}
+
+fn main() {}
