@@ -153,6 +153,32 @@ pub mod wire_format {}
 /// }
 /// ```
 ///
+/// # Enums
+///
+/// A variant index in ⌈log2 variants⌉ bits, then the variant's fields (each
+/// with its own attributes). A change of variant sends the whole value; a
+/// change within a variant sends the variant index and the changed fields.
+///
+/// ```
+/// use fastarray::{BitCodec, BitWriter, FieldMask, Replicate};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// enum Order {
+///     Idle,
+///     Move { x: i16, y: i16 },
+///     Attack(u32),
+/// }
+///
+/// let moving = Order::Move { x: 1, y: 2 };
+/// assert_eq!(Order::Move { x: 1, y: 5 }.diff(&moving), FieldMask::single(2)); // `y`
+/// assert_eq!(Order::Attack(7).diff(&moving), FieldMask::all(2)); // variant + its field
+///
+/// let mut bytes = Vec::new();
+/// let mut writer = BitWriter::new(&mut bytes);
+/// moving.encode(&mut writer).unwrap();
+/// assert_eq!(writer.bits_written(), 2 + 16 + 16);
+/// ```
+///
 /// # `skip`
 ///
 /// ```

@@ -117,6 +117,24 @@ pub struct Encoded<F: ::fastarray::Quantize> {
     digit: u8,
 }
 
+/// An enum with every kind of variant and a generic field.
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::cmp::PartialEq)]
+pub enum Command<T: ::std::clone::Clone> {
+    /// A unit variant.
+    Stop,
+    /// A tuple variant with a skipped field.
+    Go(T, #[replicate(skip)] u8),
+    /// A struct variant with attributes.
+    Aim {
+        /// Quantized.
+        #[replicate(quantize(min = -1, max = 1, bits = 9))]
+        direction: f32,
+        /// In 3 bits.
+        #[replicate(bits = 3)]
+        gear: u8,
+    },
+}
+
 fn round_trip<T: ::fastarray::Replicate + ::std::clone::Clone>(new: &T, old: &T) -> T {
     let mut bytes = ::std::vec::Vec::new();
     let mut writer = ::fastarray::BitWriter::new(&mut bytes);
@@ -171,6 +189,16 @@ fn hostile_caller_compiles_and_runs() {
     };
     let mirrored = round_trip(&encoded, &zero);
     ::std::assert!(::fastarray::Replicate::diff(&mirrored, &encoded).is_empty());
+
+    let aim: Command<u16> = Command::Aim {
+        direction: 0.5,
+        gear: 7,
+    };
+    ::std::assert!(
+        ::fastarray::Replicate::diff(&round_trip(&aim, &Command::Stop), &aim).is_empty()
+    );
+    let go: Command<u16> = Command::Go(9, 0);
+    ::std::assert_eq!(round_trip(&go, &Command::Go(1, 0)), go);
 
     // The shadows are items like any other.
     let _: (Result, Ok, Option, None, Err, FieldMask) = (Result, Ok, Option, None, Err, FieldMask);

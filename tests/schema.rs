@@ -22,6 +22,7 @@ mod same {
         #[replicate(quantize(min = 0, max = 100, bits = 10))]
         pub speed: f32,
         #[replicate(skip)]
+        #[allow(dead_code)] // only its (absent) part in the schema matters
         pub local_only: Vec<u8>, // skipped fields are not part of the schema
     }
 }

@@ -152,7 +152,7 @@ impl<T: Replicate> FastArray<T> {
         let mut next = 0;
         for item in &items {
             wire::write_id(writer, item.id, &mut next);
-            writer.write_bool(item.work == Work::Add);
+            writer.write_bool(matches!(item.work, Work::Add { .. }));
             self.encoded.copy(item.span, writer);
         }
         stats.bits = writer.bits_written() - start;
@@ -174,7 +174,7 @@ impl<T: Replicate> FastArray<T> {
                 key: item.key,
             });
             match item.work {
-                Work::Add => stats.added += 1,
+                Work::Add { .. } => stats.added += 1,
                 _ => stats.changed += 1,
             }
         }
@@ -187,7 +187,7 @@ impl<T: Replicate> FastArray<T> {
     /// history ring when it reaches back far enough, else by comparison.
     fn merge_history(&self, conn: &mut SendState, stats: &mut DeltaStats) {
         match self.history.since(conn.cursor) {
-            Some(frames) => frames.for_each(|changes| conn.merge_frame(changes)),
+            Some(frames) => frames.for_each(|changes| conn.merge_frame(changes, T::STRUCTURE)),
             None => {
                 stats.resynced = true;
                 conn.resync(
@@ -226,7 +226,8 @@ impl<T: Replicate> FastArray<T> {
                         (Work::Fields(mask), Some(v)) if v.holding == Holding::Known => {
                             Work::Fields(mask)
                         }
-                        _ => Work::Add,
+                        (add @ Work::Add { .. }, _) => add,
+                        _ => Work::Add { structural: false },
                     };
                     let payload = match work {
                         Work::Fields(mask) => Payload::Fields(mask.bits()),

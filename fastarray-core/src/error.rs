@@ -79,6 +79,15 @@ pub enum DecodeError {
         /// Bit offset of the frame header.
         bit_offset: u64,
     },
+    /// An enum variant tag past the type's last variant.
+    InvalidVariant {
+        /// Bit offset of the tag.
+        bit_offset: u64,
+        /// The tag read.
+        tag: u64,
+        /// The type's number of variants.
+        variants: u32,
+    },
     /// A changed-field set that is empty, names a field the type does not
     /// have, or is not written in its canonical (cheaper) form.
     InvalidFieldSet {
@@ -172,6 +181,14 @@ impl fmt::Display for DecodeError {
             Self::FrameWithoutReference { bit_offset } => write!(
                 f,
                 "the delta at bit {bit_offset} gives its frame relative to frames this mirror never received (was the mirror reset?)"
+            ),
+            Self::InvalidVariant {
+                bit_offset,
+                tag,
+                variants,
+            } => write!(
+                f,
+                "variant tag {tag} at bit {bit_offset} is not one of the type's {variants} variant(s)"
             ),
             Self::InvalidFieldSet {
                 bit_offset,

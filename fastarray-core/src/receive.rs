@@ -282,12 +282,20 @@ impl<T: Replicate> FastArray<T> {
                 report.skipped += 1;
                 continue;
             }
-            for field in newer.iter() {
-                frames[field as usize] = frame;
-            }
-            T::retain_fields(&mut patch, newer);
-            slot.value.apply_patch(patch);
-            let changed = changed.map_or(newer, |differs| differs & newer);
+            let changed = if !(newer & T::STRUCTURE).is_empty() {
+                // A newer shape (enum variant): the whole value replaces the
+                // old one, and every field now dates from this frame.
+                frames.iter_mut().for_each(|f| *f = frame);
+                slot.value.apply_patch(patch);
+                changed.unwrap_or(sent)
+            } else {
+                for field in newer.iter() {
+                    frames[field as usize] = frame;
+                }
+                T::retain_fields(&mut patch, newer);
+                slot.value.apply_patch(patch);
+                changed.map_or(newer, |differs| differs & newer)
+            };
             if !changed.is_empty() {
                 changes.push((id, changed));
             }

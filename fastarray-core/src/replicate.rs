@@ -59,6 +59,13 @@ pub trait Replicate: BitCodec {
     /// The type's name, for error messages.
     const TYPE_NAME: &'static str;
 
+    /// Fields whose change changes the value's shape: an enum's variant
+    /// (bit 0). A change touching them is sent as the whole value, and the
+    /// client's copy counts as provisional until a whole value written after
+    /// it is acknowledged, so a partial change never reaches a copy of
+    /// another variant. Empty for structs.
+    const STRUCTURE: FieldMask = FieldMask::EMPTY;
+
     /// Some of the replicated fields, decoded from the wire but not yet
     /// applied: decoding a message never touches the receiver until the
     /// whole message is known to be valid.

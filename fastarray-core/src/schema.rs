@@ -51,6 +51,12 @@ pub const fn named(name: &str, params: &[u64]) -> u64 {
     hash
 }
 
+/// The smaller of two bit counts (for an enum's `MIN_BITS`, the cheapest
+/// variant), usable in constants.
+pub const fn min_bits(a: u64, b: u64) -> u64 {
+    if a < b { a } else { b }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

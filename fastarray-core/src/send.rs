@@ -25,7 +25,7 @@ use crate::wire::WINDOW;
 /// reported, is [`HISTORY_LEN`](crate::HISTORY_LEN) frames old).
 ///
 /// # Memory
-/// Per item the client may hold, one 40-byte hash map entry (id, state,
+/// Per item the client may hold, one 48-byte hash map entry (id, state,
 /// newest record and its fields, acknowledged record and key); per packet in
 /// flight, 48 bytes plus 32 per item it carried; per item with unsent
 /// work, a 32-byte map entry. Hash maps add one control byte per bucket and
@@ -61,6 +61,10 @@ pub(crate) struct View {
     last_seq: u64,
     /// The newest acknowledged record that carried this id (0: none).
     acked_seq: u64,
+    /// The newest record that carried a structural whole value (the add,
+    /// or a change of an enum's variant): the client's copy is `Known`
+    /// again only once a whole value at least that new is acknowledged.
+    structural_seq: u64,
     /// The item's key when that record was written.
     pub(crate) acked_key: ReplicationKey,
     /// The fields the newest record carried for this id: a lost older
@@ -82,8 +86,13 @@ pub(crate) enum Holding {
 /// Work for one id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Work {
-    /// Send the whole item.
-    Add,
+    /// Send the whole item. `structural` when the client may not have the
+    /// item, or holds another shape of it (another enum variant): then no
+    /// partial change may follow until a whole value is acknowledged.
+    Add {
+        /// Whether the whole value is needed for its shape.
+        structural: bool,
+    },
     /// Send these fields.
     Fields(FieldMask),
     /// Tell the client the item is gone.
@@ -95,7 +104,11 @@ impl Work {
     fn merge(self, other: Work) -> Work {
         match (self, other) {
             (Work::Remove, _) | (_, Work::Remove) => Work::Remove,
-            (Work::Add, _) | (_, Work::Add) => Work::Add,
+            (Work::Add { structural: a }, Work::Add { structural: b }) => {
+                Work::Add { structural: a || b }
+            }
+            (add @ Work::Add { .. }, Work::Fields(_))
+            | (Work::Fields(_), add @ Work::Add { .. }) => add,
             (Work::Fields(a), Work::Fields(b)) => Work::Fields(a | b),
         }
     }
@@ -172,8 +185,8 @@ impl SendState {
                     self.view.remove(&entry.id);
                     continue;
                 }
-                Work::Add => {
-                    if view.holding == Holding::AddInFlight {
+                Work::Add { .. } => {
+                    if view.holding == Holding::AddInFlight && record.seq >= view.structural_seq {
                         view.holding = Holding::Known;
                     }
                 }
@@ -244,17 +257,24 @@ impl SendState {
     }
 
     /// Merges one frame of the history ring into the pending work.
-    pub(crate) fn merge_frame(&mut self, changes: &Changeset) {
+    /// `structure` is the item type's `Replicate::STRUCTURE`.
+    pub(crate) fn merge_frame(&mut self, changes: &Changeset, structure: FieldMask) {
         let frame = changes.frame;
         for &id in &changes.added {
-            self.queue(id, Work::Add, frame);
+            self.queue(id, Work::Add { structural: true }, frame);
         }
         for &(id, mask) in &changes.changed {
             let known = self
                 .view
                 .get(&id)
                 .is_some_and(|v| v.holding == Holding::Known);
-            let work = if known { Work::Fields(mask) } else { Work::Add };
+            let work = if !(mask & structure).is_empty() {
+                Work::Add { structural: true }
+            } else if known {
+                Work::Fields(mask)
+            } else {
+                Work::Add { structural: false }
+            };
             self.queue(id, work, frame);
         }
         for &id in &changes.removed {
@@ -281,7 +301,7 @@ impl SendState {
                 v.holding == Holding::Known && v.acked_seq != 0 && v.acked_key == key
             });
             if !up_to_date {
-                self.queue(id, Work::Add, frame);
+                self.queue(id, Work::Add { structural: true }, frame);
             }
         }
         let gone: Vec<ReplicationId> = self
@@ -330,12 +350,19 @@ impl SendState {
                 holding: Holding::AddInFlight,
                 last_seq: 0,
                 acked_seq: 0,
+                structural_seq: seq,
                 acked_key: ReplicationKey::default(),
                 last_fields: FieldMask::EMPTY,
             });
             view.last_seq = seq;
             view.last_fields = match entry.work {
-                Work::Add => all_fields,
+                Work::Add { structural } => {
+                    if structural {
+                        view.structural_seq = seq;
+                        view.holding = Holding::AddInFlight;
+                    }
+                    all_fields
+                }
                 Work::Fields(mask) => mask,
                 Work::Remove => {
                     view.holding = Holding::RemoveInFlight;
@@ -364,6 +391,11 @@ impl SendState {
                 // Its removal was acknowledged: nothing left to repair.
                 continue;
             };
+            if !matches!(entry.work, Work::Remove) && view.structural_seq > record.seq {
+                // A whole value written after this record carries everything
+                // it did, in the item's current shape; its own fate decides.
+                continue;
+            }
             let later = view.last_seq > record.seq;
             let covered = if later {
                 view.last_fields
@@ -373,7 +405,7 @@ impl SendState {
             let work = match entry.work {
                 Work::Remove if later => continue,
                 Work::Remove => Work::Remove,
-                Work::Add | Work::Fields(_) => {
+                Work::Add { .. } | Work::Fields(_) => {
                     let lost = match entry.work {
                         Work::Fields(mask) => mask,
                         _ => self.all_fields,
@@ -382,10 +414,13 @@ impl SendState {
                     if missing.is_empty() {
                         continue;
                     }
-                    if view.holding == Holding::Known {
-                        Work::Fields(missing)
-                    } else {
-                        Work::Add
+                    match entry.work {
+                        // A lost whole value is resent whole: which fields
+                        // exist depends on the item's shape (an enum's variant).
+                        add @ Work::Add { .. } if view.holding != Holding::Known => add,
+                        Work::Add { .. } => Work::Add { structural: false },
+                        _ if view.holding == Holding::Known => Work::Fields(missing),
+                        _ => Work::Add { structural: false },
                     }
                 }
             };
@@ -409,7 +444,7 @@ mod tests {
     #[test]
     fn documented_sizes_hold() {
         let entry = core::mem::size_of::<(ReplicationId, View)>();
-        assert_eq!(entry, 40, "view map entry");
+        assert_eq!(entry, 48, "view map entry");
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<Record>(), 48);

@@ -16,8 +16,11 @@ pub struct Container<'a> {
     pub generics: &'a syn::Generics,
     /// What kind of type it is.
     pub style: Style,
-    /// Every field (replicated or skipped), in declaration order.
+    /// Every field (replicated or skipped), in declaration order; empty
+    /// for an enum, whose fields are in its variants.
     pub fields: Vec<Field<'a>>,
+    /// An enum's variants, in declaration order (empty for a struct).
+    pub variants: Vec<Variant<'a>>,
     /// Its `#[replicate(...)]` attributes.
     pub attrs: attr::Container,
     /// The whole input.
@@ -33,13 +36,30 @@ pub enum Style {
     Tuple,
     /// `struct S;`.
     Unit,
-    /// An enum: not supported yet, [`check`](crate::check) rejects it. No fields.
+    /// An enum: its fields are in [`Container::variants`].
     Enum,
     /// A union: never supported, [`check`](crate::check) rejects it. No fields.
     Union,
 }
 
-/// One field of a struct.
+/// One variant of an enum.
+pub struct Variant<'a> {
+    /// Its name.
+    pub ident: &'a syn::Ident,
+    /// `Named` (`V { a: A }`), `Tuple` (`V(A)`) or `Unit` (`V`).
+    pub style: Style,
+    /// Every field, in declaration order.
+    pub fields: Vec<Field<'a>>,
+}
+
+impl Variant<'_> {
+    /// The fields that are sent, in mask-bit order (bit `1 + i`).
+    pub fn replicated(&self) -> impl Iterator<Item = &Field<'_>> {
+        self.fields.iter().filter(|field| field.is_replicated())
+    }
+}
+
+/// One field of a struct or variant.
 pub struct Field<'a> {
     /// How generated code names it: `self.#member`.
     pub member: syn::Member,
@@ -56,22 +76,34 @@ impl<'a> Container<'a> {
     /// a container so that later checks still run and every error is shown.
     pub fn from_ast(cx: &Ctxt, input: &'a syn::DeriveInput) -> Self {
         let attrs = attr::Container::from_ast(cx, input);
-        let (style, fields) = match &input.data {
-            syn::Data::Struct(data) => match &data.fields {
-                syn::Fields::Named(fields) => (Style::Named, fields_from_ast(cx, &fields.named)),
-                syn::Fields::Unnamed(fields) => {
-                    (Style::Tuple, fields_from_ast(cx, &fields.unnamed))
-                }
-                syn::Fields::Unit => (Style::Unit, Vec::new()),
-            },
-            syn::Data::Enum(_) => (Style::Enum, Vec::new()),
-            syn::Data::Union(_) => (Style::Union, Vec::new()),
+        let (style, fields, variants) = match &input.data {
+            syn::Data::Struct(data) => {
+                let (style, fields) = style_and_fields(cx, &data.fields);
+                (style, fields, Vec::new())
+            }
+            syn::Data::Enum(data) => {
+                let variants = data
+                    .variants
+                    .iter()
+                    .map(|variant| {
+                        let (style, fields) = style_and_fields(cx, &variant.fields);
+                        Variant {
+                            ident: &variant.ident,
+                            style,
+                            fields,
+                        }
+                    })
+                    .collect();
+                (Style::Enum, Vec::new(), variants)
+            }
+            syn::Data::Union(_) => (Style::Union, Vec::new(), Vec::new()),
         };
         Container {
             ident: &input.ident,
             generics: &input.generics,
             style,
             fields,
+            variants,
             attrs,
             original: input,
         }
@@ -81,6 +113,13 @@ impl<'a> Container<'a> {
     /// its schema hash.
     pub fn name(&self) -> String {
         self.ident.unraw().to_string()
+    }
+
+    /// Every field of the struct, or of every variant of the enum.
+    pub fn all_fields(&self) -> impl Iterator<Item = &Field<'a>> {
+        self.fields
+            .iter()
+            .chain(self.variants.iter().flat_map(|variant| &variant.fields))
     }
 
     /// The fields that are sent, in mask-bit order.
@@ -149,6 +188,15 @@ impl Field<'_> {
             Some(ident) => ident,
             None => self.ty,
         }
+    }
+}
+
+/// The shape and fields of a struct body or variant.
+fn style_and_fields<'a>(cx: &Ctxt, fields: &'a syn::Fields) -> (Style, Vec<Field<'a>>) {
+    match fields {
+        syn::Fields::Named(fields) => (Style::Named, fields_from_ast(cx, &fields.named)),
+        syn::Fields::Unnamed(fields) => (Style::Tuple, fields_from_ast(cx, &fields.unnamed)),
+        syn::Fields::Unit => (Style::Unit, Vec::new()),
     }
 }
 

@@ -19,7 +19,7 @@ pub fn check(cx: &Ctxt, cont: &Container) {
 /// primitive integer types, with an error at `N`; for any other type (an
 /// alias, a generic) the generated code asserts it at compile time.
 fn check_bit_widths(cx: &Ctxt, cont: &Container) {
-    for field in &cont.fields {
+    for field in cont.all_fields() {
         let Encoding::Bits(lit, bits) = field.attrs.encoding() else {
             continue;
         };
@@ -54,13 +54,14 @@ fn check_bit_widths(cx: &Ctxt, cont: &Container) {
     }
 }
 
-/// Only structs can be replicated for now.
+/// Structs and enums with at least one variant; no unions.
 fn check_style(cx: &Ctxt, cont: &Container) {
     match &cont.original.data {
-        syn::Data::Enum(data) => cx.error_spanned_by(
+        syn::Data::Enum(data) if data.variants.is_empty() => cx.error_spanned_by(
             data.enum_token,
-            "`#[derive(Replicate)]` does not support enums yet; only structs can be replicated for now",
+            "`#[derive(Replicate)]` needs an enum with at least one variant: a value of an empty enum cannot exist",
         ),
+        syn::Data::Enum(_) => {}
         syn::Data::Union(data) => cx.error_spanned_by(
             data.union_token,
             "`#[derive(Replicate)]` does not support unions",
@@ -69,8 +70,21 @@ fn check_style(cx: &Ctxt, cont: &Container) {
     }
 }
 
-/// A field mask has 64 bits.
+/// A field mask has 64 bits; an enum's bit 0 is its variant.
 fn check_field_count(cx: &Ctxt, cont: &Container) {
+    for variant in &cont.variants {
+        let replicated = variant.replicated().count();
+        if let Some(first_extra) = variant.replicated().nth(MAX_FIELDS - 1) {
+            cx.error_spanned_by(
+                first_extra.span_tokens(),
+                format!(
+                    "variant `{}` has {replicated} replicated fields; at most {} are supported (a FieldMask has {MAX_FIELDS} bits and bit 0 is the variant)",
+                    variant.ident,
+                    MAX_FIELDS - 1,
+                ),
+            );
+        }
+    }
     let replicated = cont.replicated().count();
     if let Some(first_extra) = cont.replicated().nth(MAX_FIELDS) {
         cx.error_spanned_by(

@@ -5,8 +5,12 @@
 //!
 //! The derive implements `BitCodec` (the full encoding: every replicated
 //! field in declaration order) and `Replicate` (per-field diff, encode,
-//! decode and patch) for a struct with named fields, a tuple struct or a
-//! unit struct, generic or not.
+//! decode and patch) for a struct with named fields, a tuple struct, a
+//! unit struct, or an enum with unit, tuple and struct variants, generic or
+//! not. An enum is written as its variant index in ⌈log2 variants⌉ bits,
+//! then the variant's fields; its mask bit 0 is the variant and bit `1 + i`
+//! the variant's `i`-th field, so a change within a variant sends only the
+//! changed fields and a change of variant sends the whole value.
 //!
 //! ```ignore
 //! use fastarray::Replicate;
@@ -25,6 +29,11 @@
 //! | where | attribute | meaning |
 //! |---|---|---|
 //! | field | `#[replicate(skip)]` | not replicated: no mask bit, never sent, `Default::default()` when decoded (the field type must implement `Default`) |
+//! | field | `#[replicate(bits = N)]` | an integer in `N` bits (1..=64, at most its width); a value that does not fit is an encode error |
+//! | field | `#[replicate(varint)]` | an integer as a varint (zig-zag for signed) |
+//! | field | `#[replicate(quantize(min = A, max = B, bits = N))]` | `f32`/`f64` (or arrays and tuples of them) clamped to `[A, B]` in `N` bits (1..=32); the change test compares quantized values |
+//! | field | `#[replicate(with = path)]` | `path::encode(&T, &mut BitWriter)` and `path::decode(&mut BitReader)`; change test `==` |
+//! | field | `#[replicate(serde)]` | through serde (feature `serde` of fastarray); change test `==` |
 //! | type | `#[replicate(crate = "path")]` | generated code names the runtime as `path::__private::…` instead of `::fastarray::__private::…` |
 //!
 //! The `crate` path is resolved where the type is defined, like any path
@@ -43,8 +52,9 @@
 //!
 //! Mistakes are compile errors pointing at the offending token, all of them
 //! reported in one build: unknown, misplaced, duplicate or malformed
-//! attributes, more than 64 replicated fields, enums (not supported yet)
-//! and unions.
+//! attributes, two encodings on one field, `bits` out of range, an empty
+//! `quantize` range, more than 64 replicated fields (63 per enum variant),
+//! empty enums and unions.
 
 mod ast;
 mod attr;

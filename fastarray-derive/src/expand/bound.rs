@@ -21,7 +21,7 @@ use syn::parse_quote_spanned;
 /// require itself.
 pub fn with_bounds(cont: &Container, private: &TokenStream) -> syn::Generics {
     let mut predicates: Vec<syn::WherePredicate> = Vec::new();
-    for field in cont.fields.iter().filter(|field| cont.is_generic(field)) {
+    for field in cont.all_fields().filter(|field| cont.is_generic(field)) {
         let ty = field.ty;
         let span = at_type(ty);
         if !field.is_replicated() {

@@ -3,6 +3,7 @@
 
 mod bound;
 mod codec;
+mod enums;
 mod fallback;
 mod structs;
 
@@ -24,7 +25,10 @@ pub fn derive(input: &syn::DeriveInput) -> TokenStream {
     let cont = Container::from_ast(&cx, input);
     check::check(&cx, &cont);
     match cx.check() {
-        Ok(()) => structs::expand(&cont),
+        Ok(()) => match cont.style {
+            crate::ast::Style::Enum => enums::expand(&cont),
+            _ => structs::expand(&cont),
+        },
         Err(errors) => fallback::expand(&cont, errors),
     }
 }

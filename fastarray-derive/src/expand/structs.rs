@@ -133,7 +133,7 @@ fn patch_struct(
 }
 
 /// `tokens` with every `Self` replaced by `container`.
-fn replace_self(tokens: TokenStream, container: &TokenStream) -> TokenStream {
+pub(super) fn replace_self(tokens: TokenStream, container: &TokenStream) -> TokenStream {
     tokens
         .into_iter()
         .map(|token| match token {
@@ -193,7 +193,7 @@ fn bit_codec_impl(
         }
         Style::Tuple => quote!(Self(#(#values,)*)),
         Style::Unit => quote!(Self),
-        Style::Enum | Style::Union => unreachable!("`check` rejects enums and unions"),
+        Style::Enum | Style::Union => unreachable!("only structs are expanded here"),
     };
 
     quote! {

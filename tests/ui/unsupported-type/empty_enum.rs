@@ -1,13 +1,10 @@
 use fastarray::Replicate;
 
 #[derive(Replicate)]
-enum Shape {
-    Circle { radius: f32 },
-    Square(f32),
-}
+enum Never {}
 
 fn needs_replicate<T: fastarray::Replicate>() {}
 
 fn main() {
-    needs_replicate::<Shape>();
+    needs_replicate::<Never>();
 }
