@@ -23,6 +23,7 @@ pub mod wire_format {}
 /// | `#[replicate(with = path)]` | any `PartialEq` type | `path::encode` / `path::decode` | `==` |
 /// | `#[replicate(serde)]` | any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
 /// | `#[replicate(skip)]` | any `Default` type | not sent; `Default` on the receiver | none |
+/// | `#[replicate(nested)]` | a `#[derive(Replicate)]` type | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
 ///
 /// On the type, `#[replicate(crate = "path")]` names the runtime when the
 /// `fastarray` crate is renamed or re-exported.
@@ -151,6 +152,38 @@ pub mod wire_format {}
 ///     #[replicate(serde)]
 ///     loadout: Loadout, // #[derive(Serialize, Deserialize, PartialEq, Clone)]
 /// }
+/// ```
+///
+/// # `nested`
+///
+/// A field of another `#[derive(Replicate)]` type normally changes as one
+/// value. Marked `nested`, its own fields become leaves of the parent's
+/// field mask, numbered depth-first, so a changed leaf sends only its index
+/// (the path: one `⌈log2 leaves⌉`-bit handle, whatever the depth) and its
+/// value, like BigWorld's change paths. A type has at most 64 leaves. (Stable
+/// Rust cannot tell from a field's type whether it is itself replicated,
+/// hence the attribute.)
+///
+/// ```
+/// use fastarray::{FieldMask, Replicate};
+///
+/// #[derive(Replicate, Clone)]
+/// struct Vec3 { x: f32, y: f32, z: f32 }
+///
+/// #[derive(Replicate, Clone)]
+/// struct Body {
+///     hp: u8,                 // leaf 0
+///     #[replicate(nested)]
+///     position: Vec3,         // leaves 1, 2, 3
+///     #[replicate(nested)]
+///     velocity: Vec3,         // leaves 4, 5, 6
+/// }
+///
+/// let before = Body { hp: 1, position: Vec3 { x: 0.0, y: 0.0, z: 0.0 }, velocity: Vec3 { x: 0.0, y: 0.0, z: 0.0 } };
+/// let mut after = before.clone();
+/// after.velocity.y = 2.5;
+/// assert_eq!(Body::FIELD_COUNT, 7);
+/// assert_eq!(after.diff(&before), FieldMask::single(5)); // only velocity.y
 /// ```
 ///
 /// # Enums

@@ -228,7 +228,12 @@ fn enum_items_converge_over_lossy_links() {
     use rand_chacha::ChaCha8Rng;
 
     for profile in LinkProfile::all_for_tests() {
-        for seed in 0..100 {
+        // More seeds: FASTARRAY_SEEDS=2000 cargo test --release --test ...
+        let seeds = std::env::var("FASTARRAY_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100u64);
+        for seed in 0..seeds {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut link = Link::new(profile.clone(), seed);
             let mut server = FastArray::new();

@@ -115,6 +115,8 @@ pub struct Encoded<F: ::fastarray::Quantize> {
     generic: F,
     #[replicate(with = hex_digit)]
     digit: u8,
+    #[replicate(nested)]
+    inner: Named<i16>,
 }
 
 /// An enum with every kind of variant and a generic field.
@@ -179,6 +181,12 @@ fn hostile_caller_compiles_and_runs() {
         position: [1.5, -2.25],
         generic: 0.5f64,
         digit: 15,
+        inner: Named {
+            hp: 2,
+            position: -3,
+            cache: ::std::vec::Vec::new(),
+            label: ::std::string::ToString::to_string("n"),
+        },
     };
     let zero = Encoded {
         level: 0,
@@ -186,6 +194,12 @@ fn hostile_caller_compiles_and_runs() {
         position: [0.0, 0.0],
         generic: 0.0f64,
         digit: 0,
+        inner: Named {
+            hp: 0,
+            position: 0,
+            cache: ::std::vec::Vec::new(),
+            label: ::std::string::String::new(),
+        },
     };
     let mirrored = round_trip(&encoded, &zero);
     ::std::assert!(::fastarray::Replicate::diff(&mirrored, &encoded).is_empty());

@@ -81,6 +81,30 @@ impl FieldMask {
         self.0 & other.0 == other.0
     }
 
+    /// The mask moved `by` fields up: field `i` becomes field `i + by`
+    /// (fields pushed past 63 are dropped). A nested struct's mask inside
+    /// its parent's.
+    #[inline]
+    #[must_use]
+    pub const fn shifted_up(self, by: u32) -> Self {
+        Self(match self.0.checked_shl(by) {
+            Some(bits) => bits,
+            None => 0,
+        })
+    }
+
+    /// Fields `from..from + width` of the mask, moved down to start at 0: a
+    /// nested struct's own mask, out of its parent's.
+    #[inline]
+    #[must_use]
+    pub const fn window(self, from: u32, width: u32) -> Self {
+        let shifted = match self.0.checked_shr(from) {
+            Some(bits) => bits,
+            None => 0,
+        };
+        Self(shifted & Self::all(width).0)
+    }
+
     /// The fields in `self` that are not in `other`.
     #[inline]
     #[must_use]

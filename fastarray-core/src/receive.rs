@@ -282,9 +282,14 @@ impl<T: Replicate> FastArray<T> {
                 report.skipped += 1;
                 continue;
             }
-            let changed = if !(newer & T::STRUCTURE).is_empty() {
-                // A newer shape (enum variant): the whole value replaces the
-                // old one, and every field now dates from this frame.
+            let reshaped =
+                changed.is_some_and(|differs| !(differs & newer & T::STRUCTURE).is_empty());
+            let changed = if reshaped {
+                // A newer, different shape (enum variant): the whole value
+                // replaces the old one, and every field dates from this
+                // frame. (No field can hold newer data: changed fields are
+                // only sent once a whole value of the new shape is known to
+                // have arrived.)
                 frames.iter_mut().for_each(|f| *f = frame);
                 slot.value.apply_patch(patch);
                 changed.unwrap_or(sent)

@@ -45,7 +45,7 @@ use crate::mask::FieldMask;
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not implement `Replicate`",
-    label = "`{Self}` cannot be an item of a `FastArray`",
+    label = "not a `#[derive(Replicate)]` type",
     note = "add `#[derive(Replicate)]` to the definition of `{Self}`"
 )]
 pub trait Replicate: BitCodec {

@@ -38,6 +38,8 @@ const MAX: Symbol = Symbol("max");
 const WITH: Symbol = Symbol("with");
 /// `#[replicate(serde)]`: through serde.
 const SERDE: Symbol = Symbol("serde");
+/// `#[replicate(nested)]`: a `Replicate` field whose own fields are diffed.
+const NESTED: Symbol = Symbol("nested");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {
@@ -65,6 +67,7 @@ const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
     (QUANTIZE, parse_quantize),
     (WITH, parse_with),
     (SERDE, parse_serde),
+    (NESTED, parse_nested),
 ];
 
 /// Attributes of the deriving type.
@@ -120,6 +123,9 @@ pub enum Encoding {
     With(syn::Path),
     /// `#[replicate(serde)]`: any `Serialize + DeserializeOwned` type.
     Serde,
+    /// `#[replicate(nested)]`: a `Replicate` type whose fields are leaves
+    /// of the parent's mask, so a change sends only the changed leaves.
+    Nested,
 }
 
 /// Attributes of one field.
@@ -308,6 +314,11 @@ fn parse_word(
 /// `varint`: a bare word.
 fn parse_varint(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
     parse_word(cx, meta, field, VARINT, Encoding::Varint)
+}
+
+/// `nested`: a bare word.
+fn parse_nested(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    parse_word(cx, meta, field, NESTED, Encoding::Nested)
 }
 
 /// `serde`: a bare word.

@@ -13,6 +13,20 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_style(cx, cont);
     check_field_count(cx, cont);
     check_bit_widths(cx, cont);
+    check_nested_placement(cx, cont);
+}
+
+/// `nested` flattens a struct's fields into its parent's mask; inside an
+/// enum variant the mask positions would depend on the variant.
+fn check_nested_placement(cx: &Ctxt, cont: &Container) {
+    for field in cont.variants.iter().flat_map(|variant| &variant.fields) {
+        if matches!(field.attrs.encoding(), Encoding::Nested) {
+            cx.error_spanned_by(
+                field.span_tokens(),
+                "`#[replicate(nested)]` is not supported on enum variant fields; the field is sent whole when it changes (remove `nested`)",
+            );
+        }
+    }
 }
 
 /// `bits = N` must fit the field's integer type. Checked here for the

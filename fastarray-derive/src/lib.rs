@@ -34,6 +34,7 @@
 //! | field | `#[replicate(quantize(min = A, max = B, bits = N))]` | `f32`/`f64` (or arrays and tuples of them) clamped to `[A, B]` in `N` bits (1..=32); the change test compares quantized values |
 //! | field | `#[replicate(with = path)]` | `path::encode(&T, &mut BitWriter)` and `path::decode(&mut BitReader)`; change test `==` |
 //! | field | `#[replicate(serde)]` | through serde (feature `serde` of fastarray); change test `==` |
+//! | field | `#[replicate(nested)]` | a `Replicate` type whose fields become leaves of this type's mask (depth-first, at most 64 leaves in all): a change sends only the changed leaves; not in enum variants |
 //! | type | `#[replicate(crate = "path")]` | generated code names the runtime as `path::__private::…` instead of `::fastarray::__private::…` |
 //!
 //! The `crate` path is resolved where the type is defined, like any path

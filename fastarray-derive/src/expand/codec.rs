@@ -47,7 +47,7 @@ impl<'a> FieldCodec<'a> {
     pub fn encode(&self, value: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::encode(#value, __writer))
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=> {
@@ -69,7 +69,7 @@ impl<'a> FieldCodec<'a> {
     pub fn decode(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::decode(__reader))
             }
             Encoding::Bits(_, bits) => {
@@ -89,7 +89,7 @@ impl<'a> FieldCodec<'a> {
     pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::same(#a, #b))
             }
             Encoding::Quantize { .. } => {
@@ -106,7 +106,7 @@ impl<'a> FieldCodec<'a> {
     pub fn min_bits(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::MIN_BITS)
             }
             Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
@@ -123,7 +123,7 @@ impl<'a> FieldCodec<'a> {
     pub fn type_hash(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::TYPE_HASH)
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=>
@@ -148,11 +148,38 @@ impl<'a> FieldCodec<'a> {
         }
     }
 
+    /// Whether the field's own fields are leaves of the parent's mask.
+    pub fn is_nested(&self) -> bool {
+        matches!(self.encoding, Encoding::Nested)
+    }
+
+    /// A `u32` constant expression: how many mask bits the field takes
+    /// (its leaves: 1, or a nested type's `FIELD_COUNT`).
+    pub fn width(&self) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        if self.is_nested() {
+            quote_spanned!(span=> <#ty as #p::Replicate>::FIELD_COUNT)
+        } else {
+            quote!(1u32)
+        }
+    }
+
+    /// The type of the field's slot in the parent's patch (inside `Option`).
+    pub fn slot_ty(&self, ty: TokenStream) -> TokenStream {
+        let (p, span) = (&self.private, self.span);
+        if self.is_nested() {
+            quote_spanned!(span=> <#ty as #p::Replicate>::Patch)
+        } else {
+            ty
+        }
+    }
+
     /// The trait a generic field type must implement for this encoding.
     pub fn bound(&self) -> Option<TokenStream> {
         let p = &self.private;
         match self.encoding {
             Encoding::Natural | Encoding::Skip => Some(quote!(#p::BitCodec)),
+            Encoding::Nested => Some(quote!(#p::Replicate)),
             Encoding::Bits(..) => Some(quote!(#p::FixedBits)),
             Encoding::Varint => Some(quote!(#p::VarInt)),
             Encoding::Quantize { .. } => Some(quote!(#p::Quantize)),

@@ -115,9 +115,11 @@ fn patch_struct(
     let container = quote!(#ident #ty_generics);
     let where_clause = replace_self(where_clause.to_token_stream(), &container);
     let locals = fields.iter().map(|field| &field.local);
-    let tys = fields
-        .iter()
-        .map(|field| replace_self(field.ty.to_token_stream(), &container));
+    let tys = fields.iter().map(|field| {
+        field
+            .codec
+            .slot_ty(replace_self(field.ty.to_token_stream(), &container))
+    });
     let lifetimes = generics.lifetimes().map(|param| &param.lifetime);
     let type_params = generics.type_params().map(|param| &param.ident);
     quote! {
@@ -225,6 +227,10 @@ fn bit_codec_impl(
 }
 
 /// `Replicate`: per-field diff, encode, decode and patch.
+///
+/// A field takes the mask bits `offset..offset + width`: one bit, or, for a
+/// `nested` field, one per leaf of the nested type (its own mask, moved up
+/// to `offset`). Without nested fields the offsets are literals.
 fn replicate_impl(
     cont: &Container,
     private: &TokenStream,
@@ -235,27 +241,37 @@ fn replicate_impl(
     let ident = cont.ident;
     let name = cont.name();
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let field_count = fields.last().map_or(0, |field| field.bit + 1);
-    let members: Vec<_> = fields.iter().map(|field| field.member).collect();
-    let sames: Vec<_> = fields
-        .iter()
-        .map(|field| {
-            let member = field.member;
-            field
-                .codec
-                .same(quote!(&self.#member), quote!(&__other.#member))
+    let any_nested = fields.iter().any(|field| field.codec.is_nested());
+    let widths: Vec<TokenStream> = fields.iter().map(|field| field.codec.width()).collect();
+    let offsets: Vec<TokenStream> = (0..fields.len())
+        .map(|i| {
+            if any_nested {
+                let before = &widths[..i];
+                quote!((0u32 #(+ #before)*))
+            } else {
+                let bit = fields[i].bit;
+                quote!(#bit)
+            }
         })
         .collect();
-    let encodes: Vec<_> = fields
-        .iter()
-        .map(|field| {
-            let member = field.member;
-            field.codec.encode(quote!(&self.#member))
+
+    let field_count = if any_nested {
+        quote!({
+            let __leaves = 0u32 #(+ #widths)*;
+            ::core::assert!(__leaves <= 64, "a replicated type has at most 64 leaves (fields, counting those of nested fields)");
+            __leaves
         })
-        .collect();
-    let decodes: Vec<_> = fields.iter().map(|field| field.codec.decode()).collect();
-    let bits: Vec<_> = fields.iter().map(|field| field.bit).collect();
-    let locals: Vec<_> = fields.iter().map(|field| &field.local).collect();
+    } else {
+        let count = fields.len() as u32;
+        quote!(#count)
+    };
+    let structure = any_nested.then(|| {
+        let parts = fields.iter().zip(&offsets).filter(|(f, _)| f.codec.is_nested()).map(|(f, o)| {
+            let ty = f.ty;
+            quote_spanned!(at_type(ty)=> #private::FieldMask::bits(#private::FieldMask::shifted_up(<#ty as #private::Replicate>::STRUCTURE, #o)))
+        });
+        quote!(const STRUCTURE: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);)
+    });
 
     let schema_hash = if fields.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
@@ -268,19 +284,87 @@ fn replicate_impl(
         })
     };
 
-    let diff = if fields.is_empty() {
-        quote!(#private::FieldMask::EMPTY)
-    } else {
-        quote! {
-            let mut __mask = #private::FieldMask::EMPTY;
-            #(
-                if !#sames {
-                    __mask = #private::FieldMask::with(__mask, #bits);
+    let mut diff = Vec::new();
+    let mut encode = Vec::new();
+    let mut decode = Vec::new();
+    let mut into = Vec::new();
+    let mut retain = Vec::new();
+    let mut apply = Vec::new();
+    for ((field, offset), width) in fields.iter().zip(&offsets).zip(&widths) {
+        let (member, local, ty) = (field.member, &field.local, field.ty);
+        let replicate = quote_spanned!(at_type(ty)=> <#ty as #private::Replicate>);
+        if field.codec.is_nested() {
+            let window =
+                |mask: TokenStream| quote!(#private::FieldMask::window(#mask, #offset, #width));
+            let (sub_mask, sub_keep) = (window(quote!(__mask)), window(quote!(__keep)));
+            diff.push(quote! {
+                __mask |= #private::FieldMask::shifted_up(#replicate::diff(&self.#member, &__other.#member), #offset);
+            });
+            encode.push(quote! {
+                let __sub = #sub_mask;
+                if !#private::FieldMask::is_empty(__sub) {
+                    #replicate::encode_fields(&self.#member, __sub, __writer)?;
                 }
-            )*
-            __mask
+            });
+            decode.push(quote! {
+                let __sub = #sub_mask;
+                let #local = if #private::FieldMask::is_empty(__sub) {
+                    #private::None
+                } else {
+                    #private::Some(#replicate::decode_fields(__sub, __reader)?)
+                };
+            });
+            into.push(quote!(#local: #private::Some(#replicate::into_patch(self.#member))));
+            retain.push(quote! {
+                let __sub = #sub_keep;
+                if #private::FieldMask::is_empty(__sub) {
+                    __patch.#local = #private::None;
+                } else if let #private::Some(__inner) = &mut __patch.#local {
+                    #replicate::retain_fields(__inner, __sub);
+                }
+            });
+            apply.push(quote! {
+                if let #private::Some(__inner) = __patch.#local {
+                    #replicate::apply_patch(&mut self.#member, __inner);
+                }
+            });
+        } else {
+            let same = field
+                .codec
+                .same(quote!(&self.#member), quote!(&__other.#member));
+            let encode_one = field.codec.encode(quote!(&self.#member));
+            let decode_one = field.codec.decode();
+            diff.push(quote! {
+                if !#same {
+                    __mask = #private::FieldMask::with(__mask, #offset);
+                }
+            });
+            encode.push(quote! {
+                if #private::FieldMask::contains(__mask, #offset) {
+                    #encode_one?;
+                }
+            });
+            decode.push(quote! {
+                let #local = if #private::FieldMask::contains(__mask, #offset) {
+                    #private::Some(#decode_one?)
+                } else {
+                    #private::None
+                };
+            });
+            into.push(quote!(#local: #private::Some(self.#member)));
+            retain.push(quote! {
+                if !#private::FieldMask::contains(__keep, #offset) {
+                    __patch.#local = #private::None;
+                }
+            });
+            apply.push(quote! {
+                if let #private::Some(__value) = __patch.#local {
+                    self.#member = __value;
+                }
+            });
         }
-    };
+    }
+    let locals = fields.iter().map(|field| &field.local);
 
     quote! {
         #[automatically_derived]
@@ -288,10 +372,14 @@ fn replicate_impl(
             const FIELD_COUNT: ::core::primitive::u32 = #field_count;
             const SCHEMA_HASH: ::core::primitive::u64 = #schema_hash;
             const TYPE_NAME: &'static ::core::primitive::str = #name;
+            #structure
             type Patch = #patch_ident #ty_generics;
 
             fn diff(&self, __other: &Self) -> #private::FieldMask {
-                #diff
+                #[allow(unused_mut)]
+                let mut __mask = #private::FieldMask::EMPTY;
+                #(#diff)*
+                __mask
             }
 
             fn encode_fields(
@@ -299,11 +387,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
-                #(
-                    if #private::FieldMask::contains(__mask, #bits) {
-                        #encodes?;
-                    }
-                )*
+                #(#encode)*
                 #private::Ok(())
             }
 
@@ -311,13 +395,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<<Self as #private::Replicate>::Patch, #private::DecodeError> {
-                #(
-                    let #locals = if #private::FieldMask::contains(__mask, #bits) {
-                        #private::Some(#decodes?)
-                    } else {
-                        #private::None
-                    };
-                )*
+                #(#decode)*
                 #private::Ok(#patch_ident {
                     #(#locals,)*
                     __marker: ::core::marker::PhantomData,
@@ -326,7 +404,7 @@ fn replicate_impl(
 
             fn into_patch(self) -> <Self as #private::Replicate>::Patch {
                 #patch_ident {
-                    #(#locals: #private::Some(self.#members),)*
+                    #(#into,)*
                     __marker: ::core::marker::PhantomData,
                 }
             }
@@ -336,19 +414,11 @@ fn replicate_impl(
                 __keep: #private::FieldMask,
             ) {
                 let _ = &__keep;
-                #(
-                    if !#private::FieldMask::contains(__keep, #bits) {
-                        __patch.#locals = #private::None;
-                    }
-                )*
+                #(#retain)*
             }
 
             fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
-                #(
-                    if let #private::Some(__value) = __patch.#locals {
-                        self.#members = __value;
-                    }
-                )*
+                #(#apply)*
             }
         }
     }

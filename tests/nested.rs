@@ -1,0 +1,207 @@
+//! Nested `Replicate` fields: a changed leaf sends its path (one leaf index)
+//! and its value, not the whole nested struct.
+
+#[path = "support/link.rs"]
+mod link;
+
+use fastarray::{BitCodec, BitReader, BitWriter, FastArray, FieldMask, Replicate, SendState};
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Vec3 {
+    x: f32,
+    y: f32,
+    z: f32,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Transform {
+    #[replicate(nested)]
+    position: Vec3,
+    #[replicate(nested)]
+    velocity: Vec3,
+    heading: u16,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+enum Stance {
+    Standing,
+    Crouching(u8),
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u8,
+    #[replicate(nested)]
+    transform: Transform,
+    name: String,
+    #[replicate(nested)]
+    stance: Stance,
+}
+
+fn unit(n: u32) -> Unit {
+    let v = |a: f32| Vec3 {
+        x: a,
+        y: a + 1.0,
+        z: a + 2.0,
+    };
+    Unit {
+        hp: 100,
+        transform: Transform {
+            position: v(n as f32),
+            velocity: v(0.0),
+            heading: 0,
+        },
+        name: format!("u{n}"),
+        stance: Stance::Standing,
+    }
+}
+
+#[test]
+fn leaves_are_numbered_depth_first() {
+    // hp, position.{x,y,z}, velocity.{x,y,z}, heading, name, stance.{variant, 0}
+    assert_eq!(Unit::FIELD_COUNT, 11);
+    let before = unit(1);
+    let mut after = before.clone();
+    after.transform.velocity.y = 9.0;
+    assert_eq!(after.diff(&before), FieldMask::single(5));
+    after.name.push('!');
+    assert_eq!(after.diff(&before), FieldMask::single(5).with(8));
+    assert_eq!(
+        Unit::STRUCTURE,
+        FieldMask::single(9),
+        "the nested enum's variant"
+    );
+}
+
+#[test]
+fn a_changed_leaf_round_trips_alone() {
+    let before = unit(1);
+    let mut after = before.clone();
+    after.transform.position.z = -4.5;
+    let mask = after.diff(&before);
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    after.encode_fields(mask, &mut writer).unwrap();
+    assert_eq!(writer.finish(), 32, "only the f32 leaf");
+    let patch = Unit::decode_fields(mask, &mut BitReader::new(&bytes)).unwrap();
+    let mut mirror = before.clone();
+    mirror.apply_patch(patch);
+    assert_eq!(mirror, after);
+}
+
+#[test]
+fn one_changed_leaf_sends_its_index_and_value() {
+    let mut server = FastArray::new();
+    let ids: Vec<_> = (0..100).map(|n| server.push(unit(n))).collect();
+    server.commit();
+    let mut conn = SendState::new();
+    let mut client = FastArray::new();
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(0);
+
+    let id = ids[50];
+    server.get_mut(id).unwrap().transform.velocity.y = 3.25;
+    server.commit();
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
+    let header = 2 + 17 + 1 + 3; // kind, short frame, no removals, one item
+    let id_bits = 10; // varint(50)
+    let leaf = 1 + 1 + 4; // selector, gamma(0), one 4-bit leaf index of 11 leaves: the path
+    assert_eq!(stats.bits, header + id_bits + 1 + leaf + 32);
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(client, server);
+}
+
+#[test]
+fn a_variant_change_in_a_nested_enum_sends_the_whole_item() {
+    let mut server = FastArray::new();
+    let id = server.push(unit(1));
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::new());
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(0);
+
+    server.get_mut(id).unwrap().stance = Stance::Crouching(3);
+    server.commit();
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
+    assert_eq!((stats.added, stats.changed), (1, 0), "sent whole");
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(client, server);
+}
+
+#[test]
+fn whole_nested_values_encode_like_their_fields() {
+    let value = unit(3);
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    value.encode(&mut writer).unwrap();
+    let bits = writer.finish();
+    assert_eq!(bits, 8 + 6 * 32 + 16 + (4 + 16) + 1);
+    assert_eq!(Unit::decode(&mut BitReader::new(&bytes)).unwrap(), value);
+}
+
+#[test]
+fn nested_leaves_converge_over_lossy_links() {
+    use link::{Link, LinkProfile, Report};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    for profile in LinkProfile::all_for_tests() {
+        // More seeds: FASTARRAY_SEEDS=2000 cargo test --release --test ...
+        let seeds = std::env::var("FASTARRAY_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100u64);
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut link = Link::new(profile.clone(), seed);
+            let mut server = FastArray::new();
+            let (mut conn, mut client) = (SendState::new(), FastArray::new());
+            let ids: Vec<_> = (0..6).map(|n| server.push(unit(n))).collect();
+            let heal = 100;
+            for now in 0..heal + 400 {
+                if now < heal {
+                    for _ in 0..3 {
+                        let mut u = server.get_mut(ids[rng.random_range(0..ids.len())]).unwrap();
+                        match rng.random_range(0..6) {
+                            0 => u.transform.position.x += 1.0,
+                            1 => u.transform.velocity.z -= 1.0,
+                            2 => u.transform.heading = rng.random(),
+                            3 => u.hp = rng.random(),
+                            4 => u.stance = Stance::Crouching(rng.random()),
+                            _ => u.stance = Stance::Standing,
+                        }
+                    }
+                } else if now == heal {
+                    link.heal();
+                }
+                server.commit();
+                if now < heal || !conn.is_settled() {
+                    let mut bytes = Vec::new();
+                    server.write_delta(&mut conn, now, &mut bytes).unwrap();
+                    link.send(now, now, bytes);
+                }
+                for bytes in link.deliver(now) {
+                    client
+                        .apply_delta(&bytes, &mut ())
+                        .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", profile.name));
+                }
+                for report in link.reports(now) {
+                    match report {
+                        Report::Acked(p) => conn.on_ack(p),
+                        Report::Lost(p) => conn.on_loss(p),
+                    };
+                }
+                if now > heal && link.idle() && conn.is_settled() {
+                    break;
+                }
+            }
+            assert_eq!(client, server, "{} seed {seed}", profile.name);
+        }
+    }
+}

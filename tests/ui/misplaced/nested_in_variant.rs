@@ -1,0 +1,14 @@
+use fastarray::Replicate;
+
+#[derive(Replicate)]
+struct Point {
+    x: i32,
+}
+
+#[derive(Replicate)]
+enum Target {
+    None,
+    At(#[replicate(nested)] Point),
+}
+
+fn main() {}
