@@ -1,5 +1,10 @@
-//! Bit-level writer and reader: a thin layer over `bitstream-io` with
-//! little-endian bit order, bit counting, and the varint codes used on the wire.
+//! Bit-level writer and reader: little-endian bit order (least significant
+//! bit first), bit counting, and the varint codes used on the wire.
+//!
+//! The writer gathers bits in a 64-bit accumulator and the reader takes them
+//! from a 64-bit window; an earlier version went through `bitstream-io`,
+//! whose per-call cost made encoding 18× slower than `bitcode` for the same
+//! data (see `BENCHMARKS.md`). The bits on the wire are the same.
 //!
 //! # Variable-length integers
 //!
@@ -28,14 +33,14 @@
 //! Signed varints use zig-zag mapping first (`0, -1, 1, -2, …` → `0, 1, 2, 3, …`).
 
 use crate::error::{DecodeError, EncodeError};
-use bitstream_io::{BitRead as _, BitWrite as _, LittleEndian};
 
 /// Writes bits, least significant bit first, appending to a caller's `Vec<u8>`.
 ///
-/// Bits are flushed to the vector a byte at a time; the last partial byte is
-/// zero-padded when the writer is [finished](BitWriter::finish) or dropped.
-/// Several encoders can share one writer, so several arrays can share one
-/// packet without byte alignment between them.
+/// Bits gather in a 64-bit accumulator that is flushed to the vector eight
+/// bytes at a time; the last partial byte is zero-padded when the writer is
+/// [finished](BitWriter::finish) or dropped. Several encoders can share one
+/// writer, so several arrays can share one packet without byte alignment
+/// between them.
 ///
 /// ```
 /// use fastarray_core::{BitReader, BitWriter};
@@ -54,7 +59,11 @@ use bitstream_io::{BitRead as _, BitWrite as _, LittleEndian};
 /// assert_eq!(r.read_varint(), Ok(1000));
 /// ```
 pub struct BitWriter<'a> {
-    inner: bitstream_io::BitWriter<&'a mut Vec<u8>, LittleEndian>,
+    out: &'a mut Vec<u8>,
+    /// Bits not yet flushed, least significant first.
+    acc: u64,
+    /// How many bits of `acc` are in use (always < 64).
+    used: u32,
     bits: u64,
 }
 
@@ -62,7 +71,9 @@ impl<'a> BitWriter<'a> {
     /// A writer that appends to `out` (existing bytes are kept).
     pub fn new(out: &'a mut Vec<u8>) -> Self {
         Self {
-            inner: bitstream_io::BitWriter::endian(out, LittleEndian),
+            out,
+            acc: 0,
+            used: 0,
             bits: 0,
         }
     }
@@ -76,9 +87,7 @@ impl<'a> BitWriter<'a> {
     /// Writes one bit.
     #[inline]
     pub fn write_bool(&mut self, bit: bool) {
-        // Writing into a `Vec<u8>` cannot fail.
-        let _ = self.inner.write_bit(bit);
-        self.bits += 1;
+        self.write_bits(u64::from(bit), 1);
     }
 
     /// Writes the low `count` bits of `value` (`count` ≤ 64). Higher bits of
@@ -90,15 +99,23 @@ impl<'a> BitWriter<'a> {
         if count == 0 {
             return;
         }
-        let value = if count == 64 {
+        let value = if count >= 64 {
             value
         } else {
             value & ((1u64 << count) - 1)
         };
-        let _ = self.inner.write_var::<u64>(count, value);
         self.bits += u64::from(count);
+        self.acc |= value << self.used;
+        let free = 64 - self.used;
+        if count < free {
+            self.used += count;
+        } else {
+            self.out.extend_from_slice(&self.acc.to_le_bytes());
+            // The bits of `value` that did not fit.
+            self.acc = value.checked_shr(free).unwrap_or(0);
+            self.used = count - free;
+        }
     }
-
     /// Writes `value` in `count` bits, or reports that it does not fit.
     pub fn write_bits_checked(&mut self, value: u64, count: u32) -> Result<(), EncodeError> {
         if count < 64 && value >> count != 0 {
@@ -138,21 +155,30 @@ impl<'a> BitWriter<'a> {
 
     /// Writes whole bytes (8 bits each, no alignment needed).
     pub fn write_bytes(&mut self, bytes: &[u8]) {
-        if self.inner.byte_aligned() {
-            let _ = self.inner.write_bytes(bytes);
-            self.bits += 8 * bytes.len() as u64;
-        } else {
-            for &b in bytes {
-                self.write_bits(u64::from(b), 8);
-            }
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.write_bits(u64::from_le_bytes(word), 64);
+        }
+        for &byte in chunks.remainder() {
+            self.write_bits(u64::from(byte), 8);
         }
     }
 
     /// Pads the last byte with zero bits and returns the number of bits
     /// written (padding excluded). Dropping the writer pads the same way.
     pub fn finish(mut self) -> u64 {
-        let _ = self.inner.byte_align();
+        self.flush();
         self.bits
+    }
+
+    /// Writes out the accumulator's bits, the last byte zero-padded.
+    fn flush(&mut self) {
+        let bytes = self.used.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
+        self.acc = 0;
+        self.used = 0;
     }
 
     fn write_zeros(&mut self, mut count: u32) {
@@ -176,14 +202,14 @@ impl<'a> BitWriter<'a> {
 
 impl Drop for BitWriter<'_> {
     fn drop(&mut self) {
-        let _ = self.inner.byte_align();
+        self.flush();
     }
 }
 
 /// Reads bits written by [`BitWriter`], counting them, never reading past
 /// the end of its input and never panicking.
 pub struct BitReader<'a> {
-    inner: bitstream_io::BitReader<&'a [u8], LittleEndian>,
+    bytes: &'a [u8],
     total: u64,
     pos: u64,
 }
@@ -192,7 +218,7 @@ impl<'a> BitReader<'a> {
     /// A reader over all bits of `bytes`.
     pub fn new(bytes: &'a [u8]) -> Self {
         Self {
-            inner: bitstream_io::BitReader::endian(bytes, LittleEndian),
+            bytes,
             total: 8 * bytes.len() as u64,
             pos: 0,
         }
@@ -225,10 +251,7 @@ impl<'a> BitReader<'a> {
     /// Reads one bit.
     #[inline]
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
-        self.need(1)?;
-        let bit = self.inner.read_bit().map_err(|_| self.eof(1))?;
-        self.pos += 1;
-        Ok(bit)
+        self.read_bits(1).map(|bit| bit == 1)
     }
 
     /// Reads `count` bits (≤ 64) as an unsigned number.
@@ -244,12 +267,28 @@ impl<'a> BitReader<'a> {
             });
         }
         self.need(count)?;
-        let value = self
-            .inner
-            .read_var::<u64>(count)
-            .map_err(|_| self.eof(count))?;
+        let byte = (self.pos / 8) as usize;
+        let shift = (self.pos % 8) as u32;
+        // Up to 9 bytes hold the bits: a 16-byte window, zero past the end.
+        let mut window = [0u8; 16];
+        let available = (self.bytes.len() - byte).min(16);
+        window[..available].copy_from_slice(&self.bytes[byte..byte + available]);
+        let mut low = [0u8; 8];
+        let mut high = [0u8; 8];
+        low.copy_from_slice(&window[..8]);
+        high.copy_from_slice(&window[8..]);
+        let (low, high) = (u64::from_le_bytes(low), u64::from_le_bytes(high));
+        let value = if shift == 0 {
+            low
+        } else {
+            (low >> shift) | (high << (64 - shift))
+        };
         self.pos += u64::from(count);
-        Ok(value)
+        Ok(if count == 64 {
+            value
+        } else {
+            value & ((1u64 << count) - 1)
+        })
     }
 
     /// Reads a value written by [`BitWriter::write_varint`].
@@ -317,6 +356,12 @@ impl<'a> BitReader<'a> {
         }
         out.clear();
         out.reserve_exact(len);
+        if self.pos % 8 == 0 {
+            let start = (self.pos / 8) as usize;
+            out.extend_from_slice(&self.bytes[start..start + len]);
+            self.pos += bits;
+            return Ok(());
+        }
         for _ in 0..len {
             out.push(self.read_bits(8)? as u8);
         }
@@ -354,13 +399,6 @@ impl<'a> BitReader<'a> {
             });
         }
         Ok(())
-    }
-
-    fn eof(&self, wanted: u32) -> DecodeError {
-        DecodeError::UnexpectedEnd {
-            bit_offset: self.pos,
-            wanted,
-        }
     }
 }
 

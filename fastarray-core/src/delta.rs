@@ -158,8 +158,16 @@ impl<T: Replicate> FastArray<T> {
         stats.bits = writer.bits_written() - start;
 
         let mut record = Vec::with_capacity(removals.len() + items.len());
+        // Usually everything due was written: clear the map at once rather
+        // than removing each id.
+        let wrote_all = stats.deferred == 0;
+        if wrote_all {
+            conn.clear_pending();
+        }
         for &(id, _) in &removals {
-            conn.pending.remove(&id);
+            if !wrote_all {
+                conn.pending.remove(&id);
+            }
             record.push(RecordEntry {
                 id,
                 work: Work::Remove,
@@ -167,7 +175,9 @@ impl<T: Replicate> FastArray<T> {
             });
         }
         for item in &items {
-            conn.pending.remove(&item.id);
+            if !wrote_all {
+                conn.pending.remove(&item.id);
+            }
             record.push(RecordEntry {
                 id: item.id,
                 work: item.work,

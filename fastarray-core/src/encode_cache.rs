@@ -17,10 +17,11 @@ pub(crate) enum Payload {
     Fields(u64),
 }
 
-/// Where an encoding lives in the arena.
+/// An encoding: up to 64 bits kept inline, longer ones in the arena.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Span {
-    start: usize,
+    /// The bits themselves (≤ 64 bits), or the arena's start byte.
+    inline_or_start: u64,
     /// Bits, without the padding of the last byte.
     pub(crate) bits: u64,
 }
@@ -31,6 +32,8 @@ pub(crate) struct EncodeCache {
     frame: u64,
     spans: HashMap<(ReplicationId, Payload), Span>,
     arena: Vec<u8>,
+    /// Scratch bytes for encoding one payload.
+    scratch: Vec<u8>,
 }
 
 impl EncodeCache {
@@ -44,29 +47,55 @@ impl EncodeCache {
         encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
     ) -> Result<Span, EncodeError> {
         if self.frame != frame {
-            self.frame = frame;
-            self.spans.clear();
-            self.arena.clear();
+            self.start_frame(frame);
         }
         if let Some(&span) = self.spans.get(&(id, payload)) {
             return Ok(span);
         }
-        let start = self.arena.len();
-        let mut writer = BitWriter::new(&mut self.arena);
+        self.scratch.clear();
+        let mut writer = BitWriter::new(&mut self.scratch);
         let encoded = encode(&mut writer);
         let bits = writer.finish();
-        if let Err(error) = encoded {
-            self.arena.truncate(start);
-            return Err(error);
-        }
-        let span = Span { start, bits };
+        encoded?;
+        let span = if bits <= 64 {
+            let mut reader = BitReader::new(&self.scratch);
+            Span {
+                inline_or_start: reader.read_bits(bits as u32).unwrap_or(0),
+                bits,
+            }
+        } else {
+            let start = self.arena.len() as u64;
+            self.arena.extend_from_slice(&self.scratch);
+            Span {
+                inline_or_start: start,
+                bits,
+            }
+        };
         self.spans.insert((id, payload), span);
         Ok(span)
     }
 
+    /// Forgets the last frame's encodings. The map's capacity follows what
+    /// recent frames needed, so a one-off burst (a first full sync) does not
+    /// make every later frame pay to clear a huge table.
+    fn start_frame(&mut self, frame: u64) {
+        let used = self.spans.len();
+        self.frame = frame;
+        self.spans.clear();
+        if self.spans.capacity() > 4 * used.max(64) {
+            self.spans.shrink_to(2 * used);
+        }
+        self.arena.clear();
+    }
+
     /// Appends the bits of `span` to `writer`.
     pub(crate) fn copy(&self, span: Span, writer: &mut BitWriter<'_>) {
-        let mut reader = BitReader::new(&self.arena[span.start..]);
+        if span.bits <= 64 {
+            writer.write_bits(span.inline_or_start, span.bits as u32);
+            return;
+        }
+        let start = span.inline_or_start as usize;
+        let mut reader = BitReader::new(&self.arena[start..]);
         let mut left = span.bits;
         while left > 0 {
             let step = left.min(64) as u32;

@@ -240,6 +240,17 @@ impl SendState {
         self.records.is_empty() && self.pending.is_empty()
     }
 
+    /// Forgets all pending work (it was all written). The map's capacity
+    /// follows what recent writes needed, so iterating it stays
+    /// proportional to the work, not to a past burst (a first full sync).
+    pub(crate) fn clear_pending(&mut self) {
+        let used = self.pending.len();
+        self.pending.clear();
+        if self.pending.capacity() > 4 * used.max(64) {
+            self.pending.shrink_to(2 * used);
+        }
+    }
+
     /// Whether `packet` names a packet in flight.
     pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
         self.records.iter().any(|r| r.packet == packet)
