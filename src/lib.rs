@@ -24,6 +24,7 @@ pub mod wire_format {}
 /// | `#[replicate(serde)]` | any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
 /// | `#[replicate(skip)]` | any `Default` type | not sent; `Default` on the receiver | none |
 /// | `#[replicate(nested)]` | a `#[derive(Replicate)]` type | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
+/// | `#[replicate(array)]` | a `FastArray<U>` in a struct held by a [`Replicated`] | per-id deltas of its items, after the object's own fields | its own |
 ///
 /// On the type, `#[replicate(crate = "path")]` names the runtime when the
 /// `fastarray` crate is renamed or re-exported.
@@ -184,6 +185,45 @@ pub mod wire_format {}
 /// after.velocity.y = 2.5;
 /// assert_eq!(Body::FIELD_COUNT, 7);
 /// assert_eq!(after.diff(&before), FieldMask::single(5)); // only velocity.y
+/// ```
+///
+/// # `array`: replicated objects
+///
+/// A struct with `FastArray` fields marked `array` is a replicated object:
+/// wrap it in a [`Replicated`], which has the life cycle of a `FastArray`
+/// (`get_mut`, `commit`, `write_delta`, `apply_delta`). Its plain fields go
+/// out as field-level deltas through the same history ring and retirement
+/// list as an array item; each array field as per-id deltas of its own, in
+/// the same packet, sharing the connection's acks and losses.
+///
+/// ```
+/// use fastarray::{FastArray, Replicate, Replicated, SendState};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Player { score: u32 }
+///
+/// #[derive(Replicate, Debug, Default)]
+/// struct Lobby {
+///     countdown: u8,
+///     #[replicate(array)]
+///     players: FastArray<Player>,
+/// }
+///
+/// let mut lobby = Replicated::new(Lobby::default());
+/// let ann = lobby.get_mut().players.push(Player { score: 0 });
+/// lobby.commit();
+/// let (mut conn, mut mirror) = (SendState::new(), Replicated::<Lobby>::mirror());
+/// let mut packet = Vec::new();
+/// lobby.write_delta(&mut conn, 0, &mut packet).unwrap();
+/// mirror.apply_delta(&packet, &mut ()).unwrap();
+/// conn.on_ack(0);
+///
+/// lobby.get_mut().players.get_mut(ann).unwrap().score = 10; // only this item's field
+/// lobby.commit();
+/// let mut packet = Vec::new();
+/// lobby.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// mirror.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(mirror.get().players.get(ann), Some(&Player { score: 10 }));
 /// ```
 ///
 /// # Enums

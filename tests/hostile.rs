@@ -137,6 +137,16 @@ pub enum Command<T: ::std::clone::Clone> {
     },
 }
 
+/// A replicated object: plain fields and an array field.
+#[derive(DeriveReplicate, ::std::fmt::Debug, ::std::default::Default)]
+pub struct Room {
+    /// A plain field.
+    lights: bool,
+    /// An array field.
+    #[replicate(array)]
+    people: ::fastarray::FastArray<Unit>,
+}
+
 fn round_trip<T: ::fastarray::Replicate + ::std::clone::Clone>(new: &T, old: &T) -> T {
     let mut bytes = ::std::vec::Vec::new();
     let mut writer = ::fastarray::BitWriter::new(&mut bytes);
@@ -213,6 +223,18 @@ fn hostile_caller_compiles_and_runs() {
     );
     let go: Command<u16> = Command::Go(9, 0);
     ::std::assert_eq!(round_trip(&go, &Command::Go(1, 0)), go);
+
+    let mut room = ::fastarray::Replicated::new(<Room as ::std::default::Default>::default());
+    room.get_mut().lights = true;
+    let _ = room.get_mut().people.push(Unit);
+    room.commit();
+    let mut conn = ::fastarray::SendState::new();
+    let mut bytes = ::std::vec::Vec::new();
+    let _ = room.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    let mut mirror = ::fastarray::Replicated::<Room>::mirror();
+    let _ = mirror.apply_delta(&bytes, &mut ()).unwrap();
+    ::std::assert!(mirror.get().lights);
+    ::std::assert_eq!(mirror.get().people.len(), 1);
 
     // The shadows are items like any other.
     let _: (Result, Ok, Option, None, Err, FieldMask) = (Result, Ok, Option, None, Err, FieldMask);

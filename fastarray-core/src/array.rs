@@ -11,6 +11,7 @@ use crate::changeset::Changeset;
 use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
 use crate::receive::MirrorState;
 use crate::replicate::Replicate;
 
@@ -104,6 +105,9 @@ struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
     touched: Vec<(ReplicationId, T)>,
+    /// Changes found by the owner of the items rather than by a guard (a
+    /// [`Replicated`](crate::Replicated) object diffs its own pre-image).
+    reported: Vec<(ReplicationId, FieldMask)>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -112,6 +116,7 @@ impl<T> Default for FrameWork<T> {
             added: Vec::new(),
             removed: Vec::new(),
             touched: Vec::new(),
+            reported: Vec::new(),
         }
     }
 }
@@ -209,7 +214,8 @@ impl<T> FastArray<T> {
     pub fn has_uncommitted_work(&self) -> bool {
         !(self.work.added.is_empty()
             && self.work.removed.is_empty()
-            && self.work.touched.is_empty())
+            && self.work.touched.is_empty()
+            && self.work.reported.is_empty())
     }
 
     /// Removes the item and returns it. O(1): the last item moves into its
@@ -314,6 +320,15 @@ impl<T> FastArray<T> {
                 }
             }
         }
+        for (id, mask) in self.work.reported.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                let slot = &mut self.slots[pos];
+                if slot.state != SlotState::Added && !mask.is_empty() {
+                    slot.key = slot.key.next();
+                    changes.changed.push((id, mask));
+                }
+            }
+        }
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
@@ -337,6 +352,19 @@ impl<T> FastArray<T> {
         if let Some(slot) = self.slots.last_mut() {
             slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
         }
+    }
+
+    /// Records that the fields in `mask` of item `id` changed this frame,
+    /// for an owner that tracks changes itself (no guard pre-image).
+    pub(crate) fn report_change(&mut self, id: ReplicationId, mask: FieldMask) {
+        self.work.reported.push((id, mask));
+    }
+
+    /// The item's value, mutably, without recording a touch (the caller
+    /// reports its changes with [`report_change`](Self::report_change)).
+    pub(crate) fn get_mut_untracked(&mut self, id: ReplicationId) -> Option<&mut T> {
+        let pos = *self.index.get(&id)?;
+        self.slots.get_mut(pos).map(|slot| &mut slot.value)
     }
 
     /// Removes an item from a mirror without recording a change.
@@ -438,6 +466,12 @@ impl<T: Clone + fmt::Debug> fmt::Debug for ItemMut<'_, T> {
             .field(&self.slot.value)
             .finish()
     }
+}
+
+impl<T: Replicate> FastArray<T> {
+    /// The schema hash of the item type: a `#[replicate(array)]` field's
+    /// part in its owner's schema hash.
+    pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
 }
 
 #[cfg(test)]

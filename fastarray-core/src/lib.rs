@@ -31,6 +31,7 @@ mod handshake;
 mod history;
 mod id;
 mod mask;
+mod object;
 mod receive;
 mod replicate;
 pub mod schema;
@@ -53,6 +54,7 @@ pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
+pub use object::{ArrayField, Object, ObjectMut, Replicated};
 pub use receive::{ApplyReport, Callbacks};
 pub use replicate::Replicate;
 pub use send::SendState;
@@ -73,6 +75,7 @@ pub mod __private {
     };
     pub use crate::error::{DecodeError, EncodeError};
     pub use crate::mask::FieldMask;
+    pub use crate::object::{ArrayField, Object};
     pub use crate::replicate::Replicate;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]

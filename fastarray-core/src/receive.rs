@@ -91,13 +91,13 @@ pub(crate) struct MirrorState {
 }
 
 /// One sent item, decoded.
-enum Entry<T: Replicate> {
+pub(crate) enum Entry<T: Replicate> {
     Whole(T),
     Fields(FieldMask, T::Patch),
 }
 
 /// A whole message, decoded and validated, not yet applied.
-struct Decoded<T: Replicate> {
+pub(crate) struct Decoded<T: Replicate> {
     frame: Option<u64>,
     stale: bool,
     removals: Vec<ReplicationId>,
@@ -133,7 +133,10 @@ impl<T: Replicate> FastArray<T> {
         Ok(self.apply_decoded(decoded, callbacks))
     }
 
-    fn decode_delta(&self, reader: &mut BitReader<'_>) -> Result<Decoded<T>, DecodeError> {
+    pub(crate) fn decode_delta(
+        &self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Decoded<T>, DecodeError> {
         let kind_offset = reader.bit_offset();
         let mut decoded = Decoded {
             frame: None,
@@ -209,7 +212,7 @@ impl<T: Replicate> FastArray<T> {
         Ok(())
     }
 
-    fn apply_decoded(
+    pub(crate) fn apply_decoded(
         &mut self,
         decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,

@@ -51,6 +51,9 @@ pub struct SendState {
     spare: Vec<Vec<RecordEntry>>,
     /// Every field of the item type (learned from the first write).
     all_fields: FieldMask,
+    /// The send states of a replicated object's array fields, which share
+    /// this connection's packets (and so its acks and losses).
+    pub(crate) children: Vec<SendState>,
 }
 
 /// What the client may hold of one item.
@@ -158,6 +161,7 @@ impl SendState {
             written_frame: 0,
             spare: Vec::new(),
             all_fields: FieldMask::EMPTY,
+            children: Vec::new(),
         }
     }
 
@@ -169,12 +173,22 @@ impl SendState {
     /// ([`HISTORY_LEN`](crate::HISTORY_LEN) frames) was ignored by the
     /// mirror and is handled as lost.
     pub fn on_ack(&mut self, packet: u32) -> bool {
+        let children = self
+            .children
+            .iter_mut()
+            .fold(false, |any, child| child.on_ack(packet) | any);
         let Some(record) = self.take_record(packet) else {
-            return false;
+            return children;
         };
+        self.ack_record(record);
+        true
+    }
+
+    /// Makes what an acknowledged record carried known to the client.
+    fn ack_record(&mut self, record: Record) {
         if record.frame + WINDOW <= self.written_frame {
             self.retire_lost(record);
-            return true;
+            return;
         }
         for entry in &record.entries {
             let Some(view) = self.view.get_mut(&entry.id) else {
@@ -202,7 +216,6 @@ impl SendState {
                 .map_or(record.frame, |f| f.max(record.frame)),
         );
         self.recycle(record);
-        true
     }
 
     /// The transport gave up on `packet`. Whatever it carried that no later
@@ -210,13 +223,25 @@ impl SendState {
     /// that id (a duplicate or stale report returns `false` and changes
     /// nothing).
     pub fn on_loss(&mut self, packet: u32) -> bool {
+        let children = self
+            .children
+            .iter_mut()
+            .fold(false, |any, child| child.on_loss(packet) | any);
         match self.take_record(packet) {
             Some(record) => {
                 self.retire_lost(record);
                 true
             }
-            None => false,
+            None => children,
         }
+    }
+
+    /// The send state of array field `index` of a replicated object.
+    pub(crate) fn child(&mut self, index: usize) -> &mut SendState {
+        if self.children.len() <= index {
+            self.children.resize_with(index + 1, SendState::new);
+        }
+        &mut self.children[index]
     }
 
     /// Packets written and not yet acknowledged or lost.
@@ -237,7 +262,9 @@ impl SendState {
     /// Whether every change written so far is acknowledged and nothing is
     /// due: the client holds exactly what the array held at the last write.
     pub fn is_settled(&self) -> bool {
-        self.records.is_empty() && self.pending.is_empty()
+        self.records.is_empty()
+            && self.pending.is_empty()
+            && self.children.iter().all(SendState::is_settled)
     }
 
     /// Forgets all pending work (it was all written). The map's capacity
@@ -254,6 +281,10 @@ impl SendState {
     /// Whether `packet` names a packet in flight.
     pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
         self.records.iter().any(|r| r.packet == packet)
+            || self
+                .children
+                .iter()
+                .any(|child| child.has_in_flight(packet))
     }
 
     /// Adds work for `id`, merged with any already due.

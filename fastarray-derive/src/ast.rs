@@ -169,7 +169,15 @@ fn mentions(tokens: &TokenStream, is_match: &dyn Fn(&syn::Ident) -> bool) -> boo
 impl Field<'_> {
     /// Whether the field has a bit in the mask and is sent.
     pub fn is_replicated(&self) -> bool {
-        !matches!(self.attrs.encoding(), attr::Encoding::Skip)
+        !matches!(
+            self.attrs.encoding(),
+            attr::Encoding::Skip | attr::Encoding::Array
+        )
+    }
+
+    /// Whether the field is a `FastArray` of a replicated object.
+    pub fn is_array(&self) -> bool {
+        matches!(self.attrs.encoding(), attr::Encoding::Array)
     }
 
     /// The name folded into the schema hash: the identifier (without `r#`)

@@ -40,6 +40,8 @@ const WITH: Symbol = Symbol("with");
 const SERDE: Symbol = Symbol("serde");
 /// `#[replicate(nested)]`: a `Replicate` field whose own fields are diffed.
 const NESTED: Symbol = Symbol("nested");
+/// `#[replicate(array)]`: a `FastArray` field of a replicated object.
+const ARRAY: Symbol = Symbol("array");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {
@@ -68,6 +70,7 @@ const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
     (WITH, parse_with),
     (SERDE, parse_serde),
     (NESTED, parse_nested),
+    (ARRAY, parse_array),
 ];
 
 /// Attributes of the deriving type.
@@ -126,6 +129,9 @@ pub enum Encoding {
     /// `#[replicate(nested)]`: a `Replicate` type whose fields are leaves
     /// of the parent's mask, so a change sends only the changed leaves.
     Nested,
+    /// `#[replicate(array)]`: a `FastArray` field, replicated by id as part
+    /// of a `Replicated` object rather than as a field of the mask.
+    Array,
 }
 
 /// Attributes of one field.
@@ -319,6 +325,11 @@ fn parse_varint(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> 
 /// `nested`: a bare word.
 fn parse_nested(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
     parse_word(cx, meta, field, NESTED, Encoding::Nested)
+}
+
+/// `array`: a bare word.
+fn parse_array(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    parse_word(cx, meta, field, ARRAY, Encoding::Array)
 }
 
 /// `serde`: a bare word.

@@ -20,6 +20,12 @@ pub fn check(cx: &Ctxt, cont: &Container) {
 /// enum variant the mask positions would depend on the variant.
 fn check_nested_placement(cx: &Ctxt, cont: &Container) {
     for field in cont.variants.iter().flat_map(|variant| &variant.fields) {
+        if matches!(field.attrs.encoding(), Encoding::Array) {
+            cx.error_spanned_by(
+                field.span_tokens(),
+                "`#[replicate(array)]` is not supported on enum variant fields; use it on a struct held in a `Replicated`",
+            );
+        }
         if matches!(field.attrs.encoding(), Encoding::Nested) {
             cx.error_spanned_by(
                 field.span_tokens(),

@@ -47,7 +47,7 @@ impl<'a> FieldCodec<'a> {
     pub fn encode(&self, value: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::encode(#value, __writer))
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=> {
@@ -69,7 +69,7 @@ impl<'a> FieldCodec<'a> {
     pub fn decode(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::decode(__reader))
             }
             Encoding::Bits(_, bits) => {
@@ -89,7 +89,7 @@ impl<'a> FieldCodec<'a> {
     pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::same(#a, #b))
             }
             Encoding::Quantize { .. } => {
@@ -106,7 +106,7 @@ impl<'a> FieldCodec<'a> {
     pub fn min_bits(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::MIN_BITS)
             }
             Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
@@ -123,7 +123,7 @@ impl<'a> FieldCodec<'a> {
     pub fn type_hash(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested => {
+            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::TYPE_HASH)
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=>
@@ -178,7 +178,7 @@ impl<'a> FieldCodec<'a> {
     pub fn bound(&self) -> Option<TokenStream> {
         let p = &self.private;
         match self.encoding {
-            Encoding::Natural | Encoding::Skip => Some(quote!(#p::BitCodec)),
+            Encoding::Natural | Encoding::Skip | Encoding::Array => Some(quote!(#p::BitCodec)),
             Encoding::Nested => Some(quote!(#p::Replicate)),
             Encoding::Bits(..) => Some(quote!(#p::FixedBits)),
             Encoding::Varint => Some(quote!(#p::VarInt)),

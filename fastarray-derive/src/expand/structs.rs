@@ -54,13 +54,80 @@ pub fn expand(cont: &Container) -> TokenStream {
     let bit_codec = bit_codec_impl(cont, &private, &generics, &fields);
     let replicate = replicate_impl(cont, &private, &generics, &fields, &patch_ident);
     let items = fields.iter().map(|field| field.codec.items());
+    let object = object_impl(cont, &private, &generics);
     quote! {
         const _: () = {
             #(#items)*
             #patch
             #bit_codec
             #replicate
+            #object
         };
+    }
+}
+
+/// `Object`, for a struct with `#[replicate(array)]` fields: a cheap
+/// pre-image (plain fields cloned, arrays left empty) and visitors over the
+/// array fields. Nothing for other structs.
+fn object_impl(cont: &Container, private: &TokenStream, generics: &syn::Generics) -> TokenStream {
+    let arrays: Vec<&Field> = cont
+        .fields
+        .iter()
+        .filter(|field| field.is_array())
+        .collect();
+    if arrays.is_empty() {
+        return TokenStream::new();
+    }
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let values: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .map(|field| {
+            let (member, ty) = (&field.member, field.ty);
+            if field.is_replicated() {
+                quote_spanned!(at_type(ty)=> <#ty as ::core::clone::Clone>::clone(&self.#member))
+            } else {
+                quote_spanned!(at_type(ty)=> <#ty as ::core::default::Default>::default())
+            }
+        })
+        .collect();
+    let captured = match cont.style {
+        Style::Named => {
+            let members = cont.fields.iter().map(|field| &field.member);
+            quote!(Self { #(#members: #values,)* })
+        }
+        Style::Tuple => quote!(Self(#(#values,)*)),
+        Style::Unit | Style::Enum | Style::Union => unreachable!("a struct with array fields"),
+    };
+    let members: Vec<_> = arrays.iter().map(|field| &field.member).collect();
+    let spans: Vec<_> = arrays.iter().map(|field| at_type(field.ty)).collect();
+    let visits = members
+        .iter()
+        .zip(&spans)
+        .map(|(member, span)| quote_spanned!(*span=> __visit(&self.#member);));
+    let visits_mut = members
+        .iter()
+        .zip(&spans)
+        .map(|(member, span)| quote_spanned!(*span=> __visit(&mut self.#member);));
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Object for #ident #ty_generics #where_clause {
+            fn capture(&self) -> Self {
+                #captured
+            }
+
+            fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
+                #(#visits)*
+            }
+
+            fn for_each_array_mut(
+                &mut self,
+                __visit: &mut dyn ::core::ops::FnMut(&mut dyn #private::ArrayField),
+            ) {
+                #(#visits_mut)*
+            }
+        }
     }
 }
 
@@ -273,10 +340,22 @@ fn replicate_impl(
         quote!(const STRUCTURE: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);)
     });
 
-    let schema_hash = if fields.is_empty() {
+    let array_steps: Vec<TokenStream> = cont
+        .fields
+        .iter()
+        .filter(|field| field.is_array())
+        .map(|field| {
+            let (name, ty) = (field.schema_name(), field.ty);
+            quote_spanned! {at_type(ty)=>
+                __hash = #private::schema::str(__hash, #name);
+                __hash = #private::schema::u64(__hash, #private::schema::named("array", &[<#ty>::ELEMENT_SCHEMA_HASH]));
+            }
+        })
+        .collect();
+    let schema_hash = if fields.is_empty() && array_steps.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
     } else {
-        let steps = fields.iter().map(|field| &field.schema);
+        let steps = fields.iter().map(|field| &field.schema).chain(&array_steps);
         quote!({
             let mut __hash = #private::schema::str(#private::schema::START, #name);
             #(#steps)*

@@ -1,0 +1,259 @@
+//! Replicated objects: plain fields and `FastArray` fields in one value.
+
+#[path = "support/link.rs"]
+mod link;
+
+use fastarray::{FastArray, Replicate, Replicated, SendError, SendState};
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u16,
+    #[replicate(quantize(min = -100, max = 100, bits = 12))]
+    x: f32,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Shot {
+    from: u32,
+    #[replicate(bits = 3)]
+    kind: u8,
+}
+
+#[derive(Replicate, Debug, PartialEq, Default)]
+struct Match {
+    round: u8,
+    #[replicate(array)]
+    units: FastArray<Unit>,
+    clock: u32,
+    #[replicate(array)]
+    shots: FastArray<Shot>,
+    #[replicate(skip)]
+    server_only: Vec<u8>,
+}
+
+fn send(
+    server: &mut Replicated<Match>,
+    conn: &mut SendState,
+    client: &mut Replicated<Match>,
+    packet: u32,
+) -> u64 {
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(packet);
+    stats.bits
+}
+
+/// The client holds the server's state, up to the quantization of `x`.
+fn mirrored(server: &Replicated<Match>, client: &Replicated<Match>) -> bool {
+    fn same<T: Replicate>(a: &FastArray<T>, b: &FastArray<T>) -> bool {
+        a.len() == b.len()
+            && a.iter()
+                .all(|(id, x)| b.get(id).is_some_and(|y| x.diff(y).is_empty()))
+    }
+    let (s, c) = (server.get(), client.get());
+    s.round == c.round && s.clock == c.clock && same(&s.units, &c.units) && same(&s.shots, &c.shots)
+}
+
+#[test]
+fn plain_fields_are_the_mask_and_arrays_are_not() {
+    assert_eq!(Match::FIELD_COUNT, 2, "round and clock");
+}
+
+#[test]
+fn an_object_replicates_its_fields_and_arrays() {
+    let mut server = Replicated::new(Match::default());
+    let (mut conn, mut client) = (SendState::new(), Replicated::<Match>::mirror());
+    {
+        let mut m = server.get_mut();
+        m.round = 1;
+        m.server_only.push(1);
+        for n in 0..10 {
+            m.units.push(Unit { hp: n, x: 0.0 });
+        }
+    }
+    server.commit();
+    send(&mut server, &mut conn, &mut client, 0);
+    assert!(mirrored(&server, &client));
+    assert!(client.get().server_only.is_empty());
+
+    // Nothing changed: one bit for the plain part and one per array.
+    server.commit();
+    assert_eq!(send(&mut server, &mut conn, &mut client, 1), 3);
+
+    // One plain field: the object's one-item delta, and two empty arrays.
+    server.get_mut().clock = 7;
+    server.commit();
+    let plain = 2 + 17 + 1 + 3 + 1 + 1 + (1 + 2) + 32; // header, id 0, flag, mask of 2, u32
+    assert_eq!(send(&mut server, &mut conn, &mut client, 2), plain + 1 + 1);
+
+    // One item of one array: an empty plain part, then that array's delta.
+    let id = server.get().units.ids().nth(3).unwrap();
+    server.get_mut().units.get_mut(id).unwrap().hp = 99;
+    server.commit();
+    let array = 2 + 17 + 1 + 3 + 5 + 1 + (1 + 1 + 1) + 16; // id 3, one of two fields, u16
+    assert_eq!(send(&mut server, &mut conn, &mut client, 3), 1 + array + 1);
+    assert!(mirrored(&server, &client));
+}
+
+#[test]
+fn mutations_must_be_committed_and_packet_ids_not_reused() {
+    let mut server = Replicated::new(Match::default());
+    let mut conn = SendState::new();
+    server.get_mut().shots.push(Shot { from: 1, kind: 2 });
+    assert_eq!(
+        server.write_delta(&mut conn, 0, &mut Vec::new()),
+        Err(SendError::Uncommitted)
+    );
+    server.commit();
+    server.write_delta(&mut conn, 0, &mut Vec::new()).unwrap();
+    server.get_mut().clock = 1;
+    server.commit();
+    assert_eq!(
+        server.write_delta(&mut conn, 0, &mut Vec::new()),
+        Err(SendError::PacketInFlight { packet: 0 })
+    );
+}
+
+#[test]
+fn every_truncation_fails_and_leaves_the_mirror_unchanged() {
+    let mut server = Replicated::new(Match::default());
+    {
+        let mut m = server.get_mut();
+        m.round = 3;
+        m.units.push(Unit { hp: 5, x: 1.0 });
+        m.shots.push(Shot { from: 9, kind: 1 });
+    }
+    server.commit();
+    let mut bytes = Vec::new();
+    server
+        .write_delta(&mut SendState::new(), 0, &mut bytes)
+        .unwrap();
+    for len in 0..8 * bytes.len() {
+        let mut prefix = bytes[..len.div_ceil(8)].to_vec();
+        if len % 8 != 0 {
+            *prefix.last_mut().unwrap() &= (1u8 << (len % 8)) - 1;
+        }
+        let mut client = Replicated::<Match>::mirror();
+        if client.apply_delta(&prefix, &mut ()).is_err() {
+            assert_eq!(client.get(), &Match::default(), "{len} bits");
+        }
+    }
+}
+
+#[test]
+fn array_element_types_are_part_of_the_schema() {
+    mod other {
+        use fastarray::{FastArray, Replicate};
+        #[derive(Replicate, Clone)]
+        pub struct Shot {
+            pub from: u64,
+        }
+        #[derive(Replicate, Default)]
+        pub struct Match {
+            pub round: u8,
+            #[replicate(array)]
+            pub units: FastArray<super::Unit>,
+            pub clock: u32,
+            #[replicate(array)]
+            pub shots: FastArray<Shot>,
+        }
+    }
+    assert_ne!(Match::SCHEMA_HASH, other::Match::SCHEMA_HASH);
+}
+
+#[test]
+fn objects_converge_over_lossy_links() {
+    use link::{Link, LinkProfile, Report};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    let seeds = std::env::var("FASTARRAY_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100u64);
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..seeds {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut link = Link::new(profile.clone(), seed);
+            let mut server = Replicated::new(Match::default());
+            let (mut conn, mut client) = (SendState::new(), Replicated::<Match>::mirror());
+            let heal = 120;
+            for now in 0..heal + 400 {
+                if now < heal {
+                    let mut m = server.get_mut();
+                    for _ in 0..rng.random_range(0..4) {
+                        match rng.random_range(0..8) {
+                            0 => m.round = rng.random(),
+                            1 => m.clock += 1,
+                            2 => {
+                                m.units.push(Unit {
+                                    hp: rng.random(),
+                                    x: rng.random_range(-100.0..100.0),
+                                });
+                            }
+                            3 => {
+                                let first = m.units.ids().next();
+                                if let Some(id) = first {
+                                    m.units.remove(id);
+                                }
+                            }
+                            4 | 5 => {
+                                let ids: Vec<_> = m.units.ids().collect();
+                                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                                    m.units.get_mut(id).unwrap().hp = rng.random();
+                                }
+                            }
+                            6 => {
+                                m.shots.push(Shot {
+                                    from: rng.random(),
+                                    kind: rng.random_range(0..8),
+                                });
+                            }
+                            _ => {
+                                let ids: Vec<_> = m.shots.ids().collect();
+                                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                                    m.shots.remove(id);
+                                }
+                            }
+                        }
+                    }
+                } else if now == heal {
+                    link.heal();
+                }
+                server.commit();
+                if now < heal || !conn.is_settled() {
+                    let mut bytes = Vec::new();
+                    server.write_delta(&mut conn, now, &mut bytes).unwrap();
+                    link.send(now, now, bytes);
+                }
+                for bytes in link.deliver(now) {
+                    client
+                        .apply_delta(&bytes, &mut ())
+                        .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", profile.name));
+                }
+                for report in link.reports(now) {
+                    match report {
+                        Report::Acked(p) => conn.on_ack(p),
+                        Report::Lost(p) => conn.on_loss(p),
+                    };
+                }
+                if now > heal && link.idle() && conn.is_settled() {
+                    break;
+                }
+            }
+            assert!(
+                conn.is_settled(),
+                "{} seed {seed}: not settled",
+                profile.name
+            );
+            assert!(
+                mirrored(&server, &client),
+                "{} seed {seed}: {:?} vs {:?}",
+                profile.name,
+                server.get(),
+                client.get()
+            );
+        }
+    }
+}
