@@ -8,11 +8,14 @@
 #[path = "support/link.rs"]
 mod link;
 
+#[path = "support/drive.rs"]
+mod drive;
+
 use std::collections::BTreeMap;
 
-use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState};
-use link::{Link, LinkProfile, Report};
-use rand::{Rng, SeedableRng};
+use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId};
+use link::LinkProfile;
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -100,67 +103,22 @@ fn contents(array: &FastArray<Agent>) -> BTreeMap<ReplicationId, Agent> {
 
 /// Runs one script over one link; panics with the seed on any failure.
 fn run(profile: &LinkProfile, seed: u64, script_ticks: u32) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xa5a5);
-    let mut link = Link::new(profile.clone(), seed);
-    let mut server = FastArray::new();
-    let mut conn = SendState::new();
-    let mut mirror = FastArray::new();
-    let mut shadow = Shadow::default();
-    let mut seq: u16 = 65_500; // wraps during the run
-    let heal_at = script_ticks;
-    let give_up = script_ticks + 400;
-    for now in 0.. {
-        if now < heal_at {
-            mutate(&mut server, &mut rng);
-        } else if now == heal_at {
-            link.heal();
-        }
-        server.commit();
-        // After healing, the server writes only while it has work in flight
-        // or due, so the link can fall idle.
-        if now < heal_at || !conn.is_settled() {
-            let mut packet = Vec::new();
-            server
-                .write_delta(&mut conn, u32::from(seq), &mut packet)
-                .unwrap_or_else(|e| panic!("{} seed {seed}: write failed: {e}", profile.name));
-            link.send(now, u32::from(seq), packet);
-            seq = seq.wrapping_add(1);
-        }
-        for bytes in link.deliver(now) {
-            mirror
-                .apply_delta(&bytes, &mut shadow)
-                .unwrap_or_else(|e| panic!("{} seed {seed} tick {now}: {e}", profile.name));
-        }
-        for report in link.reports(now) {
-            match report {
-                Report::Acked(p) => conn.on_ack(p),
-                Report::Lost(p) => conn.on_loss(p),
-            };
-        }
-        if now > heal_at && link.idle() && conn.is_settled() {
-            break;
-        }
-        assert!(
-            now < give_up,
-            "{} seed {seed}: not settled {} ticks after healing ({} in flight, {} pending)",
-            profile.name,
-            now - heal_at,
-            conn.packets_in_flight(),
-            conn.pending_items()
-        );
-    }
-    assert_eq!(
-        contents(&mirror),
-        contents(&server),
-        "{} seed {seed}: mirror differs from server",
-        profile.name
+    let label = format!("{} seed {seed}", profile.name);
+    let mut session = drive::ArraySession::new(
+        FastArray::new(),
+        seed,
+        label.clone(),
+        mutate,
+        Shadow::default(),
     );
+    drive::drive(profile, seed, script_ticks, &mut session);
+    let (server, mirror) = (&session.server, &session.client);
     assert_eq!(
-        shadow.0,
-        contents(&mirror),
-        "{} seed {seed}: callbacks",
-        profile.name
+        contents(mirror),
+        contents(server),
+        "{label}: mirror differs from server"
     );
+    assert_eq!(session.callbacks.0, contents(mirror), "{label}: callbacks");
 }
 
 #[test]

@@ -221,82 +221,47 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
 #[path = "support/link.rs"]
 mod link;
 
+#[path = "support/drive.rs"]
+mod drive;
+
 #[test]
 fn enum_items_converge_over_lossy_links() {
-    use link::{Link, LinkProfile, Report};
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
+    use rand::Rng;
 
-    for profile in LinkProfile::all_for_tests() {
-        // More seeds: FASTARRAY_SEEDS=2000 cargo test --release --test ...
-        let seeds = std::env::var("FASTARRAY_SEEDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(100u64);
-        for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut link = Link::new(profile.clone(), seed);
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds() {
             let mut server = FastArray::new();
-            let mut conn = SendState::new();
-            let mut client = FastArray::new();
             let ids: Vec<_> = (0..8).map(|_| server.push(Order::Idle)).collect();
-            let heal = 120;
-            for now in 0..heal + 400 {
-                if now < heal {
-                    for _ in 0..3 {
-                        let id = ids[rng.random_range(0..ids.len())];
-                        let mut order = server.get_mut(id).unwrap();
-                        match (&mut *order, rng.random_range(0..6)) {
-                            (Order::Move { x, .. }, 0..=2) => *x = x.wrapping_add(1),
-                            (Order::Build { progress, .. }, 0..=2) => *progress += 1,
-                            (_, 0) => *order = Order::Idle,
-                            (_, 1) => {
-                                *order = Order::Move {
-                                    x: 0,
-                                    y: rng.random(),
-                                    speed: 2,
-                                }
+            let logic = |server: &mut FastArray<Order>, rng: &mut rand_chacha::ChaCha8Rng| {
+                for _ in 0..3 {
+                    let id = ids[rng.random_range(0..ids.len())];
+                    let mut order = server.get_mut(id).unwrap();
+                    match (&mut *order, rng.random_range(0..6)) {
+                        (Order::Move { x, .. }, 0..=2) => *x = x.wrapping_add(1),
+                        (Order::Build { progress, .. }, 0..=2) => *progress += 1,
+                        (_, 0) => *order = Order::Idle,
+                        (_, 1) => {
+                            *order = Order::Move {
+                                x: 0,
+                                y: rng.random(),
+                                speed: 2,
                             }
-                            (_, 2) => *order = Order::Attack(rng.random(), 0),
-                            _ => {
-                                *order = Order::Build {
-                                    kind: rng.random(),
-                                    progress: 0,
-                                    name: "b".into(),
-                                }
+                        }
+                        (_, 2) => *order = Order::Attack(rng.random(), 0),
+                        _ => {
+                            *order = Order::Build {
+                                kind: rng.random(),
+                                progress: 0,
+                                name: "b".into(),
                             }
                         }
                     }
-                } else if now == heal {
-                    link.heal();
                 }
-                server.commit();
-                if now < heal || !conn.is_settled() {
-                    let mut bytes = Vec::new();
-                    server.write_delta(&mut conn, now, &mut bytes).unwrap();
-                    link.send(now, now, bytes);
-                }
-                for bytes in link.deliver(now) {
-                    client
-                        .apply_delta(&bytes, &mut ())
-                        .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", profile.name));
-                }
-                for report in link.reports(now) {
-                    match report {
-                        Report::Acked(p) => conn.on_ack(p),
-                        Report::Lost(p) => conn.on_loss(p),
-                    };
-                }
-                if now > heal && link.idle() && conn.is_settled() {
-                    break;
-                }
-            }
-            assert!(
-                conn.is_settled(),
-                "{} seed {seed}: not settled",
-                profile.name
-            );
-            assert_eq!(client, server, "{} seed {seed}", profile.name);
+            };
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = drive::ArraySession::new(server, seed, label.clone(), logic, ());
+            drive::drive(&profile, seed, 120, &mut session);
+            assert_eq!(session.client, session.server, "{label}");
         }
     }
 }

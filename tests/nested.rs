@@ -4,6 +4,9 @@
 #[path = "support/link.rs"]
 mod link;
 
+#[path = "support/drive.rs"]
+mod drive;
+
 use fastarray::{BitCodec, BitReader, BitWriter, FastArray, FieldMask, Replicate, SendState};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -147,61 +150,29 @@ fn whole_nested_values_encode_like_their_fields() {
 
 #[test]
 fn nested_leaves_converge_over_lossy_links() {
-    use link::{Link, LinkProfile, Report};
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
+    use rand::Rng;
 
-    for profile in LinkProfile::all_for_tests() {
-        // More seeds: FASTARRAY_SEEDS=2000 cargo test --release --test ...
-        let seeds = std::env::var("FASTARRAY_SEEDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(100u64);
-        for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut link = Link::new(profile.clone(), seed);
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds() {
             let mut server = FastArray::new();
-            let (mut conn, mut client) = (SendState::new(), FastArray::new());
             let ids: Vec<_> = (0..6).map(|n| server.push(unit(n))).collect();
-            let heal = 100;
-            for now in 0..heal + 400 {
-                if now < heal {
-                    for _ in 0..3 {
-                        let mut u = server.get_mut(ids[rng.random_range(0..ids.len())]).unwrap();
-                        match rng.random_range(0..6) {
-                            0 => u.transform.position.x += 1.0,
-                            1 => u.transform.velocity.z -= 1.0,
-                            2 => u.transform.heading = rng.random(),
-                            3 => u.hp = rng.random(),
-                            4 => u.stance = Stance::Crouching(rng.random()),
-                            _ => u.stance = Stance::Standing,
-                        }
+            let logic = |server: &mut FastArray<Unit>, rng: &mut rand_chacha::ChaCha8Rng| {
+                for _ in 0..3 {
+                    let mut u = server.get_mut(ids[rng.random_range(0..ids.len())]).unwrap();
+                    match rng.random_range(0..6) {
+                        0 => u.transform.position.x += 1.0,
+                        1 => u.transform.velocity.z -= 1.0,
+                        2 => u.transform.heading = rng.random(),
+                        3 => u.hp = rng.random(),
+                        4 => u.stance = Stance::Crouching(rng.random()),
+                        _ => u.stance = Stance::Standing,
                     }
-                } else if now == heal {
-                    link.heal();
                 }
-                server.commit();
-                if now < heal || !conn.is_settled() {
-                    let mut bytes = Vec::new();
-                    server.write_delta(&mut conn, now, &mut bytes).unwrap();
-                    link.send(now, now, bytes);
-                }
-                for bytes in link.deliver(now) {
-                    client
-                        .apply_delta(&bytes, &mut ())
-                        .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", profile.name));
-                }
-                for report in link.reports(now) {
-                    match report {
-                        Report::Acked(p) => conn.on_ack(p),
-                        Report::Lost(p) => conn.on_loss(p),
-                    };
-                }
-                if now > heal && link.idle() && conn.is_settled() {
-                    break;
-                }
-            }
-            assert_eq!(client, server, "{} seed {seed}", profile.name);
+            };
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = drive::ArraySession::new(server, seed, label.clone(), logic, ());
+            drive::drive(&profile, seed, 100, &mut session);
+            assert_eq!(session.client, session.server, "{label}");
         }
     }
 }

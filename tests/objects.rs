@@ -3,6 +3,9 @@
 #[path = "support/link.rs"]
 mod link;
 
+#[path = "support/drive.rs"]
+mod drive;
+
 use fastarray::{FastArray, Replicate, Replicated, SendError, SendState};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -162,97 +165,109 @@ fn array_element_types_are_part_of_the_schema() {
     assert_ne!(Match::SCHEMA_HASH, other::Match::SCHEMA_HASH);
 }
 
-#[test]
-fn objects_converge_over_lossy_links() {
-    use link::{Link, LinkProfile, Report};
-    use rand::{Rng, SeedableRng};
-    use rand_chacha::ChaCha8Rng;
+/// A `Replicated<Match>` and its mirror, for the shared lossy-link driver.
+struct ObjectSession {
+    server: Replicated<Match>,
+    conn: SendState,
+    client: Replicated<Match>,
+    rng: rand_chacha::ChaCha8Rng,
+    label: String,
+}
 
-    let seeds = std::env::var("FASTARRAY_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(100u64);
-    for profile in LinkProfile::all_for_tests() {
-        for seed in 0..seeds {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut link = Link::new(profile.clone(), seed);
-            let mut server = Replicated::new(Match::default());
-            let (mut conn, mut client) = (SendState::new(), Replicated::<Match>::mirror());
-            let heal = 120;
-            for now in 0..heal + 400 {
-                if now < heal {
-                    let mut m = server.get_mut();
-                    for _ in 0..rng.random_range(0..4) {
-                        match rng.random_range(0..8) {
-                            0 => m.round = rng.random(),
-                            1 => m.clock += 1,
-                            2 => {
-                                m.units.push(Unit {
-                                    hp: rng.random(),
-                                    x: rng.random_range(-100.0..100.0),
-                                });
-                            }
-                            3 => {
-                                let first = m.units.ids().next();
-                                if let Some(id) = first {
-                                    m.units.remove(id);
-                                }
-                            }
-                            4 | 5 => {
-                                let ids: Vec<_> = m.units.ids().collect();
-                                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
-                                    m.units.get_mut(id).unwrap().hp = rng.random();
-                                }
-                            }
-                            6 => {
-                                m.shots.push(Shot {
-                                    from: rng.random(),
-                                    kind: rng.random_range(0..8),
-                                });
-                            }
-                            _ => {
-                                let ids: Vec<_> = m.shots.ids().collect();
-                                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
-                                    m.shots.remove(id);
-                                }
-                            }
-                        }
+impl drive::Session for ObjectSession {
+    fn mutate(&mut self, _tick: u32) {
+        use rand::Rng;
+        let rng = &mut self.rng;
+        let mut m = self.server.get_mut();
+        for _ in 0..rng.random_range(0..4) {
+            match rng.random_range(0..8) {
+                0 => m.round = rng.random(),
+                1 => m.clock += 1,
+                2 => {
+                    m.units.push(Unit {
+                        hp: rng.random(),
+                        x: rng.random_range(-100.0..100.0),
+                    });
+                }
+                3 => {
+                    let first = m.units.ids().next();
+                    if let Some(id) = first {
+                        m.units.remove(id);
                     }
-                } else if now == heal {
-                    link.heal();
                 }
-                server.commit();
-                if now < heal || !conn.is_settled() {
-                    let mut bytes = Vec::new();
-                    server.write_delta(&mut conn, now, &mut bytes).unwrap();
-                    link.send(now, now, bytes);
+                4 | 5 => {
+                    let ids: Vec<_> = m.units.ids().collect();
+                    if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                        m.units.get_mut(id).unwrap().hp = rng.random();
+                    }
                 }
-                for bytes in link.deliver(now) {
-                    client
-                        .apply_delta(&bytes, &mut ())
-                        .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", profile.name));
+                6 => {
+                    m.shots.push(Shot {
+                        from: rng.random(),
+                        kind: rng.random_range(0..8),
+                    });
                 }
-                for report in link.reports(now) {
-                    match report {
-                        Report::Acked(p) => conn.on_ack(p),
-                        Report::Lost(p) => conn.on_loss(p),
-                    };
-                }
-                if now > heal && link.idle() && conn.is_settled() {
-                    break;
+                _ => {
+                    let ids: Vec<_> = m.shots.ids().collect();
+                    if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                        m.shots.remove(id);
+                    }
                 }
             }
+        }
+    }
+
+    fn write(&mut self, packet: u32) -> Vec<u8> {
+        self.server.commit();
+        let mut bytes = Vec::new();
+        self.server
+            .write_delta(&mut self.conn, packet, &mut bytes)
+            .unwrap();
+        bytes
+    }
+
+    fn apply(&mut self, bytes: &[u8]) {
+        self.client
+            .apply_delta(bytes, &mut ())
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+    }
+
+    fn report(&mut self, report: link::Report) {
+        match report {
+            link::Report::Acked(p) => self.conn.on_ack(p),
+            link::Report::Lost(p) => self.conn.on_loss(p),
+        };
+    }
+
+    fn idle_commit(&mut self) {
+        self.server.commit();
+    }
+
+    fn settled(&self) -> bool {
+        self.conn.is_settled()
+    }
+}
+
+#[test]
+fn objects_converge_over_lossy_links() {
+    use rand::SeedableRng;
+
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds() {
+            let mut session = ObjectSession {
+                server: Replicated::new(Match::default()),
+                conn: SendState::new(),
+                client: Replicated::mirror(),
+                rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+                label: format!("{} seed {seed}", profile.name),
+            };
+            drive::drive(&profile, seed, 120, &mut session);
             assert!(
-                conn.is_settled(),
-                "{} seed {seed}: not settled",
-                profile.name
-            );
-            assert!(
-                mirrored(&server, &client),
-                "{} seed {seed}: {:?} vs {:?}",
-                profile.name,
-                server.get(),
-                client.get()
+                mirrored(&session.server, &session.client),
+                "{}: {:?} vs {:?}",
+                session.label,
+                session.server.get(),
+                session.client.get()
             );
         }
     }

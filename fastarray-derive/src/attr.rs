@@ -430,13 +430,10 @@ fn parse_quantize(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -
 /// `with = path` (or `with = "path"`): a module with `encode` and `decode`.
 fn parse_with(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
     const EXPECTED: &str = "expected `with = path::to::module`";
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, EXPECTED);
+    let Some(value) = assigned_value(cx, meta, EXPECTED)? else {
         return Ok(());
-    }
-    meta.input.parse::<Token![=]>()?;
-    let path = match meta.input.parse::<Expr>()? {
+    };
+    let path = match value {
         Expr::Path(path) if path.qself.is_none() => path.path,
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
@@ -456,6 +453,18 @@ fn parse_with(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     Ok(())
 }
 
+/// The expression after `name =`, or `None` after recording `expected`
+/// (and skipping whatever value was written instead).
+fn assigned_value(cx: &Ctxt, meta: &ParseNestedMeta, expected: &str) -> syn::Result<Option<Expr>> {
+    if !meta.input.peek(Token![=]) {
+        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
+        cx.error_spanned_by(span, expected);
+        return Ok(None);
+    }
+    meta.input.parse::<Token![=]>()?;
+    meta.input.parse().map(Some)
+}
+
 /// The integer in `name = N`, or `None` after recording an error.
 fn int_value(
     cx: &Ctxt,
@@ -464,13 +473,10 @@ fn int_value(
     example: &str,
 ) -> syn::Result<Option<syn::LitInt>> {
     let expected = format!("expected `{name} = {example}`");
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, expected);
+    let Some(value) = assigned_value(cx, meta, &expected)? else {
         return Ok(None);
-    }
-    meta.input.parse::<Token![=]>()?;
-    match meta.input.parse::<Expr>()? {
+    };
+    match value {
         Expr::Lit(ExprLit {
             lit: Lit::Int(lit), ..
         }) => Ok(Some(lit)),
@@ -488,13 +494,10 @@ fn int_value(
 /// negated), or `None` after recording an error.
 fn float_value(cx: &Ctxt, meta: &ParseNestedMeta, name: &str) -> syn::Result<Option<(f64, Expr)>> {
     let expected = format!("expected `{name} = <number>`");
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, expected);
+    let Some(value) = assigned_value(cx, meta, &expected)? else {
         return Ok(None);
-    }
-    meta.input.parse::<Token![=]>()?;
-    let expr: Expr = meta.input.parse()?;
+    };
+    let expr = value;
     let (negative, lit) = match &expr {
         Expr::Lit(ExprLit { lit, .. }) => (false, lit),
         Expr::Unary(syn::ExprUnary {
@@ -565,13 +568,10 @@ fn string_value(
     example: &str,
 ) -> syn::Result<Option<LitStr>> {
     let expected = format!("expected `{name} = \"{example}\"`");
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, expected);
+    let Some(value) = assigned_value(cx, meta, &expected)? else {
         return Ok(None);
-    }
-    meta.input.parse::<Token![=]>()?;
-    match meta.input.parse::<Expr>()? {
+    };
+    match value {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Ok(Some(lit)),
