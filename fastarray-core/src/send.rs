@@ -471,8 +471,12 @@ impl SendState {
         self.recycle(record);
     }
 
+    /// Keeps a retired record's buffer for the next record, unless it is
+    /// large (a first full sync): that memory would otherwise stay with the
+    /// connection for good.
     fn recycle(&mut self, record: Record) {
-        if self.spare.len() < 8 {
+        const KEEP_CAPACITY: usize = 1024;
+        if self.spare.len() < 8 && record.entries.capacity() <= KEEP_CAPACITY {
             self.spare.push(record.entries);
         }
     }

@@ -333,7 +333,9 @@ impl Quantize for f32 {
     }
 
     fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-        quantizer.quantize(f64::from(*self)) == quantizer.quantize(f64::from(*other))
+        // Most values a commit compares did not change at all.
+        self.to_bits() == other.to_bits()
+            || quantizer.quantize(f64::from(*self)) == quantizer.quantize(f64::from(*other))
     }
 }
 
@@ -353,7 +355,7 @@ impl Quantize for f64 {
     }
 
     fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-        quantizer.quantize(*self) == quantizer.quantize(*other)
+        self.to_bits() == other.to_bits() || quantizer.quantize(*self) == quantizer.quantize(*other)
     }
 }
 
