@@ -1,0 +1,150 @@
+//! How our per-tick costs grow with the array and with the connections.
+//!
+//! * `scale`: 10 changed items per tick in arrays of 1 000, 10 000 and
+//!   100 000 items: `write_<n>` times `write_delta` for one caught-up
+//!   connection, `commit_<n>` the shared commit. The arrays are built whole
+//!   and sent to the connection in one full sync; `write_100k_grown` is the
+//!   same 100k array grown 1 000 items per tick instead, with the connection
+//!   following every tick.
+//! * `fanout_10k`: the sparse workload (1% of 10 000 items change a u16
+//!   per tick) sent to 1, 16, 64 and 256 caught-up connections:
+//!   `conns_<n>` times `commit` plus, per connection, `write_delta` and
+//!   the acknowledgement.
+//!
+//! ```sh
+//! cargo bench --bench scaling
+//! ```
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use support::{Script, Workload, apply_ours, caught_up_conn, grown, server_array};
+
+/// Seed of every workload.
+const SEED: u64 = 0x5eed;
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+}
+
+fn label(items: usize) -> String {
+    format!("{}k", items / 1000)
+}
+
+fn scale(c: &mut Criterion) {
+    let mut group = c.benchmark_group("scale");
+    for items in [1_000, 10_000, 100_000] {
+        let (mut script, agents) = Script::new(Workload::Ten, items, SEED);
+        let mut server = server_array(&agents);
+        drop(agents);
+        let mut conn = caught_up_conn(&mut server, 0);
+        let mut packet = 1u32;
+        let mut ops = Vec::new();
+        let mut out = Vec::new();
+        group.bench_function(format!("write_{}", label(items)), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    server.commit();
+                    out.clear();
+                    let start = Instant::now();
+                    let stats = server.write_delta(&mut conn, packet, &mut out);
+                    total += start.elapsed();
+                    black_box(stats.expect("write"));
+                    conn.on_ack(packet);
+                    packet = packet.wrapping_add(1);
+                }
+                total
+            })
+        });
+        group.bench_function(format!("commit_{}", label(items)), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    let start = Instant::now();
+                    black_box(server.commit());
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    let (mut script, agents) = Script::new(Workload::Ten, 100_000, SEED);
+    let (mut server, mut conn) = grown(&agents, 1_000);
+    drop(agents);
+    let mut packet = 1_000_000u32;
+    let mut ops = Vec::new();
+    let mut out = Vec::new();
+    group.bench_function("write_100k_grown", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script.tick(&mut ops);
+                apply_ours(&mut server, &ops);
+                server.commit();
+                out.clear();
+                let start = Instant::now();
+                let stats = server.write_delta(&mut conn, packet, &mut out);
+                total += start.elapsed();
+                black_box(stats.expect("write"));
+                conn.on_ack(packet);
+                packet = packet.wrapping_add(1);
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+fn fanout(c: &mut Criterion) {
+    let items = 10_000;
+    let mut group = c.benchmark_group(format!("fanout_{}", label(items)));
+    for conns in [1, 16, 64, 256] {
+        let (mut script, agents) = Script::new(Workload::Sparse, items, SEED);
+        let mut server = server_array(&agents);
+        drop(agents);
+        let mut states: Vec<_> = (0..conns).map(|_| caught_up_conn(&mut server, 0)).collect();
+        let mut packet = 1u32;
+        let mut ops = Vec::new();
+        let mut out = Vec::new();
+        group.bench_function(format!("conns_{conns}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    let start = Instant::now();
+                    server.commit();
+                    for conn in &mut states {
+                        out.clear();
+                        let stats = server.write_delta(conn, packet, &mut out);
+                        black_box(stats.expect("write"));
+                        conn.on_ack(packet);
+                    }
+                    total += start.elapsed();
+                    packet = packet.wrapping_add(1);
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = scale, fanout
+}
+criterion_main!(benches);

@@ -1,0 +1,348 @@
+//! CPU per tick, ours against the baselines, side by side: one criterion
+//! group per workload (sparse, hot, churn, shuffle, dense) at 10 000 items,
+//! so every ratio in `BENCHMARKS.md` comes from one run of one group.
+//!
+//! | bench | what one iteration times |
+//! |---|---|
+//! | `ours_mutate` | the tick's mutations through the `FastArray` API (guards, `remove`, `push`, `swap`) |
+//! | `vec_mutate` | the same mutations on a plain `Vec` |
+//! | `ours_commit` | `commit()` (shared by every connection) |
+//! | `ours_write` | `write_delta` for one caught-up connection |
+//! | `ours_apply` | the client's `apply_delta` of one tick's message |
+//! | `naive_diff_encode` | naive position diffing against the shadow, encoding, shadow update |
+//! | `naive_apply` | the naive client applying one tick's message by position |
+//! | `bitcode_encode` | `bitcode` encoding the whole array (full state) |
+//! | `bitcode_decode` | `bitcode` decoding the whole array |
+//! | `snapshot_encode` | `FastArray::write_snapshot` of the whole array |
+//! | `snapshot_decode` | `FastArray::from_snapshot` |
+//!
+//! Untimed work (generating and applying the tick's mutations, committing
+//! before a write, acknowledging after it) happens outside the timed
+//! regions through `iter_custom`. Client benches replay messages recorded
+//! once from the same seeded workload.
+//!
+//! ```sh
+//! cargo bench --bench workloads             # everything, about 3 minutes
+//! cargo bench --bench workloads -- sparse   # one group
+//! ```
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{
+    BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
+};
+use fastarray::{FastArray, SendState};
+use support::naive::{self, NaiveSender};
+use support::{Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array};
+
+/// Items of every group here.
+const ITEMS: usize = 10_000;
+/// Seed of every workload.
+const SEED: u64 = 0x5eed;
+/// Ticks recorded for the client benches, replayed in a loop.
+const REPLAY: usize = 64;
+
+fn config() -> Criterion {
+    Criterion::default()
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+}
+
+/// Times `timed` once per iteration after running `untimed`.
+fn split<S>(
+    state: &mut S,
+    iters: u64,
+    mut untimed: impl FnMut(&mut S),
+    mut timed: impl FnMut(&mut S),
+    mut after: impl FnMut(&mut S),
+) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        untimed(state);
+        let start = Instant::now();
+        timed(state);
+        total += start.elapsed();
+        after(state);
+    }
+    total
+}
+
+fn workload_group(c: &mut Criterion, workload: Workload) {
+    let mut group = c.benchmark_group(format!("{}_{}k", workload.name(), ITEMS / 1000));
+    server_side(&mut group, workload);
+    client_side(&mut group, workload);
+    full_state(&mut group, workload);
+    group.finish();
+}
+
+/// The tick's mutations, commit and write on our side; diff and encode on
+/// the naive side.
+fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
+    let (script, agents) = Script::new(workload, ITEMS, SEED);
+    let mut ops: Vec<Op> = Vec::new();
+
+    {
+        let mut state = (script.clone(), server_array(&agents), Vec::new());
+        group.bench_function("ours_mutate", |b| {
+            b.iter_custom(|iters| {
+                split(
+                    &mut state,
+                    iters,
+                    |(script, _, ops)| script.tick(ops),
+                    |(_, server, ops)| apply_ours(server, ops),
+                    |(_, server, _)| {
+                        server.commit();
+                    },
+                )
+            })
+        });
+    }
+    {
+        let mut state = (script.clone(), agents.clone(), Vec::new());
+        group.bench_function("vec_mutate", |b| {
+            b.iter_custom(|iters| {
+                split(
+                    &mut state,
+                    iters,
+                    |(script, _, ops)| script.tick(ops),
+                    |(_, items, ops)| apply_vec(items, ops),
+                    |_| {},
+                )
+            })
+        });
+    }
+    {
+        let mut script = script.clone();
+        let mut server = server_array(&agents);
+        group.bench_function("ours_commit", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    let start = Instant::now();
+                    black_box(server.commit());
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    {
+        let mut script = script.clone();
+        let mut server = server_array(&agents);
+        let (mut conn, _) = caught_up(&mut server, 0);
+        let mut packet = 1u32;
+        let mut out = Vec::new();
+        group.bench_function("ours_write", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    server.commit();
+                    out.clear();
+                    let start = Instant::now();
+                    let stats = server.write_delta(&mut conn, packet, &mut out);
+                    total += start.elapsed();
+                    black_box(stats.expect("write"));
+                    conn.on_ack(packet);
+                    packet = packet.wrapping_add(1);
+                }
+                total
+            })
+        });
+    }
+    {
+        let mut script = script.clone();
+        let mut items = agents.clone();
+        let mut sender = NaiveSender::new(&items);
+        let mut out = Vec::new();
+        group.bench_function("naive_diff_encode", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_vec(&mut items, &ops);
+                    out.clear();
+                    let start = Instant::now();
+                    let bits = sender.write(&items, &mut out);
+                    total += start.elapsed();
+                    black_box(bits.expect("write"));
+                }
+                total
+            })
+        });
+    }
+}
+
+/// Messages of `REPLAY` ticks, ours and naive, and the clients' state
+/// before the first.
+struct Recording {
+    ours: Vec<Vec<u8>>,
+    mirror: FastArray<Agent>,
+    naive: Vec<Vec<u8>>,
+    client: Vec<Agent>,
+}
+
+fn record(workload: Workload) -> Recording {
+    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
+    let mut server = server_array(&agents);
+    let (mut conn, mirror): (SendState, _) = caught_up(&mut server, 0);
+    let mut items = agents.clone();
+    let mut sender = NaiveSender::new(&items);
+    let mut ops = Vec::new();
+    let mut recording = Recording {
+        ours: Vec::new(),
+        mirror,
+        naive: Vec::new(),
+        client: agents,
+    };
+    for tick in 1..=REPLAY as u32 {
+        script.tick(&mut ops);
+        apply_ours(&mut server, &ops);
+        server.commit();
+        let mut bytes = Vec::new();
+        server
+            .write_delta(&mut conn, tick, &mut bytes)
+            .expect("write");
+        conn.on_ack(tick);
+        recording.ours.push(bytes);
+        apply_vec(&mut items, &ops);
+        let mut bytes = Vec::new();
+        sender.write(&items, &mut bytes).expect("write");
+        recording.naive.push(bytes);
+    }
+    recording
+}
+
+/// The client applying one tick: ours and naive, replaying a recording.
+fn client_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
+    let recording = record(workload);
+    {
+        let mut mirror = recording.mirror.clone();
+        let mut tick = 0;
+        group.bench_function("ours_apply", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if tick == 0 {
+                        mirror.clone_from(&recording.mirror);
+                    }
+                    let start = Instant::now();
+                    let report = mirror.apply_delta(&recording.ours[tick], &mut ());
+                    total += start.elapsed();
+                    black_box(report.expect("apply"));
+                    tick = (tick + 1) % REPLAY;
+                }
+                total
+            })
+        });
+    }
+    {
+        let mut client = recording.client.clone();
+        let mut tick = 0;
+        group.bench_function("naive_apply", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if tick == 0 {
+                        client.clone_from(&recording.client);
+                    }
+                    let start = Instant::now();
+                    let applied = naive::apply(&mut client, &recording.naive[tick]);
+                    total += start.elapsed();
+                    applied.expect("apply");
+                    tick = (tick + 1) % REPLAY;
+                }
+                total
+            })
+        });
+    }
+}
+
+/// The whole array every tick: bitcode and our snapshot, both ways.
+fn full_state(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
+    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
+    let mut items = agents.clone();
+    let mut server = server_array(&agents);
+    let mut ops = Vec::new();
+    let mut buffer = bitcode::Buffer::new();
+    group.bench_function("bitcode_encode", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script.tick(&mut ops);
+                apply_vec(&mut items, &ops);
+                let start = Instant::now();
+                let bytes = buffer.encode(&items).len();
+                total += start.elapsed();
+                black_box(bytes);
+            }
+            total
+        })
+    });
+    let encoded = bitcode::encode(&items);
+    group.bench_function("bitcode_decode", |b| {
+        b.iter(|| {
+            let decoded: Vec<Agent> = buffer.decode(&encoded).expect("decode");
+            decoded
+        })
+    });
+
+    let mut out = Vec::new();
+    let (mut script, _) = Script::new(workload, ITEMS, SEED);
+    group.bench_function("snapshot_encode", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script.tick(&mut ops);
+                apply_ours(&mut server, &ops);
+                server.commit();
+                out.clear();
+                let start = Instant::now();
+                let bits = server.write_snapshot(&mut out);
+                total += start.elapsed();
+                black_box(bits.expect("snapshot"));
+            }
+            total
+        })
+    });
+    out.clear();
+    server.write_snapshot(&mut out).expect("snapshot");
+    group.bench_function("snapshot_decode", |b| {
+        b.iter(|| FastArray::<Agent>::from_snapshot(&out).expect("decode"))
+    });
+}
+
+fn sparse(c: &mut Criterion) {
+    workload_group(c, Workload::Sparse);
+}
+
+fn hot(c: &mut Criterion) {
+    workload_group(c, Workload::Hot);
+}
+
+fn churn(c: &mut Criterion) {
+    workload_group(c, Workload::Churn);
+}
+
+fn shuffle(c: &mut Criterion) {
+    workload_group(c, Workload::Shuffle);
+}
+
+fn dense(c: &mut Criterion) {
+    workload_group(c, Workload::Dense);
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = sparse, hot, churn, shuffle, dense
+}
+criterion_main!(benches);
