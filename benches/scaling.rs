@@ -22,7 +22,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use support::{Script, Workload, apply_ours, caught_up_conn, grown, server_array};
+use support::{Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes};
 
 /// Seed of every workload.
 const SEED: u64 = 0x5eed;
@@ -50,20 +50,15 @@ fn scale(c: &mut Criterion) {
         let mut out = Vec::new();
         group.bench_function(format!("write_{}", label(items)), |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    script.tick(&mut ops);
-                    apply_ours(&mut server, &ops);
-                    server.commit();
-                    out.clear();
-                    let start = Instant::now();
-                    let stats = server.write_delta(&mut conn, packet, &mut out);
-                    total += start.elapsed();
-                    black_box(stats.expect("write"));
-                    conn.on_ack(packet);
-                    packet = packet.wrapping_add(1);
-                }
-                total
+                time_writes(
+                    iters,
+                    &mut script,
+                    &mut ops,
+                    &mut server,
+                    &mut conn,
+                    &mut packet,
+                    &mut out,
+                )
             })
         });
         group.bench_function(format!("commit_{}", label(items)), |b| {
@@ -88,20 +83,15 @@ fn scale(c: &mut Criterion) {
     let mut out = Vec::new();
     group.bench_function("write_100k_grown", |b| {
         b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                script.tick(&mut ops);
-                apply_ours(&mut server, &ops);
-                server.commit();
-                out.clear();
-                let start = Instant::now();
-                let stats = server.write_delta(&mut conn, packet, &mut out);
-                total += start.elapsed();
-                black_box(stats.expect("write"));
-                conn.on_ack(packet);
-                packet = packet.wrapping_add(1);
-            }
-            total
+            time_writes(
+                iters,
+                &mut script,
+                &mut ops,
+                &mut server,
+                &mut conn,
+                &mut packet,
+                &mut out,
+            )
         })
     });
     group.finish();

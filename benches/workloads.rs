@@ -37,7 +37,9 @@ use criterion::{
 };
 use fastarray::{FastArray, SendState};
 use support::naive::{self, NaiveSender};
-use support::{Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array};
+use support::{
+    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_writes,
+};
 
 /// Items of every group here.
 const ITEMS: usize = 10_000;
@@ -141,20 +143,15 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         let mut out = Vec::new();
         group.bench_function("ours_write", |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    script.tick(&mut ops);
-                    apply_ours(&mut server, &ops);
-                    server.commit();
-                    out.clear();
-                    let start = Instant::now();
-                    let stats = server.write_delta(&mut conn, packet, &mut out);
-                    total += start.elapsed();
-                    black_box(stats.expect("write"));
-                    conn.on_ack(packet);
-                    packet = packet.wrapping_add(1);
-                }
-                total
+                time_writes(
+                    iters,
+                    &mut script,
+                    &mut ops,
+                    &mut server,
+                    &mut conn,
+                    &mut packet,
+                    &mut out,
+                )
             })
         });
     }

@@ -463,3 +463,31 @@ pub fn grown(agents: &[Agent], batch: usize) -> (FastArray<Agent>, SendState) {
     }
     (array, conn)
 }
+
+/// Runs `iters` ticks of `script` on `server`, committing each, and times
+/// only the `write_delta` for `conn` (acknowledged at once): the
+/// per-connection write cost of a caught-up client.
+pub fn time_writes(
+    iters: u64,
+    script: &mut Script,
+    ops: &mut Vec<Op>,
+    server: &mut FastArray<Agent>,
+    conn: &mut SendState,
+    packet: &mut u32,
+    out: &mut Vec<u8>,
+) -> std::time::Duration {
+    let mut total = std::time::Duration::ZERO;
+    for _ in 0..iters {
+        script.tick(ops);
+        apply_ours(server, ops);
+        server.commit();
+        out.clear();
+        let start = std::time::Instant::now();
+        let stats = server.write_delta(conn, *packet, out);
+        total += start.elapsed();
+        std::hint::black_box(stats.expect("write"));
+        conn.on_ack(*packet);
+        *packet = packet.wrapping_add(1);
+    }
+    total
+}
