@@ -157,7 +157,8 @@ impl<T: Replicate> FastArray<T> {
         }
         stats.bits = writer.bits_written() - start;
 
-        let mut record = Vec::with_capacity(removals.len() + items.len());
+        let mut record = conn.entry_buffer();
+        record.reserve(removals.len() + items.len());
         // Usually everything due was written: clear the map at once rather
         // than removing each id.
         let wrote_all = stats.deferred == 0;
@@ -189,7 +190,7 @@ impl<T: Replicate> FastArray<T> {
             }
         }
         stats.removed = removals.len();
-        conn.record(packet, frame, &record, FieldMask::all(T::FIELD_COUNT));
+        conn.record(packet, frame, record, FieldMask::all(T::FIELD_COUNT));
         Ok(stats)
     }
 

@@ -306,16 +306,12 @@ impl SendState {
             self.queue(id, Work::Add { structural: true }, frame);
         }
         for &(id, mask) in &changes.changed {
-            let known = self
-                .view
-                .get(&id)
-                .is_some_and(|v| v.holding == Holding::Known);
-            let work = if !(mask & structure).is_empty() {
-                Work::Add { structural: true }
-            } else if known {
+            // Whether the client knows the item (fields) or not (whole) is
+            // decided when the work is written, with the view as it is then.
+            let work = if (mask & structure).is_empty() {
                 Work::Fields(mask)
             } else {
-                Work::Add { structural: false }
+                Work::Add { structural: true }
             };
             self.queue(id, work, frame);
         }
@@ -370,6 +366,13 @@ impl SendState {
         }
     }
 
+    /// An empty buffer for a record's entries (a retired record's, if any).
+    pub(crate) fn entry_buffer(&mut self) -> Vec<RecordEntry> {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        buffer.clear();
+        buffer
+    }
+
     /// Records a packet about to be written with `entries`, and updates what
     /// the client may hold. `entries` must be the work just taken from
     /// `pending`.
@@ -377,17 +380,14 @@ impl SendState {
         &mut self,
         packet: u32,
         frame: u64,
-        entries: &[RecordEntry],
+        entries: Vec<RecordEntry>,
         all_fields: FieldMask,
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.all_fields = all_fields;
         self.written_frame = self.written_frame.max(frame);
-        let mut stored = self.spare.pop().unwrap_or_default();
-        stored.clear();
-        stored.extend_from_slice(entries);
-        for entry in entries {
+        for entry in &entries {
             let view = self.view.entry(entry.id).or_insert(View {
                 holding: Holding::AddInFlight,
                 last_seq: 0,
@@ -416,7 +416,7 @@ impl SendState {
             packet,
             seq,
             frame,
-            entries: stored,
+            entries,
         });
     }
 
