@@ -1,11 +1,8 @@
 //! `FastArray` container semantics: ids, keys, change capture, commit.
 
-use std::cell::Cell;
-
-use fastarray::{
-    BitCodec, BitReader, BitWriter, DecodeError, EncodeError, FastArray, FieldMask, Replicate,
-    ReplicationId,
-};
+#[path = "support/counted.rs"]
+mod counted;
+use fastarray::{FastArray, FieldMask, Replicate, ReplicationId};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Agent {
@@ -226,60 +223,40 @@ fn clones_and_equality_ignore_order() {
     assert_eq!(pending.commit().changed(), array.commit().changed());
 }
 
-thread_local! {
-    static COMPARISONS: Cell<usize> = const { Cell::new(0) };
-}
-
-/// A field type that counts how often change detection looks at it.
-#[derive(Clone, Debug, PartialEq)]
-struct Counted(u32);
-
-impl BitCodec for Counted {
-    const MIN_BITS: u64 = 32;
-    const TYPE_HASH: u64 = fastarray::schema::named("Counted", &[]);
-
-    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        self.0.encode(writer)
-    }
-
-    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        u32::decode(reader).map(Counted)
-    }
-
-    fn same(&self, other: &Self) -> bool {
-        COMPARISONS.with(|c| c.set(c.get() + 1));
-        self.0 == other.0
-    }
-}
-
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Probe {
-    value: Counted,
+    value: counted::Counted,
 }
 
 #[test]
 fn commit_looks_only_at_touched_items() {
     let mut array = FastArray::new();
     let ids: Vec<_> = (0..10_000)
-        .map(|n| array.push(Probe { value: Counted(n) }))
+        .map(|n| {
+            array.push(Probe {
+                value: counted::Counted(n),
+            })
+        })
         .collect();
     array.commit();
-    COMPARISONS.with(|c| c.set(0));
+    counted::take_comparisons();
     for &id in &ids[100..103] {
         array.get_mut(id).unwrap().value.0 += 1;
     }
     array.remove(ids[5000]);
-    array.push(Probe { value: Counted(0) });
+    array.push(Probe {
+        value: counted::Counted(0),
+    });
     let changes = array.commit();
     assert_eq!(changes.changed().len(), 3);
     assert_eq!(
-        COMPARISONS.with(Cell::get),
+        counted::take_comparisons(),
         3,
         "one comparison per touched item"
     );
-    COMPARISONS.with(|c| c.set(0));
+    counted::take_comparisons();
     assert!(array.commit().is_empty());
-    assert_eq!(COMPARISONS.with(Cell::get), 0);
+    assert_eq!(counted::take_comparisons(), 0);
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! The delta protocol, packet by packet: exact sizes, retirement, loss,
 //! reordering, duplication, overflow, shared encoding, atomic apply.
 
-use std::cell::Cell;
-
+#[path = "support/counted.rs"]
+mod counted;
 use fastarray::{
-    ApplyReport, BitCodec, BitReader, BitWriter, Callbacks, DecodeError, EncodeError, FastArray,
-    FieldMask, Replicate, ReplicationId, SendError, SendState,
+    ApplyReport, BitWriter, Callbacks, DecodeError, FastArray, FieldMask, Replicate, ReplicationId,
+    SendError, SendState,
 };
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -565,35 +565,9 @@ fn callbacks_come_in_unreal_order() {
     );
 }
 
-thread_local! {
-    static ENCODES: Cell<usize> = const { Cell::new(0) };
-}
-
-/// A field type that counts how often it is encoded.
-#[derive(Clone, Debug, PartialEq)]
-struct Counted(u32);
-
-impl BitCodec for Counted {
-    const MIN_BITS: u64 = 32;
-    const TYPE_HASH: u64 = fastarray::schema::named("Counted", &[]);
-
-    fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        ENCODES.with(|c| c.set(c.get() + 1));
-        self.0.encode(writer)
-    }
-
-    fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        u32::decode(reader).map(Counted)
-    }
-
-    fn same(&self, other: &Self) -> bool {
-        self.0 == other.0
-    }
-}
-
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Probe {
-    value: Counted,
+    value: counted::Counted,
     other: u8,
 }
 
@@ -603,7 +577,7 @@ fn caught_up_connections_share_one_encoding_per_item_per_frame() {
     let ids: Vec<_> = (0..200)
         .map(|n| {
             server.push(Probe {
-                value: Counted(n),
+                value: counted::Counted(n),
                 other: 0,
             })
         })
@@ -619,7 +593,7 @@ fn caught_up_connections_share_one_encoding_per_item_per_frame() {
             }
             server.commit();
         }
-        ENCODES.with(|c| c.set(0));
+        counted::take_encodes();
         let mut first: Option<Vec<u8>> = None;
         for (conn, client) in conns.iter_mut().zip(&mut clients) {
             let mut bytes = Vec::new();
@@ -635,7 +609,7 @@ fn caught_up_connections_share_one_encoding_per_item_per_frame() {
         }
         let items_sent = if tick == 0 { 200 } else { 20 };
         assert_eq!(
-            ENCODES.with(Cell::get),
+            counted::take_encodes(),
             items_sent,
             "tick {tick}: one encoding per item, not per connection"
         );

@@ -431,13 +431,17 @@ mod tests {
                 assert!(raw < 1 << bits);
                 assert_eq!(i8::from_bits(raw, bits), v, "{v} in {bits} bits");
             }
-            assert!(
-                (half as i8)
-                    .checked_add(0)
-                    .is_none_or(|h| h.to_bits(bits).is_err())
-                    || bits == 8
-            );
+            // Just outside the range, on either side, does not fit.
+            if bits < 8 {
+                assert!((half as i8).to_bits(bits).is_err(), "{half} in {bits} bits");
+                assert!(
+                    ((-half - 1) as i8).to_bits(bits).is_err(),
+                    "{} in {bits} bits",
+                    -half - 1
+                );
+            }
         }
+        assert!(128u16.to_bits(7).is_err() && 127u16.to_bits(7).is_ok());
         assert_eq!(
             i64::MIN.to_bits(64).map(|r| i64::from_bits(r, 64)),
             Ok(i64::MIN)
