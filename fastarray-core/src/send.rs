@@ -306,12 +306,16 @@ impl SendState {
             self.queue(id, Work::Add { structural: true }, frame);
         }
         for &(id, mask) in &changes.changed {
-            // Whether the client knows the item (fields) or not (whole) is
-            // decided when the work is written, with the view as it is then.
-            let work = if (mask & structure).is_empty() {
+            let known = self
+                .view
+                .get(&id)
+                .is_some_and(|v| v.holding == Holding::Known);
+            let work = if !(mask & structure).is_empty() {
+                Work::Add { structural: true }
+            } else if known {
                 Work::Fields(mask)
             } else {
-                Work::Add { structural: true }
+                Work::Add { structural: false }
             };
             self.queue(id, work, frame);
         }
