@@ -24,7 +24,7 @@ pub mod wire_format {}
 /// | `#[replicate(serde)]` | any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
 /// | `#[replicate(skip)]` | any `Default` type | not sent; `Default` on the receiver | none |
 /// | `#[replicate(nested)]` | a `#[derive(Replicate)]` type | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
-/// | `#[replicate(array)]` | a `FastArray<U>` in a struct held by a [`Replicated`] | per-id deltas of its items, after the object's own fields | its own |
+/// | `#[replicate(array)]` | a `FastArray<U>` field of a struct (an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
 ///
 /// On the type, `#[replicate(crate = "path")]` names the runtime when the
 /// `fastarray` crate is renamed or re-exported.
@@ -224,6 +224,50 @@ pub mod wire_format {}
 /// lobby.write_delta(&mut conn, 1, &mut packet).unwrap();
 /// mirror.apply_delta(&packet, &mut ()).unwrap();
 /// assert_eq!(mirror.get().players.get(ann), Some(&Player { score: 10 }));
+/// ```
+///
+/// # `array` inside array items
+///
+/// The items of a `FastArray` may hold `array` fields themselves: a change
+/// inside sends the outer id, the inner id and the changed fields, never the
+/// inner array, and losses are repaired at every level. (Unreal turns a fast
+/// array inside a fast array's item into a plain struct property.) The
+/// owner's `commit` commits the inner arrays of the items it touched; the
+/// mirror's `post_change` reports an item whose arrays alone changed with an
+/// empty field mask. Such a type cannot be a `nested` field, whose value is
+/// sent field by field: that is a compile-time error.
+///
+/// ```
+/// use fastarray::{FastArray, Replicate, SendState};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Member { hp: u16 }
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Squad {
+///     tag: u8,
+///     #[replicate(array)]
+///     members: FastArray<Member>,
+/// }
+///
+/// let mut squads = FastArray::new();
+/// let mut members = FastArray::new();
+/// let ann = members.push(Member { hp: 100 });
+/// let red = squads.push(Squad { tag: 1, members });
+/// squads.commit();
+/// let (mut conn, mut mirror) = (SendState::new(), FastArray::new());
+/// let mut packet = Vec::new();
+/// squads.write_delta(&mut conn, 0, &mut packet).unwrap();
+/// mirror.apply_delta(&packet, &mut ()).unwrap(); // the squad with its members
+/// conn.on_ack(0);
+///
+/// squads.get_mut(red).unwrap().members.get_mut(ann).unwrap().hp = 90;
+/// assert_eq!(squads.commit().arrays_changed(), [red]);
+/// let mut packet = Vec::new();
+/// let stats = squads.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// assert_eq!(stats.changed, 2); // the squad (no plain field) and the member (`hp`)
+/// mirror.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(mirror, squads);
 /// ```
 ///
 /// # Enums

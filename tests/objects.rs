@@ -80,22 +80,29 @@ fn an_object_replicates_its_fields_and_arrays() {
     assert!(mirrored(&server, &client));
     assert!(client.get().server_only.is_empty());
 
-    // Nothing changed: one bit for the plain part and one per array.
+    // Nothing changed: an empty message.
     server.commit();
-    assert_eq!(send(&mut server, &mut conn, &mut client, 1), 3);
+    assert_eq!(send(&mut server, &mut conn, &mut client, 1), 1);
 
-    // One plain field: the object's one-item delta, and two empty arrays.
+    // One plain field: the object as item 0 of a one-item delta, with a
+    // plain part and two empty array deltas.
     server.get_mut().clock = 7;
     server.commit();
-    let plain = 2 + 17 + 1 + 3 + 1 + 1 + (1 + 2) + 32; // header, id 0, flag, mask of 2, u32
+    // header, id 0, not whole, plain fields follow, mask of 2, u32
+    let plain = 2 + 17 + 1 + 3 + 1 + 1 + 1 + (1 + 2) + 32;
     assert_eq!(send(&mut server, &mut conn, &mut client, 2), plain + 1 + 1);
 
-    // One item of one array: an empty plain part, then that array's delta.
+    // One item of one array: item 0 with no plain part, that array's
+    // delta, and the other array's empty delta.
     let id = server.get().units.ids().nth(3).unwrap();
     server.get_mut().units.get_mut(id).unwrap().hp = 99;
     server.commit();
+    let object = 2 + 17 + 1 + 3 + 1 + 1 + 1; // header, id 0, not whole, no plain fields
     let array = 2 + 17 + 1 + 3 + 5 + 1 + (1 + 1 + 1) + 16; // id 3, one of two fields, u16
-    assert_eq!(send(&mut server, &mut conn, &mut client, 3), 1 + array + 1);
+    assert_eq!(
+        send(&mut server, &mut conn, &mut client, 3),
+        object + array + 1
+    );
     assert!(mirrored(&server, &client));
 }
 

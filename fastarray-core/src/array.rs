@@ -11,7 +11,6 @@ use crate::changeset::Changeset;
 use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::mask::FieldMask;
 use crate::receive::MirrorState;
 use crate::replicate::Replicate;
 
@@ -73,6 +72,8 @@ pub struct FastArray<T> {
     pub(crate) history: History,
     /// This frame's encodings, shared by every connection.
     pub(crate) encoded: EncodeCache,
+    /// The array deltas of the items of the message being written.
+    pub(crate) nested_scratch: Vec<u8>,
     /// Receiving side: newest frame applied and tombstones.
     pub(crate) mirror: MirrorState,
 }
@@ -105,9 +106,6 @@ struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
     touched: Vec<(ReplicationId, T)>,
-    /// Changes found by the owner of the items rather than by a guard (a
-    /// [`Replicated`](crate::Replicated) object diffs its own pre-image).
-    reported: Vec<(ReplicationId, FieldMask)>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -116,7 +114,6 @@ impl<T> Default for FrameWork<T> {
             added: Vec::new(),
             removed: Vec::new(),
             touched: Vec::new(),
-            reported: Vec::new(),
         }
     }
 }
@@ -144,6 +141,7 @@ impl<T> FastArray<T> {
             work: FrameWork::default(),
             history: History::default(),
             encoded: EncodeCache::default(),
+            nested_scratch: Vec::new(),
             mirror: MirrorState::default(),
         }
     }
@@ -214,8 +212,7 @@ impl<T> FastArray<T> {
     pub fn has_uncommitted_work(&self) -> bool {
         !(self.work.added.is_empty()
             && self.work.removed.is_empty()
-            && self.work.touched.is_empty()
-            && self.work.reported.is_empty())
+            && self.work.touched.is_empty())
     }
 
     /// Removes the item and returns it. O(1): the last item moves into its
@@ -282,20 +279,41 @@ impl<T> FastArray<T> {
     /// The item with this id, behind a guard that records its pre-image the
     /// first time it is written this frame (reads through the guard cost
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
+    ///
+    /// For an item type with `#[replicate(array)]` fields the pre-image is
+    /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
+    /// track their own changes, and this array's commit commits them.
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
-        T: Clone,
+        T: Replicate + Clone,
     {
+        self.get_mut_with(id, |value| {
+            value.pre_image().unwrap_or_else(|| value.clone())
+        })
+    }
+
+    /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
+    pub(crate) fn get_mut_with(
+        &mut self,
+        id: ReplicationId,
+        capture: fn(&T) -> T,
+    ) -> Option<ItemMut<'_, T>> {
         let pos = *self.index.get(&id)?;
         Some(ItemMut {
             slot: &mut self.slots[pos],
             touched: &mut self.work.touched,
+            capture,
         })
     }
 
     /// Ends the frame: works out what was added, removed and changed since
     /// the last commit, bumps the keys of items that really changed, and
     /// returns the changeset. Costs O(items touched this frame).
+    ///
+    /// Items with `#[replicate(array)]` fields have those arrays committed
+    /// too, when the item was added or written through a guard this frame
+    /// (the only ways to reach them): an item whose arrays changed is listed
+    /// in [`Changeset::arrays_changed`] and its key is bumped.
     pub fn commit(&mut self) -> &Changeset
     where
         T: Replicate,
@@ -305,7 +323,9 @@ impl<T> FastArray<T> {
         let mut changes = self.history.next_slot(frame);
         for id in self.work.added.drain(..) {
             if let Some(&pos) = self.index.get(&id) {
-                self.slots[pos].state = SlotState::Clean;
+                let slot = &mut self.slots[pos];
+                slot.state = SlotState::Clean;
+                commit_arrays(&mut slot.value);
                 changes.added.push(id);
             }
         }
@@ -314,18 +334,15 @@ impl<T> FastArray<T> {
                 let slot = &mut self.slots[pos];
                 slot.state = SlotState::Clean;
                 let mask = slot.value.diff(&before);
-                if !mask.is_empty() {
+                let arrays = commit_arrays(&mut slot.value);
+                if !mask.is_empty() || arrays {
                     slot.key = slot.key.next();
+                }
+                if !mask.is_empty() {
                     changes.changed.push((id, mask));
                 }
-            }
-        }
-        for (id, mask) in self.work.reported.drain(..) {
-            if let Some(&pos) = self.index.get(&id) {
-                let slot = &mut self.slots[pos];
-                if slot.state != SlotState::Added && !mask.is_empty() {
-                    slot.key = slot.key.next();
-                    changes.changed.push((id, mask));
+                if arrays {
+                    changes.arrays_changed.push(id);
                 }
             }
         }
@@ -333,6 +350,7 @@ impl<T> FastArray<T> {
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
         changes.changed.sort_unstable_by_key(|&(id, _)| id);
+        changes.arrays_changed.sort_unstable();
         if !changes.is_empty() {
             self.array_key = self.array_key.next();
         }
@@ -352,19 +370,6 @@ impl<T> FastArray<T> {
         if let Some(slot) = self.slots.last_mut() {
             slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
         }
-    }
-
-    /// Records that the fields in `mask` of item `id` changed this frame,
-    /// for an owner that tracks changes itself (no guard pre-image).
-    pub(crate) fn report_change(&mut self, id: ReplicationId, mask: FieldMask) {
-        self.work.reported.push((id, mask));
-    }
-
-    /// The item's value, mutably, without recording a touch (the caller
-    /// reports its changes with [`report_change`](Self::report_change)).
-    pub(crate) fn get_mut_untracked(&mut self, id: ReplicationId) -> Option<&mut T> {
-        let pos = *self.index.get(&id)?;
-        self.slots.get_mut(pos).map(|slot| &mut slot.value)
     }
 
     /// Removes an item from a mirror without recording a change.
@@ -427,19 +432,21 @@ impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
 ///
 /// The first mutable access in a frame copies the item's current value, so
 /// the next [`commit`](FastArray::commit) can tell which fields changed.
-pub struct ItemMut<'a, T: Clone> {
+pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
     touched: &'a mut Vec<(ReplicationId, T)>,
+    /// Makes the pre-image.
+    capture: fn(&T) -> T,
 }
 
-impl<T: Clone> ItemMut<'_, T> {
+impl<T> ItemMut<'_, T> {
     /// The item's id.
     pub fn id(&self) -> ReplicationId {
         self.slot.id
     }
 }
 
-impl<T: Clone> Deref for ItemMut<'_, T> {
+impl<T> Deref for ItemMut<'_, T> {
     type Target = T;
 
     #[inline]
@@ -448,24 +455,35 @@ impl<T: Clone> Deref for ItemMut<'_, T> {
     }
 }
 
-impl<T: Clone> DerefMut for ItemMut<'_, T> {
+impl<T> DerefMut for ItemMut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if self.slot.state == SlotState::Clean {
-            self.touched.push((self.slot.id, self.slot.value.clone()));
+            self.touched
+                .push((self.slot.id, (self.capture)(&self.slot.value)));
             self.slot.state = SlotState::Touched;
         }
         &mut self.slot.value
     }
 }
 
-impl<T: Clone + fmt::Debug> fmt::Debug for ItemMut<'_, T> {
+impl<T: fmt::Debug> fmt::Debug for ItemMut<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ItemMut")
             .field(&self.slot.id)
             .field(&self.slot.value)
             .finish()
     }
+}
+
+/// Commits the `#[replicate(array)]` fields of an item; returns whether
+/// any of them changed.
+fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
+    let mut changed = false;
+    if T::ARRAY_FIELDS > 0 {
+        value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
+    }
+    changed
 }
 
 impl<T: Replicate> FastArray<T> {

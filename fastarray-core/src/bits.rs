@@ -402,6 +402,18 @@ impl<'a> BitReader<'a> {
     }
 }
 
+/// Copies the next `bits` bits of `reader` to `writer`. The caller knows
+/// they are there (they were written by this crate); missing bits are
+/// written as zeros.
+pub(crate) fn copy_bits(reader: &mut BitReader<'_>, writer: &mut BitWriter<'_>, bits: u64) {
+    let mut left = bits;
+    while left > 0 {
+        let step = left.min(64) as u32;
+        writer.write_bits(reader.read_bits(step).unwrap_or(0), step);
+        left -= u64::from(step);
+    }
+}
+
 /// How many elements to reserve up front for a collection of `len`
 /// elements read from the wire (`len` already checked against the input):
 /// at most 64 KiB worth, so a short input that names a type with large

@@ -16,6 +16,7 @@ pub struct Changeset {
     pub(crate) added: Vec<ReplicationId>,
     pub(crate) removed: Vec<ReplicationId>,
     pub(crate) changed: Vec<(ReplicationId, FieldMask)>,
+    pub(crate) arrays_changed: Vec<ReplicationId>,
 }
 
 impl Changeset {
@@ -25,6 +26,7 @@ impl Changeset {
         added: Vec::new(),
         removed: Vec::new(),
         changed: Vec::new(),
+        arrays_changed: Vec::new(),
     };
 
     /// The frame (commit number, starting at 1) this changeset ends.
@@ -47,9 +49,19 @@ impl Changeset {
         &self.changed
     }
 
+    /// Ids, ascending, of items that were there before this frame and whose
+    /// `#[replicate(array)]` fields changed (items added, removed or
+    /// changed inside them); their plain fields may not have.
+    pub fn arrays_changed(&self) -> &[ReplicationId] {
+        &self.arrays_changed
+    }
+
     /// Whether nothing was added, removed or changed.
     pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.changed.is_empty()
+            && self.arrays_changed.is_empty()
     }
 
     pub(crate) fn reset(&mut self, frame: u64) {
@@ -57,5 +69,6 @@ impl Changeset {
         self.added.clear();
         self.removed.clear();
         self.changed.clear();
+        self.arrays_changed.clear();
     }
 }

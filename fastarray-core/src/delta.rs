@@ -6,7 +6,7 @@
 //! fields, and the payload).
 
 use crate::array::FastArray;
-use crate::bits::BitWriter;
+use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::encode_cache::{Payload, Span};
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
@@ -15,7 +15,8 @@ use crate::replicate::Replicate;
 use crate::send::{Holding, RecordEntry, SendState, Work};
 use crate::wire::{self, MessageKind};
 
-/// What one [`write_delta`](FastArray::write_delta) wrote.
+/// What one [`write_delta`](FastArray::write_delta) wrote. The counts
+/// include the items of `#[replicate(array)]` fields inside the items sent.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DeltaStats {
     /// Bits of the message (before the padding of the byte variant).
@@ -128,8 +129,15 @@ impl<T: Replicate> FastArray<T> {
 
         let (mut removals, mut items) = self.plan(conn)?;
         let due = removals.len() + items.len();
+        let mut left = None;
         if let Some(budget) = max_bits {
-            fit_budget(budget, frame, conn.acked_frame, &mut removals, &mut items);
+            left = Some(fit_budget::<T>(
+                budget,
+                frame,
+                conn.acked_frame,
+                &mut removals,
+                &mut items,
+            ));
         }
         stats.deferred = due - removals.len() - items.len();
         if removals.is_empty() && items.is_empty() {
@@ -139,6 +147,12 @@ impl<T: Replicate> FastArray<T> {
         }
         removals.sort_unstable_by_key(|&(id, _)| id);
         items.sort_unstable_by_key(|p| p.id);
+        let mut nested = NestedDeltas::default();
+        if T::ARRAY_FIELDS > 0 {
+            nested = self.write_nested(conn, packet, &items, left)?;
+        }
+        let mut scratch = core::mem::take(&mut self.nested_scratch);
+        let mut inner = BitReader::new(&scratch);
 
         let start = writer.bits_written();
         MessageKind::Delta.write(writer);
@@ -150,12 +164,17 @@ impl<T: Replicate> FastArray<T> {
         }
         writer.write_gamma(items.len() as u64);
         let mut next = 0;
-        for item in &items {
+        for (index, item) in items.iter().enumerate() {
             wire::write_id(writer, item.id, &mut next);
             writer.write_bool(matches!(item.work, Work::Add { .. }));
             self.encoded.copy(item.span, writer);
+            if let Some(&bits) = nested.bits.get(index) {
+                copy_bits(&mut inner, writer, bits);
+            }
         }
         stats.bits = writer.bits_written() - start;
+        scratch.clear();
+        self.nested_scratch = scratch;
 
         let mut record = conn.entry_buffer();
         record.reserve(removals.len() + items.len());
@@ -191,7 +210,90 @@ impl<T: Replicate> FastArray<T> {
         }
         stats.removed = removals.len();
         conn.record(packet, frame, record, FieldMask::all(T::FIELD_COUNT));
+        for id in nested.unfinished {
+            conn.queue(id, Work::Fields(FieldMask::EMPTY), frame);
+        }
+        stats.added += nested.stats.added;
+        stats.changed += nested.stats.changed;
+        stats.removed += nested.stats.removed;
+        stats.deferred += nested.stats.deferred;
         Ok(stats)
+    }
+
+    /// Writes the deltas of the `#[replicate(array)]` fields of each item
+    /// about to be sent, in the same order, into `self.nested_scratch`,
+    /// sharing the bits `left` by the budget. On error every array delta
+    /// already written for `packet` is retired as lost, so nothing stays in
+    /// flight for a packet that will not be sent.
+    fn write_nested(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        items: &[Planned],
+        mut left: Option<u64>,
+    ) -> Result<NestedDeltas, SendError> {
+        let mut nested = NestedDeltas::default();
+        let mut scratch = core::mem::take(&mut self.nested_scratch);
+        scratch.clear();
+        let mut writer = BitWriter::new(&mut scratch);
+        let mut failure = None;
+        let mut written = 0;
+        for item in items {
+            let Some(&pos) = self.index.get(&item.id) else {
+                nested.bits.push(0);
+                continue;
+            };
+            let states = conn.nested_states(item.id, T::ARRAY_FIELDS);
+            let start = writer.bits_written();
+            let mut index = 0;
+            let mut unfinished = false;
+            self.slots[pos].value.for_each_array_mut(&mut |array| {
+                let Some(state) = states.get_mut(index) else {
+                    return;
+                };
+                index += 1;
+                if failure.is_some() {
+                    return;
+                }
+                // Every array gets at least its one-bit empty message,
+                // which the budget reserved.
+                let budget = left.map(|left| left + 1);
+                match array.write_delta_into(state, packet, &mut writer, budget) {
+                    Ok(part) => {
+                        if let Some(left) = &mut left {
+                            *left -= part.bits.saturating_sub(1).min(*left);
+                        }
+                        unfinished |= part.deferred > 0;
+                        nested.stats.added += part.added;
+                        nested.stats.changed += part.changed;
+                        nested.stats.removed += part.removed;
+                        nested.stats.deferred += part.deferred;
+                    }
+                    Err(error) => failure = Some(error),
+                }
+            });
+            written += 1;
+            if failure.is_some() {
+                break;
+            }
+            nested.bits.push(writer.bits_written() - start);
+            if unfinished {
+                nested.unfinished.push(item.id);
+            }
+        }
+        drop(writer);
+        self.nested_scratch = scratch;
+        if let Some(error) = failure {
+            for item in &items[..written] {
+                if let Some(states) = conn.nested.get_mut(&item.id) {
+                    states.iter_mut().for_each(|state| {
+                        state.on_loss(packet);
+                    });
+                }
+            }
+            return Err(error);
+        }
+        Ok(nested)
     }
 
     /// Brings `conn`'s pending work up to the current frame: from the
@@ -249,6 +351,14 @@ impl<T: Replicate> FastArray<T> {
                         .encoded
                         .get_or_encode(self.frame, id, payload, |w| match work {
                             Work::Fields(mask) => {
+                                if T::ARRAY_FIELDS > 0 {
+                                    // Whether any plain field follows: an
+                                    // entry may carry array deltas only.
+                                    w.write_bool(!mask.is_empty());
+                                    if mask.is_empty() {
+                                        return Ok(());
+                                    }
+                                }
                                 wire::write_field_set(w, mask, T::FIELD_COUNT);
                                 value.encode_fields(mask, w)
                             }
@@ -273,15 +383,18 @@ impl<T: Replicate> FastArray<T> {
 }
 
 /// Keeps the removals, then the longest-waiting items, that fit in
-/// `budget` bits. Sizes are upper bounds (an id's gap is never larger than
-/// the id), so the message written never exceeds the budget.
-fn fit_budget(
+/// `budget` bits, and returns the bits left over. Sizes are upper bounds
+/// (an id's gap is never larger than the id), so the message written never
+/// exceeds the budget. An item with `#[replicate(array)]` fields counts
+/// one bit per array (an empty delta); the bits left over are shared by
+/// the arrays' deltas.
+fn fit_budget<T: Replicate>(
     budget: u64,
     frame: u64,
     acked: Option<u64>,
     removals: &mut Vec<(ReplicationId, u64)>,
     items: &mut Vec<Planned>,
-) {
+) -> u64 {
     let header = 2
         + wire::frame_bits(frame, acked)
         + wire::gamma_bits(removals.len() as u64)
@@ -289,7 +402,7 @@ fn fit_budget(
     if header > budget {
         removals.clear();
         items.clear();
-        return;
+        return 0;
     }
     let mut left = budget - header;
     removals.sort_unstable_by_key(|&(id, since)| (since, id));
@@ -303,11 +416,23 @@ fn fit_budget(
     });
     items.sort_unstable_by_key(|p| (p.since, p.id));
     items.retain(|p| {
-        let cost = wire::varint_bits(p.id.to_raw()) + 1 + p.span.bits;
+        let cost = wire::varint_bits(p.id.to_raw()) + 1 + p.span.bits + u64::from(T::ARRAY_FIELDS);
         let fits = cost <= left;
         if fits {
             left -= cost;
         }
         fits
     });
+    left
+}
+
+/// The array deltas of the items of one message, written ahead of it.
+#[derive(Default)]
+struct NestedDeltas {
+    /// Bits of each item's array deltas, in the message's item order.
+    bits: Vec<u64>,
+    /// Items whose arrays have work left over (the budget ran out).
+    unfinished: Vec<ReplicationId>,
+    /// The arrays' figures, summed.
+    stats: DeltaStats,
 }

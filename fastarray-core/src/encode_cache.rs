@@ -4,7 +4,7 @@
 
 use hashbrown::HashMap;
 
-use crate::bits::{BitReader, BitWriter};
+use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::error::EncodeError;
 use crate::id::ReplicationId;
 
@@ -95,13 +95,7 @@ impl EncodeCache {
             return;
         }
         let start = span.inline_or_start as usize;
-        let mut reader = BitReader::new(&self.arena[start..]);
-        let mut left = span.bits;
-        while left > 0 {
-            let step = left.min(64) as u32;
-            // The span lies inside the arena, so the read cannot fail.
-            writer.write_bits(reader.read_bits(step).unwrap_or(0), step);
-            left -= u64::from(step);
-        }
+        // The span lies inside the arena, so every bit is there.
+        copy_bits(&mut BitReader::new(&self.arena[start..]), writer, span.bits);
     }
 }

@@ -11,33 +11,48 @@
 use core::any::Any;
 use core::ops::{Deref, DerefMut};
 
-use crate::array::FastArray;
+use crate::array::{FastArray, ItemMut};
 use crate::bits::{BitReader, BitWriter};
 use crate::delta::DeltaStats;
-use crate::error::{DecodeError, SendError};
+use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
 use crate::receive::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::send::SendState;
 
-/// A `FastArray` field of a replicated object, type-erased so the object can
-/// drive all of them alike. Implemented by `FastArray<U>`.
+/// A `FastArray` field of a replicated object or of an array's item,
+/// type-erased so its owner can drive all of them alike. Implemented by
+/// `FastArray<U>`; `#[derive(Replicate)]` hands these out through
+/// [`Replicate::for_each_array`].
 pub trait ArrayField {
     /// Whether it has changes since its last commit.
     fn has_uncommitted_work(&self) -> bool;
-    /// Commits its changes.
-    fn commit_changes(&mut self);
-    /// Writes its delta for a connection into a shared bit stream.
+    /// Commits its changes; returns whether anything changed.
+    fn commit_changes(&mut self) -> bool;
+    /// Writes its delta for a connection into a shared bit stream, within
+    /// `max_bits` if given.
     fn write_delta_into(
         &mut self,
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
     ) -> Result<DeltaStats, SendError>;
-    /// Decodes and checks one delta, without applying it.
-    fn decode_delta_from(&self, reader: &mut BitReader<'_>) -> Result<Box<dyn Any>, DecodeError>;
+    /// Decodes one delta without applying it. With `check`, it is also
+    /// validated against this array (as the mirror it will be applied to);
+    /// without, it is only read past (its owner is being dropped).
+    fn decode_delta_from(
+        &self,
+        reader: &mut BitReader<'_>,
+        check: bool,
+    ) -> Result<Box<dyn Any>, DecodeError>;
     /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
     fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport;
+    /// Writes its frame and items as in a snapshot (no kind, no schema hash).
+    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+    /// Replaces its contents with a body written by
+    /// [`encode_snapshot_body`](Self::encode_snapshot_body).
+    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
 }
 
 impl<U: Replicate + 'static> ArrayField for FastArray<U> {
@@ -45,8 +60,8 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
         FastArray::has_uncommitted_work(self)
     }
 
-    fn commit_changes(&mut self) {
-        self.commit();
+    fn commit_changes(&mut self) -> bool {
+        !self.commit().is_empty()
     }
 
     fn write_delta_into(
@@ -54,12 +69,17 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_delta_bits(conn, packet, writer, None)
+        self.write_delta_bits(conn, packet, writer, max_bits)
     }
 
-    fn decode_delta_from(&self, reader: &mut BitReader<'_>) -> Result<Box<dyn Any>, DecodeError> {
-        Ok(Box::new(self.decode_delta(reader)?))
+    fn decode_delta_from(
+        &self,
+        reader: &mut BitReader<'_>,
+        check: bool,
+    ) -> Result<Box<dyn Any>, DecodeError> {
+        Ok(Box::new(self.decode_delta_checked(reader, check)?))
     }
 
     fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
@@ -69,22 +89,26 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
             Err(_) => ApplyReport::default(),
         }
     }
+
+    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        FastArray::encode_snapshot_body(self, writer)
+    }
+
+    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        *self = FastArray::decode_snapshot_body(reader)?;
+        Ok(())
+    }
 }
 
 /// A struct with `FastArray` fields (`#[replicate(array)]`) besides its
 /// plain replicated fields: implemented by `#[derive(Replicate)]` for such
-/// structs, and used through [`Replicated`].
+/// structs, and used through [`Replicated`]. Its array fields are reached
+/// through [`Replicate::for_each_array`].
 pub trait Object: Replicate {
     /// A copy of the replicated plain fields, with empty arrays and default
     /// skipped fields: the pre-image a change is diffed against. Cheap: the
     /// arrays are not cloned.
     fn capture(&self) -> Self;
-
-    /// Calls `visit` with each array field, in declaration order.
-    fn for_each_array(&self, visit: &mut dyn FnMut(&dyn ArrayField));
-
-    /// Calls `visit` with each array field, mutably, in declaration order.
-    fn for_each_array_mut(&mut self, visit: &mut dyn FnMut(&mut dyn ArrayField));
 }
 
 /// The single item's id inside a [`Replicated`].
@@ -135,11 +159,10 @@ const ID: ReplicationId = ReplicationId::from_raw(0);
 /// assert_eq!(client.get(), server.get());
 /// ```
 pub struct Replicated<T> {
-    /// The object as the single item `ID`: its plain fields use the item
-    /// machinery (history, retirement, per-field frames).
+    /// The object as the single item `ID` of an array: its plain fields
+    /// use the item machinery (history, retirement, per-field frames) and
+    /// its array fields the nested-array machinery of any item.
     item: FastArray<T>,
-    /// The plain fields before this frame's first write.
-    before: Option<T>,
 }
 
 impl<T: Object + 'static> Replicated<T> {
@@ -147,7 +170,7 @@ impl<T: Object + 'static> Replicated<T> {
     pub fn new(value: T) -> Self {
         let mut item = FastArray::new();
         item.push(value);
-        Self { item, before: None }
+        Self { item }
     }
 
     /// A client-side mirror, to [`apply_delta`](Self::apply_delta) to: a
@@ -159,7 +182,7 @@ impl<T: Object + 'static> Replicated<T> {
         let mut item = FastArray::new();
         // Frames 0: anything the server sends is newer.
         item.insert_replicated(ID, 0, T::default());
-        Self { item, before: None }
+        Self { item }
     }
 
     /// The object.
@@ -174,29 +197,22 @@ impl<T: Object + 'static> Replicated<T> {
     /// first time it is written in a frame (arrays are not copied: they
     /// track their own changes).
     pub fn get_mut(&mut self) -> ObjectMut<'_, T> {
-        ObjectMut { object: self }
+        match self.item.get_mut_with(ID, T::capture) {
+            Some(item) => ObjectMut { item },
+            None => unreachable!("a Replicated always holds its object"),
+        }
     }
 
-    /// Ends the frame: commits every array field, and works out which
-    /// plain fields changed since the last commit.
+    /// Ends the frame: works out which plain fields changed since the last
+    /// commit, and commits every array field.
     pub fn commit(&mut self) {
-        let Some(value) = self.item.get_mut_untracked(ID) else {
-            unreachable!("a Replicated always holds its object");
-        };
-        value.for_each_array_mut(&mut |array| array.commit_changes());
-        if let Some(before) = self.before.take() {
-            let changed = value.diff(&before);
-            self.item.report_change(ID, changed);
-        }
         self.item.commit();
     }
 
     /// Appends to `out` the delta bringing `conn`'s client up to date:
     /// the changed plain fields, then each array field's per-id delta.
-    ///
-    /// If an item of an array fails to encode, the error is returned and
-    /// parts already recorded for `packet` are treated as lost if the
-    /// packet is never sent (they are resent later).
+    /// On error nothing is recorded for `packet` (the bytes written so far
+    /// are left in `out`).
     pub fn write_delta(
         &mut self,
         conn: &mut SendState,
@@ -214,105 +230,38 @@ impl<T: Object + 'static> Replicated<T> {
         packet: u32,
         writer: &mut BitWriter<'_>,
     ) -> Result<DeltaStats, SendError> {
-        let mut uncommitted = self.before.is_some();
-        self.get()
-            .for_each_array(&mut |array| uncommitted |= array.has_uncommitted_work());
-        if uncommitted {
-            return Err(SendError::Uncommitted);
-        }
-        if conn.has_in_flight(packet) {
-            return Err(SendError::PacketInFlight { packet });
-        }
-        let mut total = self.item.write_delta_bits(conn, packet, writer, None)?;
-        let Some(value) = self.item.get_mut_untracked(ID) else {
-            unreachable!("a Replicated always holds its object");
-        };
-        let mut index = 0;
-        let mut result = Ok(());
-        value.for_each_array_mut(&mut |array| {
-            if result.is_ok() {
-                match array.write_delta_into(conn.child(index), packet, writer) {
-                    Ok(stats) => {
-                        total.bits += stats.bits;
-                        total.removed += stats.removed;
-                        total.added += stats.added;
-                        total.changed += stats.changed;
-                        total.resynced |= stats.resynced;
-                    }
-                    Err(error) => result = Err(error),
-                }
-            }
-            index += 1;
-        });
-        result.map(|()| total)
+        self.item.write_delta_bits(conn, packet, writer, None)
     }
 
     /// Applies a message written by [`write_delta`](Self::write_delta).
     /// Everything is decoded and checked first; on error nothing changes.
-    /// `callbacks` hear about the plain fields (the object is item `#0`);
-    /// array fields are applied without callbacks.
+    /// `callbacks` hear about the object as item `#0` (an empty field mask
+    /// in `post_change` means only its arrays changed); the arrays' own
+    /// items are applied without callbacks.
     pub fn apply_delta(
         &mut self,
         bytes: &[u8],
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
-        let mut reader = BitReader::new(bytes);
-        let plain = self.item.decode_delta(&mut reader)?;
-        let mut arrays: Vec<Box<dyn Any>> = Vec::new();
-        let mut failure = None;
-        self.get().for_each_array(&mut |array| {
-            if failure.is_none() {
-                match array.decode_delta_from(&mut reader) {
-                    Ok(decoded) => arrays.push(decoded),
-                    Err(error) => failure = Some(error),
-                }
-            }
-        });
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        reader.expect_end()?;
-
-        let mut report = self.item.apply_decoded(plain, callbacks);
-        let Some(value) = self.item.get_mut_untracked(ID) else {
-            unreachable!("a Replicated always holds its object");
-        };
-        let mut decoded = arrays.into_iter();
-        value.for_each_array_mut(&mut |array| {
-            if let Some(delta) = decoded.next() {
-                let part = array.apply_decoded_delta(delta);
-                report.added += part.added;
-                report.changed += part.changed;
-                report.removed += part.removed;
-                report.skipped += part.skipped;
-            }
-        });
-        Ok(report)
+        self.item.apply_delta(bytes, callbacks)
     }
 }
 
 /// Write access to a [`Replicated`] object, from [`Replicated::get_mut`].
-pub struct ObjectMut<'a, T: Object + 'static> {
-    object: &'a mut Replicated<T>,
+pub struct ObjectMut<'a, T> {
+    item: ItemMut<'a, T>,
 }
 
-impl<T: Object + 'static> Deref for ObjectMut<'_, T> {
+impl<T> Deref for ObjectMut<'_, T> {
     type Target = T;
 
     fn deref(&self) -> &T {
-        self.object.get()
+        &self.item
     }
 }
 
-impl<T: Object + 'static> DerefMut for ObjectMut<'_, T> {
+impl<T> DerefMut for ObjectMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        let object = &mut *self.object;
-        let Some(value) = object.item.get_mut_untracked(ID) else {
-            unreachable!("a Replicated always holds its object");
-        };
-        if object.before.is_none() {
-            object.before = Some(value.capture());
-        }
-        value
+        &mut self.item
     }
 }

@@ -8,6 +8,8 @@
 //! frames older than the newest one applied is ignored whole (its sender
 //! has counted it as lost), which also bounds how long tombstones are kept.
 
+use core::any::Any;
+
 use hashbrown::HashMap;
 
 use crate::array::FastArray;
@@ -15,6 +17,7 @@ use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
+use crate::object::ArrayField;
 use crate::replicate::Replicate;
 use crate::wire::{self, MessageKind, WINDOW};
 
@@ -49,7 +52,8 @@ pub trait Callbacks<T> {
         let _ = (id, item);
     }
 
-    /// Fields of an item changed (`changed` has their bits).
+    /// Fields of an item changed (`changed` has their bits). An empty
+    /// `changed` means only the item's `#[replicate(array)]` fields did.
     fn post_change(&mut self, id: ReplicationId, item: &T, changed: FieldMask) {
         let _ = (id, item, changed);
     }
@@ -101,8 +105,12 @@ pub(crate) struct Decoded<T: Replicate> {
     frame: Option<u64>,
     stale: bool,
     removals: Vec<ReplicationId>,
-    entries: Vec<(ReplicationId, Entry<T>)>,
+    entries: Vec<(ReplicationId, Entry<T>, Inner)>,
 }
+
+/// The decoded deltas of one entry's `#[replicate(array)]` fields, in
+/// field order (empty for types without them).
+type Inner = Vec<Box<dyn Any>>;
 
 impl<T: Replicate> FastArray<T> {
     /// Applies a delta that fills all of `bytes` (up to zero padding) to
@@ -117,7 +125,7 @@ impl<T: Replicate> FastArray<T> {
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         let mut reader = BitReader::new(bytes);
-        let decoded = self.decode_delta(&mut reader)?;
+        let decoded = self.decode_delta_checked(&mut reader, true)?;
         reader.expect_end()?;
         Ok(self.apply_decoded(decoded, callbacks))
     }
@@ -129,13 +137,17 @@ impl<T: Replicate> FastArray<T> {
         reader: &mut BitReader<'_>,
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
-        let decoded = self.decode_delta(reader)?;
+        let decoded = self.decode_delta_checked(reader, true)?;
         Ok(self.apply_decoded(decoded, callbacks))
     }
 
-    pub(crate) fn decode_delta(
+    /// Decodes one delta. With `check`, it is validated against this
+    /// mirror; without, it is only read past (its contents will be dropped,
+    /// so a short frame needs no reference and unknown ids are fine).
+    pub(crate) fn decode_delta_checked(
         &self,
         reader: &mut BitReader<'_>,
+        check: bool,
     ) -> Result<Decoded<T>, DecodeError> {
         let kind_offset = reader.bit_offset();
         let mut decoded = Decoded {
@@ -155,14 +167,19 @@ impl<T: Replicate> FastArray<T> {
                 });
             }
         }
-        let frame = wire::read_frame(reader, self.mirror.newest)?;
+        let reference = match (check, self.mirror.newest) {
+            (false, None) => Some(0),
+            (_, newest) => newest,
+        };
+        let frame = wire::read_frame(reader, reference)?;
         decoded.frame = Some(frame);
         decoded.stale = self
             .mirror
             .newest
             .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest);
 
-        // Each removal takes at least one bit; each item at least two.
+        // Each removal takes at least one bit; each item at least two, plus
+        // one per array field.
         let claimed = reader.read_gamma()?;
         let count = reader.check_len(claimed, 1)?;
         decoded.removals.reserve(prealloc::<ReplicationId>(count));
@@ -172,30 +189,81 @@ impl<T: Replicate> FastArray<T> {
             decoded.removals.push(id);
         }
         let claimed = reader.read_gamma()?;
-        let count = reader.check_len(claimed, 2)?;
+        let count = reader.check_len(claimed, 2 + u64::from(T::ARRAY_FIELDS))?;
         decoded
             .entries
-            .reserve(prealloc::<(ReplicationId, Entry<T>)>(count));
+            .reserve(prealloc::<(ReplicationId, Entry<T>, Inner)>(count));
         let mut next = 0u64;
         for _ in 0..count {
             let id = wire::read_id(reader, &mut next)?;
             let entry = if reader.read_bool()? {
                 Entry::Whole(T::decode(reader)?)
+            } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
+                // Only the arrays changed.
+                Entry::Fields(
+                    FieldMask::EMPTY,
+                    T::decode_fields(FieldMask::EMPTY, reader)?,
+                )
             } else {
                 let mask = wire::read_field_set(reader, T::FIELD_COUNT)?;
                 Entry::Fields(mask, T::decode_fields(mask, reader)?)
             };
-            decoded.entries.push((id, entry));
+            let inner = if T::ARRAY_FIELDS > 0 {
+                self.decode_inner(reader, id, &entry, check && !decoded.stale)?
+            } else {
+                Vec::new()
+            };
+            decoded.entries.push((id, entry, inner));
         }
-        self.validate(&decoded)?;
+        if check {
+            self.validate(&decoded)?;
+        }
         Ok(decoded)
+    }
+
+    /// Decodes the deltas of an entry's array fields, checked against the
+    /// arrays they will be applied to: the mirror's item, or the new item
+    /// the entry carries. Those of an entry that will be dropped (removed
+    /// item, stale message) are only read past.
+    fn decode_inner(
+        &self,
+        reader: &mut BitReader<'_>,
+        id: ReplicationId,
+        entry: &Entry<T>,
+        check: bool,
+    ) -> Result<Inner, DecodeError> {
+        let target = match (self.get(id), entry) {
+            _ if !check || self.mirror.tombstones.contains_key(&id) => None,
+            (Some(held), _) => Some(held),
+            (None, Entry::Whole(value)) => Some(value),
+            // A partial entry for an unknown item: refused by `validate`.
+            (None, Entry::Fields(..)) => None,
+        };
+        let mut inner = Vec::with_capacity(T::ARRAY_FIELDS as usize);
+        let mut failure = None;
+        let mut read = |array: &dyn ArrayField| {
+            if failure.is_none() {
+                match array.decode_delta_from(reader, target.is_some()) {
+                    Ok(decoded) => inner.push(decoded),
+                    Err(error) => failure = Some(error),
+                }
+            }
+        };
+        match target {
+            Some(value) => value.for_each_array(&mut read),
+            None => T::for_each_empty_array(&mut read),
+        }
+        match failure {
+            Some(error) => Err(error),
+            None => Ok(inner),
+        }
     }
 
     /// Checks what decoding alone cannot: no id both removed and sent, and
     /// no partial change for an item this mirror never held.
     fn validate(&self, decoded: &Decoded<T>) -> Result<(), DecodeError> {
         let mut removals = decoded.removals.iter().peekable();
-        for (id, entry) in &decoded.entries {
+        for (id, entry, _) in &decoded.entries {
             while removals.next_if(|&&r| r < *id).is_some() {}
             if removals.peek() == Some(&id) {
                 return Err(DecodeError::DuplicateId { id: *id });
@@ -247,7 +315,7 @@ impl<T: Replicate> FastArray<T> {
         }
 
         let mut changes = Vec::new();
-        for (id, entry) in decoded.entries {
+        for (id, entry, inner) in decoded.entries {
             if self.mirror.tombstones.contains_key(&id) {
                 report.skipped += 1;
                 continue;
@@ -256,6 +324,9 @@ impl<T: Replicate> FastArray<T> {
                 // Validation let through only whole items for unknown ids.
                 if let Entry::Whole(value) = entry {
                     self.insert_replicated(id, frame, value);
+                    if let Some(slot) = self.slot_mut(id) {
+                        apply_inner(&mut slot.value, inner);
+                    }
                     if let Some(item) = self.get(id) {
                         callbacks.post_add(id, item);
                     }
@@ -263,6 +334,9 @@ impl<T: Replicate> FastArray<T> {
                 }
                 continue;
             };
+            // The arrays' deltas carry frames of their own, and apply
+            // whatever happens to the entry's plain fields.
+            let arrays_changed = apply_inner(&mut slot.value, inner);
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
@@ -282,7 +356,11 @@ impl<T: Replicate> FastArray<T> {
             let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
             let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
             if newer.is_empty() {
-                report.skipped += 1;
+                if arrays_changed {
+                    changes.push((id, FieldMask::EMPTY));
+                } else {
+                    report.skipped += 1;
+                }
                 continue;
             }
             let reshaped =
@@ -304,7 +382,7 @@ impl<T: Replicate> FastArray<T> {
                 slot.value.apply_patch(patch);
                 changed.map_or(newer, |differs| differs & newer)
             };
-            if !changed.is_empty() {
+            if !changed.is_empty() || arrays_changed {
                 changes.push((id, changed));
             }
         }
@@ -323,4 +401,21 @@ impl<T: Replicate> FastArray<T> {
         callbacks.post_receive(&report);
         report
     }
+}
+
+/// Applies the decoded deltas of an item's array fields; returns whether
+/// any of them added, changed or removed something.
+fn apply_inner<T: Replicate>(value: &mut T, inner: Inner) -> bool {
+    if inner.is_empty() {
+        return false;
+    }
+    let mut deltas = inner.into_iter();
+    let mut changed = false;
+    value.for_each_array_mut(&mut |array| {
+        if let Some(delta) = deltas.next() {
+            let report = array.apply_decoded_delta(delta);
+            changed |= report.added + report.changed + report.removed > 0;
+        }
+    });
+    changed
 }

@@ -4,6 +4,7 @@ use crate::bits::{BitReader, BitWriter};
 use crate::codec::BitCodec;
 use crate::error::{DecodeError, EncodeError};
 use crate::mask::FieldMask;
+use crate::object::ArrayField;
 
 /// A struct whose replicated fields can be diffed and sent one by one.
 ///
@@ -94,4 +95,41 @@ pub trait Replicate: BitCodec {
 
     /// Overwrites the fields carried by `patch`.
     fn apply_patch(&mut self, patch: Self::Patch);
+
+    /// Number of `#[replicate(array)]` fields: `FastArray`s inside the
+    /// value, replicated by id rather than as fields (they have no bit in
+    /// the [`FieldMask`]s above, and [`BitCodec::encode`] leaves them out).
+    /// Zero unless the type has such fields.
+    const ARRAY_FIELDS: u32 = 0;
+
+    /// For a type with array fields: a copy of the replicated plain fields
+    /// with empty arrays, which is all a change needs to be diffed against
+    /// (the arrays track their own changes). `None`, the default, means
+    /// "clone the whole value".
+    fn pre_image(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
+    /// Calls `visit` with each array field, in declaration order.
+    fn for_each_array(&self, visit: &mut dyn FnMut(&dyn ArrayField)) {
+        let _ = visit;
+    }
+
+    /// Calls `visit` with each array field, mutably, in declaration order.
+    fn for_each_array_mut(&mut self, visit: &mut dyn FnMut(&mut dyn ArrayField)) {
+        let _ = visit;
+    }
+
+    /// Calls `visit` with a new, empty array of each array field's type, in
+    /// declaration order (to read past array deltas of an item that is no
+    /// longer there).
+    fn for_each_empty_array(visit: &mut dyn FnMut(&dyn ArrayField))
+    where
+        Self: Sized,
+    {
+        let _ = visit;
+    }
 }

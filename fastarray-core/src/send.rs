@@ -28,9 +28,11 @@ use crate::wire::WINDOW;
 /// Per item the client may hold, one 48-byte hash map entry (id, state,
 /// newest record and its fields, acknowledged record and key); per packet in
 /// flight, 48 bytes plus 32 per item it carried; per item with unsent
-/// work, a 32-byte map entry. Hash maps add one control byte per bucket and
-/// keep between 1 and 2 buckets per entry. Nothing here grows with items
-/// the client does not hold.
+/// work, a 32-byte map entry; per item with `#[replicate(array)]` fields
+/// that the client may hold, one nested `SendState` (at most 300 bytes
+/// before its own entries) per array field. Hash maps add one control byte
+/// per bucket and keep between 1 and 2 buckets per entry. Nothing here
+/// grows with items the client does not hold.
 #[derive(Clone, Debug)]
 pub struct SendState {
     /// What the client may hold, per id.
@@ -51,9 +53,12 @@ pub struct SendState {
     spare: Vec<Vec<RecordEntry>>,
     /// Every field of the item type (learned from the first write).
     all_fields: FieldMask,
-    /// The send states of a replicated object's array fields, which share
-    /// this connection's packets (and so its acks and losses).
-    pub(crate) children: Vec<SendState>,
+    /// For items with `#[replicate(array)]` fields that the client may
+    /// hold: one send state per array field. Their messages travel inside
+    /// this connection's packets, so this state passes on the fate of each
+    /// packet that carried them (never anyone else's), and drops them when
+    /// the item's removal is acknowledged.
+    pub(crate) nested: HashMap<ReplicationId, Vec<SendState>>,
 }
 
 /// What the client may hold of one item.
@@ -161,7 +166,7 @@ impl SendState {
             written_frame: 0,
             spare: Vec::new(),
             all_fields: FieldMask::EMPTY,
-            children: Vec::new(),
+            nested: HashMap::new(),
         }
     }
 
@@ -173,12 +178,8 @@ impl SendState {
     /// ([`HISTORY_LEN`](crate::HISTORY_LEN) frames) was ignored by the
     /// mirror and is handled as lost.
     pub fn on_ack(&mut self, packet: u32) -> bool {
-        let children = self
-            .children
-            .iter_mut()
-            .fold(false, |any, child| child.on_ack(packet) | any);
         let Some(record) = self.take_record(packet) else {
-            return children;
+            return false;
         };
         self.ack_record(record);
         true
@@ -191,12 +192,23 @@ impl SendState {
             return;
         }
         for entry in &record.entries {
+            // Late acks can retire the arrays' own old records as lost.
+            let inner_due = self.route(entry.id, record.packet, true);
+            if inner_due
+                && self
+                    .view
+                    .get(&entry.id)
+                    .is_some_and(|view| view.holding != Holding::RemoveInFlight)
+            {
+                self.queue(entry.id, Work::Fields(FieldMask::EMPTY), record.frame);
+            }
             let Some(view) = self.view.get_mut(&entry.id) else {
                 continue;
             };
             match entry.work {
                 Work::Remove => {
                     self.view.remove(&entry.id);
+                    self.nested.remove(&entry.id);
                     continue;
                 }
                 Work::Add { .. } => {
@@ -223,25 +235,41 @@ impl SendState {
     /// that id (a duplicate or stale report returns `false` and changes
     /// nothing).
     pub fn on_loss(&mut self, packet: u32) -> bool {
-        let children = self
-            .children
-            .iter_mut()
-            .fold(false, |any, child| child.on_loss(packet) | any);
         match self.take_record(packet) {
             Some(record) => {
                 self.retire_lost(record);
                 true
             }
-            None => children,
+            None => false,
         }
     }
 
-    /// The send state of array field `index` of a replicated object.
-    pub(crate) fn child(&mut self, index: usize) -> &mut SendState {
-        if self.children.len() <= index {
-            self.children.resize_with(index + 1, SendState::new);
+    /// The send states of item `id`'s `count` array fields.
+    pub(crate) fn nested_states(&mut self, id: ReplicationId, count: u32) -> &mut Vec<SendState> {
+        let states = self.nested.entry(id).or_default();
+        if states.len() < count as usize {
+            states.resize_with(count as usize, SendState::new);
         }
-        &mut self.children[index]
+        states
+    }
+
+    /// Passes the fate of `packet` on to the send states of item `id`'s
+    /// arrays. Returns whether they now have work due (a loss to repair),
+    /// which only an entry for `id` in a later packet can carry.
+    fn route(&mut self, id: ReplicationId, packet: u32, delivered: bool) -> bool {
+        let Some(states) = self.nested.get_mut(&id) else {
+            return false;
+        };
+        let mut due = false;
+        for state in states {
+            if delivered {
+                state.on_ack(packet);
+            } else {
+                state.on_loss(packet);
+            }
+            due |= !state.pending.is_empty();
+        }
+        due
     }
 
     /// Packets written and not yet acknowledged or lost.
@@ -264,7 +292,7 @@ impl SendState {
     pub fn is_settled(&self) -> bool {
         self.records.is_empty()
             && self.pending.is_empty()
-            && self.children.iter().all(SendState::is_settled)
+            && self.nested.values().flatten().all(SendState::is_settled)
     }
 
     /// Forgets all pending work (it was all written). The map's capacity
@@ -281,10 +309,6 @@ impl SendState {
     /// Whether `packet` names a packet in flight.
     pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
         self.records.iter().any(|r| r.packet == packet)
-            || self
-                .children
-                .iter()
-                .any(|child| child.has_in_flight(packet))
     }
 
     /// Adds work for `id`, merged with any already due.
@@ -318,6 +342,11 @@ impl SendState {
                 Work::Add { structural: false }
             };
             self.queue(id, work, frame);
+        }
+        for &id in &changes.arrays_changed {
+            // Only the item's arrays changed: an entry with no fields, which
+            // carries their deltas.
+            self.queue(id, Work::Fields(FieldMask::EMPTY), frame);
         }
         for &id in &changes.removed {
             if self.view.contains_key(&id) {
@@ -433,46 +462,59 @@ impl SendState {
     /// carried for the same item (that record's own fate takes care of it).
     fn retire_lost(&mut self, record: Record) {
         for entry in &record.entries {
+            let inner_due = self.route(entry.id, record.packet, false);
             let Some(view) = self.view.get(&entry.id) else {
                 // Its removal was acknowledged: nothing left to repair.
                 continue;
             };
-            if !matches!(entry.work, Work::Remove) && view.structural_seq > record.seq {
-                // A whole value written after this record carries everything
-                // it did, in the item's current shape; its own fate decides.
-                continue;
+            let mut work = self.lost_work(view, entry, record.seq);
+            if inner_due && view.holding != Holding::RemoveInFlight {
+                let inner = Work::Fields(FieldMask::EMPTY);
+                work = Some(work.map_or(inner, |work| work.merge(inner)));
             }
-            let later = view.last_seq > record.seq;
-            let covered = if later {
-                view.last_fields
-            } else {
-                FieldMask::EMPTY
-            };
-            let work = match entry.work {
-                Work::Remove if later => continue,
-                Work::Remove => Work::Remove,
-                Work::Add { .. } | Work::Fields(_) => {
-                    let lost = match entry.work {
-                        Work::Fields(mask) => mask,
-                        _ => self.all_fields,
-                    };
-                    let missing = lost.without(covered);
-                    if missing.is_empty() {
-                        continue;
-                    }
-                    match entry.work {
-                        // A lost whole value is resent whole: which fields
-                        // exist depends on the item's shape (an enum's variant).
-                        add @ Work::Add { .. } if view.holding != Holding::Known => add,
-                        Work::Add { .. } => Work::Add { structural: false },
-                        _ if view.holding == Holding::Known => Work::Fields(missing),
-                        _ => Work::Add { structural: false },
-                    }
-                }
-            };
-            self.queue(entry.id, work, record.frame);
+            if let Some(work) = work {
+                self.queue(entry.id, work, record.frame);
+            }
         }
         self.recycle(record);
+    }
+
+    /// What must be sent again because `entry`, written in record `seq`,
+    /// was lost: `None` when nothing.
+    fn lost_work(&self, view: &View, entry: &RecordEntry, seq: u64) -> Option<Work> {
+        if !matches!(entry.work, Work::Remove) && view.structural_seq > seq {
+            // A whole value written after this record carries everything
+            // it did, in the item's current shape; its own fate decides.
+            return None;
+        }
+        let later = view.last_seq > seq;
+        let covered = if later {
+            view.last_fields
+        } else {
+            FieldMask::EMPTY
+        };
+        match entry.work {
+            Work::Remove if later => None,
+            Work::Remove => Some(Work::Remove),
+            Work::Add { .. } | Work::Fields(_) => {
+                let lost = match entry.work {
+                    Work::Fields(mask) => mask,
+                    _ => self.all_fields,
+                };
+                let missing = lost.without(covered);
+                if missing.is_empty() {
+                    return None;
+                }
+                Some(match entry.work {
+                    // A lost whole value is resent whole: which fields
+                    // exist depends on the item's shape (an enum's variant).
+                    add @ Work::Add { .. } if view.holding != Holding::Known => add,
+                    Work::Add { .. } => Work::Add { structural: false },
+                    _ if view.holding == Holding::Known => Work::Fields(missing),
+                    _ => Work::Add { structural: false },
+                })
+            }
+        }
     }
 
     /// Keeps a retired record's buffer for the next record, unless it is
@@ -498,5 +540,9 @@ mod tests {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<Record>(), 48);
+        assert!(
+            core::mem::size_of::<SendState>() <= 300,
+            "per array inside an item"
+        );
     }
 }

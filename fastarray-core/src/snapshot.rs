@@ -4,7 +4,9 @@
 //! type's 64-bit `SCHEMA_HASH`, the frame as a varint, the item count as a
 //! varint, then per item in ascending id order the gap to the previous id
 //! (`id - previous - 1`, the first id as is) as a varint and every
-//! replicated field. Consecutive ids cost one bit each.
+//! replicated field, then each of the item's `#[replicate(array)]` fields
+//! in the same layout from the frame on (no kind, no hash: the owner's hash
+//! covers the arrays' item types). Consecutive ids cost one bit each.
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, prealloc};
@@ -57,6 +59,15 @@ impl<T: Replicate> FastArray<T> {
     pub fn encode_snapshot(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         MessageKind::Snapshot.write(writer);
         writer.write_bits(T::SCHEMA_HASH, 64);
+        self.encode_snapshot_body(writer)
+    }
+
+    /// The frame, count and items of a snapshot; also how an item's
+    /// `#[replicate(array)]` fields are written inside it.
+    pub(crate) fn encode_snapshot_body(
+        &self,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), EncodeError> {
         writer.write_varint(self.frame);
         writer.write_varint(self.slots.len() as u64);
         let mut order: Vec<usize> = (0..self.slots.len()).collect();
@@ -66,6 +77,13 @@ impl<T: Replicate> FastArray<T> {
             let slot = &self.slots[pos];
             wire::write_id(writer, slot.id, &mut next);
             slot.value.encode(writer)?;
+            let mut result = Ok(());
+            slot.value.for_each_array(&mut |array| {
+                if result.is_ok() {
+                    result = array.encode_snapshot_body(writer);
+                }
+            });
+            result?;
         }
         Ok(())
     }
@@ -89,17 +107,30 @@ impl<T: Replicate> FastArray<T> {
                 found,
             });
         }
+        Self::decode_snapshot_body(reader)
+    }
+
+    /// Reads what [`encode_snapshot_body`](Self::encode_snapshot_body) wrote.
+    pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         let frame = reader.read_varint()?;
         let claimed = reader.read_varint()?;
-        // Each item costs at least a one-bit id gap plus its fields.
-        let count = reader.check_len(claimed, 1 + T::MIN_BITS)?;
+        // Each item costs at least a one-bit id gap plus its fields, and
+        // two bits (frame and count) per array field.
+        let count = reader.check_len(claimed, 1 + T::MIN_BITS + 2 * u64::from(T::ARRAY_FIELDS))?;
         let mut array = Self::with_capacity(prealloc::<(T, u64)>(count));
         array.frame = frame;
         array.mirror.newest = Some(frame);
         let mut next = 0u64;
         for _ in 0..count {
             let id = wire::read_id(reader, &mut next)?;
-            let value = T::decode(reader)?;
+            let mut value = T::decode(reader)?;
+            let mut result = Ok(());
+            value.for_each_array_mut(&mut |array| {
+                if result.is_ok() {
+                    result = array.decode_snapshot_body(reader);
+                }
+            });
+            result?;
             array.insert_replicated(id, frame, value);
         }
         Ok(array)

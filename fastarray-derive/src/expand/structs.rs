@@ -52,9 +52,16 @@ pub fn expand(cont: &Container) -> TokenStream {
     let patch = patch_struct(cont, &private, &fields, &patch_ident);
     let generics = bound::with_bounds(cont, &private);
     let bit_codec = bit_codec_impl(cont, &private, &generics, &fields);
-    let replicate = replicate_impl(cont, &private, &generics, &fields, &patch_ident);
     let items = fields.iter().map(|field| field.codec.items());
-    let object = object_impl(cont, &private, &generics);
+    let (object, array_items) = object_impl(cont, &private, &generics);
+    let replicate = replicate_impl(
+        cont,
+        &private,
+        &generics,
+        &fields,
+        &patch_ident,
+        array_items,
+    );
     quote! {
         const _: () = {
             #(#items)*
@@ -66,17 +73,22 @@ pub fn expand(cont: &Container) -> TokenStream {
     }
 }
 
-/// `Object`, for a struct with `#[replicate(array)]` fields: a cheap
-/// pre-image (plain fields cloned, arrays left empty) and visitors over the
-/// array fields. Nothing for other structs.
-fn object_impl(cont: &Container, private: &TokenStream, generics: &syn::Generics) -> TokenStream {
+/// For a struct with `#[replicate(array)]` fields: the `Object` impl (a
+/// cheap pre-image: plain fields cloned, arrays left empty), and the
+/// `Replicate` items that expose the arrays (their count, the pre-image,
+/// visitors). Nothing for other structs.
+fn object_impl(
+    cont: &Container,
+    private: &TokenStream,
+    generics: &syn::Generics,
+) -> (TokenStream, TokenStream) {
     let arrays: Vec<&Field> = cont
         .fields
         .iter()
         .filter(|field| field.is_array())
         .collect();
     if arrays.is_empty() {
-        return TokenStream::new();
+        return (TokenStream::new(), TokenStream::new());
     }
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
@@ -100,6 +112,7 @@ fn object_impl(cont: &Container, private: &TokenStream, generics: &syn::Generics
         Style::Tuple => quote!(Self(#(#values,)*)),
         Style::Unit | Style::Enum | Style::Union => unreachable!("a struct with array fields"),
     };
+    let count = arrays.len() as u32;
     let members: Vec<_> = arrays.iter().map(|field| &field.member).collect();
     let spans: Vec<_> = arrays.iter().map(|field| at_type(field.ty)).collect();
     let visits = members
@@ -110,25 +123,41 @@ fn object_impl(cont: &Container, private: &TokenStream, generics: &syn::Generics
         .iter()
         .zip(&spans)
         .map(|(member, span)| quote_spanned!(*span=> __visit(&mut self.#member);));
-    quote! {
+    let empties = arrays.iter().zip(&spans).map(|(field, span)| {
+        let ty = field.ty;
+        quote_spanned!(*span=> __visit(&<#ty as ::core::default::Default>::default());)
+    });
+    let object = quote! {
         #[automatically_derived]
         impl #impl_generics #private::Object for #ident #ty_generics #where_clause {
             fn capture(&self) -> Self {
                 #captured
             }
-
-            fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
-                #(#visits)*
-            }
-
-            fn for_each_array_mut(
-                &mut self,
-                __visit: &mut dyn ::core::ops::FnMut(&mut dyn #private::ArrayField),
-            ) {
-                #(#visits_mut)*
-            }
         }
-    }
+    };
+    let replicate_items = quote! {
+        const ARRAY_FIELDS: ::core::primitive::u32 = #count;
+
+        fn pre_image(&self) -> #private::Option<Self> {
+            #private::Some(<Self as #private::Object>::capture(self))
+        }
+
+        fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
+            #(#visits)*
+        }
+
+        fn for_each_array_mut(
+            &mut self,
+            __visit: &mut dyn ::core::ops::FnMut(&mut dyn #private::ArrayField),
+        ) {
+            #(#visits_mut)*
+        }
+
+        fn for_each_empty_array(__visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
+            #(#empties)*
+        }
+    };
+    (object, replicate_items)
 }
 
 /// Folds one field into the schema hash: its name, then its type's
@@ -304,6 +333,7 @@ fn replicate_impl(
     generics: &syn::Generics,
     fields: &[Replicated],
     patch_ident: &syn::Ident,
+    array_items: TokenStream,
 ) -> TokenStream {
     let ident = cont.ident;
     let name = cont.name();
@@ -322,8 +352,18 @@ fn replicate_impl(
         })
         .collect();
 
+    let flat = fields.iter().filter(|f| f.codec.is_nested()).map(|f| {
+        let ty = f.ty;
+        quote_spanned! {at_type(ty)=>
+            ::core::assert!(
+                <#ty as #private::Replicate>::ARRAY_FIELDS == 0,
+                "a `#[replicate(nested)]` field's type cannot have `#[replicate(array)]` fields: hold it in a `FastArray` instead"
+            );
+        }
+    });
     let field_count = if any_nested {
         quote!({
+            #(#flat)*
             let __leaves = 0u32 #(+ #widths)*;
             ::core::assert!(__leaves <= 64, "a replicated type has at most 64 leaves (fields, counting those of nested fields)");
             __leaves
@@ -453,6 +493,7 @@ fn replicate_impl(
             const TYPE_NAME: &'static ::core::primitive::str = #name;
             #structure
             type Patch = #patch_ident #ty_generics;
+            #array_items
 
             fn diff(&self, __other: &Self) -> #private::FieldMask {
                 #[allow(unused_mut)]
