@@ -151,6 +151,9 @@ fn squads_come_and_go_with_their_members() {
     deliver(&mut server, &mut conn, &mut client, 3);
     assert_eq!(client, server);
     assert!(conn.is_settled());
+    // One send state per squad the client holds, none for the removed one.
+    assert_eq!(conn.nested_arrays(), server.len());
+    assert_eq!(conn.client_items(), server.len());
 }
 
 #[test]
@@ -328,6 +331,24 @@ fn an_inner_encode_error_leaves_nothing_in_flight() {
     conn.on_ack(1);
     assert_eq!(client, server);
     assert!(client.get(holder).unwrap().tinies.contains(fine));
+    assert!(conn.is_settled());
+}
+
+#[test]
+fn an_item_removed_after_a_failed_write_leaves_no_state() {
+    let mut server = FastArray::new();
+    let mut tinies = FastArray::new();
+    tinies.push(Tiny { level: 9 }); // does not fit in 2 bits
+    let holder = server.push(Holder { tinies });
+    server.commit();
+    let mut conn = SendState::new();
+    assert!(server.write_delta(&mut conn, 0, &mut Vec::new()).is_err());
+    server.remove(holder);
+    server.commit();
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    assert_eq!(bytes, [0], "nothing to send");
+    assert_eq!(conn.nested_arrays(), 0);
     assert!(conn.is_settled());
 }
 

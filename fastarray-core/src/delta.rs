@@ -377,6 +377,7 @@ impl<T: Replicate> FastArray<T> {
         }
         for id in dropped {
             conn.pending.remove(&id);
+            conn.nested.remove(&id);
         }
         Ok((removals, items))
     }

@@ -287,6 +287,12 @@ impl SendState {
         self.view.len()
     }
 
+    /// Send states kept for arrays inside items (`#[replicate(array)]`
+    /// fields of the items the client may hold), one per array field.
+    pub fn nested_arrays(&self) -> usize {
+        self.nested.values().map(Vec::len).sum()
+    }
+
     /// Whether every change written so far is acknowledged and nothing is
     /// due: the client holds exactly what the array held at the last write.
     pub fn is_settled(&self) -> bool {
@@ -352,7 +358,9 @@ impl SendState {
             if self.view.contains_key(&id) {
                 self.queue(id, Work::Remove, frame);
             } else {
+                // Never sent (or only in a write that failed): forget it.
                 self.pending.remove(&id);
+                self.nested.remove(&id);
             }
         }
     }
