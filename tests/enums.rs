@@ -126,21 +126,6 @@ fn single_variant_enums_cost_no_tag() {
     assert_eq!(encoded(&Only::One(7)).1, 8);
 }
 
-/// A server array of orders and one client over a perfect link.
-fn exchange(
-    server: &mut FastArray<Order>,
-    conn: &mut SendState,
-    client: &mut FastArray<Order>,
-    packet: u32,
-) -> u64 {
-    server.commit();
-    let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(packet);
-    stats.bits
-}
-
 #[test]
 fn enum_items_send_what_the_spec_says() {
     let mut server = FastArray::new();
@@ -150,7 +135,7 @@ fn enum_items_send_what_the_spec_says() {
         speed: 1,
     });
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    exchange(&mut server, &mut conn, &mut client, 0);
+    drive::exchange(&mut server, &mut conn, &mut client, 0);
 
     // Same variant, one field: tag (2) + that field only.
     if let Order::Move { x, .. } = &mut *server.get_mut(id).unwrap() {
@@ -160,7 +145,7 @@ fn enum_items_send_what_the_spec_says() {
     let id_bits = 1; // id 0
     let one_field = 1 + 1 + 2; // selector + gamma(0) + 2-bit handle (4 fields)
     assert_eq!(
-        exchange(&mut server, &mut conn, &mut client, 1),
+        drive::exchange(&mut server, &mut conn, &mut client, 1),
         header + id_bits + 1 + one_field + 2 + 16
     );
     assert_eq!(client, server);
@@ -168,7 +153,7 @@ fn enum_items_send_what_the_spec_says() {
     // Another variant: the whole value, as a whole item.
     *server.get_mut(id).unwrap() = Order::Attack(7, 0);
     assert_eq!(
-        exchange(&mut server, &mut conn, &mut client, 2),
+        drive::exchange(&mut server, &mut conn, &mut client, 2),
         header + id_bits + 1 + 2 + 32
     );
     assert_eq!(client, server);
@@ -183,7 +168,7 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
         name: "b".into(),
     });
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    exchange(&mut server, &mut conn, &mut client, 0);
+    drive::exchange(&mut server, &mut conn, &mut client, 0);
 
     // R1: a field of `Build` (bit 3, `name`), in flight.
     if let Order::Build { name, .. } = &mut *server.get_mut(id).unwrap() {
@@ -196,7 +181,7 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
     // R2: the variant changes to one with a single field; the whole value
     // arrives and is acked.
     *server.get_mut(id).unwrap() = Order::Attack(1, 0);
-    exchange(&mut server, &mut conn, &mut client, 2);
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
     // R3: that field (bit 1), in flight.
     if let Order::Attack(target, _) = &mut *server.get_mut(id).unwrap() {
         *target = 2;

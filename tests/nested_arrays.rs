@@ -38,20 +38,21 @@ fn squad(tag: u8, members: u16) -> Squad {
     squad
 }
 
-/// Writes packet `packet`, applies it on `client`, acknowledges it; returns
-/// the message's bits.
-fn deliver(
+/// Member `inner` of squad `outer`, for writing.
+fn member(
     server: &mut FastArray<Squad>,
-    conn: &mut SendState,
-    client: &mut FastArray<Squad>,
-    packet: u32,
-) -> u64 {
-    server.commit();
-    let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(packet);
-    stats.bits
+    outer: ReplicationId,
+    inner: ReplicationId,
+    edit: impl FnOnce(&mut Member),
+) {
+    edit(
+        &mut server
+            .get_mut(outer)
+            .unwrap()
+            .members
+            .get_mut(inner)
+            .unwrap(),
+    );
 }
 
 /// 100 squads of 50 members each, synchronised and acknowledged.
@@ -61,10 +62,10 @@ fn synced() -> (FastArray<Squad>, SendState, FastArray<Squad>) {
         server.push(squad(tag, 50));
     }
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    deliver(&mut server, &mut conn, &mut client, 0);
+    drive::exchange(&mut server, &mut conn, &mut client, 0);
     assert_eq!(client, server);
     // One more exchange so the arrays' frames are acknowledged too.
-    deliver(&mut server, &mut conn, &mut client, 1);
+    drive::exchange(&mut server, &mut conn, &mut client, 1);
     (server, conn, client)
 }
 
@@ -80,13 +81,7 @@ fn a_single_inner_change_sends_outer_id_inner_id_and_field() {
     let (mut server, mut conn, mut client) = synced();
     let outer = ReplicationId::from_raw(70);
     let inner = ReplicationId::from_raw(30);
-    server
-        .get_mut(outer)
-        .unwrap()
-        .members
-        .get_mut(inner)
-        .unwrap()
-        .hp = 999;
+    member(&mut server, outer, inner, |m| m.hp = 999);
     let changes = server.commit();
     assert!(
         changes.changed().is_empty(),
@@ -125,7 +120,7 @@ fn a_plain_change_sends_no_member() {
     server.get_mut(ReplicationId::from_raw(5)).unwrap().tag = 77;
     // Outer: header, id 5 (varint, 5), not whole, plain fields follow, the
     // one-field set (selector + 1-bit mask), the u8; then an empty inner delta.
-    let bits = deliver(&mut server, &mut conn, &mut client, 2);
+    let bits = drive::exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(bits, (2 + 17 + 1 + 3) + 5 + 1 + 1 + (1 + 1) + 8 + 1);
     assert_eq!(client, server);
 }
@@ -135,7 +130,7 @@ fn squads_come_and_go_with_their_members() {
     let (mut server, mut conn, mut client) = synced();
     let added = server.push(squad(200, 7));
     server.remove(ReplicationId::from_raw(3));
-    deliver(&mut server, &mut conn, &mut client, 2);
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client.get(added).unwrap().members.len(), 7);
     assert!(!client.contains(ReplicationId::from_raw(3)));
 
@@ -148,7 +143,7 @@ fn squads_come_and_go_with_their_members() {
         let last = squad.members.ids().last().unwrap();
         squad.members.get_mut(last).unwrap().rank = 3;
     }
-    deliver(&mut server, &mut conn, &mut client, 3);
+    drive::exchange(&mut server, &mut conn, &mut client, 3);
     assert_eq!(client, server);
     assert!(conn.is_settled());
     // One send state per squad the client holds, none for the removed one.
@@ -161,13 +156,7 @@ fn a_lost_inner_change_is_resent_alone() {
     let (mut server, mut conn, mut client) = synced();
     let outer = ReplicationId::from_raw(8);
     let inner = ReplicationId::from_raw(2);
-    server
-        .get_mut(outer)
-        .unwrap()
-        .members
-        .get_mut(inner)
-        .unwrap()
-        .rank = 7;
+    member(&mut server, outer, inner, |m| m.rank = 7);
     server.commit();
     let mut lost = Vec::new();
     let first = server.write_delta(&mut conn, 2, &mut lost).unwrap();
@@ -213,7 +202,7 @@ fn a_lost_add_is_resent_with_its_members() {
     assert_eq!(client.get(id).unwrap().members.len(), 1);
     conn.on_ack(1);
     // …and the repair brings the other four.
-    deliver(&mut server, &mut conn, &mut client, 2);
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client, server);
     assert!(conn.is_settled());
 }

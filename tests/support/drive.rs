@@ -71,6 +71,23 @@ use fastarray::{Callbacks, FastArray, Replicate, SendState};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+/// Commits `server`, writes packet `packet` for `conn`, applies it on
+/// `client` and acknowledges it, over a perfect link; returns the
+/// message's bits.
+pub fn exchange<T: Replicate>(
+    server: &mut FastArray<T>,
+    conn: &mut SendState,
+    client: &mut FastArray<T>,
+    packet: u32,
+) -> u64 {
+    server.commit();
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(packet);
+    stats.bits
+}
+
 /// A `FastArray` replicated to one mirror, with game logic `logic` and
 /// client callbacks `callbacks`.
 pub struct ArraySession<T, L, C = ()> {
