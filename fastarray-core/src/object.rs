@@ -211,16 +211,14 @@ impl<T: Object + 'static> Replicated<T> {
 
     /// Appends to `out` the delta bringing `conn`'s client up to date:
     /// the changed plain fields, then each array field's per-id delta.
-    /// On error nothing is recorded for `packet` (the bytes written so far
-    /// are left in `out`).
+    /// On error nothing is written and nothing is recorded for `packet`.
     pub fn write_delta(
         &mut self,
         conn: &mut SendState,
         packet: u32,
         out: &mut Vec<u8>,
     ) -> Result<DeltaStats, SendError> {
-        let mut writer = BitWriter::new(out);
-        self.write_delta_bits(conn, packet, &mut writer)
+        self.item.write_delta(conn, packet, out)
     }
 
     /// Writes the delta into a shared bit stream.
