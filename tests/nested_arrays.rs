@@ -98,7 +98,10 @@ fn a_single_inner_change_sends_outer_id_inner_id_and_field() {
     // not whole, field set (selector + 2-bit mask), the u16.
     let inner_bits = 2 + 17 + 1 + 3 + 9 + 1 + (1 + 2) + 16;
     assert_eq!(stats.bits, outer_bits + inner_bits);
-    assert!(stats.bits < 50 * 20, "far less than the inner array");
+    // Against sending the squad's whole member array (to a fresh connection).
+    let mut members = server.get(outer).unwrap().members.clone();
+    let whole = members.write_delta(&mut SendState::new(), 0, &mut Vec::new());
+    assert_eq!(whole.unwrap().bits, 1_119);
     assert_eq!(
         (stats.added, stats.changed),
         (0, 2),

@@ -35,6 +35,17 @@ pub struct DeltaStats {
     pub resynced: bool,
 }
 
+impl DeltaStats {
+    /// Adds the counts of a delta written inside this one (an array inside
+    /// an item); its bits are already part of this message's.
+    fn absorb(&mut self, inner: &DeltaStats) {
+        self.added += inner.added;
+        self.changed += inner.changed;
+        self.removed += inner.removed;
+        self.deferred += inner.deferred;
+    }
+}
+
 /// An item chosen for this message.
 struct Planned {
     id: ReplicationId,
@@ -147,10 +158,11 @@ impl<T: Replicate> FastArray<T> {
         }
         removals.sort_unstable_by_key(|&(id, _)| id);
         items.sort_unstable_by_key(|p| p.id);
-        let mut nested = NestedDeltas::default();
-        if T::ARRAY_FIELDS > 0 {
-            nested = self.write_nested(conn, packet, &items, left)?;
-        }
+        let nested = if T::ARRAY_FIELDS > 0 {
+            self.write_nested(conn, packet, &items, left)?
+        } else {
+            NestedDeltas::default()
+        };
         let mut scratch = core::mem::take(&mut self.nested_scratch);
         let mut inner = BitReader::new(&scratch);
 
@@ -213,10 +225,7 @@ impl<T: Replicate> FastArray<T> {
         for id in nested.unfinished {
             conn.queue(id, Work::Fields(FieldMask::EMPTY), frame);
         }
-        stats.added += nested.stats.added;
-        stats.changed += nested.stats.changed;
-        stats.removed += nested.stats.removed;
-        stats.deferred += nested.stats.deferred;
+        stats.absorb(&nested.stats);
         Ok(stats)
     }
 
@@ -264,10 +273,7 @@ impl<T: Replicate> FastArray<T> {
                             *left -= part.bits.saturating_sub(1).min(*left);
                         }
                         unfinished |= part.deferred > 0;
-                        nested.stats.added += part.added;
-                        nested.stats.changed += part.changed;
-                        nested.stats.removed += part.removed;
-                        nested.stats.deferred += part.deferred;
+                        nested.stats.absorb(&part);
                     }
                     Err(error) => failure = Some(error),
                 }
