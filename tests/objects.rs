@@ -88,8 +88,9 @@ fn an_object_replicates_its_fields_and_arrays() {
     // plain part and two empty array deltas.
     server.get_mut().clock = 7;
     server.commit();
-    // header, id 0, not whole, plain fields follow, mask of 2, u32
-    let plain = 2 + 17 + 1 + 3 + 1 + 1 + 1 + (1 + 2) + 32;
+    // header (with the one-item list's gap code), id 0, not whole, plain
+    // fields follow, mask of 2, u32
+    let plain = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + (1 + 2) + 32;
     assert_eq!(send(&mut server, &mut conn, &mut client, 2), plain + 1 + 1);
 
     // One item of one array: item 0 with no plain part, that array's
@@ -97,8 +98,9 @@ fn an_object_replicates_its_fields_and_arrays() {
     let id = server.get().units.ids().nth(3).unwrap();
     server.get_mut().units.get_mut(id).unwrap().hp = 99;
     server.commit();
-    let object = 2 + 17 + 1 + 3 + 1 + 1 + 1; // header, id 0, not whole, no plain fields
-    let array = 2 + 17 + 1 + 3 + 5 + 1 + (1 + 1 + 1) + 16; // id 3, one of two fields, u16
+    let object = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1; // header, id 0, not whole, no plain fields
+    // header, id 3 (varint, 5), one of two fields, u16
+    let array = 2 + 16 + 1 + (2 + 1) + 5 + 1 + (1 + 1 + 1) + 16;
     assert_eq!(
         send(&mut server, &mut conn, &mut client, 3),
         object + array + 1

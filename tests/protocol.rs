@@ -4,8 +4,8 @@
 #[path = "support/counted.rs"]
 mod counted;
 use fastarray::{
-    ApplyReport, BitWriter, Callbacks, DecodeError, FastArray, FieldMask, Replicate, ReplicationId,
-    SendError, SendState,
+    ApplyReport, Callbacks, DecodeError, FastArray, FieldMask, Replicate, ReplicationId, SendError,
+    SendState,
 };
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -25,14 +25,6 @@ fn agent(n: u32) -> Agent {
         ammo: n as u16,
         name: format!("a{n}"),
     }
-}
-
-/// Bits of an Elias-delta varint (the wire's id and gap code).
-fn varint_bits(v: u64) -> u64 {
-    let mut out = Vec::new();
-    let mut w = BitWriter::new(&mut out);
-    w.write_varint(v);
-    w.bits_written()
 }
 
 /// A server with `n` agents and one client that holds all of them, acked.
@@ -92,11 +84,26 @@ impl Setup {
     }
 }
 
-/// Bits of a delta header: kind + short frame + removal count (`removals`)
-/// + item count (`items`), counts in Elias-gamma.
+/// Bits of a delta header: kind + short frame + the removal list's count
+/// (`removals`) and the item list's count (`items`). A list that is not
+/// empty also writes its gap code (see [`lone_id_bits`]).
 fn header_bits(removals: u64, items: u64) -> u64 {
     let gamma = |v: u64| 2 * (64 - (v + 1).leading_zeros() as u64) - 1;
-    2 + 17 + gamma(removals) + gamma(items)
+    let count = |n: u64| match n {
+        0 => 1,
+        1 => 2,
+        _ => 2 + gamma(n - 2),
+    };
+    2 + 16 + count(removals) + count(items)
+}
+
+/// Bits of a list of one id 9 to 14 bits long: its gap code (`1` + order
+/// `N`, the id's bit length, in 4 bits), then `1` + `N` bits. Shorter ids
+/// keep the Elias-delta code.
+fn lone_id_bits(id: ReplicationId) -> u64 {
+    let length = u64::from(64 - id.to_raw().leading_zeros());
+    assert!((9..=14).contains(&length));
+    5 + 1 + length
 }
 
 #[test]
@@ -130,10 +137,10 @@ fn one_changed_u16_field_sends_only_that_field() {
     let id = s.ids[5_000];
     s.server.get_mut(id).unwrap().ammo = 12_345;
     s.server.commit();
-    // id gap + whole/fields flag + field set (selector + gamma(0) + 3-bit handle) + 16 bits.
-    let expected = header_bits(0, 1) + varint_bits(id.to_raw()) + 1 + (1 + 1 + 3) + 16;
+    // id + whole/fields flag + field set (selector + gamma(0) + 3-bit handle) + 16 bits.
+    let expected = header_bits(0, 1) + lone_id_bits(id) + 1 + (1 + 1 + 3) + 16;
     assert_eq!(s.round(), expected);
-    assert_eq!(expected, 64);
+    assert_eq!(expected, 62);
     assert_eq!(s.client.get(id).unwrap().ammo, 12_345);
     assert_eq!(s.client, s.server);
 }
@@ -144,9 +151,9 @@ fn removing_one_item_in_the_middle_sends_one_id() {
     let id = s.ids[5_000];
     s.server.remove(id);
     s.server.commit();
-    let expected = header_bits(1, 0) + varint_bits(id.to_raw());
+    let expected = header_bits(1, 0) + lone_id_bits(id);
     assert_eq!(s.round(), expected);
-    assert_eq!(expected, 42);
+    assert_eq!(expected, 40);
     assert!(s.client.get(id).is_none());
     assert_eq!(s.client, s.server);
 }

@@ -1,15 +1,16 @@
 //! Writing deltas: what one connection needs, bit-packed.
 //!
 //! Layout (see `WIRE.md`): the message kind, the frame, the removed ids
-//! (count, then ascending gaps), then the sent items (count, then per item
-//! in ascending id order: the gap, one bit `1` = whole item / `0` = changed
-//! fields, and the payload).
+//! (an id list: count, gap code, ascending gaps), then the sent items (an
+//! id list whose every id is followed by one bit `1` = whole item / `0` =
+//! changed fields, and the payload).
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::encode_cache::{Payload, Span};
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::id_list::{self, IdWriter};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::{Holding, RecordEntry, SendState, Work};
@@ -169,15 +170,13 @@ impl<T: Replicate> FastArray<T> {
         let start = writer.bits_written();
         MessageKind::Delta.write(writer);
         wire::write_frame(writer, frame, conn.acked_frame);
-        writer.write_gamma(removals.len() as u64);
-        let mut next = 0;
+        let mut ids = IdWriter::start(writer, removals.iter().map(|&(id, _)| id));
         for &(id, _) in &removals {
-            wire::write_id(writer, id, &mut next);
+            ids.write(writer, id);
         }
-        writer.write_gamma(items.len() as u64);
-        let mut next = 0;
+        let mut ids = IdWriter::start(writer, items.iter().map(|p| p.id));
         for (index, item) in items.iter().enumerate() {
-            wire::write_id(writer, item.id, &mut next);
+            ids.write(writer, item.id);
             writer.write_bool(matches!(item.work, Work::Add { .. }));
             self.encoded.copy(item.span, writer);
             if let Some(&bits) = nested.bits.get(index) {
@@ -402,10 +401,14 @@ fn fit_budget<T: Replicate>(
     removals: &mut Vec<(ReplicationId, u64)>,
     items: &mut Vec<Planned>,
 ) -> u64 {
+    // A list's gap code and gaps never cost more than the one bit of the
+    // Elias-delta code and every gap as its varint, and a gap is never
+    // larger than its id: so each id is counted as the varint of the id.
     let header = 2
         + wire::frame_bits(frame, acked)
-        + wire::gamma_bits(removals.len() as u64)
-        + wire::gamma_bits(items.len() as u64);
+        + id_list::count_bits(removals.len() as u64)
+        + id_list::count_bits(items.len() as u64)
+        + 2;
     if header > budget {
         removals.clear();
         items.clear();

@@ -30,6 +30,7 @@ mod error;
 mod handshake;
 mod history;
 mod id;
+mod id_list;
 mod mask;
 mod object;
 mod receive;

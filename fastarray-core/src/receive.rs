@@ -16,6 +16,7 @@ use crate::array::FastArray;
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
+use crate::id_list::IdReader;
 use crate::mask::FieldMask;
 use crate::object::ArrayField;
 use crate::replicate::Replicate;
@@ -180,22 +181,18 @@ impl<T: Replicate> FastArray<T> {
 
         // Each removal takes at least one bit; each item at least two, plus
         // one per array field.
-        let claimed = reader.read_gamma()?;
-        let count = reader.check_len(claimed, 1)?;
+        let (mut ids, count) = IdReader::start(reader, 1)?;
         decoded.removals.reserve(prealloc::<ReplicationId>(count));
-        let mut next = 0u64;
         for _ in 0..count {
-            let id = wire::read_id(reader, &mut next)?;
+            let id = ids.read(reader)?;
             decoded.removals.push(id);
         }
-        let claimed = reader.read_gamma()?;
-        let count = reader.check_len(claimed, 2 + u64::from(T::ARRAY_FIELDS))?;
+        let (mut ids, count) = IdReader::start(reader, 2 + u64::from(T::ARRAY_FIELDS))?;
         decoded
             .entries
             .reserve(prealloc::<(ReplicationId, Entry<T>, Inner)>(count));
-        let mut next = 0u64;
         for _ in 0..count {
-            let id = wire::read_id(reader, &mut next)?;
+            let id = ids.read(reader)?;
             let entry = if reader.read_bool()? {
                 Entry::Whole(T::decode(reader)?)
             } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {

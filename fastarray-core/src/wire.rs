@@ -21,18 +21,22 @@ pub(crate) const WINDOW: u64 = crate::history::HISTORY_LEN as u64;
 
 /// Width of a frame written in short form: the low bits of the frame,
 /// read relative to the newest frame the mirror applied.
-const SHORT_FRAME_BITS: u32 = 16;
+///
+/// The width sets how late a packet may arrive and still be told apart from
+/// a new one: 2^15 − 64 = 32 704 frames, 9 minutes at 60 Hz and 2 minutes
+/// 16 seconds at 240 Hz. That covers TCP's conservative maximum segment
+/// lifetime (2 minutes, RFC 9293) at any tick rate up to 240 Hz.
+const SHORT_FRAME_BITS: u32 = 15;
 
 /// The sender uses the short form only while the frame is less than
 /// [`WINDOW`] ahead of a frame the client acknowledged. The mirror has
 /// applied that frame or a newer one, so a short frame is at most
 /// `WINDOW - 1` ahead of the mirror's newest frame; the mirror reads it as
-/// the frame with those low bits in `[newest - 2^16 + WINDOW, newest + WINDOW)`.
-/// Only a packet delayed in the network by more than about 65 000 frames
-/// (18 minutes at 60 Hz, far beyond any IP packet's lifetime) could be
+/// the frame with those low bits in `[newest - 2^15 + WINDOW, newest + WINDOW)`.
+/// Only a packet delayed in the network by more than 32 704 frames could be
 /// misread.
 const SHORT_FRAME_REACH: u64 = WINDOW;
-/// Writes the frame a delta describes: `0` + 16 low bits when the client is
+/// Writes the frame a delta describes: `0` + 15 low bits when the client is
 /// known to have seen a frame less than [`WINDOW`] older, else `1` + varint.
 pub(crate) fn write_frame(writer: &mut BitWriter<'_>, frame: u64, acked: Option<u64>) {
     match acked {
@@ -350,12 +354,12 @@ mod tests {
             (10, 5, 40), // a late packet, behind the newest frame
             (100, 90, 90),
             (153, 90, 90),  // as far ahead of the newest frame as allowed
-            (1, 1, 60_000), // 60 000 frames late
+            (1, 1, 32_704), // 32 703 frames late: the latest still told apart
         ] {
             let mut out = Vec::new();
             let mut w = BitWriter::new(&mut out);
             write_frame(&mut w, frame, Some(acked));
-            assert_eq!(w.bits_written(), 17);
+            assert_eq!(w.bits_written(), 16);
             assert_eq!(w.bits_written(), frame_bits(frame, Some(acked)));
             w.finish();
             assert_eq!(

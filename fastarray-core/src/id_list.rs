@@ -1,0 +1,456 @@
+//! Lists of ids in a delta (the removals, the items): a count, then, when
+//! the list is not empty, the code its gaps use, then each id as the gap
+//! after the previous one (see `WIRE.md`).
+//!
+//! The sender picks the gap code per list: an exponential-Golomb code of
+//! order `k` costs `k + 1` bits for a gap below `2^k`, so a list of ids
+//! spread `~2^k` apart (1% of 10 000 items: `k = 6`) costs about `k + 2`
+//! bits per id, and a lone id `n` bits long costs `n + 1`. Elias-delta, the
+//! general varint, stays one of the choices, so a list never costs more
+//! than with it (which is what budgets count on).
+
+use crate::bits::{BitReader, BitWriter};
+use crate::error::DecodeError;
+use crate::id::ReplicationId;
+use crate::wire::{gamma_bits, varint_bits};
+
+/// Writes a list length: `0` for none, `1 0` for one, `1 1 gamma(n − 2)`
+/// for more. Lists of zero or one id are the common case of a tick.
+pub(crate) fn write_count(writer: &mut BitWriter<'_>, count: u64) {
+    match count {
+        0 => writer.write_bool(false),
+        1 => writer.write_bits(0b01, 2),
+        _ => {
+            writer.write_bits(0b11, 2);
+            writer.write_gamma(count - 2);
+        }
+    }
+}
+
+/// Bits [`write_count`] uses.
+pub(crate) fn count_bits(count: u64) -> u64 {
+    match count {
+        0 => 1,
+        1 => 2,
+        _ => 2 + gamma_bits(count - 2),
+    }
+}
+
+/// Reads a length written by [`write_count`].
+pub(crate) fn read_count(reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
+    if !reader.read_bool()? {
+        return Ok(0);
+    }
+    if !reader.read_bool()? {
+        return Ok(1);
+    }
+    let bit_offset = reader.bit_offset();
+    reader
+        .read_gamma()?
+        .checked_add(2)
+        .ok_or(DecodeError::VarintOutOfRange {
+            bit_offset,
+            target: "list length",
+        })
+}
+
+/// The code of a list's gaps, written after its count: `0` for Elias-delta
+/// ([`BitWriter::write_varint`]), `1` + 4 bits for exponential-Golomb of
+/// order `0..=15`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GapCode {
+    /// Each gap as an Elias-delta varint: the general code, best for a few
+    /// small gaps.
+    Delta,
+    /// Each gap as `gamma(gap >> k)` and its `k` low bits.
+    Golomb(u8),
+}
+
+impl GapCode {
+    /// Bits of a list's code at most, beyond the one bit of
+    /// [`Delta`](Self::Delta) (which budgets count with every list).
+    pub(crate) const EXTRA_BITS: u32 = 4;
+
+    /// The code that writes the gaps of the ascending `ids` in the fewest
+    /// bits, its own bits included: Elias-delta, or one of the
+    /// exponential-Golomb orders around the mean gap.
+    fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
+        let (count, last) = ids
+            .clone()
+            .fold((0u64, 0u64), |(count, _), id| (count + 1, id.to_raw()));
+        let mean = last.saturating_add(1).saturating_sub(count) / count.max(1);
+        // The order whose `k + 1` bits hold the mean gap, and its neighbours.
+        let centre = 64 - mean.leading_zeros();
+        let lowest = centre.saturating_sub(2).min(15 - 4);
+        let mut candidates = [GapCode::Delta; 6];
+        for (slot, order) in candidates[1..].iter_mut().zip(lowest..) {
+            *slot = GapCode::Golomb(order as u8);
+        }
+        let mut totals = candidates.map(GapCode::bits);
+        let mut next = 0u64;
+        for id in ids {
+            let gap = id.to_raw() - next;
+            next = id.to_raw() + 1;
+            for (total, code) in totals.iter_mut().zip(candidates) {
+                *total += code.gap_bits(gap);
+            }
+        }
+        // Ties go to the first candidate: Elias-delta.
+        let best = (0..candidates.len())
+            .min_by_key(|&index| totals[index])
+            .unwrap_or(0);
+        candidates[best]
+    }
+
+    /// Bits of the code itself.
+    fn bits(self) -> u64 {
+        match self {
+            GapCode::Delta => 1,
+            GapCode::Golomb(_) => 1 + u64::from(Self::EXTRA_BITS),
+        }
+    }
+
+    /// Bits of `gap` in this code.
+    fn gap_bits(self, gap: u64) -> u64 {
+        match self {
+            GapCode::Delta => varint_bits(gap),
+            GapCode::Golomb(order) => gamma_bits(gap >> order) + u64::from(order),
+        }
+    }
+
+    fn write(self, writer: &mut BitWriter<'_>) {
+        match self {
+            GapCode::Delta => writer.write_bool(false),
+            GapCode::Golomb(order) => {
+                writer.write_bool(true);
+                writer.write_bits(u64::from(order), Self::EXTRA_BITS);
+            }
+        }
+    }
+
+    fn read(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        Ok(if reader.read_bool()? {
+            GapCode::Golomb(reader.read_bits(Self::EXTRA_BITS)? as u8)
+        } else {
+            GapCode::Delta
+        })
+    }
+
+    fn write_gap(self, writer: &mut BitWriter<'_>, gap: u64) {
+        match self {
+            GapCode::Delta => writer.write_varint(gap),
+            GapCode::Golomb(order) => {
+                let order = u32::from(order);
+                writer.write_gamma(gap >> order);
+                writer.write_bits(gap, order);
+            }
+        }
+    }
+
+    fn read_gap(self, reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
+        let GapCode::Golomb(order) = self else {
+            return reader.read_varint();
+        };
+        let bit_offset = reader.bit_offset();
+        let order = u32::from(order);
+        let high = reader.read_gamma()?;
+        if high > u64::MAX >> order {
+            return Err(DecodeError::IdOverflow { bit_offset });
+        }
+        Ok(high << order | reader.read_bits(order)?)
+    }
+}
+
+/// Writes one list of ascending ids, the payload of each entry (if any)
+/// following its id.
+pub(crate) struct IdWriter {
+    code: GapCode,
+    next: u64,
+}
+
+impl IdWriter {
+    /// Writes the count and gap code of the ascending `ids`, which the
+    /// caller then writes one by one with [`write`](Self::write).
+    pub(crate) fn start(
+        writer: &mut BitWriter<'_>,
+        ids: impl ExactSizeIterator<Item = ReplicationId> + Clone,
+    ) -> Self {
+        let count = ids.len() as u64;
+        write_count(writer, count);
+        let code = if count == 0 {
+            GapCode::Delta
+        } else {
+            let code = GapCode::choose(ids);
+            code.write(writer);
+            code
+        };
+        Self { code, next: 0 }
+    }
+
+    /// Writes the next id of the list (ascending).
+    pub(crate) fn write(&mut self, writer: &mut BitWriter<'_>, id: ReplicationId) {
+        self.code.write_gap(writer, id.to_raw() - self.next);
+        self.next = id.to_raw() + 1;
+    }
+}
+
+/// Reads one list written by [`IdWriter`].
+pub(crate) struct IdReader {
+    code: GapCode,
+    next: u64,
+}
+
+impl IdReader {
+    /// Reads a list's count and gap code. The count is refused unless the
+    /// input has `min_bits_each` bits left per entry (an id costs at least
+    /// one).
+    pub(crate) fn start(
+        reader: &mut BitReader<'_>,
+        min_bits_each: u64,
+    ) -> Result<(Self, usize), DecodeError> {
+        let claimed = read_count(reader)?;
+        let mut code = GapCode::Delta;
+        if claimed > 0 {
+            code = GapCode::read(reader)?;
+        }
+        let count = reader.check_len(claimed, min_bits_each.max(1))?;
+        Ok((Self { code, next: 0 }, count))
+    }
+
+    /// Reads the next id of the list.
+    pub(crate) fn read(
+        &mut self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<ReplicationId, DecodeError> {
+        let bit_offset = reader.bit_offset();
+        let raw = self
+            .next
+            .checked_add(self.code.read_gap(reader)?)
+            .ok_or(DecodeError::IdOverflow { bit_offset })?;
+        self.next = raw
+            .checked_add(1)
+            .ok_or(DecodeError::IdOverflow { bit_offset })?;
+        Ok(ReplicationId::from_raw(raw))
+    }
+}
+
+/// Bits of a whole list written by [`IdWriter`], ids only.
+#[cfg(test)]
+pub(crate) fn list_bits(ids: &[ReplicationId]) -> u64 {
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    let mut list = IdWriter::start(&mut writer, ids.iter().copied());
+    for &id in ids {
+        list.write(&mut writer, id);
+    }
+    writer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(raw: &[u64]) -> Vec<ReplicationId> {
+        raw.iter().copied().map(ReplicationId::from_raw).collect()
+    }
+
+    fn round_trip(raw: &[u64]) -> u64 {
+        let list = ids(raw);
+        let bits = list_bits(&list);
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        let mut out = IdWriter::start(&mut writer, list.iter().copied());
+        for &id in &list {
+            out.write(&mut writer, id);
+        }
+        writer.finish();
+        let mut reader = BitReader::new(&bytes);
+        let (mut input, count) = IdReader::start(&mut reader, 1).unwrap();
+        assert_eq!(count, list.len());
+        let read: Vec<_> = (0..count)
+            .map(|_| input.read(&mut reader).unwrap())
+            .collect();
+        assert_eq!(read, list);
+        assert_eq!(reader.bit_offset(), bits);
+        bits
+    }
+
+    #[test]
+    fn counts_round_trip_in_their_documented_bits() {
+        for (count, bits) in [
+            (0, 1),
+            (1, 2),
+            (2, 3),
+            (3, 5),
+            (4, 5),
+            (5, 7),
+            (u64::MAX, 2 + 127),
+        ] {
+            let mut bytes = Vec::new();
+            let mut writer = BitWriter::new(&mut bytes);
+            write_count(&mut writer, count);
+            assert_eq!(writer.finish(), bits, "count {count}");
+            assert_eq!(count_bits(count), bits);
+            assert_eq!(read_count(&mut BitReader::new(&bytes)), Ok(count));
+        }
+    }
+
+    #[test]
+    fn a_lone_id_costs_its_length_plus_one_after_the_header() {
+        // Count `1 0`, code `1` + order 13 (4 bits), then `1` + 13 bits.
+        assert_eq!(round_trip(&[5_000]), 2 + 5 + 14);
+        // Small ids keep Elias-delta: code `0`, then the varint.
+        assert_eq!(round_trip(&[0]), 2 + 1 + 1);
+        assert_eq!(round_trip(&[2]), 2 + 1 + 4);
+        assert_eq!(round_trip(&[]), 1);
+    }
+
+    #[test]
+    fn never_costs_more_than_elias_delta() {
+        let cases: [&[u64]; 6] = [
+            &[0, 1, 2, 3, 4],
+            &[7, 300, 301, 90_000, u64::MAX - 1],
+            &[u64::MAX - 1],
+            &[1, 1_000_000, 1_000_001],
+            &[5, 150, 260, 333, 480, 512, 700, 801],
+            &[0, 1 << 40, (1 << 41) + 3],
+        ];
+        for raw in cases {
+            let delta: u64 = {
+                let mut next = 0;
+                raw.iter()
+                    .map(|&id| {
+                        let bits = varint_bits(id - next);
+                        next = id + 1;
+                        bits
+                    })
+                    .sum()
+            };
+            let bits = round_trip(raw);
+            assert!(
+                bits <= count_bits(raw.len() as u64) + 1 + delta,
+                "{raw:?}: {bits} bits"
+            );
+        }
+    }
+
+    #[test]
+    fn spread_ids_cost_about_their_spacing_in_bits() {
+        // 100 ids about 100 apart: order 6, 8 to 9 bits each.
+        let raw: Vec<u64> = (0..100u64).map(|i| i * 100 + (i * 37) % 50).collect();
+        let bits = round_trip(&raw);
+        assert!(bits <= 100 * 9, "{bits} bits");
+        let delta: u64 = raw
+            .iter()
+            .scan(0, |next, &id| {
+                let bits = varint_bits(id - *next);
+                *next = id + 1;
+                Some(bits)
+            })
+            .sum();
+        assert!(bits + 150 < delta, "{bits} vs Elias-delta {delta}");
+    }
+
+    /// Random ascending lists of every density: each round-trips, never
+    /// costs more than Elias-delta with its one code bit, and every
+    /// truncation to whole bytes is an error, not a panic.
+    #[test]
+    fn random_lists_round_trip_within_the_elias_delta_bound() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..500 {
+            let len = random() % 40;
+            let spacing = 1 + random() % (1 << (random() % 40));
+            let mut next = random() % (spacing * 4);
+            let raw: Vec<u64> = (0..len)
+                .map(|_| {
+                    let id = next;
+                    next += 1 + random() % (2 * spacing);
+                    id
+                })
+                .collect();
+            let bits = round_trip(&raw);
+            let delta: u64 = raw
+                .iter()
+                .scan(0, |next, &id| {
+                    let bits = varint_bits(id - *next);
+                    *next = id + 1;
+                    Some(bits)
+                })
+                .sum();
+            let bound = count_bits(len) + u64::from(len > 0) + delta;
+            assert!(bits <= bound, "{raw:?}: {bits} > {bound}");
+
+            let list = ids(&raw);
+            let mut bytes = Vec::new();
+            let mut writer = BitWriter::new(&mut bytes);
+            let mut out = IdWriter::start(&mut writer, list.iter().copied());
+            for &id in &list {
+                out.write(&mut writer, id);
+            }
+            writer.finish();
+            for keep in 0..bits.div_ceil(8) as usize {
+                let mut reader = BitReader::new(&bytes[..keep]);
+                let read = IdReader::start(&mut reader, 1).and_then(|(mut input, count)| {
+                    (0..count).try_for_each(|_| input.read(&mut reader).map(drop))
+                });
+                assert!(read.is_err(), "{raw:?} cut to {keep} bytes of {bits} bits");
+            }
+        }
+    }
+
+    #[test]
+    fn overflowing_gaps_are_refused() {
+        // Order 14, then a high part that does not fit in 64 − 14 bits.
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        write_count(&mut writer, 1);
+        GapCode::Golomb(14).write(&mut writer);
+        writer.write_gamma(1 << 50);
+        writer.write_bits(0, 14);
+        writer.finish();
+        let mut reader = BitReader::new(&bytes);
+        let (mut list, count) = IdReader::start(&mut reader, 1).unwrap();
+        assert_eq!(count, 1);
+        assert!(matches!(
+            list.read(&mut reader),
+            Err(DecodeError::IdOverflow { .. })
+        ));
+        // Two ids, the second u64::MAX: no id may follow it, so it is refused.
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        write_count(&mut writer, 2);
+        GapCode::Delta.write(&mut writer);
+        writer.write_varint(u64::MAX - 1);
+        writer.write_varint(0);
+        writer.finish();
+        let mut reader = BitReader::new(&bytes);
+        let (mut list, _) = IdReader::start(&mut reader, 1).unwrap();
+        assert_eq!(
+            list.read(&mut reader),
+            Ok(ReplicationId::from_raw(u64::MAX - 1))
+        );
+        assert!(matches!(
+            list.read(&mut reader),
+            Err(DecodeError::IdOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn a_count_larger_than_the_input_is_refused_before_reading_ids() {
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        write_count(&mut writer, 1_000_000);
+        GapCode::Golomb(0).write(&mut writer);
+        writer.finish();
+        assert!(matches!(
+            IdReader::start(&mut BitReader::new(&bytes), 1),
+            Err(DecodeError::LengthTooLarge { .. })
+        ));
+    }
+}
