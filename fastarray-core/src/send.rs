@@ -10,6 +10,10 @@ use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::wire::WINDOW;
 
+/// How many changed ids [`SendState::merge_frame`] looks up in the view
+/// before queueing their work.
+const LOOKAHEAD: usize = 16;
+
 /// The sending side of one connection for one array (or replicated object).
 ///
 /// Create one per client with [`SendState::new`], pass it to
@@ -339,19 +343,27 @@ impl SendState {
         for &id in &changes.added {
             self.queue(id, Work::Add { structural: true }, frame);
         }
-        for &(id, mask) in &changes.changed {
-            let known = self
-                .view
-                .get(&id)
-                .is_some_and(|v| v.holding == Holding::Known);
-            let work = if !(mask & structure).is_empty() {
-                Work::Add { structural: true }
-            } else if known {
-                Work::Fields(mask)
-            } else {
-                Work::Add { structural: false }
-            };
-            self.queue(id, work, frame);
+        for chunk in changes.changed.chunks(LOOKAHEAD) {
+            // The view of a large array is far bigger than the caches: look
+            // a run of ids up before queueing any, so the cache misses of
+            // these independent lookups overlap instead of taking turns.
+            let mut known = [false; LOOKAHEAD];
+            for (known, &(id, _)) in known.iter_mut().zip(chunk) {
+                *known = self
+                    .view
+                    .get(&id)
+                    .is_some_and(|v| v.holding == Holding::Known);
+            }
+            for (&known, &(id, mask)) in known.iter().zip(chunk) {
+                let work = if !(mask & structure).is_empty() {
+                    Work::Add { structural: true }
+                } else if known {
+                    Work::Fields(mask)
+                } else {
+                    Work::Add { structural: false }
+                };
+                self.queue(id, work, frame);
+            }
         }
         for &id in &changes.arrays_changed {
             // Only the item's arrays changed: an entry with no fields, which
