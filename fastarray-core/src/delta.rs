@@ -327,7 +327,8 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
     ) -> Result<(Vec<(ReplicationId, u64)>, Vec<Planned>), SendError> {
         let mut removals = Vec::new();
-        let mut items = Vec::new();
+        // Sized once, not grown push by push (several reallocations a write).
+        let mut items = Vec::with_capacity(conn.pending.len());
         let mut dropped = Vec::new();
         for (&id, pending) in &conn.pending {
             let view = conn.view.get(&id);

@@ -3,6 +3,7 @@
 //! connection's message that carries the same thing that frame.
 
 use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::error::EncodeError;
@@ -49,9 +50,11 @@ impl EncodeCache {
         if self.frame != frame {
             self.start_frame(frame);
         }
-        if let Some(&span) = self.spans.get(&(id, payload)) {
-            return Ok(span);
-        }
+        // One probe whether or not this frame encoded it already.
+        let slot = match self.spans.entry((id, payload)) {
+            Entry::Occupied(found) => return Ok(*found.get()),
+            Entry::Vacant(slot) => slot,
+        };
         self.scratch.clear();
         let mut writer = BitWriter::new(&mut self.scratch);
         let encoded = encode(&mut writer);
@@ -71,7 +74,7 @@ impl EncodeCache {
                 bits,
             }
         };
-        self.spans.insert((id, payload), span);
+        slot.insert(span);
         Ok(span)
     }
 
