@@ -330,7 +330,7 @@ impl<T: Replicate> FastArray<T> {
         // Sized once, not grown push by push (several reallocations a write).
         let mut items = Vec::with_capacity(conn.pending.len());
         let mut dropped = Vec::new();
-        for (&id, pending) in &conn.pending {
+        for &(id, ref pending) in conn.pending.iter() {
             let view = conn.view.get(&id);
             let live = self.index.get(&id).map(|&pos| &self.slots[pos]);
             match (pending.work, live) {
