@@ -8,6 +8,7 @@ use core::ops::{Deref, DerefMut};
 use hashbrown::HashMap;
 
 use crate::changeset::Changeset;
+use crate::delta::Planned;
 use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
@@ -74,6 +75,9 @@ pub struct FastArray<T> {
     pub(crate) encoded: EncodeCache,
     /// The array deltas of the items of the message being written.
     pub(crate) nested_scratch: Vec<u8>,
+    /// The list of the items of the last message written, reused by the
+    /// next (dropped once it is over 4 times larger than the work due).
+    pub(crate) planned: Vec<Planned>,
     /// Receiving side: newest frame applied and tombstones.
     pub(crate) mirror: MirrorState,
 }
@@ -142,6 +146,7 @@ impl<T> FastArray<T> {
             history: History::default(),
             encoded: EncodeCache::default(),
             nested_scratch: Vec::new(),
+            planned: Vec::new(),
             mirror: MirrorState::default(),
         }
     }
