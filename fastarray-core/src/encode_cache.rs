@@ -61,9 +61,13 @@ impl EncodeCache {
         let bits = writer.finish();
         encoded?;
         let span = if bits <= 64 {
-            let mut reader = BitReader::new(&self.scratch);
+            // At most 8 bytes, least significant bit first: the bits are
+            // the low `bits` of the bytes read as a little-endian word.
+            let mut word = [0; 8];
+            let len = self.scratch.len().min(8);
+            word[..len].copy_from_slice(&self.scratch[..len]);
             Span {
-                inline_or_start: reader.read_bits(bits as u32).unwrap_or(0),
+                inline_or_start: u64::from_le_bytes(word) & (u64::MAX >> (64 - bits.max(1))),
                 bits,
             }
         } else {
