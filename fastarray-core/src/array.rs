@@ -8,6 +8,7 @@ use core::ops::{Deref, DerefMut};
 use hashbrown::HashMap;
 
 use crate::changeset::Changeset;
+use crate::delta::Planned;
 use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
@@ -74,6 +75,9 @@ pub struct FastArray<T> {
     pub(crate) encoded: EncodeCache,
     /// The array deltas of the items of the message being written.
     pub(crate) nested_scratch: Vec<u8>,
+    /// The list of the items of the last message written, reused by the
+    /// next (dropped once it is over 4 times larger than the work due).
+    pub(crate) planned: Vec<Planned>,
     /// Receiving side: newest frame applied and tombstones.
     pub(crate) mirror: MirrorState,
 }
@@ -106,6 +110,10 @@ struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
     touched: Vec<(ReplicationId, T)>,
+    /// The last commit's pre-images, overwritten (`Clone::clone_from`) by
+    /// this frame's first writes so their heap buffers are reused rather
+    /// than freed and allocated again.
+    spare: Vec<T>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -114,6 +122,7 @@ impl<T> Default for FrameWork<T> {
             added: Vec::new(),
             removed: Vec::new(),
             touched: Vec::new(),
+            spare: Vec::new(),
         }
     }
 }
@@ -142,6 +151,7 @@ impl<T> FastArray<T> {
             history: History::default(),
             encoded: EncodeCache::default(),
             nested_scratch: Vec::new(),
+            planned: Vec::new(),
             mirror: MirrorState::default(),
         }
     }
@@ -283,13 +293,21 @@ impl<T> FastArray<T> {
     /// For an item type with `#[replicate(array)]` fields the pre-image is
     /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
     /// track their own changes, and this array's commit commits them.
+    /// Otherwise it is a clone, made with [`Clone::clone_from`] into one of
+    /// the last commit's pre-images when one is left, so their heap buffers
+    /// are reused (the array keeps at most one commit's pre-images).
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
         T: Replicate + Clone,
     {
-        self.get_mut_with(id, |value| {
+        let mut item = self.get_mut_with(id, |value| {
             value.pre_image().unwrap_or_else(|| value.clone())
-        })
+        })?;
+        if T::ARRAY_FIELDS == 0 {
+            // The pre-image is a whole clone: a spare one can be refilled.
+            item.refill = Some(T::clone_from);
+        }
+        Some(item)
     }
 
     /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
@@ -301,8 +319,9 @@ impl<T> FastArray<T> {
         let pos = *self.index.get(&id)?;
         Some(ItemMut {
             slot: &mut self.slots[pos],
-            touched: &mut self.work.touched,
+            work: &mut self.work,
             capture,
+            refill: None,
         })
     }
 
@@ -329,6 +348,10 @@ impl<T> FastArray<T> {
                 changes.added.push(id);
             }
         }
+        // Spares this frame did not reuse go; this frame's pre-images stay
+        // for the next (so the pool never outgrows one frame's writes).
+        let mut spare = core::mem::take(&mut self.work.spare);
+        spare.clear();
         for (id, before) in self.work.touched.drain(..) {
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
@@ -345,7 +368,11 @@ impl<T> FastArray<T> {
                     changes.arrays_changed.push(id);
                 }
             }
+            if T::ARRAY_FIELDS == 0 {
+                spare.push(before);
+            }
         }
+        self.work.spare = spare;
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
@@ -434,9 +461,11 @@ impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
 /// the next [`commit`](FastArray::commit) can tell which fields changed.
 pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
-    touched: &'a mut Vec<(ReplicationId, T)>,
+    work: &'a mut FrameWork<T>,
     /// Makes the pre-image.
     capture: fn(&T) -> T,
+    /// Makes the pre-image in a spare one instead, when there is one.
+    refill: Option<fn(&mut T, &T)>,
 }
 
 impl<T> ItemMut<'_, T> {
@@ -459,8 +488,18 @@ impl<T> DerefMut for ItemMut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if self.slot.state == SlotState::Clean {
-            self.touched
-                .push((self.slot.id, (self.capture)(&self.slot.value)));
+            let value = &self.slot.value;
+            let spare = self
+                .refill
+                .and_then(|refill| Some((refill, self.work.spare.pop()?)));
+            let before = match spare {
+                Some((refill, mut spare)) => {
+                    refill(&mut spare, value);
+                    spare
+                }
+                None => (self.capture)(value),
+            };
+            self.work.touched.push((self.slot.id, before));
             self.slot.state = SlotState::Touched;
         }
         &mut self.slot.value

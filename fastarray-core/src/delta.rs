@@ -48,7 +48,8 @@ impl DeltaStats {
 }
 
 /// An item chosen for this message.
-struct Planned {
+#[derive(Clone)]
+pub(crate) struct Planned {
     id: ReplicationId,
     work: Work,
     key: ReplicationKey,
@@ -225,6 +226,7 @@ impl<T: Replicate> FastArray<T> {
             conn.queue(id, Work::Fields(FieldMask::EMPTY), frame);
         }
         stats.absorb(&nested.stats);
+        self.planned = items;
         Ok(stats)
     }
 
@@ -326,9 +328,21 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
     ) -> Result<(Vec<(ReplicationId, u64)>, Vec<Planned>), SendError> {
         let mut removals = Vec::new();
+        // The last write's list, not a new one: allocating a list of a few
+        // kB per write cost 7% of a sparse write's instructions in malloc.
+        // Its capacity follows what recent writes needed.
+        let due = conn.pending.len();
         let mut items = Vec::new();
+        if due > 0 {
+            items = core::mem::take(&mut self.planned);
+            items.clear();
+            if items.capacity() > 4 * due.max(64) {
+                items = Vec::new();
+            }
+            items.reserve(due);
+        }
         let mut dropped = Vec::new();
-        for (&id, pending) in &conn.pending {
+        for &(id, ref pending) in conn.pending.iter() {
             let view = conn.view.get(&id);
             let live = self.index.get(&id).map(|&pos| &self.slots[pos]);
             match (pending.work, live) {

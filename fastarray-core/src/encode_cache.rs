@@ -3,6 +3,7 @@
 //! connection's message that carries the same thing that frame.
 
 use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::error::EncodeError;
@@ -49,18 +50,24 @@ impl EncodeCache {
         if self.frame != frame {
             self.start_frame(frame);
         }
-        if let Some(&span) = self.spans.get(&(id, payload)) {
-            return Ok(span);
-        }
+        // One probe whether or not this frame encoded it already.
+        let slot = match self.spans.entry((id, payload)) {
+            Entry::Occupied(found) => return Ok(*found.get()),
+            Entry::Vacant(slot) => slot,
+        };
         self.scratch.clear();
         let mut writer = BitWriter::new(&mut self.scratch);
         let encoded = encode(&mut writer);
         let bits = writer.finish();
         encoded?;
         let span = if bits <= 64 {
-            let mut reader = BitReader::new(&self.scratch);
+            // At most 8 bytes, least significant bit first: the bits are
+            // the low `bits` of the bytes read as a little-endian word.
+            let mut word = [0; 8];
+            let len = self.scratch.len().min(8);
+            word[..len].copy_from_slice(&self.scratch[..len]);
             Span {
-                inline_or_start: reader.read_bits(bits as u32).unwrap_or(0),
+                inline_or_start: u64::from_le_bytes(word) & (u64::MAX >> (64 - bits.max(1))),
                 bits,
             }
         } else {
@@ -71,7 +78,7 @@ impl EncodeCache {
                 bits,
             }
         };
-        self.spans.insert((id, payload), span);
+        slot.insert(span);
         Ok(span)
     }
 

@@ -10,6 +10,10 @@ use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::wire::WINDOW;
 
+/// How many changed ids [`SendState::merge_frame`] looks up in the view
+/// before queueing their work.
+const LOOKAHEAD: usize = 16;
+
 /// The sending side of one connection for one array (or replicated object).
 ///
 /// Create one per client with [`SendState::new`], pass it to
@@ -28,17 +32,18 @@ use crate::wire::WINDOW;
 /// Per item the client may hold, one 48-byte hash map entry (id, state,
 /// newest record and its fields, acknowledged record and key); per packet in
 /// flight, 48 bytes plus 32 per item it carried; per item with unsent
-/// work, a 32-byte map entry; per item with `#[replicate(array)]` fields
-/// that the client may hold, one nested `SendState` (224 bytes
-/// before its own entries) per array field. Hash maps add one control byte
-/// per bucket and keep between 1 and 2 buckets per entry. Nothing here
-/// grows with items the client does not hold.
+/// work, a 32-byte list entry and a 16-byte map entry; per item with
+/// `#[replicate(array)]` fields that the client may hold, one nested
+/// `SendState` (248 bytes before its own entries) per array field. Hash
+/// maps add one control byte per bucket and keep between 1 and 2 buckets
+/// per entry; the pending list, like them, shrinks back after a burst.
+/// Nothing here grows with items the client does not hold.
 #[derive(Clone, Debug)]
 pub struct SendState {
     /// What the client may hold, per id.
     pub(crate) view: HashMap<ReplicationId, View>,
     /// Work not yet written, per id.
-    pub(crate) pending: HashMap<ReplicationId, Pending>,
+    pub(crate) pending: PendingMap,
     /// The next frame of the history ring to merge into `pending`.
     pub(crate) cursor: u64,
     /// The retirement list: one record per packet in flight, in write order.
@@ -130,6 +135,70 @@ pub(crate) struct Pending {
     pub(crate) since: u64,
 }
 
+/// Unsent work per id, kept in the order it first became due: in the
+/// usual write (one frame merged, its ids ascending) that is already the
+/// order of the message, so sorting it costs one pass.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PendingMap {
+    /// Each id's position in `entries`.
+    positions: HashMap<ReplicationId, usize>,
+    /// The work, in the order it first became due (until a removal).
+    entries: Vec<(ReplicationId, Pending)>,
+}
+
+impl PendingMap {
+    /// Ids with work.
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no id has work.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The work of every id, oldest first.
+    pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &(ReplicationId, Pending)> {
+        self.entries.iter()
+    }
+
+    /// Adds work for `id`, merged with any already due.
+    fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
+        let next = self.entries.len();
+        let pos = *self.positions.entry(id).or_insert(next);
+        match self.entries.get_mut(pos) {
+            Some((_, pending)) if pos != next => {
+                pending.work = pending.work.merge(work);
+                pending.since = pending.since.min(since);
+            }
+            _ => self.entries.push((id, Pending { work, since })),
+        }
+    }
+
+    /// Drops the work of `id` (the last entry takes its place).
+    pub(crate) fn remove(&mut self, id: &ReplicationId) -> Option<Pending> {
+        let pos = self.positions.remove(id)?;
+        let (_, pending) = self.entries.swap_remove(pos);
+        if let Some(&(moved, _)) = self.entries.get(pos) {
+            self.positions.insert(moved, pos);
+        }
+        Some(pending)
+    }
+
+    /// Forgets all work. The map's capacity follows what recent writes
+    /// needed, so clearing it stays proportional to the work, not to a
+    /// past burst (a first full sync).
+    fn clear(&mut self) {
+        let used = self.entries.len();
+        self.entries.clear();
+        self.positions.clear();
+        if self.positions.capacity() > 4 * used.max(64) {
+            self.positions.shrink_to(2 * used);
+            self.entries.shrink_to(2 * used);
+        }
+    }
+}
+
 /// What one packet in flight carried.
 #[derive(Clone, Debug)]
 struct Record {
@@ -158,7 +227,7 @@ impl SendState {
     pub fn new() -> Self {
         Self {
             view: HashMap::new(),
-            pending: HashMap::new(),
+            pending: PendingMap::default(),
             cursor: 1,
             records: VecDeque::new(),
             next_seq: 1,
@@ -309,11 +378,7 @@ impl SendState {
     /// follows what recent writes needed, so iterating it stays
     /// proportional to the work, not to a past burst (a first full sync).
     pub(crate) fn clear_pending(&mut self) {
-        let used = self.pending.len();
         self.pending.clear();
-        if self.pending.capacity() > 4 * used.max(64) {
-            self.pending.shrink_to(2 * used);
-        }
     }
 
     /// Whether `packet` names a packet in flight.
@@ -323,13 +388,7 @@ impl SendState {
 
     /// Adds work for `id`, merged with any already due.
     pub(crate) fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
-        self.pending
-            .entry(id)
-            .and_modify(|p| {
-                p.work = p.work.merge(work);
-                p.since = p.since.min(since);
-            })
-            .or_insert(Pending { work, since });
+        self.pending.queue(id, work, since);
     }
 
     /// Merges one frame of the history ring into the pending work.
@@ -339,19 +398,27 @@ impl SendState {
         for &id in &changes.added {
             self.queue(id, Work::Add { structural: true }, frame);
         }
-        for &(id, mask) in &changes.changed {
-            let known = self
-                .view
-                .get(&id)
-                .is_some_and(|v| v.holding == Holding::Known);
-            let work = if !(mask & structure).is_empty() {
-                Work::Add { structural: true }
-            } else if known {
-                Work::Fields(mask)
-            } else {
-                Work::Add { structural: false }
-            };
-            self.queue(id, work, frame);
+        for chunk in changes.changed.chunks(LOOKAHEAD) {
+            // The view of a large array is far bigger than the caches: look
+            // a run of ids up before queueing any, so the cache misses of
+            // these independent lookups overlap instead of taking turns.
+            let mut known = [false; LOOKAHEAD];
+            for (known, &(id, _)) in known.iter_mut().zip(chunk) {
+                *known = self
+                    .view
+                    .get(&id)
+                    .is_some_and(|v| v.holding == Holding::Known);
+            }
+            for (&known, &(id, mask)) in known.iter().zip(chunk) {
+                let work = if !(mask & structure).is_empty() {
+                    Work::Add { structural: true }
+                } else if known {
+                    Work::Fields(mask)
+                } else {
+                    Work::Add { structural: false }
+                };
+                self.queue(id, work, frame);
+            }
         }
         for &id in &changes.arrays_changed {
             // Only the item's arrays changed: an entry with no fields, which
@@ -551,10 +618,11 @@ mod tests {
         assert_eq!(entry, 48, "view map entry");
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
+        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
         assert_eq!(core::mem::size_of::<Record>(), 48);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            224,
+            248,
             "per array inside an item"
         );
     }
