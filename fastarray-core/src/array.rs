@@ -110,10 +110,6 @@ struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
     touched: Vec<(ReplicationId, T)>,
-    /// The last commit's pre-images, overwritten (`Clone::clone_from`) by
-    /// this frame's first writes so their heap buffers are reused rather
-    /// than freed and allocated again.
-    spare: Vec<T>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -122,7 +118,6 @@ impl<T> Default for FrameWork<T> {
             added: Vec::new(),
             removed: Vec::new(),
             touched: Vec::new(),
-            spare: Vec::new(),
         }
     }
 }
@@ -293,21 +288,13 @@ impl<T> FastArray<T> {
     /// For an item type with `#[replicate(array)]` fields the pre-image is
     /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
     /// track their own changes, and this array's commit commits them.
-    /// Otherwise it is a clone, made with [`Clone::clone_from`] into one of
-    /// the last commit's pre-images when one is left, so their heap buffers
-    /// are reused (the array keeps at most one commit's pre-images).
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
         T: Replicate + Clone,
     {
-        let mut item = self.get_mut_with(id, |value| {
+        self.get_mut_with(id, |value| {
             value.pre_image().unwrap_or_else(|| value.clone())
-        })?;
-        if T::ARRAY_FIELDS == 0 {
-            // The pre-image is a whole clone: a spare one can be refilled.
-            item.refill = Some(T::clone_from);
-        }
-        Some(item)
+        })
     }
 
     /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
@@ -319,9 +306,8 @@ impl<T> FastArray<T> {
         let pos = *self.index.get(&id)?;
         Some(ItemMut {
             slot: &mut self.slots[pos],
-            work: &mut self.work,
+            touched: &mut self.work.touched,
             capture,
-            refill: None,
         })
     }
 
@@ -348,10 +334,6 @@ impl<T> FastArray<T> {
                 changes.added.push(id);
             }
         }
-        // Spares this frame did not reuse go; this frame's pre-images stay
-        // for the next (so the pool never outgrows one frame's writes).
-        let mut spare = core::mem::take(&mut self.work.spare);
-        spare.clear();
         for (id, before) in self.work.touched.drain(..) {
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
@@ -368,11 +350,7 @@ impl<T> FastArray<T> {
                     changes.arrays_changed.push(id);
                 }
             }
-            if T::ARRAY_FIELDS == 0 {
-                spare.push(before);
-            }
         }
-        self.work.spare = spare;
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
@@ -461,11 +439,9 @@ impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
 /// the next [`commit`](FastArray::commit) can tell which fields changed.
 pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
-    work: &'a mut FrameWork<T>,
+    touched: &'a mut Vec<(ReplicationId, T)>,
     /// Makes the pre-image.
     capture: fn(&T) -> T,
-    /// Makes the pre-image in a spare one instead, when there is one.
-    refill: Option<fn(&mut T, &T)>,
 }
 
 impl<T> ItemMut<'_, T> {
@@ -488,18 +464,8 @@ impl<T> DerefMut for ItemMut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if self.slot.state == SlotState::Clean {
-            let value = &self.slot.value;
-            let spare = self
-                .refill
-                .and_then(|refill| Some((refill, self.work.spare.pop()?)));
-            let before = match spare {
-                Some((refill, mut spare)) => {
-                    refill(&mut spare, value);
-                    spare
-                }
-                None => (self.capture)(value),
-            };
-            self.work.touched.push((self.slot.id, before));
+            self.touched
+                .push((self.slot.id, (self.capture)(&self.slot.value)));
             self.slot.state = SlotState::Touched;
         }
         &mut self.slot.value
