@@ -1091,7 +1091,13 @@ impl Results {
                          takes {}; each further connection adds {} ({} of it), so 256 connections cost \
                          1 + 255 × {:.2} = {:.1} times one. 8× would need each further connection to cost at most \
                          {:.1}% of the first. Every connection redoes the same work: with {} caught-up connections, \
-                         the messages of {} of {} ticks were byte-identical for all of them.",
+                         the messages of {} of {} ticks were byte-identical for all of them. Meeting 8× needs \
+                         each further connection to cost O(1) instead of O(changes): the frame's message written \
+                         once and copied whole into every caught-up connection's packet, one record per packet \
+                         naming the frame instead of one entry per item, and what each client holds kept as \
+                         exceptions to a shared baseline (the array as of the newest frame the client has wholly \
+                         acknowledged), so that an ack does not visit every changed item either. That is a \
+                         redesign of `send.rs`, not built yet.",
                         time(one),
                         time(marginal),
                         ratio(marginal / one),
@@ -1381,9 +1387,9 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 32-byte slot + a 16-byte id → position entry; connection: a 40-byte view entry; \
-             mirror: a 32-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
-             plus one control byte per bucket). A connection with packets in flight adds 48 bytes per packet and \
+             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 48-byte view entry; \
+             mirror: a 40-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
+             plus one control byte per bucket). A connection with packets in flight adds 72 bytes per packet and \
              32 per item it carried.\n\n\
              | items | structure | bytes per item | beyond the item | spare | documented, beyond the item |\n\
              |---|---|---|---|---|---|",
@@ -1396,18 +1402,18 @@ impl Results {
             let per = |v: usize| v as f64 / n as f64;
             let map = |entry: usize| map_bytes(n, entry) / n as f64;
             let rows: [(&str, Heap, bool, Option<f64>); 6] = [
-                ("server array", m.server, true, Some(32.0 + map(16))),
+                ("server array", m.server, true, Some(40.0 + map(16))),
                 (
                     "same server array, never sent a delta",
                     m.server_unsent,
                     true,
-                    Some(32.0 + map(16)),
+                    Some(40.0 + map(16)),
                 ),
                 (
                     "connection (`SendState`), caught up",
                     m.conn,
                     false,
-                    Some(map(40)),
+                    Some(map(48)),
                 ),
                 (
                     "connection with packets in flight",
@@ -1419,7 +1425,7 @@ impl Results {
                     "mirror",
                     m.mirror,
                     true,
-                    Some(32.0 + 8.0 * fields + map(16)),
+                    Some(40.0 + 8.0 * fields + map(16)),
                 ),
                 ("naive: shadow per connection", m.naive_shadow, false, None),
             ];

@@ -14,6 +14,7 @@ use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::receive::MirrorState;
 use crate::replicate::Replicate;
+use crate::shared::SharedMessage;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
@@ -78,6 +79,8 @@ pub struct FastArray<T> {
     /// The list of the items of the last message written, reused by the
     /// next (dropped once it is over 4 times larger than the work due).
     pub(crate) planned: Vec<Planned>,
+    /// This frame's message for caught-up connections, once one wrote it.
+    pub(crate) shared: SharedMessage,
     /// Receiving side: newest frame applied and tombstones.
     pub(crate) mirror: MirrorState,
 }
@@ -86,6 +89,8 @@ pub struct FastArray<T> {
 pub(crate) struct Slot<T> {
     pub(crate) id: ReplicationId,
     pub(crate) key: ReplicationKey,
+    /// Server only: the frame that added the item or last bumped its key.
+    pub(crate) changed: u64,
     state: SlotState,
     /// Mirror only: per replicated field, the frame of the newest value
     /// applied to it (a delta entry or snapshot). `None` on a server.
@@ -147,6 +152,7 @@ impl<T> FastArray<T> {
             encoded: EncodeCache::default(),
             nested_scratch: Vec::new(),
             planned: Vec::new(),
+            shared: SharedMessage::default(),
             mirror: MirrorState::default(),
         }
     }
@@ -330,6 +336,7 @@ impl<T> FastArray<T> {
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
                 slot.state = SlotState::Clean;
+                slot.changed = frame;
                 commit_arrays(&mut slot.value);
                 changes.added.push(id);
             }
@@ -342,6 +349,7 @@ impl<T> FastArray<T> {
                 let arrays = commit_arrays(&mut slot.value);
                 if !mask.is_empty() || arrays {
                     slot.key = slot.key.next();
+                    slot.changed = frame;
                 }
                 if !mask.is_empty() {
                     changes.changed.push((id, mask));
@@ -403,6 +411,7 @@ impl<T> FastArray<T> {
         self.slots.push(Slot {
             id,
             key,
+            changed: 0,
             state,
             field_frames: None,
             value,
@@ -504,7 +513,7 @@ mod tests {
     /// The per-item overhead stated in `WIRE.md`.
     #[test]
     fn documented_slot_size_holds() {
-        assert_eq!(core::mem::size_of::<Slot<()>>(), 32);
+        assert_eq!(core::mem::size_of::<Slot<()>>(), 40);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
     }
 }

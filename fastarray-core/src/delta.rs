@@ -34,6 +34,11 @@ pub struct DeltaStats {
     /// holds, because the connection was more than
     /// [`HISTORY_LEN`](crate::HISTORY_LEN) commits behind.
     pub resynced: bool,
+    /// Whether the message was this frame's shared message, copied: the
+    /// connection was caught up (everything up to the last frame written,
+    /// every add acknowledged, nothing to repair), so its message was the
+    /// same bits as every other caught-up connection's, written once.
+    pub shared: bool,
 }
 
 impl DeltaStats {
@@ -136,8 +141,13 @@ impl<T: Replicate> FastArray<T> {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
         let frame = self.frame;
-        let mut stats = DeltaStats::default();
         conn.expire(frame);
+        let shareable =
+            max_bits.is_none() && T::ARRAY_FIELDS == 0 && conn.in_sync(frame, self.live_before());
+        if shareable && self.shared.frame == frame {
+            return Ok(self.write_shared(conn, packet, writer));
+        }
+        let mut stats = DeltaStats::default();
         self.merge_history(conn, &mut stats);
 
         let (mut removals, mut items) = self.plan(conn)?;
@@ -165,26 +175,25 @@ impl<T: Replicate> FastArray<T> {
         } else {
             NestedDeltas::default()
         };
-        let mut scratch = core::mem::take(&mut self.nested_scratch);
+        let scratch = core::mem::take(&mut self.nested_scratch);
         let mut inner = BitReader::new(&scratch);
-
-        let start = writer.bits_written();
-        MessageKind::Delta.write(writer);
-        wire::write_frame(writer, frame, conn.acked_frame);
-        let mut ids = IdWriter::start(writer, removals.iter().map(|&(id, _)| id));
-        for &(id, _) in &removals {
-            ids.write(writer, id);
+        let acked = conn.acked_frame;
+        if shareable {
+            // The first caught-up connection this frame: keep the bits for
+            // the others.
+            let mut bytes = core::mem::take(&mut self.shared.bytes);
+            bytes.clear();
+            let mut copy = BitWriter::new(&mut bytes);
+            self.write_message(&mut copy, acked, &removals, &items, &nested, &mut inner);
+            stats.bits = copy.finish();
+            copy_bits(&mut BitReader::new(&bytes), writer, stats.bits);
+            self.shared.bytes = bytes;
+        } else {
+            let start = writer.bits_written();
+            self.write_message(writer, acked, &removals, &items, &nested, &mut inner);
+            stats.bits = writer.bits_written() - start;
         }
-        let mut ids = IdWriter::start(writer, items.iter().map(|p| p.id));
-        for (index, item) in items.iter().enumerate() {
-            ids.write(writer, item.id);
-            writer.write_bool(matches!(item.work, Work::Add { .. }));
-            self.encoded.copy(item.span, writer);
-            if let Some(&bits) = nested.bits.get(index) {
-                copy_bits(&mut inner, writer, bits);
-            }
-        }
-        stats.bits = writer.bits_written() - start;
+        let mut scratch = scratch;
         scratch.clear();
         self.nested_scratch = scratch;
 
@@ -221,13 +230,114 @@ impl<T: Replicate> FastArray<T> {
             }
         }
         stats.removed = removals.len();
-        conn.record(packet, frame, record, FieldMask::all(T::FIELD_COUNT));
+        let oldest_due = removals
+            .iter()
+            .map(|&(_, since)| since)
+            .chain(items.iter().map(|item| item.since))
+            .fold(frame, u64::min);
+        if shareable {
+            self.keep_shared(&record, stats);
+        }
+        conn.record(
+            packet,
+            frame,
+            oldest_due,
+            record,
+            None,
+            FieldMask::all(T::FIELD_COUNT),
+        );
         for id in nested.unfinished {
             conn.queue(id, Work::Fields(FieldMask::EMPTY), frame);
         }
         stats.absorb(&nested.stats);
         self.planned = items;
         Ok(stats)
+    }
+
+    /// Writes the message: kind, frame, the removals, then the items with
+    /// their payloads (and array deltas, read from `inner`).
+    fn write_message(
+        &self,
+        writer: &mut BitWriter<'_>,
+        acked: Option<u64>,
+        removals: &[(ReplicationId, u64)],
+        items: &[Planned],
+        nested: &NestedDeltas,
+        inner: &mut BitReader<'_>,
+    ) {
+        MessageKind::Delta.write(writer);
+        wire::write_frame(writer, self.frame, acked);
+        let mut ids = IdWriter::start(writer, removals.iter().map(|&(id, _)| id));
+        for &(id, _) in removals {
+            ids.write(writer, id);
+        }
+        let mut ids = IdWriter::start(writer, items.iter().map(|p| p.id));
+        for (index, item) in items.iter().enumerate() {
+            ids.write(writer, item.id);
+            writer.write_bool(matches!(item.work, Work::Add { .. }));
+            self.encoded.copy(item.span, writer);
+            if let Some(&bits) = nested.bits.get(index) {
+                copy_bits(inner, writer, bits);
+            }
+        }
+    }
+
+    /// The number of items before this frame's changes: what a caught-up
+    /// client holds.
+    fn live_before(&self) -> usize {
+        match self.history.newest() {
+            Some(changes) if changes.frame == self.frame => {
+                self.slots.len() + changes.removed.len() - changes.added.len()
+            }
+            _ => self.slots.len(),
+        }
+    }
+
+    /// Keeps the message just written to a caught-up connection, whose
+    /// record is `entries`, for the other caught-up connections this frame.
+    fn keep_shared(&mut self, entries: &[RecordEntry], stats: DeltaStats) {
+        let shared = &mut self.shared;
+        shared.frame = self.frame;
+        shared.bits = stats.bits;
+        shared.entries.clear();
+        let mut changed = Vec::new();
+        for entry in entries {
+            match entry.work {
+                Work::Fields(mask) => changed.push((entry.id, mask)),
+                _ => shared.entries.push(*entry),
+            }
+        }
+        shared.changed = (!changed.is_empty()).then(|| changed.into());
+        shared.stats = DeltaStats {
+            shared: true,
+            ..stats
+        };
+    }
+
+    /// Copies this frame's shared message into `writer` for a caught-up
+    /// connection, and records it: O(adds + removals) for the connection,
+    /// whatever the number of changed items.
+    fn write_shared(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+    ) -> DeltaStats {
+        let frame = self.frame;
+        let shared = &self.shared;
+        copy_bits(&mut BitReader::new(&shared.bytes), writer, shared.bits);
+        let mut entries = conn.entry_buffer();
+        entries.extend_from_slice(&shared.entries);
+        conn.record(
+            packet,
+            frame,
+            frame,
+            entries,
+            shared.changed.clone(),
+            FieldMask::all(T::FIELD_COUNT),
+        );
+        conn.cursor = frame + 1;
+        shared.stats
     }
 
     /// Writes the deltas of the `#[replicate(array)]` fields of each item
@@ -311,8 +421,9 @@ impl<T: Replicate> FastArray<T> {
             None => {
                 stats.resynced = true;
                 conn.resync(
-                    self.frame,
-                    self.slots.iter().map(|slot| (slot.id, slot.key)),
+                    self.slots
+                        .iter()
+                        .map(|slot| (slot.id, slot.key, slot.changed)),
                     |id| self.index.contains_key(&id),
                 );
             }

@@ -39,6 +39,7 @@ pub mod schema;
 mod send;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
+mod shared;
 mod snapshot;
 mod wire;
 

@@ -2,6 +2,7 @@
 //! needs, and the retirement list of packets in flight.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 
@@ -31,10 +32,11 @@ const LOOKAHEAD: usize = 16;
 /// # Memory
 /// Per item the client may hold, one 48-byte hash map entry (id, state,
 /// newest record and its fields, acknowledged record and key); per packet in
-/// flight, 48 bytes plus 32 per item it carried; per item with unsent
+/// flight, 72 bytes plus 32 per item it carried (a frame's shared message
+/// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one nested
-/// `SendState` (248 bytes before its own entries) per array field. Hash
+/// `SendState` (256 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -58,6 +60,10 @@ pub struct SendState {
     spare: Vec<Vec<RecordEntry>>,
     /// Every field of the item type (learned from the first write).
     all_fields: FieldMask,
+    /// How many entries of `view` are [`Holding::Known`]: when all are,
+    /// and they are every item of the array, the connection can take the
+    /// frame's shared message.
+    known: usize,
     /// For items with `#[replicate(array)]` fields that the client may
     /// hold: one send state per array field. Their messages travel inside
     /// this connection's packets, so this state passes on the fate of each
@@ -199,13 +205,26 @@ impl PendingMap {
     }
 }
 
+/// The changed fields of the items of one frame's shared message (see
+/// [`SendState::record`]), shared by the records of every connection that
+/// took it.
+pub(crate) type SharedChanges = Arc<[(ReplicationId, FieldMask)]>;
+
 /// What one packet in flight carried.
 #[derive(Clone, Debug)]
 struct Record {
     packet: u32,
     seq: u64,
     frame: u64,
+    /// The oldest frame at which any work this record carried became due:
+    /// a loss puts that work back as due since then, so nothing committed
+    /// at or after it counts as delivered until it is repaired.
+    oldest_due: u64,
     entries: Vec<RecordEntry>,
+    /// Changed fields of items the client knows, carried by a frame's
+    /// shared message: kept once for all connections, and left out of
+    /// `view` (an ack has nothing to do for them; a loss puts them back).
+    shared: Option<SharedChanges>,
 }
 
 /// One item in a record: what was sent and the item's key at the time.
@@ -235,6 +254,7 @@ impl SendState {
             written_frame: 0,
             spare: Vec::new(),
             all_fields: FieldMask::EMPTY,
+            known: 0,
             nested: HashMap::new(),
         }
     }
@@ -276,6 +296,9 @@ impl SendState {
             };
             match entry.work {
                 Work::Remove => {
+                    if view.holding == Holding::Known {
+                        self.known -= 1;
+                    }
                     self.view.remove(&entry.id);
                     self.nested.remove(&entry.id);
                     continue;
@@ -283,6 +306,7 @@ impl SendState {
                 Work::Add { .. } => {
                     if view.holding == Holding::AddInFlight && record.seq >= view.structural_seq {
                         view.holding = Holding::Known;
+                        self.known += 1;
                     }
                 }
                 Work::Fields(_) => {}
@@ -442,16 +466,25 @@ impl SendState {
     /// already due (repairs of lost packets) stays due.
     pub(crate) fn resync(
         &mut self,
-        frame: u64,
-        items: impl Iterator<Item = (ReplicationId, ReplicationKey)>,
+        items: impl Iterator<Item = (ReplicationId, ReplicationKey, u64)>,
         contains: impl Fn(ReplicationId) -> bool,
     ) {
-        for (id, key) in items {
+        let delivered = self.delivered_through();
+        // What this finds became due at the oldest frame not merged, or
+        // later: so `delivered_through` stays behind it until it is acked.
+        let due = self.cursor;
+        for (id, key, changed) in items {
+            // Up to date: the client knows the item, and either acknowledged
+            // a record with its current key, or has everything committed up
+            // to a frame at or after its last change (which covers changes
+            // sent in shared messages, whose acks touch no view entry).
             let up_to_date = self.view.get(&id).is_some_and(|v| {
-                v.holding == Holding::Known && v.acked_seq != 0 && v.acked_key == key
+                v.holding == Holding::Known
+                    && ((v.acked_seq != 0 && v.acked_key == key)
+                        || delivered.is_some_and(|delivered| changed <= delivered))
             });
             if !up_to_date {
-                self.queue(id, Work::Add { structural: true }, frame);
+                self.queue(id, Work::Add { structural: true }, due);
             }
         }
         let gone: Vec<ReplicationId> = self
@@ -461,8 +494,38 @@ impl SendState {
             .filter(|&id| !contains(id))
             .collect();
         for id in gone {
-            self.queue(id, Work::Remove, frame);
+            self.queue(id, Work::Remove, due);
         }
+    }
+
+    /// The newest frame up to which everything committed has been
+    /// delivered: merged, written, and acknowledged (or, if lost, repaired
+    /// and acknowledged). `None` before anything is.
+    ///
+    /// Work merged from frame `f` is due since `f` or earlier; it stays
+    /// either pending (with that frame or an older one) or in a record in
+    /// flight (whose `oldest_due` is at most that), and a loss puts it back
+    /// as due since the record's `oldest_due`. So every change committed
+    /// before the oldest of those frames, and before the cursor, was acked.
+    fn delivered_through(&self) -> Option<u64> {
+        let pending = self.pending.iter().map(|(_, p)| p.since);
+        let in_flight = self.records.iter().map(|r| r.oldest_due);
+        let undelivered = pending.chain(in_flight).fold(self.cursor, u64::min);
+        undelivered.checked_sub(1)
+    }
+
+    /// Whether this connection can take frame `frame`'s shared message: it
+    /// wrote everything up to the last frame (nothing due, no repair), its
+    /// client knows every one of the `live_before` items the array held
+    /// before `frame` and nothing else, and the frame goes in short form.
+    /// Such a connection's message is the same bits as every other one's.
+    pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
+        self.cursor == frame
+            && self.pending.is_empty()
+            && self.known == self.view.len()
+            && self.view.len() == live_before
+            && self.nested.is_empty()
+            && crate::wire::short_frame(frame, self.acked_frame)
     }
 
     /// Treats packets that are a whole window old as lost: the mirror
@@ -487,12 +550,16 @@ impl SendState {
 
     /// Records a packet about to be written with `entries`, and updates what
     /// the client may hold. `entries` must be the work just taken from
-    /// `pending`.
+    /// `pending`, the oldest of it due since `oldest_due`. `shared` is the
+    /// changed fields of known items that a frame's shared message carried
+    /// besides `entries`: they update nothing here.
     pub(crate) fn record(
         &mut self,
         packet: u32,
         frame: u64,
+        oldest_due: u64,
         entries: Vec<RecordEntry>,
+        shared: Option<SharedChanges>,
         all_fields: FieldMask,
     ) {
         let seq = self.next_seq;
@@ -509,6 +576,7 @@ impl SendState {
                 last_fields: FieldMask::EMPTY,
             });
             view.last_seq = seq;
+            let was_known = view.holding == Holding::Known;
             view.last_fields = match entry.work {
                 Work::Add { structural } => {
                     if structural {
@@ -523,12 +591,17 @@ impl SendState {
                     FieldMask::EMPTY
                 }
             };
+            if was_known && view.holding != Holding::Known {
+                self.known -= 1;
+            }
         }
         self.records.push_back(Record {
             packet,
             seq,
             frame,
+            oldest_due,
             entries,
+            shared,
         });
     }
 
@@ -552,7 +625,20 @@ impl SendState {
                 work = Some(work.map_or(inner, |work| work.merge(inner)));
             }
             if let Some(work) = work {
-                self.queue(entry.id, work, record.frame);
+                self.queue(entry.id, work, record.oldest_due);
+            }
+        }
+        for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
+            let Some(view) = self.view.get(&id) else {
+                continue;
+            };
+            let entry = RecordEntry {
+                id,
+                work: Work::Fields(mask),
+                key: ReplicationKey::default(),
+            };
+            if let Some(work) = self.lost_work(view, &entry, record.seq) {
+                self.queue(id, work, record.oldest_due);
             }
         }
         self.recycle(record);
@@ -619,10 +705,10 @@ mod tests {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
-        assert_eq!(core::mem::size_of::<Record>(), 48);
+        assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            248,
+            256,
             "per array inside an item"
         );
     }

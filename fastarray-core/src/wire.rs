@@ -36,28 +36,30 @@ const SHORT_FRAME_BITS: u32 = 15;
 /// Only a packet delayed in the network by more than 32 704 frames could be
 /// misread.
 const SHORT_FRAME_REACH: u64 = WINDOW;
+/// Whether [`write_frame`] uses the short form for `frame`, given the
+/// newest frame the client acknowledged.
+pub(crate) fn short_frame(frame: u64, acked: Option<u64>) -> bool {
+    acked.is_some_and(|acked| frame >= acked && frame - acked < SHORT_FRAME_REACH)
+}
+
 /// Writes the frame a delta describes: `0` + 15 low bits when the client is
 /// known to have seen a frame less than [`WINDOW`] older, else `1` + varint.
 pub(crate) fn write_frame(writer: &mut BitWriter<'_>, frame: u64, acked: Option<u64>) {
-    match acked {
-        Some(acked) if frame >= acked && frame - acked < SHORT_FRAME_REACH => {
-            writer.write_bool(false);
-            writer.write_bits(frame, SHORT_FRAME_BITS);
-        }
-        _ => {
-            writer.write_bool(true);
-            writer.write_varint(frame);
-        }
+    if short_frame(frame, acked) {
+        writer.write_bool(false);
+        writer.write_bits(frame, SHORT_FRAME_BITS);
+    } else {
+        writer.write_bool(true);
+        writer.write_varint(frame);
     }
 }
 
 /// Bits [`write_frame`] uses.
 pub(crate) fn frame_bits(frame: u64, acked: Option<u64>) -> u64 {
-    match acked {
-        Some(acked) if frame >= acked && frame - acked < SHORT_FRAME_REACH => {
-            1 + u64::from(SHORT_FRAME_BITS)
-        }
-        _ => 1 + varint_bits(frame),
+    if short_frame(frame, acked) {
+        1 + u64::from(SHORT_FRAME_BITS)
+    } else {
+        1 + varint_bits(frame)
     }
 }
 

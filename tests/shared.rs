@@ -1,0 +1,328 @@
+//! The frame's shared message: caught-up connections get the same bits,
+//! written once, and each records it without visiting every changed item.
+//! What it must not change: the bytes, loss repair, resynchronisation, and
+//! convergence of many connections over different links at once.
+
+#[path = "support/link.rs"]
+mod link;
+
+use fastarray::{FastArray, Replicate, ReplicationId, SendState};
+use link::{Link, LinkProfile, Report};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u16,
+    team: u8,
+    name: String,
+}
+
+fn unit(n: u32) -> Unit {
+    Unit {
+        hp: n as u16,
+        team: (n % 4) as u8,
+        name: format!("u{n}"),
+    }
+}
+
+/// A server with `items` units and `conns` connections whose clients hold
+/// all of them, acknowledged.
+struct Room {
+    server: FastArray<Unit>,
+    ids: Vec<ReplicationId>,
+    conns: Vec<SendState>,
+    clients: Vec<FastArray<Unit>>,
+    packet: u32,
+}
+
+impl Room {
+    fn new(items: u32, conns: usize) -> Self {
+        let mut server = FastArray::new();
+        let ids = (0..items).map(|n| server.push(unit(n))).collect();
+        let mut room = Room {
+            server,
+            ids,
+            conns: (0..conns).map(|_| SendState::new()).collect(),
+            clients: (0..conns).map(|_| FastArray::new()).collect(),
+            packet: 0,
+        };
+        room.tick();
+        room
+    }
+
+    /// Commits, then [`send`](Self::send)s.
+    fn tick(&mut self) -> Vec<(Vec<u8>, bool)> {
+        self.server.commit();
+        self.send()
+    }
+
+    /// Writes one packet per connection, delivers and acks them all;
+    /// returns each connection's bytes and whether it was shared.
+    fn send(&mut self) -> Vec<(Vec<u8>, bool)> {
+        let packet = self.packet;
+        self.packet += 1;
+        let mut sent = Vec::new();
+        for (conn, client) in self.conns.iter_mut().zip(&mut self.clients) {
+            let mut bytes = Vec::new();
+            let stats = self.server.write_delta(conn, packet, &mut bytes).unwrap();
+            client.apply_delta(&bytes, &mut ()).unwrap();
+            assert!(conn.on_ack(packet) || bytes == [0]);
+            sent.push((bytes, stats.shared));
+        }
+        for client in &self.clients {
+            assert_eq!(client, &self.server);
+        }
+        sent
+    }
+}
+
+#[test]
+fn caught_up_connections_take_one_message_written_once() {
+    let mut room = Room::new(1_000, 4);
+    for n in (0..1_000).step_by(97) {
+        room.server.get_mut(room.ids[n]).unwrap().hp += 1;
+    }
+    room.server.remove(room.ids[500]);
+    room.server.push(unit(5_000));
+    room.server.commit();
+    // A connection written through the budgeted path (never shared), in the
+    // same state as the others: the reference bytes.
+    let mut reference = room.conns[0].clone();
+    let mut expected = Vec::new();
+    let stats = room
+        .server
+        .write_delta_with_budget(&mut reference, 99, &mut expected, u64::MAX)
+        .unwrap();
+    assert!(!stats.shared);
+    assert_eq!((stats.changed, stats.added, stats.removed), (11, 1, 1));
+
+    let sent = room.send();
+    for (index, (bytes, shared)) in sent.iter().enumerate() {
+        assert_eq!(bytes, &expected, "connection {index}");
+        // The first caught-up connection writes it; the others copy it.
+        assert_eq!(*shared, index > 0, "connection {index}");
+    }
+    for conn in &room.conns {
+        assert!(conn.is_settled());
+    }
+    // The next frames too, while they stay caught up.
+    for round in 0..5 {
+        room.server.get_mut(room.ids[round]).unwrap().team = 9;
+        let sent = room.tick();
+        assert!(sent[1..].iter().all(|(_, shared)| *shared));
+        assert!(sent.iter().all(|(bytes, _)| bytes == &sent[0].0));
+    }
+}
+
+#[test]
+fn a_connection_with_an_add_in_flight_writes_its_own_message() {
+    let mut room = Room::new(100, 2);
+    room.server.push(unit(100));
+    room.server.commit();
+    // Connection 1's packet with the add is still in flight.
+    let mut bytes = Vec::new();
+    room.server
+        .write_delta(&mut room.conns[0], 50, &mut bytes)
+        .unwrap();
+    room.clients[0].apply_delta(&bytes, &mut ()).unwrap();
+    room.conns[0].on_ack(50);
+    let mut held = Vec::new();
+    room.server
+        .write_delta(&mut room.conns[1], 50, &mut held)
+        .unwrap();
+
+    room.server.get_mut(room.ids[3]).unwrap().hp = 7;
+    room.server.commit();
+    let mut first = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[0], 51, &mut first)
+        .unwrap();
+    assert!(!stats.shared);
+    let mut second = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[1], 51, &mut second)
+        .unwrap();
+    assert!(!stats.shared, "its client may not hold the new item yet");
+    room.clients[0].apply_delta(&first, &mut ()).unwrap();
+    room.clients[1].apply_delta(&held, &mut ()).unwrap();
+    room.clients[1].apply_delta(&second, &mut ()).unwrap();
+    for (conn, packet) in room.conns.iter_mut().zip([51, 50]) {
+        conn.on_ack(packet);
+    }
+    room.conns[1].on_ack(51);
+    room.packet = 52;
+    // Both caught up again: back to one shared message.
+    room.server.get_mut(room.ids[4]).unwrap().hp = 8;
+    let sent = room.tick();
+    assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [false, true]);
+}
+
+#[test]
+fn a_lost_shared_message_is_resent_and_nothing_else() {
+    let mut room = Room::new(1_000, 3);
+    let changed = [room.ids[10], room.ids[400], room.ids[900]];
+    for &id in &changed {
+        room.server.get_mut(id).unwrap().hp = 4_242;
+    }
+    room.server.commit();
+    let mut messages = Vec::new();
+    for (index, conn) in room.conns.iter_mut().enumerate() {
+        let mut bytes = Vec::new();
+        let stats = room.server.write_delta(conn, 7, &mut bytes).unwrap();
+        assert_eq!(stats.shared, index > 0);
+        messages.push(bytes);
+    }
+    // Connection 2 loses it; the others get it.
+    let delivered = room.clients.iter_mut().zip(&mut room.conns).zip(&messages);
+    for ((client, conn), bytes) in delivered.take(2) {
+        client.apply_delta(bytes, &mut ()).unwrap();
+        conn.on_ack(7);
+    }
+    assert!(room.conns[2].on_loss(7));
+    assert_eq!(room.conns[2].pending_items(), 3);
+
+    room.server.commit();
+    let mut repair = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[2], 8, &mut repair)
+        .unwrap();
+    assert!(!stats.shared);
+    assert_eq!(
+        (stats.changed, stats.added),
+        (3, 0),
+        "the same three fields"
+    );
+    room.clients[2].apply_delta(&repair, &mut ()).unwrap();
+    room.conns[2].on_ack(8);
+    assert_eq!(room.clients[2], room.server);
+    assert!(room.conns[2].is_settled());
+}
+
+/// A connection that followed shared messages for a while, then fell more
+/// than `HISTORY_LEN` commits behind, is compared against the array: only
+/// the items that changed while it was away are sent, although none of the
+/// changes it took in shared messages touched its per-item view.
+#[test]
+fn resync_after_shared_messages_sends_only_what_changed_while_away() {
+    let mut room = Room::new(500, 2);
+    for round in 0..20 {
+        for n in 0..10 {
+            room.server.get_mut(room.ids[round * 10 + n]).unwrap().hp += 1;
+        }
+        let sent = room.tick();
+        assert!(sent[1].1, "connection 1 takes the shared message");
+    }
+    // Connection 1 goes quiet for 70 commits; 7 items change meanwhile.
+    for n in 0..70 {
+        if n % 10 == 0 {
+            room.server.get_mut(room.ids[300 + n / 10]).unwrap().team = 200;
+        }
+        room.server.commit();
+    }
+    let mut bytes = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[1], 1_000, &mut bytes)
+        .unwrap();
+    assert!(stats.resynced);
+    assert_eq!(
+        (stats.added, stats.changed, stats.removed),
+        (7, 0, 0),
+        "only the items changed while away, resent whole"
+    );
+    room.clients[1].apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(room.clients[1], room.server);
+}
+
+/// Mostly field changes, now and then an add or a removal.
+fn mutate(server: &mut FastArray<Unit>, rng: &mut ChaCha8Rng, next: &mut u32) {
+    let ids: Vec<ReplicationId> = server.ids().collect();
+    for _ in 0..rng.random_range(0..6) {
+        if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+            let mut unit = server.get_mut(id).unwrap();
+            match rng.random_range(0..3) {
+                0 => unit.hp = rng.random(),
+                1 => unit.team = rng.random(),
+                _ => unit.name.push('x'),
+            }
+        }
+    }
+    if rng.random_bool(0.05) && !ids.is_empty() {
+        server.remove(ids[rng.random_range(0..ids.len())]);
+    }
+    if rng.random_bool(0.05) || server.len() < 5 {
+        *next += 1;
+        server.push(unit(*next));
+    }
+}
+
+/// One server, one connection per link profile (a perfect link twice, so
+/// there are always two to share with), all written every tick: every
+/// client converges, and shared messages were taken along the way.
+fn run_many(seed: u64, ticks: u32) -> u64 {
+    let mut profiles = LinkProfile::all_for_tests();
+    profiles.push(LinkProfile::perfect());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut server = FastArray::new();
+    let mut next = 0;
+    for _ in 0..20 {
+        next += 1;
+        server.push(unit(next));
+    }
+    let mut links: Vec<Link> = profiles
+        .iter()
+        .enumerate()
+        .map(|(n, p)| Link::new(p.clone(), seed * 31 + n as u64))
+        .collect();
+    let mut conns: Vec<SendState> = profiles.iter().map(|_| SendState::new()).collect();
+    let mut clients: Vec<FastArray<Unit>> = profiles.iter().map(|_| FastArray::new()).collect();
+    let mut shared = 0;
+    for now in 0..ticks + 400 {
+        if now < ticks {
+            mutate(&mut server, &mut rng, &mut next);
+        } else if now == ticks {
+            links.iter_mut().for_each(Link::heal);
+        }
+        server.commit();
+        let packet = u32::from((65_500 + now) as u16);
+        for ((conn, link), client) in conns.iter_mut().zip(&mut links).zip(&mut clients) {
+            if now < ticks || !conn.is_settled() {
+                let mut bytes = Vec::new();
+                let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+                shared += u64::from(stats.shared);
+                link.send(now, packet, bytes);
+            }
+            for bytes in link.deliver(now) {
+                client
+                    .apply_delta(&bytes, &mut ())
+                    .unwrap_or_else(|e| panic!("{} seed {seed}: {e}", link.profile().name));
+            }
+            for report in link.reports(now) {
+                match report {
+                    Report::Acked(id) => conn.on_ack(id),
+                    Report::Lost(id) => conn.on_loss(id),
+                };
+            }
+        }
+        if now > ticks && links.iter().all(Link::idle) && conns.iter().all(SendState::is_settled) {
+            for (client, profile) in clients.iter().zip(&profiles) {
+                assert_eq!(client, &server, "{} seed {seed}", profile.name);
+            }
+            return shared;
+        }
+    }
+    panic!("seed {seed}: not settled 400 ticks after healing");
+}
+
+#[test]
+fn many_connections_over_different_links_converge() {
+    let mut shared = 0;
+    for seed in 0..30 {
+        shared += run_many(seed, 120);
+    }
+    assert!(shared > 1_000, "only {shared} shared messages were taken");
+}
