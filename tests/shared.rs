@@ -100,7 +100,8 @@ fn caught_up_connections_take_one_message_written_once() {
     let sent = room.send();
     for (index, (bytes, shared)) in sent.iter().enumerate() {
         assert_eq!(bytes, &expected, "connection {index}");
-        // The first caught-up connection writes it; the others copy it.
+        // The first caught-up connection writes its own, the second writes
+        // and keeps the shared one, the others copy it.
         assert_eq!(*shared, index > 0, "connection {index}");
     }
     for conn in &room.conns {

@@ -141,6 +141,15 @@ impl<'a> BitWriter<'a> {
 
     /// Writes `value` as an Elias-gamma code of `value + 1` (see the module docs).
     pub fn write_gamma(&mut self, value: u64) {
+        if value < 1 << 31 {
+            // The whole code fits in one word: `n − 1` zeros, the leading
+            // one, then the `n − 1` bits below it.
+            let x = value + 1;
+            let n = 64 - x.leading_zeros();
+            let low = x & ((1 << (n - 1)) - 1);
+            self.write_bits(1 << (n - 1) | low << n, 2 * n - 1);
+            return;
+        }
         let x = u128::from(value) + 1;
         let n = 128 - x.leading_zeros(); // 1..=65
         self.write_zeros(n - 1);

@@ -34,10 +34,12 @@ pub struct DeltaStats {
     /// holds, because the connection was more than
     /// [`HISTORY_LEN`](crate::HISTORY_LEN) commits behind.
     pub resynced: bool,
-    /// Whether the message was this frame's shared message, copied: the
-    /// connection was caught up (everything up to the last frame written,
-    /// every add acknowledged, nothing to repair), so its message was the
-    /// same bits as every other caught-up connection's, written once.
+    /// Whether the message was this frame's shared message: the connection
+    /// was caught up (everything up to the last frame written, every add
+    /// acknowledged, nothing to repair), so its message was the same bits
+    /// as every other caught-up connection's. The second such connection of
+    /// a frame writes and keeps it; the later ones copy it. (The first
+    /// writes its own, so a lone connection pays nothing for sharing.)
     pub shared: bool,
 }
 
@@ -147,6 +149,13 @@ impl<T: Replicate> FastArray<T> {
         if shareable && self.shared.frame == frame {
             return Ok(self.write_shared(conn, packet, writer));
         }
+        // The first caught-up connection of a frame writes as usual; the
+        // second keeps its bits for the others. A lone connection pays
+        // nothing for sharing.
+        let keep = shareable && self.shared.seen == frame;
+        if shareable {
+            self.shared.seen = frame;
+        }
         let mut stats = DeltaStats::default();
         self.merge_history(conn, &mut stats);
 
@@ -178,9 +187,8 @@ impl<T: Replicate> FastArray<T> {
         let scratch = core::mem::take(&mut self.nested_scratch);
         let mut inner = BitReader::new(&scratch);
         let acked = conn.acked_frame;
-        if shareable {
-            // The first caught-up connection this frame: keep the bits for
-            // the others.
+        if keep {
+            // Keep the bits for the other caught-up connections.
             let mut bytes = core::mem::take(&mut self.shared.bytes);
             bytes.clear();
             let mut copy = BitWriter::new(&mut bytes);
@@ -235,7 +243,8 @@ impl<T: Replicate> FastArray<T> {
             .map(|&(_, since)| since)
             .chain(items.iter().map(|item| item.since))
             .fold(frame, u64::min);
-        if shareable {
+        if keep {
+            stats.shared = true;
             self.keep_shared(&record, stats);
         }
         conn.record(

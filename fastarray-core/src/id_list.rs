@@ -71,35 +71,62 @@ impl GapCode {
     /// [`Delta`](Self::Delta) (which budgets count with every list).
     pub(crate) const EXTRA_BITS: u32 = 4;
 
-    /// The code that writes the gaps of the ascending `ids` in the fewest
-    /// bits, its own bits included: Elias-delta, or one of the
-    /// exponential-Golomb orders around the mean gap.
+    /// The code that writes the gaps of the ascending `ids` in few bits,
+    /// its own bits included: the exponential-Golomb order that suits the
+    /// gaps' lengths best (estimated from how many gaps have each bit
+    /// length), or Elias-delta when that is no longer, counted exactly.
     fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
-        let (count, last) = ids
-            .clone()
-            .fold((0u64, 0u64), |(count, _), id| (count + 1, id.to_raw()));
-        let mean = last.saturating_add(1).saturating_sub(count) / count.max(1);
-        // The order whose `k + 1` bits hold the mean gap, and its neighbours.
-        let centre = 64 - mean.leading_zeros();
-        let lowest = centre.saturating_sub(2).min(15 - 4);
-        let mut candidates = [GapCode::Delta; 6];
-        for (slot, order) in candidates[1..].iter_mut().zip(lowest..) {
-            *slot = GapCode::Golomb(order as u8);
+        // Gaps per bit length (0 for a gap of 0), and the exact Elias-delta
+        // total, in one pass.
+        let mut lengths = [0u64; 65];
+        let mut delta = GapCode::Delta.bits();
+        let mut next = 0u64;
+        for id in ids.clone() {
+            let gap = id.to_raw() - next;
+            next = id.to_raw().wrapping_add(1);
+            lengths[(64 - gap.leading_zeros()) as usize] += 1;
+            delta += varint_bits(gap);
         }
-        let mut totals = candidates.map(GapCode::bits);
+        let mut used = [(0u64, 0u64); 65];
+        let mut count = 0;
+        for (length, &n) in lengths.iter().enumerate() {
+            if n > 0 {
+                used[count] = (length as u64, n);
+                count += 1;
+            }
+        }
+        let used = &used[..count];
+        // A gap `b` bits long costs `k + 1` bits at order `k >= b`; below,
+        // its high part `b − k` bits long costs 3 bits if that is 1, else
+        // `2(b − k) − 1` (one more when the high part is all ones).
+        let estimate = |order: u64| -> u64 {
+            used.iter()
+                .map(|&(length, n)| {
+                    let high = length.saturating_sub(order);
+                    let gamma = match high {
+                        0 => 1,
+                        1 => 3,
+                        _ => 2 * high - 1,
+                    };
+                    n * (order + gamma)
+                })
+                .sum()
+        };
+        let order = (0..16).min_by_key(|&order| estimate(order)).unwrap_or(0);
+        let golomb = GapCode::Golomb(order as u8);
+        let mut total = golomb.bits();
         let mut next = 0u64;
         for id in ids {
             let gap = id.to_raw() - next;
-            next = id.to_raw() + 1;
-            for (total, code) in totals.iter_mut().zip(candidates) {
-                *total += code.gap_bits(gap);
-            }
+            next = id.to_raw().wrapping_add(1);
+            total += golomb.gap_bits(gap);
         }
-        // Ties go to the first candidate: Elias-delta.
-        let best = (0..candidates.len())
-            .min_by_key(|&index| totals[index])
-            .unwrap_or(0);
-        candidates[best]
+        // Ties go to Elias-delta.
+        if total < delta {
+            golomb
+        } else {
+            GapCode::Delta
+        }
     }
 
     /// Bits of the code itself.
@@ -141,8 +168,19 @@ impl GapCode {
             GapCode::Delta => writer.write_varint(gap),
             GapCode::Golomb(order) => {
                 let order = u32::from(order);
-                writer.write_gamma(gap >> order);
-                writer.write_bits(gap, order);
+                let high = gap >> order;
+                if high < 1 << 15 {
+                    // The gamma code of the high part (at most 31 bits) and
+                    // the low bits in one word.
+                    let x = high + 1;
+                    let n = 64 - x.leading_zeros();
+                    let gamma = 1 << (n - 1) | (x & ((1 << (n - 1)) - 1)) << n;
+                    let low = gap & ((1 << order) - 1);
+                    writer.write_bits(gamma | low << (2 * n - 1), 2 * n - 1 + order);
+                } else {
+                    writer.write_gamma(high);
+                    writer.write_bits(gap, order);
+                }
             }
         }
     }

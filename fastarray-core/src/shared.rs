@@ -3,8 +3,9 @@
 //! A connection that wrote everything up to the last frame, whose client
 //! knows every item (all adds acknowledged) and has nothing to repair, gets
 //! the same message as every other such connection: the frame's removals,
-//! adds and changed fields. The first of them writes it the usual way and
-//! the bits are kept here; the others copy them and record the packet in
+//! adds and changed fields. The first of them writes its own as usual (a
+//! lone connection pays nothing for sharing); the second writes it and the
+//! bits are kept here; the others copy them and record the packet in
 //! O(adds + removals), sharing one list of the changed fields instead of
 //! one record entry and view update per changed item.
 
@@ -16,6 +17,8 @@ use crate::send::{RecordEntry, SharedChanges};
 pub(crate) struct SharedMessage {
     /// The frame this message is for (0: none yet; frames start at 1).
     pub(crate) frame: u64,
+    /// The last frame a caught-up connection wrote a message for.
+    pub(crate) seen: u64,
     /// The message's bits, from the first bit of the byte.
     pub(crate) bytes: Vec<u8>,
     /// Bits of the message.
