@@ -327,3 +327,13 @@ fn many_connections_over_different_links_converge() {
     }
     assert!(shared > 1_000, "only {shared} shared messages were taken");
 }
+
+/// The long version of the above.
+/// Run with `cargo test --release --test shared -- --ignored`.
+#[test]
+#[ignore = "soak: minutes of work"]
+fn many_connections_over_different_links_converge_soak() {
+    for seed in 0..1_000 {
+        run_many(seed, 400);
+    }
+}
