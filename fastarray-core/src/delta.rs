@@ -73,6 +73,13 @@ impl<T: Replicate> FastArray<T> {
     /// then report the packet's fate with [`SendState::on_ack`] or
     /// [`SendState::on_loss`]. On error nothing is written and nothing changes.
     ///
+    /// Connections that are caught up (everything up to the last frame
+    /// written, every add acknowledged, nothing to repair) get the same
+    /// bits: the second of them in a frame writes the message and keeps it,
+    /// and the others copy it and record the packet without visiting each
+    /// changed item, so many clients cost little more than one
+    /// ([`DeltaStats::shared`] says which writes took it).
+    ///
     /// ```
     /// use fastarray_core::{FastArray, SendState};
     /// use fastarray_derive::Replicate;
