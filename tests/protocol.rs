@@ -747,3 +747,77 @@ fn every_prefix_and_bit_flip_is_applied_whole_or_not_at_all() {
         }
     }
 }
+
+/// A delta written by hand: kind, long-form `frame`, an optional removal of
+/// `removal`, no items.
+fn crafted_delta(frame: u64, removal: Option<u64>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut w = fastarray::BitWriter::new(&mut bytes);
+    w.write_bits(0b01, 2); // `1 0`: a delta
+    w.write_bool(true); // long frame
+    w.write_varint(frame);
+    match removal {
+        Some(id) => {
+            w.write_bits(0b01, 2); // one removal
+            w.write_bool(false); // Elias-delta gaps
+            w.write_varint(id);
+        }
+        None => w.write_bool(false),
+    }
+    w.write_bool(false); // no items
+    w.finish();
+    bytes
+}
+
+/// Found by review: a frame near `u64::MAX` overflowed the mirror's
+/// arithmetic (`tombstone + WINDOW`, `newest + WINDOW`), a panic in debug
+/// builds. Frames above `u64::MAX − 128` are refused now.
+#[test]
+fn frames_near_u64_max_are_refused_not_overflowed() {
+    let mut mirror = FastArray::<Agent>::new();
+    for frame in [u64::MAX, u64::MAX - 1, u64::MAX - 127] {
+        let result = mirror.apply_delta(&crafted_delta(frame, Some(3)), &mut ());
+        assert!(
+            matches!(
+                result,
+                Err(DecodeError::VarintOutOfRange {
+                    target: "frame",
+                    ..
+                })
+            ),
+            "{frame}: {result:?}"
+        );
+        assert_eq!(mirror, FastArray::new());
+    }
+    // The largest frame allowed, then a short frame resolved against it.
+    let highest = u64::MAX - 128;
+    mirror
+        .apply_delta(&crafted_delta(highest, Some(3)), &mut ())
+        .unwrap();
+    let mut bytes = Vec::new();
+    let mut w = fastarray::BitWriter::new(&mut bytes);
+    w.write_bits(0b01, 2);
+    w.write_bool(false); // short frame
+    w.write_bits(highest + 1, 15);
+    w.write_bits(0b01, 2); // one removal
+    w.write_bool(false);
+    w.write_varint(4);
+    w.write_bool(false);
+    w.finish();
+    mirror.apply_delta(&bytes, &mut ()).unwrap();
+    // A snapshot cannot name such a frame either.
+    let mut bytes = Vec::new();
+    let mut w = fastarray::BitWriter::new(&mut bytes);
+    w.write_bits(0b11, 2);
+    w.write_bits(<Agent as Replicate>::SCHEMA_HASH, 64);
+    w.write_varint(u64::MAX);
+    w.write_varint(0);
+    w.finish();
+    assert!(matches!(
+        FastArray::<Agent>::from_snapshot(&bytes),
+        Err(DecodeError::VarintOutOfRange {
+            target: "frame",
+            ..
+        })
+    ));
+}

@@ -393,7 +393,7 @@ impl<T: Replicate> FastArray<T> {
         if advanced {
             self.mirror
                 .tombstones
-                .retain(|_, removed| *removed + WINDOW > frame);
+                .retain(|_, removed| removed.saturating_add(WINDOW) > frame);
         }
         callbacks.post_receive(&report);
         report

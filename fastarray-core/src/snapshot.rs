@@ -112,7 +112,7 @@ impl<T: Replicate> FastArray<T> {
 
     /// Reads what [`encode_snapshot_body`](Self::encode_snapshot_body) wrote.
     pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let frame = reader.read_varint()?;
+        let frame = wire::read_long_frame(reader)?;
         let claimed = reader.read_varint()?;
         // Each item costs at least a one-bit id gap plus its fields, and
         // two bits (frame and count) per array field.

@@ -63,6 +63,25 @@ pub(crate) fn frame_bits(frame: u64, acked: Option<u64>) -> u64 {
     }
 }
 
+/// The largest frame a message may name: far beyond any real sender
+/// (2^64 commits), and low enough that a mirror's arithmetic on frames
+/// (`newest + WINDOW`) never overflows, whatever a hostile packet says.
+pub(crate) const MAX_FRAME: u64 = u64::MAX - 2 * WINDOW;
+
+/// Reads a frame written in long form (a varint), refusing one above
+/// [`MAX_FRAME`].
+pub(crate) fn read_long_frame(reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let frame = reader.read_varint()?;
+    if frame > MAX_FRAME {
+        return Err(DecodeError::VarintOutOfRange {
+            bit_offset,
+            target: "frame",
+        });
+    }
+    Ok(frame)
+}
+
 /// Reads a frame written by [`write_frame`], resolving the short form
 /// against `newest`, the newest frame the mirror applied.
 pub(crate) fn read_frame(
@@ -71,12 +90,12 @@ pub(crate) fn read_frame(
 ) -> Result<u64, DecodeError> {
     let bit_offset = reader.bit_offset();
     if reader.read_bool()? {
-        return reader.read_varint();
+        return read_long_frame(reader);
     }
     let low = reader.read_bits(SHORT_FRAME_BITS)?;
     let newest = newest.ok_or(DecodeError::FrameWithoutReference { bit_offset })?;
     // The latest frame with these low bits that is before `newest + WINDOW`.
-    let top = newest + WINDOW - 1;
+    let top = newest.min(MAX_FRAME) + WINDOW - 1;
     let behind = top.wrapping_sub(low) & ((1 << SHORT_FRAME_BITS) - 1);
     top.checked_sub(behind)
         .ok_or(DecodeError::FrameWithoutReference { bit_offset })
