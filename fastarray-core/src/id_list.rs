@@ -272,18 +272,6 @@ impl IdReader {
     }
 }
 
-/// Bits of a whole list written by [`IdWriter`], ids only.
-#[cfg(test)]
-pub(crate) fn list_bits(ids: &[ReplicationId]) -> u64 {
-    let mut bytes = Vec::new();
-    let mut writer = BitWriter::new(&mut bytes);
-    let mut list = IdWriter::start(&mut writer, ids.iter().copied());
-    for &id in ids {
-        list.write(&mut writer, id);
-    }
-    writer.finish()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,16 +280,22 @@ mod tests {
         raw.iter().copied().map(ReplicationId::from_raw).collect()
     }
 
-    fn round_trip(raw: &[u64]) -> u64 {
+    /// The list of ids `raw` as [`IdWriter`] writes it, and its bits.
+    fn encode(raw: &[u64]) -> (Vec<u8>, u64) {
         let list = ids(raw);
-        let bits = list_bits(&list);
         let mut bytes = Vec::new();
         let mut writer = BitWriter::new(&mut bytes);
         let mut out = IdWriter::start(&mut writer, list.iter().copied());
         for &id in &list {
             out.write(&mut writer, id);
         }
-        writer.finish();
+        let bits = writer.finish();
+        (bytes, bits)
+    }
+
+    fn round_trip(raw: &[u64]) -> u64 {
+        let list = ids(raw);
+        let (bytes, bits) = encode(raw);
         let mut reader = BitReader::new(&bytes);
         let (mut input, count) = IdReader::start(&mut reader, 1).unwrap();
         assert_eq!(count, list.len());
@@ -424,14 +418,7 @@ mod tests {
             let bound = count_bits(len) + u64::from(len > 0) + delta;
             assert!(bits <= bound, "{raw:?}: {bits} > {bound}");
 
-            let list = ids(&raw);
-            let mut bytes = Vec::new();
-            let mut writer = BitWriter::new(&mut bytes);
-            let mut out = IdWriter::start(&mut writer, list.iter().copied());
-            for &id in &list {
-                out.write(&mut writer, id);
-            }
-            writer.finish();
+            let (bytes, _) = encode(&raw);
             for keep in 0..bits.div_ceil(8) as usize {
                 let mut reader = BitReader::new(&bytes[..keep]);
                 let read = IdReader::start(&mut reader, 1).and_then(|(mut input, count)| {
