@@ -191,7 +191,7 @@ impl<T: Replicate> FastArray<T> {
         } else {
             NestedDeltas::default()
         };
-        let scratch = core::mem::take(&mut self.nested_scratch);
+        let mut scratch = core::mem::take(&mut self.nested_scratch);
         let mut inner = BitReader::new(&scratch);
         let acked = conn.acked_frame;
         if keep {
@@ -208,7 +208,6 @@ impl<T: Replicate> FastArray<T> {
             self.write_message(writer, acked, &removals, &items, &nested, &mut inner);
             stats.bits = writer.bits_written() - start;
         }
-        let mut scratch = scratch;
         scratch.clear();
         self.nested_scratch = scratch;
 
@@ -218,7 +217,7 @@ impl<T: Replicate> FastArray<T> {
         // than removing each id.
         let wrote_all = stats.deferred == 0;
         if wrote_all {
-            conn.clear_pending();
+            conn.pending.clear();
         }
         for &(id, _) in &removals {
             if !wrote_all {

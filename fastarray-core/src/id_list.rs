@@ -168,19 +168,8 @@ impl GapCode {
             GapCode::Delta => writer.write_varint(gap),
             GapCode::Golomb(order) => {
                 let order = u32::from(order);
-                let high = gap >> order;
-                if high < 1 << 15 {
-                    // The gamma code of the high part (at most 31 bits) and
-                    // the low bits in one word.
-                    let x = high + 1;
-                    let n = 64 - x.leading_zeros();
-                    let gamma = 1 << (n - 1) | (x & ((1 << (n - 1)) - 1)) << n;
-                    let low = gap & ((1 << order) - 1);
-                    writer.write_bits(gamma | low << (2 * n - 1), 2 * n - 1 + order);
-                } else {
-                    writer.write_gamma(high);
-                    writer.write_bits(gap, order);
-                }
+                writer.write_gamma(gap >> order);
+                writer.write_bits(gap, order);
             }
         }
     }

@@ -194,7 +194,7 @@ impl PendingMap {
     /// Forgets all work. The map's capacity follows what recent writes
     /// needed, so clearing it stays proportional to the work, not to a
     /// past burst (a first full sync).
-    fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         let used = self.entries.len();
         self.entries.clear();
         self.positions.clear();
@@ -396,13 +396,6 @@ impl SendState {
         self.records.is_empty()
             && self.pending.is_empty()
             && self.nested.values().flatten().all(SendState::is_settled)
-    }
-
-    /// Forgets all pending work (it was all written). The map's capacity
-    /// follows what recent writes needed, so iterating it stays
-    /// proportional to the work, not to a past burst (a first full sync).
-    pub(crate) fn clear_pending(&mut self) {
-        self.pending.clear();
     }
 
     /// Whether `packet` names a packet in flight.
