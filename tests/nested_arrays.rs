@@ -499,3 +499,37 @@ fn nested_arrays_converge_over_lossy_links() {
         }
     }
 }
+
+/// Issue 10, finding 2: packet A carries a change inside squad X (whose
+/// member array is past frame 64, so its frame is short) and a change to
+/// squad Y; packet B removes X. B arrives first, then A: A must apply,
+/// Y's change with it (reading past X's inner delta needs no reference).
+#[test]
+fn an_entry_read_past_needs_no_frame_reference() {
+    let (mut server, mut conn, mut client) = synced();
+    let (x, y) = (ReplicationId::from_raw(10), ReplicationId::from_raw(20));
+    let inner = ReplicationId::from_raw(3);
+    let mut packet = 2;
+    for hp in 0..70 {
+        member(&mut server, x, inner, |m| m.hp = hp);
+        drive::exchange(&mut server, &mut conn, &mut client, packet);
+        packet += 1;
+    }
+    member(&mut server, x, inner, |m| m.hp = 1_000);
+    server.get_mut(y).unwrap().tag = 99;
+    server.commit();
+    let mut a = Vec::new();
+    server.write_delta(&mut conn, packet, &mut a).unwrap();
+    server.remove(x);
+    server.commit();
+    let mut b = Vec::new();
+    server.write_delta(&mut conn, packet + 1, &mut b).unwrap();
+
+    client.apply_delta(&b, &mut ()).unwrap();
+    let report = client.apply_delta(&a, &mut ()).unwrap();
+    assert_eq!(report.skipped, 1, "the entry of the removed squad");
+    assert_eq!(client.get(y).unwrap().tag, 99);
+    conn.on_ack(packet + 1);
+    conn.on_ack(packet);
+    assert_eq!(client, server);
+}

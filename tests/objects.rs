@@ -281,3 +281,104 @@ fn objects_converge_over_lossy_links() {
         }
     }
 }
+
+/// Issue 10, finding 1: a 4-byte packet whose removal list names the
+/// object (#0) used to apply with `Ok`; every later `get` then panicked.
+#[test]
+fn a_message_removing_the_object_is_refused_and_changes_nothing() {
+    use fastarray::{BitCodec, BitWriter, DecodeError, ReplicationId};
+    let mut server = Replicated::new(Match::default());
+    server.get_mut().round = 3;
+    server.commit();
+    let mut conn = SendState::new();
+    let mut client = Replicated::<Match>::mirror();
+    send(&mut server, &mut conn, &mut client, 1);
+
+    // kind `1 0`, long frame 9, one removal (Elias-delta code, id 0), no items.
+    let mut evil = Vec::new();
+    let mut w = BitWriter::new(&mut evil);
+    w.write_bits(0b01, 2);
+    w.write_bool(true);
+    w.write_varint(9);
+    w.write_bits(0b01, 2);
+    w.write_bool(false);
+    w.write_varint(0);
+    w.write_bool(false);
+    w.finish();
+    assert!(evil.len() <= 4, "{} bytes", evil.len());
+    let object = ReplicationId::from_raw(0);
+    assert_eq!(
+        client.apply_delta(&evil, &mut ()),
+        Err(DecodeError::NotAnObjectChange { id: object })
+    );
+    assert_eq!(client.get().round, 3);
+
+    // Nor may a message add a second item beside the object.
+    let mut evil = Vec::new();
+    let mut w = BitWriter::new(&mut evil);
+    w.write_bits(0b01, 2);
+    w.write_bool(true);
+    w.write_varint(9);
+    w.write_bool(false); // no removals
+    w.write_bits(0b01, 2); // one item
+    w.write_bool(false); // Elias-delta gaps
+    w.write_varint(5); // id 5
+    w.write_bool(true); // whole
+    Match {
+        round: 1,
+        ..Match::default()
+    }
+    .encode(&mut w)
+    .unwrap();
+    w.write_bool(false); // units: empty delta
+    w.write_bool(false); // shots: empty delta
+    w.finish();
+    assert_eq!(
+        client.apply_delta(&evil, &mut ()),
+        Err(DecodeError::NotAnObjectChange {
+            id: ReplicationId::from_raw(5)
+        })
+    );
+
+    // The mirror still follows the server.
+    server.get_mut().round = 4;
+    server.commit();
+    send(&mut server, &mut conn, &mut client, 2);
+    assert_eq!(client.get().round, 4);
+    assert!(mirrored(&server, &client));
+}
+
+/// Issue 10, finding 2: a `Replicated` message delivered 70 frames late,
+/// whose inner delta has a short frame of 64 or more, is ignored whole (it
+/// used to be refused with `FrameWithoutReference`).
+#[test]
+fn a_message_70_frames_late_is_ignored_whole() {
+    let mut server = Replicated::new(Match::default());
+    let unit = server.get_mut().units.push(Unit { hp: 1, x: 0.0 });
+    server.commit();
+    let mut conn = SendState::new();
+    let mut client = Replicated::<Match>::mirror();
+    let mut packet = 0;
+    // Past 64 inner frames, every one acknowledged: inner frames go short.
+    for hp in 0..80 {
+        server.get_mut().units.get_mut(unit).unwrap().hp = hp;
+        server.commit();
+        send(&mut server, &mut conn, &mut client, packet);
+        packet += 1;
+    }
+    server.get_mut().units.get_mut(unit).unwrap().hp = 500;
+    server.commit();
+    let mut late = Vec::new();
+    server.write_delta(&mut conn, packet, &mut late).unwrap();
+    conn.on_loss(packet);
+    packet += 1;
+    for round in 0..70u8 {
+        server.get_mut().round = round;
+        server.commit();
+        send(&mut server, &mut conn, &mut client, packet);
+        packet += 1;
+    }
+    let report = client.apply_delta(&late, &mut ()).unwrap();
+    assert!(report.stale);
+    assert!(mirrored(&server, &client));
+}

@@ -107,6 +107,13 @@ pub enum DecodeError {
         /// The repeated id.
         id: crate::ReplicationId,
     },
+    /// A message for a replicated object ([`Replicated`](crate::Replicated))
+    /// that removes the object or names another item: an object is item
+    /// `#0` alone, and is never removed.
+    NotAnObjectChange {
+        /// The id the message named.
+        id: crate::ReplicationId,
+    },
     /// Bits left over after the message that are not zero padding.
     TrailingData {
         /// Bit offset where the message ended.
@@ -202,6 +209,10 @@ impl fmt::Display for DecodeError {
                 "a partial change for item {id}, which this mirror never held"
             ),
             Self::DuplicateId { id } => write!(f, "item {id} appears twice in one message"),
+            Self::NotAnObjectChange { id } => write!(
+                f,
+                "a replicated object's message names item {id}: it may only change the object (#0), never remove it or add another item"
+            ),
             Self::TrailingData {
                 bit_offset,
                 remaining_bits,

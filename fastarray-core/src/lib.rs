@@ -41,6 +41,7 @@ mod send;
 mod serde_disabled;
 mod shared;
 mod snapshot;
+mod tombstones;
 mod wire;
 
 pub use array::{FastArray, ItemMut};

@@ -38,14 +38,16 @@ pub trait ArrayField {
         writer: &mut BitWriter<'_>,
         max_bits: Option<u64>,
     ) -> Result<DeltaStats, SendError>;
-    /// Decodes one delta without applying it. With `check`, it is also
-    /// validated against this array (as the mirror it will be applied to);
-    /// without, it is only read past (its owner is being dropped).
+    /// Decodes one delta and checks it against this array (the mirror it
+    /// will be applied to), without applying it. `None` when it has nothing
+    /// to apply (an empty or stale message).
     fn decode_delta_from(
         &self,
         reader: &mut BitReader<'_>,
-        check: bool,
-    ) -> Result<Box<dyn Any>, DecodeError>;
+    ) -> Result<Option<Box<dyn Any>>, DecodeError>;
+    /// Reads past one delta whose owner is being dropped: nothing is
+    /// checked or kept.
+    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
     /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
     fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport;
     /// Writes its frame and items as in a snapshot (no kind, no schema hash).
@@ -77,9 +79,15 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
     fn decode_delta_from(
         &self,
         reader: &mut BitReader<'_>,
-        check: bool,
-    ) -> Result<Box<dyn Any>, DecodeError> {
-        Ok(Box::new(self.decode_delta_checked(reader, check)?))
+    ) -> Result<Option<Box<dyn Any>>, DecodeError> {
+        let decoded = self.decode_delta(reader)?;
+        Ok(decoded
+            .has_effect()
+            .then(|| Box::new(decoded) as Box<dyn Any>))
+    }
+
+    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        FastArray::<U>::skip_delta(reader)
     }
 
     fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
@@ -170,6 +178,7 @@ impl<T: Object + 'static> Replicated<T> {
     pub fn new(value: T) -> Self {
         let mut item = FastArray::new();
         item.push(value);
+        item.receive_as_object();
         Self { item }
     }
 
@@ -182,6 +191,7 @@ impl<T: Object + 'static> Replicated<T> {
         let mut item = FastArray::new();
         // Frames 0: anything the server sends is newer.
         item.insert_replicated(ID, 0, T::default());
+        item.receive_as_object();
         Self { item }
     }
 

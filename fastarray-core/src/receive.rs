@@ -10,16 +10,14 @@
 
 use core::any::Any;
 
-use hashbrown::HashMap;
-
 use crate::array::FastArray;
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
 use crate::id_list::IdReader;
 use crate::mask::FieldMask;
-use crate::object::ArrayField;
 use crate::replicate::Replicate;
+use crate::tombstones::Tombstones;
 use crate::wire::{self, MessageKind, WINDOW};
 
 /// Events of applying a delta, called in Unreal's order: every
@@ -91,27 +89,67 @@ pub struct ApplyReport {
 pub(crate) struct MirrorState {
     /// The newest frame of a delta or snapshot applied.
     pub(crate) newest: Option<u64>,
-    /// Removed ids and the frame of their removal, for `WINDOW` frames.
-    tombstones: HashMap<ReplicationId, u64>,
+    /// Removed ids, for a window of frames.
+    tombstones: Tombstones,
+    /// Whether this mirror is a replicated object's: item `#0` alone,
+    /// never removed.
+    pub(crate) object: bool,
 }
 
 /// One sent item, decoded.
 pub(crate) enum Entry<T: Replicate> {
+    /// The whole item.
     Whole(T),
+    /// Some of its plain fields.
     Fields(FieldMask, T::Patch),
+    /// None of its plain fields: only its arrays changed.
+    Arrays,
 }
 
 /// A whole message, decoded and validated, not yet applied.
 pub(crate) struct Decoded<T: Replicate> {
+    /// `None` for an empty message.
     frame: Option<u64>,
+    /// Whether the message is a window older than the mirror: it is read
+    /// past, and nothing of it is kept.
     stale: bool,
     removals: Vec<ReplicationId>,
-    entries: Vec<(ReplicationId, Entry<T>, Inner)>,
+    /// The entries for items that are not tombstoned, in id order.
+    entries: Vec<(ReplicationId, Entry<T>)>,
+    /// The array deltas of those entries that have something to apply,
+    /// in entry order.
+    inner: Vec<InnerDelta>,
+    /// Entries read past: for tombstoned items, or all of a stale message.
+    skipped: usize,
 }
 
-/// The decoded deltas of one entry's `#[replicate(array)]` fields, in
-/// field order (empty for types without them).
-type Inner = Vec<Box<dyn Any>>;
+/// The decoded delta of one `#[replicate(array)]` field of an entry.
+pub(crate) struct InnerDelta {
+    /// The entry's index in [`Decoded::entries`].
+    entry: usize,
+    /// The array field's index, in declaration order.
+    field: usize,
+    delta: Box<dyn Any>,
+}
+
+impl<T: Replicate> Decoded<T> {
+    fn empty() -> Self {
+        Self {
+            frame: None,
+            stale: false,
+            removals: Vec::new(),
+            entries: Vec::new(),
+            inner: Vec::new(),
+            skipped: 0,
+        }
+    }
+
+    /// Whether applying it can change anything (a message with a frame that
+    /// is not stale: even with every entry skipped it moves the window).
+    pub(crate) fn has_effect(&self) -> bool {
+        self.frame.is_some() && !self.stale
+    }
+}
 
 impl<T: Replicate> FastArray<T> {
     /// Applies a delta that fills all of `bytes` (up to zero padding) to
@@ -126,7 +164,7 @@ impl<T: Replicate> FastArray<T> {
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         let mut reader = BitReader::new(bytes);
-        let decoded = self.decode_delta_checked(&mut reader, true)?;
+        let decoded = self.decode_delta(&mut reader)?;
         reader.expect_end()?;
         Ok(self.apply_decoded(decoded, callbacks))
     }
@@ -138,141 +176,160 @@ impl<T: Replicate> FastArray<T> {
         reader: &mut BitReader<'_>,
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
-        let decoded = self.decode_delta_checked(reader, true)?;
+        let decoded = self.decode_delta(reader)?;
         Ok(self.apply_decoded(decoded, callbacks))
     }
 
-    /// Decodes one delta. With `check`, it is validated against this
-    /// mirror; without, it is only read past (its contents will be dropped,
-    /// so a short frame needs no reference and unknown ids are fine).
-    pub(crate) fn decode_delta_checked(
+    /// Makes this mirror a replicated object's: a message that removes an
+    /// item or names one other than `#0` is refused.
+    pub(crate) fn receive_as_object(&mut self) {
+        self.mirror.object = true;
+    }
+
+    /// Decodes one delta and validates it against this mirror.
+    pub(crate) fn decode_delta(
         &self,
         reader: &mut BitReader<'_>,
-        check: bool,
     ) -> Result<Decoded<T>, DecodeError> {
-        let kind_offset = reader.bit_offset();
-        let mut decoded = Decoded {
-            frame: None,
-            stale: false,
-            removals: Vec::new(),
-            entries: Vec::new(),
-        };
-        match MessageKind::read(reader)? {
-            MessageKind::Empty => return Ok(decoded),
-            MessageKind::Delta => {}
-            MessageKind::Snapshot => {
-                return Err(DecodeError::UnexpectedMessageKind {
-                    bit_offset: kind_offset,
-                    expected: MessageKind::Delta.name(),
-                    found: MessageKind::Snapshot.name(),
-                });
-            }
+        let mut decoded = Decoded::empty();
+        if !read_kind(reader)? {
+            return Ok(decoded);
         }
-        let reference = match (check, self.mirror.newest) {
-            (false, None) => Some(0),
-            (_, newest) => newest,
-        };
-        let frame = wire::read_frame(reader, reference)?;
+        let frame = wire::FrameField::read(reader)?.resolve(self.mirror.newest)?;
         decoded.frame = Some(frame);
         decoded.stale = self
             .mirror
             .newest
             .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest);
+        Self::read_body(reader, Some((self, &mut decoded)))?;
+        Ok(decoded)
+    }
 
+    /// Reads past one delta whose contents will be dropped (the entry that
+    /// carries it is for a removed item, or its message is stale): every
+    /// value is decoded and dropped at once, nothing is checked against a
+    /// mirror, and a short frame needs no reference.
+    pub(crate) fn skip_delta(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        if read_kind(reader)? {
+            wire::FrameField::read(reader)?;
+            Self::read_body(reader, None)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a delta's removals and items. With a mirror, checks them
+    /// against it and keeps in `decoded` what there is to apply (nothing
+    /// of a stale message); without, only reads past them.
+    fn read_body(
+        reader: &mut BitReader<'_>,
+        check: Option<(&Self, &mut Decoded<T>)>,
+    ) -> Result<(), DecodeError> {
+        let (mirror, mut into) = match check {
+            Some((mirror, decoded)) => (Some(mirror), Some(decoded)),
+            None => (None, None),
+        };
+        let object = mirror.is_some_and(|mirror| mirror.mirror.object);
         // Each removal takes at least one bit; each item at least two, plus
         // one per array field.
         let (mut ids, count) = IdReader::start(reader, 1)?;
-        decoded.removals.reserve(prealloc::<ReplicationId>(count));
+        let mut removals = Vec::new();
+        if into.is_some() {
+            removals.reserve(prealloc::<ReplicationId>(count));
+        }
         for _ in 0..count {
             let id = ids.read(reader)?;
-            decoded.removals.push(id);
+            if object {
+                return Err(DecodeError::NotAnObjectChange { id });
+            }
+            if into.is_some() {
+                removals.push(id);
+            }
         }
         let (mut ids, count) = IdReader::start(reader, 2 + u64::from(T::ARRAY_FIELDS))?;
-        decoded
-            .entries
-            .reserve(prealloc::<(ReplicationId, Entry<T>, Inner)>(count));
+        let keep = into.as_deref().is_some_and(|decoded| !decoded.stale);
+        if let Some(decoded) = into.as_deref_mut() {
+            if keep {
+                decoded
+                    .entries
+                    .reserve(prealloc::<(ReplicationId, Entry<T>)>(count));
+            } else {
+                decoded.skipped = removals.len() + count;
+            }
+        }
+        let mut removed = removals.iter().peekable();
         for _ in 0..count {
             let id = ids.read(reader)?;
             let entry = if reader.read_bool()? {
                 Entry::Whole(T::decode(reader)?)
             } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
-                // Only the arrays changed.
-                Entry::Fields(
-                    FieldMask::EMPTY,
-                    T::decode_fields(FieldMask::EMPTY, reader)?,
-                )
+                Entry::Arrays
             } else {
                 let mask = wire::read_field_set(reader, T::FIELD_COUNT)?;
                 Entry::Fields(mask, T::decode_fields(mask, reader)?)
             };
-            let inner = if T::ARRAY_FIELDS > 0 {
-                self.decode_inner(reader, id, &entry, check && !decoded.stale)?
-            } else {
-                Vec::new()
+            let (Some(mirror), Some(decoded)) = (mirror, into.as_deref_mut()) else {
+                if T::ARRAY_FIELDS > 0 {
+                    skip_arrays::<T>(reader)?;
+                }
+                continue;
             };
-            decoded.entries.push((id, entry, inner));
-        }
-        if check {
-            self.validate(&decoded)?;
-        }
-        Ok(decoded)
-    }
-
-    /// Decodes the deltas of an entry's array fields, checked against the
-    /// arrays they will be applied to: the mirror's item, or the new item
-    /// the entry carries. Those of an entry that will be dropped (removed
-    /// item, stale message) are only read past.
-    fn decode_inner(
-        &self,
-        reader: &mut BitReader<'_>,
-        id: ReplicationId,
-        entry: &Entry<T>,
-        check: bool,
-    ) -> Result<Inner, DecodeError> {
-        let target = match (self.get(id), entry) {
-            _ if !check || self.mirror.tombstones.contains_key(&id) => None,
-            (Some(held), _) => Some(held),
-            (None, Entry::Whole(value)) => Some(value),
-            // A partial entry for an unknown item: refused by `validate`.
-            (None, Entry::Fields(..)) => None,
-        };
-        let mut inner = Vec::with_capacity(T::ARRAY_FIELDS as usize);
-        let mut failure = None;
-        let mut read = |array: &dyn ArrayField| {
-            if failure.is_none() {
-                match array.decode_delta_from(reader, target.is_some()) {
-                    Ok(decoded) => inner.push(decoded),
-                    Err(error) => failure = Some(error),
+            // Checks that need no other entry: removals and items are both
+            // ascending, so a duplicate is found walking them together.
+            while removed.next_if(|&&r| r < id).is_some() {}
+            if removed.peek() == Some(&&id) {
+                return Err(DecodeError::DuplicateId { id });
+            }
+            if object && id != OBJECT {
+                return Err(DecodeError::NotAnObjectChange { id });
+            }
+            let tombstoned = mirror.mirror.tombstones.contains(id);
+            let held = mirror.get(id);
+            if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !tombstoned && held.is_none()
+            {
+                return Err(DecodeError::UnknownItem { id });
+            }
+            if !keep || tombstoned {
+                if keep {
+                    decoded.skipped += 1;
+                }
+                if T::ARRAY_FIELDS > 0 {
+                    skip_arrays::<T>(reader)?;
+                }
+                continue;
+            }
+            if T::ARRAY_FIELDS > 0 {
+                // Checked against the arrays they will be applied to: the
+                // mirror's item, or the new item the entry carries.
+                let target = match (held, &entry) {
+                    (Some(held), _) => held,
+                    (None, Entry::Whole(value)) => value,
+                    (None, _) => unreachable!("refused above: a partial entry for an unknown item"),
+                };
+                let index = decoded.entries.len();
+                let mut field = 0;
+                let mut failure = None;
+                target.for_each_array(&mut |array| {
+                    if failure.is_none() {
+                        match array.decode_delta_from(reader) {
+                            Ok(Some(delta)) => decoded.inner.push(InnerDelta {
+                                entry: index,
+                                field,
+                                delta,
+                            }),
+                            Ok(None) => {}
+                            Err(error) => failure = Some(error),
+                        }
+                    }
+                    field += 1;
+                });
+                if let Some(error) = failure {
+                    return Err(error);
                 }
             }
-        };
-        match target {
-            Some(value) => value.for_each_array(&mut read),
-            None => T::for_each_empty_array(&mut read),
+            decoded.entries.push((id, entry));
         }
-        match failure {
-            Some(error) => Err(error),
-            None => Ok(inner),
-        }
-    }
-
-    /// Checks what decoding alone cannot: no id both removed and sent, and
-    /// no partial change for an item this mirror never held.
-    fn validate(&self, decoded: &Decoded<T>) -> Result<(), DecodeError> {
-        let mut removals = decoded.removals.iter().peekable();
-        for (id, entry, _) in &decoded.entries {
-            while removals.next_if(|&&r| r < *id).is_some() {}
-            if removals.peek() == Some(&id) {
-                return Err(DecodeError::DuplicateId { id: *id });
-            }
-            let partial = matches!(entry, Entry::Fields(..));
-            if partial
-                && !decoded.stale
-                && !self.contains(*id)
-                && !self.mirror.tombstones.contains_key(id)
-            {
-                return Err(DecodeError::UnknownItem { id: *id });
-            }
+        if let Some(decoded) = into {
+            decoded.removals = removals;
         }
         Ok(())
     }
@@ -285,6 +342,7 @@ impl<T: Replicate> FastArray<T> {
         let mut report = ApplyReport {
             frame: decoded.frame,
             stale: decoded.stale,
+            skipped: decoded.skipped,
             ..ApplyReport::default()
         };
         let Some(frame) = decoded.frame else {
@@ -292,7 +350,6 @@ impl<T: Replicate> FastArray<T> {
             return report;
         };
         if decoded.stale {
-            report.skipped = decoded.removals.len() + decoded.entries.len();
             callbacks.post_receive(&report);
             return report;
         }
@@ -307,23 +364,18 @@ impl<T: Replicate> FastArray<T> {
                 self.remove_replicated(id);
                 report.removed += 1;
             }
-            let tombstone = self.mirror.tombstones.entry(id).or_insert(frame);
-            *tombstone = (*tombstone).max(frame);
+            self.mirror.tombstones.insert(id, frame);
         }
 
         let mut changes = Vec::new();
-        for (id, entry, inner) in decoded.entries {
-            if self.mirror.tombstones.contains_key(&id) {
-                report.skipped += 1;
-                continue;
-            }
+        let mut inner = decoded.inner.into_iter().peekable();
+        for (index, (id, entry)) in decoded.entries.into_iter().enumerate() {
+            let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
             let Some(slot) = self.slot_mut(id) else {
                 // Validation let through only whole items for unknown ids.
-                if let Entry::Whole(value) = entry {
+                if let Entry::Whole(mut value) = entry {
+                    apply_inner(&mut value, &mut deltas);
                     self.insert_replicated(id, frame, value);
-                    if let Some(slot) = self.slot_mut(id) {
-                        apply_inner(&mut slot.value, inner);
-                    }
                     if let Some(item) = self.get(id) {
                         callbacks.post_add(id, item);
                     }
@@ -333,7 +385,7 @@ impl<T: Replicate> FastArray<T> {
             };
             // The arrays' deltas carry frames of their own, and apply
             // whatever happens to the entry's plain fields.
-            let arrays_changed = apply_inner(&mut slot.value, inner);
+            let arrays_changed = apply_inner(&mut slot.value, &mut deltas);
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
@@ -342,24 +394,29 @@ impl<T: Replicate> FastArray<T> {
                     let differs = value.diff(&slot.value);
                     (
                         FieldMask::all(T::FIELD_COUNT),
-                        value.into_patch(),
+                        Some(value.into_patch()),
                         Some(differs),
                     )
                 }
-                Entry::Fields(mask, patch) => (mask, patch, None),
+                Entry::Fields(mask, patch) => (mask, Some(patch), None),
+                Entry::Arrays => (FieldMask::EMPTY, None, None),
             };
             // Each field takes the value only if it is newer than the one it
             // holds: duplicates and late copies change nothing.
             let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
             let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
-            if newer.is_empty() {
-                if arrays_changed {
-                    changes.push((id, FieldMask::EMPTY));
-                } else {
-                    report.skipped += 1;
+            let patch = match patch.take() {
+                Some(patch) if !newer.is_empty() => patch,
+                _ => {
+                    if arrays_changed {
+                        changes.push((id, FieldMask::EMPTY));
+                    } else {
+                        report.skipped += 1;
+                    }
+                    continue;
                 }
-                continue;
-            }
+            };
+            let mut patch = patch;
             let reshaped =
                 changed.is_some_and(|differs| !(differs & newer & T::STRUCTURE).is_empty());
             let changed = if reshaped {
@@ -391,28 +448,60 @@ impl<T: Replicate> FastArray<T> {
         }
 
         if advanced {
-            self.mirror
-                .tombstones
-                .retain(|_, removed| removed.saturating_add(WINDOW) > frame);
+            self.mirror.tombstones.expire(frame);
         }
         callbacks.post_receive(&report);
         report
     }
 }
 
-/// Applies the decoded deltas of an item's array fields; returns whether
-/// any of them added, changed or removed something.
-fn apply_inner<T: Replicate>(value: &mut T, inner: Inner) -> bool {
-    if inner.is_empty() {
+/// The item of a replicated object's array.
+const OBJECT: ReplicationId = ReplicationId::from_raw(0);
+
+/// Reads a message's kind: `true` for a delta, `false` for an empty one.
+fn read_kind(reader: &mut BitReader<'_>) -> Result<bool, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    match MessageKind::read(reader)? {
+        MessageKind::Empty => Ok(false),
+        MessageKind::Delta => Ok(true),
+        MessageKind::Snapshot => Err(DecodeError::UnexpectedMessageKind {
+            bit_offset,
+            expected: MessageKind::Delta.name(),
+            found: MessageKind::Snapshot.name(),
+        }),
+    }
+}
+
+/// Reads past the array deltas of an entry whose contents are dropped.
+fn skip_arrays<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+    let mut result = Ok(());
+    T::for_each_empty_array(&mut |array| {
+        if result.is_ok() {
+            result = array.skip_delta_from(reader);
+        }
+    });
+    result
+}
+
+/// Applies the decoded deltas of an item's array fields (in field
+/// order); returns whether any of them added, changed or removed something.
+fn apply_inner<T: Replicate>(value: &mut T, deltas: &mut impl Iterator<Item = InnerDelta>) -> bool {
+    if T::ARRAY_FIELDS == 0 {
         return false;
     }
-    let mut deltas = inner.into_iter();
+    let mut next = deltas.next();
+    if next.is_none() {
+        return false;
+    }
+    let mut field = 0;
     let mut changed = false;
     value.for_each_array_mut(&mut |array| {
-        if let Some(delta) = deltas.next() {
-            let report = array.apply_decoded_delta(delta);
+        if let Some(delta) = next.take_if(|delta| delta.field == field) {
+            let report = array.apply_decoded_delta(delta.delta);
             changed |= report.added + report.changed + report.removed > 0;
+            next = deltas.next();
         }
+        field += 1;
     });
     changed
 }

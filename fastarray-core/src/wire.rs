@@ -82,23 +82,51 @@ pub(crate) fn read_long_frame(reader: &mut BitReader<'_>) -> Result<u64, DecodeE
     Ok(frame)
 }
 
+/// A frame as written, before a mirror resolves a short one: reading past
+/// a message (one whose contents will be dropped) needs no reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FrameField {
+    /// The low 15 bits, at this bit offset.
+    Short { low: u64, bit_offset: u64 },
+    /// The whole frame.
+    Long(u64),
+}
+
+impl FrameField {
+    /// Reads a frame written by [`write_frame`], without resolving it.
+    pub(crate) fn read(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let bit_offset = reader.bit_offset();
+        if reader.read_bool()? {
+            return read_long_frame(reader).map(Self::Long);
+        }
+        let low = reader.read_bits(SHORT_FRAME_BITS)?;
+        Ok(Self::Short { low, bit_offset })
+    }
+
+    /// The frame, a short one resolved against `newest`, the newest frame
+    /// the mirror applied.
+    pub(crate) fn resolve(self, newest: Option<u64>) -> Result<u64, DecodeError> {
+        let (low, bit_offset) = match self {
+            Self::Long(frame) => return Ok(frame),
+            Self::Short { low, bit_offset } => (low, bit_offset),
+        };
+        let newest = newest.ok_or(DecodeError::FrameWithoutReference { bit_offset })?;
+        // The latest frame with these low bits that is before `newest + WINDOW`.
+        let top = newest.min(MAX_FRAME) + WINDOW - 1;
+        let behind = top.wrapping_sub(low) & ((1 << SHORT_FRAME_BITS) - 1);
+        top.checked_sub(behind)
+            .ok_or(DecodeError::FrameWithoutReference { bit_offset })
+    }
+}
+
 /// Reads a frame written by [`write_frame`], resolving the short form
 /// against `newest`, the newest frame the mirror applied.
+#[cfg(test)]
 pub(crate) fn read_frame(
     reader: &mut BitReader<'_>,
     newest: Option<u64>,
 ) -> Result<u64, DecodeError> {
-    let bit_offset = reader.bit_offset();
-    if reader.read_bool()? {
-        return read_long_frame(reader);
-    }
-    let low = reader.read_bits(SHORT_FRAME_BITS)?;
-    let newest = newest.ok_or(DecodeError::FrameWithoutReference { bit_offset })?;
-    // The latest frame with these low bits that is before `newest + WINDOW`.
-    let top = newest.min(MAX_FRAME) + WINDOW - 1;
-    let behind = top.wrapping_sub(low) & ((1 << SHORT_FRAME_BITS) - 1);
-    top.checked_sub(behind)
-        .ok_or(DecodeError::FrameWithoutReference { bit_offset })
+    FrameField::read(reader)?.resolve(newest)
 }
 
 /// Writes an id of an ascending list as the gap after the previous one
