@@ -233,6 +233,18 @@ impl<'a> BitReader<'a> {
         }
     }
 
+    /// A reader over the bits of `bytes` from bit `start` on (the offset
+    /// it reports counts from `start`).
+    pub(crate) fn at(bytes: &'a [u8], start: u64) -> Self {
+        let skip = usize::try_from(start / 8)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let mut reader = Self::new(&bytes[skip..]);
+        // Fewer than 8 bits, inside the input unless it ended before `start`.
+        let _ = reader.read_bits((start % 8) as u32);
+        reader
+    }
+
     /// Bits consumed so far.
     #[inline]
     pub fn bit_offset(&self) -> u64 {

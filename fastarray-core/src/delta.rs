@@ -10,7 +10,7 @@ use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::encode_cache::{Payload, Span};
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::id_list::{self, IdWriter};
+use crate::id_list::{IdWriter, ListSize};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::{Holding, RecordEntry, SendState, Work};
@@ -30,6 +30,11 @@ pub struct DeltaStats {
     pub changed: usize,
     /// Items with work left for a later packet because of the bit budget.
     pub deferred: usize,
+    /// Items that cannot fit in a message of this budget even alone: they
+    /// stay due (and are counted in `deferred`), and every budgeted write
+    /// reports them until a larger budget, or a write without one, sends
+    /// them. The rest of the work flows around them.
+    pub oversized: Option<Oversized>,
     /// Whether this write compared the whole array against what the client
     /// holds, because the connection was more than
     /// [`HISTORY_LEN`](crate::HISTORY_LEN) commits behind.
@@ -41,6 +46,34 @@ pub struct DeltaStats {
     /// a frame writes and keeps it; the later ones copy it. (The first
     /// writes its own, so a lone connection pays nothing for sharing.)
     pub shared: bool,
+}
+
+/// Items too large for a write's bit budget (see [`DeltaStats::oversized`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Oversized {
+    /// The largest of them. For an item inside an array field, the item
+    /// of this array that holds it (its array's work cannot complete).
+    pub id: ReplicationId,
+    /// The bits a message carrying only that item needs.
+    pub bits: u64,
+    /// How many items this write found too large.
+    pub count: usize,
+}
+
+impl Oversized {
+    /// Both reports in one: the larger item, and the counts summed.
+    fn merge(this: Option<Self>, other: Option<Self>) -> Option<Self> {
+        match (this, other) {
+            (Some(a), Some(b)) => {
+                let largest = if b.bits > a.bits { b } else { a };
+                Some(Self {
+                    count: a.count + b.count,
+                    ..largest
+                })
+            }
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 impl DeltaStats {
@@ -62,6 +95,65 @@ pub(crate) struct Planned {
     key: ReplicationKey,
     since: u64,
     span: Span,
+    /// Its array deltas in the nested scratch: first bit and length.
+    nested: (u64, u64),
+}
+
+/// An item with work due, before it is chosen for a message.
+struct Candidate {
+    id: ReplicationId,
+    pos: usize,
+    work: Work,
+    since: u64,
+    /// Whether the entry carries only the item's array deltas (its plain
+    /// fields are sent only because the client may not hold the item
+    /// yet): it is written only if those deltas carry something.
+    arrays_only: bool,
+}
+
+/// What one message carries, chosen and encoded, not yet written.
+struct Plan {
+    /// Removals and the frame each became due.
+    removals: Vec<(ReplicationId, u64)>,
+    items: Vec<Planned>,
+    /// Removals and items left for a later packet.
+    deferred: usize,
+    oversized: Option<Oversized>,
+    /// The figures of the array deltas written inside the items.
+    nested: DeltaStats,
+    /// Items whose arrays have work left, and since when it is due.
+    unfinished: Vec<(ReplicationId, u64)>,
+}
+
+/// The bits a budgeted message has used so far: exact for everything
+/// but the id lists, which are counted as if written with Elias-delta
+/// gaps (the writer takes that code unless another is cheaper).
+struct Fill {
+    budget: u64,
+    /// Kind and frame.
+    header: u64,
+    removals: ListSize,
+    items: ListSize,
+    /// Flags, payloads and array deltas of the items.
+    entries: u64,
+}
+
+impl Fill {
+    fn used(&self) -> u64 {
+        self.header + self.removals.bits() + self.items.bits() + self.entries
+    }
+
+    fn left(&self) -> u64 {
+        self.budget.saturating_sub(self.used())
+    }
+
+    /// The bits of a message carrying only an item with `id` whose entry
+    /// takes `entry` bits after its id.
+    fn alone(&self, id: ReplicationId, entry: u64) -> u64 {
+        let empty = ListSize::default();
+        let items = empty.bits() + empty.cost(id);
+        self.header + empty.bits() + items + entry
+    }
 }
 
 impl<T: Replicate> FastArray<T> {
@@ -118,8 +210,46 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Like [`write_delta`](Self::write_delta), but the message takes at
-    /// most `max_bits` bits: removals first, then the items that have waited
-    /// longest, as many as fit; the rest stays due for the next packet.
+    /// most `max_bits` bits: removals first, then the items whose work has
+    /// waited longest (a lost packet's work keeps the place it had), as
+    /// many as fit. An item that does not fit waits, and smaller ones
+    /// behind it may still go, so every packet whose budget holds an item
+    /// carries one. The rest stays due for the next packet
+    /// ([`DeltaStats::deferred`]).
+    ///
+    /// An item with `#[replicate(array)]` fields shares what is left with
+    /// its arrays' deltas, which may take several packets; an entry whose
+    /// only purpose is to carry those deltas is written only if they carry
+    /// something. An item too large for the budget even alone stays due
+    /// and is reported in [`DeltaStats::oversized`] while the rest flows:
+    /// send it with a larger budget, or without one.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Player { name: String, hp: u8 }
+    ///
+    /// let mut server = FastArray::new();
+    /// for n in 0..10 {
+    ///     server.push(Player { name: format!("p{n}"), hp: 100 });
+    /// }
+    /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
+    /// server.commit();
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::new());
+    ///
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
+    /// assert_eq!((stats.added, stats.deferred), (10, 1));
+    /// let oversized = stats.oversized.unwrap();
+    /// assert_eq!(oversized.id, big);
+    /// assert!(oversized.bits > 16_000);
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert_eq!(client.len(), 10);
+    /// ```
     pub fn write_delta_with_budget(
         &mut self,
         conn: &mut SendState,
@@ -130,7 +260,6 @@ impl<T: Replicate> FastArray<T> {
         let mut writer = BitWriter::new(out);
         self.write_delta_bits(conn, packet, &mut writer, Some(max_bits))
     }
-
     /// Writes the delta into a shared bit stream (several arrays can share
     /// one packet, unaligned), optionally within a bit budget.
     pub fn write_delta_bits(
@@ -166,78 +295,81 @@ impl<T: Replicate> FastArray<T> {
         let mut stats = DeltaStats::default();
         self.merge_history(conn, &mut stats);
 
-        let (mut removals, mut items) = self.plan(conn)?;
-        let due = removals.len() + items.len();
-        let mut left = None;
-        if let Some(budget) = max_bits {
-            left = Some(fit_budget::<T>(
-                budget,
-                frame,
-                conn.acked_frame,
-                &mut removals,
-                &mut items,
-            ));
-        }
-        stats.deferred = due - removals.len() - items.len();
+        let mut scratch = core::mem::take(&mut self.nested_scratch);
+        scratch.clear();
+        let plan = self.plan(conn, packet, max_bits, &mut scratch);
+        let plan = match plan {
+            Ok(plan) => plan,
+            Err(error) => {
+                self.nested_scratch = scratch;
+                return Err(error);
+            }
+        };
+        let Plan {
+            mut removals,
+            mut items,
+            deferred,
+            oversized,
+            nested,
+            unfinished,
+        } = plan;
+        stats.deferred = deferred;
+        stats.oversized = oversized;
         if removals.is_empty() && items.is_empty() {
+            self.nested_scratch = scratch;
+            self.planned = items;
             MessageKind::Empty.write(writer);
             stats.bits = 1;
+            stats.absorb(&nested);
             return Ok(stats);
         }
         removals.sort_unstable_by_key(|&(id, _)| id);
         items.sort_unstable_by_key(|p| p.id);
-        let nested = if T::ARRAY_FIELDS > 0 {
-            self.write_nested(conn, packet, &items, left)?
-        } else {
-            NestedDeltas::default()
-        };
-        let mut scratch = core::mem::take(&mut self.nested_scratch);
-        let mut inner = BitReader::new(&scratch);
         let acked = conn.acked_frame;
         if keep {
             // Keep the bits for the other caught-up connections.
             let mut bytes = core::mem::take(&mut self.shared.bytes);
             bytes.clear();
             let mut copy = BitWriter::new(&mut bytes);
-            self.write_message(&mut copy, acked, &removals, &items, &nested, &mut inner);
+            self.write_message(&mut copy, acked, &removals, &items, &scratch);
             stats.bits = copy.finish();
             copy_bits(&mut BitReader::new(&bytes), writer, stats.bits);
             self.shared.bytes = bytes;
         } else {
             let start = writer.bits_written();
-            self.write_message(writer, acked, &removals, &items, &nested, &mut inner);
+            self.write_message(writer, acked, &removals, &items, &scratch);
             stats.bits = writer.bits_written() - start;
         }
-        scratch.clear();
+        debug_assert!(max_bits.is_none_or(|budget| stats.bits <= budget));
         self.nested_scratch = scratch;
 
         let mut record = conn.entry_buffer();
         record.reserve(removals.len() + items.len());
         // Usually everything due was written: clear the map at once rather
         // than removing each id.
-        let wrote_all = stats.deferred == 0;
+        let wrote_all = stats.deferred == 0 && unfinished.is_empty();
         if wrote_all {
             conn.pending.clear();
         }
-        for &(id, _) in &removals {
+        for &(id, since) in &removals {
             if !wrote_all {
                 conn.pending.remove(&id);
             }
-            record.push(RecordEntry {
+            record.push(RecordEntry::new(
                 id,
-                work: Work::Remove,
-                key: ReplicationKey::default(),
-            });
+                Work::Remove,
+                ReplicationKey::default(),
+                frame,
+                since,
+            ));
         }
         for item in &items {
             if !wrote_all {
                 conn.pending.remove(&item.id);
             }
-            record.push(RecordEntry {
-                id: item.id,
-                work: item.work,
-                key: item.key,
-            });
+            record.push(RecordEntry::new(
+                item.id, item.work, item.key, frame, item.since,
+            ));
             match item.work {
                 Work::Add { .. } => stats.added += 1,
                 _ => stats.changed += 1,
@@ -261,24 +393,23 @@ impl<T: Replicate> FastArray<T> {
             None,
             FieldMask::all(T::FIELD_COUNT),
         );
-        for id in nested.unfinished {
-            conn.queue(id, Work::Fields(FieldMask::EMPTY), frame);
+        for (id, since) in unfinished {
+            conn.queue(id, Work::Fields(FieldMask::EMPTY), since);
         }
-        stats.absorb(&nested.stats);
+        stats.absorb(&nested);
         self.planned = items;
         Ok(stats)
     }
 
     /// Writes the message: kind, frame, the removals, then the items with
-    /// their payloads (and array deltas, read from `inner`).
+    /// their payloads and array deltas (read from `nested`).
     fn write_message(
         &self,
         writer: &mut BitWriter<'_>,
         acked: Option<u64>,
         removals: &[(ReplicationId, u64)],
         items: &[Planned],
-        nested: &NestedDeltas,
-        inner: &mut BitReader<'_>,
+        nested: &[u8],
     ) {
         MessageKind::Delta.write(writer);
         wire::write_frame(writer, self.frame, acked);
@@ -287,12 +418,14 @@ impl<T: Replicate> FastArray<T> {
             ids.write(writer, id);
         }
         let mut ids = IdWriter::start(writer, items.iter().map(|p| p.id));
-        for (index, item) in items.iter().enumerate() {
+        for item in items {
             ids.write(writer, item.id);
             writer.write_bool(matches!(item.work, Work::Add { .. }));
             self.encoded.copy(item.span, writer);
-            if let Some(&bits) = nested.bits.get(index) {
-                copy_bits(inner, writer, bits);
+            let (start, bits) = item.nested;
+            if bits > 0 {
+                let mut reader = BitReader::at(nested, start);
+                copy_bits(&mut reader, writer, bits);
             }
         }
     }
@@ -355,79 +488,6 @@ impl<T: Replicate> FastArray<T> {
         shared.stats
     }
 
-    /// Writes the deltas of the `#[replicate(array)]` fields of each item
-    /// about to be sent, in the same order, into `self.nested_scratch`,
-    /// sharing the bits `left` by the budget. On error every array delta
-    /// already written for `packet` is retired as lost, so nothing stays in
-    /// flight for a packet that will not be sent.
-    fn write_nested(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        items: &[Planned],
-        mut left: Option<u64>,
-    ) -> Result<NestedDeltas, SendError> {
-        let mut nested = NestedDeltas::default();
-        let mut scratch = core::mem::take(&mut self.nested_scratch);
-        scratch.clear();
-        let mut writer = BitWriter::new(&mut scratch);
-        let mut failure = None;
-        let mut written = 0;
-        for item in items {
-            let Some(&pos) = self.index.get(&item.id) else {
-                nested.bits.push(0);
-                continue;
-            };
-            let states = conn.nested_states(item.id, T::ARRAY_FIELDS);
-            let start = writer.bits_written();
-            let mut index = 0;
-            let mut unfinished = false;
-            self.slots[pos].value.for_each_array_mut(&mut |array| {
-                let Some(state) = states.get_mut(index) else {
-                    return;
-                };
-                index += 1;
-                if failure.is_some() {
-                    return;
-                }
-                // Every array gets at least its one-bit empty message,
-                // which the budget reserved.
-                let budget = left.map(|left| left + 1);
-                match array.write_delta_into(state, packet, &mut writer, budget) {
-                    Ok(part) => {
-                        if let Some(left) = &mut left {
-                            *left -= part.bits.saturating_sub(1).min(*left);
-                        }
-                        unfinished |= part.deferred > 0;
-                        nested.stats.absorb(&part);
-                    }
-                    Err(error) => failure = Some(error),
-                }
-            });
-            written += 1;
-            if failure.is_some() {
-                break;
-            }
-            nested.bits.push(writer.bits_written() - start);
-            if unfinished {
-                nested.unfinished.push(item.id);
-            }
-        }
-        drop(writer);
-        self.nested_scratch = scratch;
-        if let Some(error) = failure {
-            for item in &items[..written] {
-                if let Some(states) = conn.nested.get_mut(&item.id) {
-                    states.iter_mut().for_each(|state| {
-                        state.on_loss(packet);
-                    });
-                }
-            }
-            return Err(error);
-        }
-        Ok(nested)
-    }
-
     /// Brings `conn`'s pending work up to the current frame: from the
     /// history ring when it reaches back far enough, else by comparison.
     fn merge_history(&self, conn: &mut SendState, stats: &mut DeltaStats) {
@@ -446,143 +506,322 @@ impl<T: Replicate> FastArray<T> {
         conn.cursor = self.frame + 1;
     }
 
-    /// Turns `conn`'s pending work into removals and items to send, with
-    /// their payloads encoded (once per frame, shared by all connections).
-    #[allow(clippy::type_complexity)]
+    /// Chooses what the message for `conn` carries: every removal and item
+    /// due, or, within a budget, the removals and then the items that have
+    /// waited longest, as many as fit (an item that does not fit waits,
+    /// and a smaller one behind it may go). Each item's payload is encoded
+    /// (once per frame, shared by every connection) and its arrays' deltas
+    /// written into `scratch`. On error, every array delta already written
+    /// for `packet` is retired as lost, so nothing stays in flight for a
+    /// packet that will not be sent.
     fn plan(
         &mut self,
         conn: &mut SendState,
-    ) -> Result<(Vec<(ReplicationId, u64)>, Vec<Planned>), SendError> {
-        let mut removals = Vec::new();
-        // The last write's list, not a new one: allocating a list of a few
-        // kB per write cost 7% of a sparse write's instructions in malloc.
-        // Its capacity follows what recent writes needed.
-        let due = conn.pending.len();
-        let mut items = Vec::new();
-        if due > 0 {
-            items = core::mem::take(&mut self.planned);
-            items.clear();
-            if items.capacity() > 4 * due.max(64) {
-                items = Vec::new();
-            }
-            items.reserve(due);
+        packet: u32,
+        budget: Option<u64>,
+        scratch: &mut Vec<u8>,
+    ) -> Result<Plan, SendError> {
+        let (mut removals, mut candidates) = self.candidates(conn);
+        let mut plan = Plan {
+            removals: Vec::new(),
+            // The last write's list, not a new one: allocating a list of a
+            // few kB per write cost 7% of a sparse write's instructions in
+            // malloc. Its capacity follows what recent writes needed.
+            items: core::mem::take(&mut self.planned),
+            deferred: 0,
+            oversized: None,
+            nested: DeltaStats::default(),
+            unfinished: Vec::new(),
+        };
+        plan.items.clear();
+        if plan.items.capacity() > 4 * candidates.len().max(64) {
+            plan.items = Vec::new();
         }
+        let mut fill = budget.map(|budget| Fill {
+            budget,
+            header: 2 + wire::frame_bits(self.frame, conn.acked_frame),
+            removals: ListSize::default(),
+            items: ListSize::default(),
+            entries: 0,
+        });
+        match &mut fill {
+            None => {
+                plan.removals = removals;
+                plan.items.reserve(candidates.len());
+            }
+            Some(fill) => {
+                // Removals first, then by how long the work has waited.
+                removals.sort_unstable_by_key(|&(id, since)| (since, id));
+                for (id, since) in removals {
+                    let cost = fill.removals.cost(id);
+                    if fill.used() + cost <= fill.budget {
+                        fill.removals.insert(id);
+                        plan.removals.push((id, since));
+                    } else {
+                        plan.deferred += 1;
+                    }
+                }
+                candidates.sort_unstable_by_key(|c| (c.since, c.id));
+            }
+        }
+        let mut writer = BitWriter::new(scratch);
+        let mut written = Vec::new();
+        let result = self.choose_items(
+            conn,
+            packet,
+            candidates,
+            fill.as_mut(),
+            &mut writer,
+            &mut plan,
+            &mut written,
+        );
+        drop(writer);
+        if let Err(error) = result {
+            for id in written {
+                if let Some(states) = conn.nested.get_mut(&id) {
+                    states.iter_mut().for_each(|state| {
+                        state.on_loss(packet);
+                    });
+                }
+            }
+            self.planned = plan.items;
+            return Err(error);
+        }
+        Ok(plan)
+    }
+
+    /// Sorts `conn`'s pending work into removals (with the frame each
+    /// became due) and items to send, and drops work for items that are
+    /// gone and that the client never held.
+    fn candidates(&self, conn: &mut SendState) -> (Vec<(ReplicationId, u64)>, Vec<Candidate>) {
+        let mut removals = Vec::new();
+        let mut candidates = Vec::with_capacity(conn.pending.len());
         let mut dropped = Vec::new();
         for &(id, ref pending) in conn.pending.iter() {
             let view = conn.view.get(&id);
-            let live = self.index.get(&id).map(|&pos| &self.slots[pos]);
-            match (pending.work, live) {
-                (Work::Remove, _) | (_, None) => {
+            let pos = self.index.get(&id).copied();
+            let (work, Some(pos)) = (pending.work, pos) else {
+                if view.is_some() {
+                    removals.push((id, pending.since));
+                } else {
+                    dropped.push(id);
+                }
+                continue;
+            };
+            // Changed fields go only to a client that knows the item;
+            // others get the whole item.
+            let known = view.is_some_and(|v| v.holding == Holding::Known);
+            let (work, arrays_only) = match work {
+                Work::Remove => {
                     if view.is_some() {
                         removals.push((id, pending.since));
                     } else {
                         dropped.push(id);
                     }
+                    continue;
                 }
-                (work, Some(slot)) => {
-                    let work = match (work, view) {
-                        (Work::Fields(mask), Some(v)) if v.holding == Holding::Known => {
-                            Work::Fields(mask)
-                        }
-                        (add @ Work::Add { .. }, _) => add,
-                        _ => Work::Add { structural: false },
-                    };
-                    let payload = match work {
-                        Work::Fields(mask) => Payload::Fields(mask.bits()),
-                        _ => Payload::Full,
-                    };
-                    let value = &slot.value;
-                    let span = self
-                        .encoded
-                        .get_or_encode(self.frame, id, payload, |w| match work {
-                            Work::Fields(mask) => {
-                                if T::ARRAY_FIELDS > 0 {
-                                    // Whether any plain field follows: an
-                                    // entry may carry array deltas only.
-                                    w.write_bool(!mask.is_empty());
-                                    if mask.is_empty() {
-                                        return Ok(());
-                                    }
-                                }
-                                wire::write_field_set(w, mask, T::FIELD_COUNT);
-                                value.encode_fields(mask, w)
-                            }
-                            _ => value.encode(w),
-                        })
-                        .map_err(|error| SendError::Encode { id, error })?;
-                    items.push(Planned {
-                        id,
-                        work,
-                        key: slot.key,
-                        since: pending.since,
-                        span,
-                    });
+                Work::Fields(mask) if known => (Work::Fields(mask), mask.is_empty()),
+                add @ Work::Add { .. } => (add, false),
+                Work::Fields(mask) if view.is_some() => {
+                    (Work::Add { structural: false }, mask.is_empty())
                 }
-            }
+                Work::Fields(_) => (Work::Add { structural: true }, false),
+            };
+            candidates.push(Candidate {
+                id,
+                pos,
+                work,
+                since: pending.since,
+                arrays_only: arrays_only && T::ARRAY_FIELDS > 0,
+            });
         }
         for id in dropped {
             conn.pending.remove(&id);
             conn.nested.remove(&id);
         }
-        Ok((removals, items))
+        (removals, candidates)
+    }
+
+    /// Encodes the candidates and writes their array deltas, keeping those
+    /// that fit `fill` (all of them without a budget) in `plan`. `written`
+    /// gets the id of every item whose arrays wrote into this packet.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_items(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        candidates: Vec<Candidate>,
+        mut fill: Option<&mut Fill>,
+        scratch: &mut BitWriter<'_>,
+        plan: &mut Plan,
+        written: &mut Vec<ReplicationId>,
+    ) -> Result<(), SendError> {
+        let arrays = u64::from(T::ARRAY_FIELDS);
+        let count = candidates.len();
+        for (index, c) in candidates.into_iter().enumerate() {
+            if let Some(fill) = fill.as_deref() {
+                // Nothing fits in fewer bits than an id, a flag and the
+                // item's one-bit array deltas.
+                if fill.left() < 2 + arrays {
+                    plan.deferred += count - index;
+                    break;
+                }
+            }
+            let span = self.encode_entry(c.id, c.pos, c.work)?;
+            let own = 1 + span.bits + arrays;
+            let mut inner_left = None;
+            if let Some(fill) = fill.as_deref() {
+                let cost = fill.items.cost(c.id) + own;
+                if fill.used() + cost > fill.budget {
+                    let alone = fill.alone(c.id, own);
+                    if alone > fill.budget {
+                        let this = Oversized {
+                            id: c.id,
+                            bits: alone,
+                            count: 1,
+                        };
+                        plan.oversized = Oversized::merge(plan.oversized, Some(this));
+                    }
+                    plan.deferred += 1;
+                    continue;
+                }
+                inner_left = Some(fill.budget - fill.used() - cost);
+            }
+            let mut nested = (scratch.bits_written(), 0);
+            if T::ARRAY_FIELDS > 0 {
+                written.push(c.id);
+                let part = self.write_arrays(conn, packet, &c, inner_left, scratch)?;
+                nested.1 = part.bits;
+                if part.wrote_nothing && c.arrays_only {
+                    // Nothing to carry: the work waits for a larger
+                    // budget, or is done.
+                    if part.unfinished {
+                        plan.deferred += 1;
+                    } else {
+                        conn.pending.remove(&c.id);
+                    }
+                    plan.oversized = Oversized::merge(plan.oversized, part.oversized);
+                    continue;
+                }
+                plan.nested.absorb(&part.stats);
+                plan.oversized = Oversized::merge(plan.oversized, part.oversized);
+                if part.unfinished {
+                    plan.unfinished.push((c.id, c.since));
+                }
+            }
+            if let Some(fill) = fill.as_deref_mut() {
+                fill.items.insert(c.id);
+                fill.entries += 1 + span.bits + nested.1;
+            }
+            let key = self.slots[c.pos].key;
+            plan.items.push(Planned {
+                id: c.id,
+                work: c.work,
+                key,
+                since: c.since,
+                span,
+                nested,
+            });
+        }
+        Ok(())
+    }
+
+    /// The encoding of an item's entry after its flag (shared by every
+    /// connection this frame): the whole item, or the field set and the
+    /// changed fields.
+    fn encode_entry(
+        &mut self,
+        id: ReplicationId,
+        pos: usize,
+        work: Work,
+    ) -> Result<Span, SendError> {
+        let payload = match work {
+            Work::Fields(mask) => Payload::Fields(mask.bits()),
+            _ => Payload::Full,
+        };
+        let value = &self.slots[pos].value;
+        self.encoded
+            .get_or_encode(self.frame, id, payload, |w| match work {
+                Work::Fields(mask) => {
+                    if T::ARRAY_FIELDS > 0 {
+                        // Whether any plain field follows: an entry may
+                        // carry array deltas only.
+                        w.write_bool(!mask.is_empty());
+                        if mask.is_empty() {
+                            return Ok(());
+                        }
+                    }
+                    wire::write_field_set(w, mask, T::FIELD_COUNT);
+                    value.encode_fields(mask, w)
+                }
+                _ => value.encode(w),
+            })
+            .map_err(|error| SendError::Encode { id, error })
+    }
+
+    /// Writes the deltas of a candidate's `#[replicate(array)]` fields into
+    /// `scratch`, sharing the bits `left` (beyond each array's one-bit
+    /// empty message, which the entry's cost counts) if there is a budget.
+    fn write_arrays(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        c: &Candidate,
+        mut left: Option<u64>,
+        scratch: &mut BitWriter<'_>,
+    ) -> Result<ArrayDeltas, SendError> {
+        let states = conn.nested_states(c.id, T::ARRAY_FIELDS);
+        let start = scratch.bits_written();
+        let mut out = ArrayDeltas {
+            bits: 0,
+            wrote_nothing: true,
+            unfinished: false,
+            oversized: None,
+            stats: DeltaStats::default(),
+        };
+        let mut failure = None;
+        let mut index = 0;
+        self.slots[c.pos].value.for_each_array_mut(&mut |array| {
+            let Some(state) = states.get_mut(index) else {
+                return;
+            };
+            index += 1;
+            if failure.is_some() {
+                return;
+            }
+            let budget = left.map(|left| left + 1);
+            match array.write_delta_into(state, packet, scratch, budget) {
+                Ok(part) => {
+                    if let Some(left) = &mut left {
+                        *left -= part.bits.saturating_sub(1).min(*left);
+                    }
+                    out.wrote_nothing &= part.bits <= 1;
+                    out.unfinished |= part.deferred > 0;
+                    out.oversized = Oversized::merge(out.oversized, part.oversized);
+                    out.stats.absorb(&part);
+                }
+                Err(error) => failure = Some(error),
+            }
+        });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        out.bits = scratch.bits_written() - start;
+        if let Some(inner) = &mut out.oversized {
+            // What the owner's message needs to carry it.
+            inner.id = c.id;
+        }
+        Ok(out)
     }
 }
 
-/// Keeps the removals, then the longest-waiting items, that fit in
-/// `budget` bits, and returns the bits left over. Sizes are upper bounds
-/// (an id's gap is never larger than the id), so the message written never
-/// exceeds the budget. An item with `#[replicate(array)]` fields counts
-/// one bit per array (an empty delta); the bits left over are shared by
-/// the arrays' deltas.
-fn fit_budget<T: Replicate>(
-    budget: u64,
-    frame: u64,
-    acked: Option<u64>,
-    removals: &mut Vec<(ReplicationId, u64)>,
-    items: &mut Vec<Planned>,
-) -> u64 {
-    // A list's gap code and gaps never cost more than the one bit of the
-    // Elias-delta code and every gap as its varint, and a gap is never
-    // larger than its id: so each id is counted as the varint of the id.
-    let header = 2
-        + wire::frame_bits(frame, acked)
-        + id_list::count_bits(removals.len() as u64)
-        + id_list::count_bits(items.len() as u64)
-        + 2;
-    if header > budget {
-        removals.clear();
-        items.clear();
-        return 0;
-    }
-    let mut left = budget - header;
-    removals.sort_unstable_by_key(|&(id, since)| (since, id));
-    removals.retain(|&(id, _)| {
-        let cost = wire::varint_bits(id.to_raw());
-        let fits = cost <= left;
-        if fits {
-            left -= cost;
-        }
-        fits
-    });
-    items.sort_unstable_by_key(|p| (p.since, p.id));
-    items.retain(|p| {
-        let cost = wire::varint_bits(p.id.to_raw()) + 1 + p.span.bits + u64::from(T::ARRAY_FIELDS);
-        let fits = cost <= left;
-        if fits {
-            left -= cost;
-        }
-        fits
-    });
-    left
-}
-
-/// The array deltas of the items of one message, written ahead of it.
-#[derive(Default)]
-struct NestedDeltas {
-    /// Bits of each item's array deltas, in the message's item order.
-    bits: Vec<u64>,
-    /// Items whose arrays have work left over (the budget ran out).
-    unfinished: Vec<ReplicationId>,
-    /// The arrays' figures, summed.
+/// The array deltas of one item, written for a message.
+struct ArrayDeltas {
+    bits: u64,
+    /// Every array wrote its one-bit empty message.
+    wrote_nothing: bool,
+    /// Some array has work left (the budget ran out).
+    unfinished: bool,
+    oversized: Option<Oversized>,
     stats: DeltaStats,
 }

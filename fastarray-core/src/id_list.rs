@@ -9,6 +9,8 @@
 //! general varint, stays one of the choices, so a list never costs more
 //! than with it (which is what budgets count on).
 
+use std::collections::BTreeSet;
+
 use crate::bits::{BitReader, BitWriter};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
@@ -261,6 +263,53 @@ impl IdReader {
     }
 }
 
+/// The bits an id list will take at most, kept exact while ids are added
+/// in any order (a budgeted write picks items by priority, not by id): its
+/// count, the one bit of the Elias-delta code and every gap as a varint.
+/// [`IdWriter`] writes no more, since it takes Elias-delta unless another
+/// code is cheaper.
+#[derive(Debug, Default)]
+pub(crate) struct ListSize {
+    ids: BTreeSet<u64>,
+    /// The gaps' varints.
+    gaps: u64,
+}
+
+impl ListSize {
+    /// Bits of the list as it is.
+    pub(crate) fn bits(&self) -> u64 {
+        let count = self.ids.len() as u64;
+        count_bits(count) + u64::from(count > 0) + self.gaps
+    }
+
+    /// How many bits adding `id` (not in the list) would add (none when
+    /// it splits a gap into two cheaper ones).
+    pub(crate) fn cost(&self, id: ReplicationId) -> u64 {
+        let gaps = self.gaps_with(id.to_raw());
+        let count = self.ids.len() as u64;
+        let with = count_bits(count + 1) + 1 + gaps;
+        with.saturating_sub(self.bits())
+    }
+
+    /// Adds `id` (not in the list).
+    pub(crate) fn insert(&mut self, id: ReplicationId) {
+        self.gaps = self.gaps_with(id.to_raw());
+        self.ids.insert(id.to_raw());
+    }
+
+    /// The gaps' total with `raw` (not in the list) added.
+    fn gaps_with(&self, raw: u64) -> u64 {
+        let start = |previous: Option<&u64>| previous.map_or(0, |&p| p + 1);
+        let previous = self.ids.range(..raw).next_back();
+        let mut gaps = self.gaps + varint_bits(raw - start(previous));
+        if let Some(&next) = self.ids.range(raw..).next() {
+            debug_assert!(next != raw, "id {raw} is already in the list");
+            gaps = gaps - varint_bits(next - start(previous)) + varint_bits(next - raw - 1);
+        }
+        gaps
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,6 +464,33 @@ mod tests {
                 });
                 assert!(read.is_err(), "{raw:?} cut to {keep} bytes of {bits} bits");
             }
+        }
+    }
+
+    /// Ids added in any order: the kept size is what the list costs with
+    /// Elias-delta gaps, which bounds what `IdWriter` writes.
+    #[test]
+    fn list_sizes_bound_the_written_list_in_any_order() {
+        let raw = [900u64, 3, 70_000, 4, 0, 901, 65, 12_345_678, 2, 1];
+        let mut size = ListSize::default();
+        let mut sorted = Vec::new();
+        for &id in &raw {
+            let before = size.bits();
+            let cost = size.cost(ReplicationId::from_raw(id));
+            size.insert(ReplicationId::from_raw(id));
+            assert_eq!(size.bits().max(before), before + cost);
+            sorted.push(id);
+            sorted.sort_unstable();
+            let delta: u64 = sorted
+                .iter()
+                .scan(0, |next, &id| {
+                    let bits = varint_bits(id - *next);
+                    *next = id + 1;
+                    Some(bits)
+                })
+                .sum();
+            assert_eq!(size.bits(), count_bits(sorted.len() as u64) + 1 + delta);
+            assert!(encode(&sorted).1 <= size.bits());
         }
     }
 

@@ -51,7 +51,7 @@ pub use codec::BitCodec;
 pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
-pub use delta::DeltaStats;
+pub use delta::{DeltaStats, Oversized};
 pub use error::{DecodeError, EncodeError, SendError};
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;

@@ -227,12 +227,41 @@ struct Record {
     shared: Option<SharedChanges>,
 }
 
-/// One item in a record: what was sent and the item's key at the time.
+/// One item in a record: what was sent, the item's key at the time, and
+/// how long its work had waited.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecordEntry {
     pub(crate) id: ReplicationId,
     pub(crate) work: Work,
     pub(crate) key: ReplicationKey,
+    /// The record's frame minus the frame this work first became due
+    /// (`u32::MAX`: longer ago than that; then the record's `oldest_due`
+    /// stands for it). A lost entry's work is due again since then, so
+    /// it keeps its place among the work a budget serves oldest first.
+    age: u32,
+}
+
+impl RecordEntry {
+    /// An entry of a record written at `frame` for work due since `since`.
+    pub(crate) fn new(
+        id: ReplicationId,
+        work: Work,
+        key: ReplicationKey,
+        frame: u64,
+        since: u64,
+    ) -> Self {
+        let age = u32::try_from(frame.saturating_sub(since)).unwrap_or(u32::MAX);
+        Self { id, work, key, age }
+    }
+
+    /// The frame its work first became due, in a record written at
+    /// `frame` whose oldest work became due at `oldest_due`.
+    fn since(&self, frame: u64, oldest_due: u64) -> u64 {
+        match self.age {
+            u32::MAX => oldest_due,
+            age => frame - u64::from(age),
+        }
+    }
 }
 
 impl Default for SendState {
@@ -618,18 +647,22 @@ impl SendState {
                 work = Some(work.map_or(inner, |work| work.merge(inner)));
             }
             if let Some(work) = work {
-                self.queue(entry.id, work, record.oldest_due);
+                let since = entry.since(record.frame, record.oldest_due);
+                self.queue(entry.id, work, since);
             }
         }
         for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
             let Some(view) = self.view.get(&id) else {
                 continue;
             };
-            let entry = RecordEntry {
+            // A frame's shared message carries that frame's changes only.
+            let entry = RecordEntry::new(
                 id,
-                work: Work::Fields(mask),
-                key: ReplicationKey::default(),
-            };
+                Work::Fields(mask),
+                ReplicationKey::default(),
+                record.frame,
+                record.frame,
+            );
             if let Some(work) = self.lost_work(view, &entry, record.seq) {
                 self.queue(id, work, record.oldest_due);
             }
