@@ -269,3 +269,139 @@ fn consecutive_ids_cost_one_bit_each() {
     // kind + schema + frame(1) + count(1000) + 1000 × (gap + flag)
     assert_eq!(bits, 2 + 64 + 4 + 16 + 1000 * 2);
 }
+
+mod join {
+    use fastarray::{FastArray, Replicate, ReplicationId, SendError, SendState};
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    struct Member {
+        hp: u16,
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    struct Squad {
+        tag: u8,
+        #[replicate(array)]
+        members: FastArray<Member>,
+    }
+
+    fn squads(count: u8) -> FastArray<Squad> {
+        let mut server = FastArray::new();
+        for tag in 0..count {
+            let mut members = FastArray::new();
+            for hp in 0..3 {
+                members.push(Member { hp });
+            }
+            server.push(Squad { tag, members });
+        }
+        server.commit();
+        server
+    }
+
+    /// Issue 10, finding 6: items in the snapshot and removed before any
+    /// delta carries them get a removal, with or without a budget, at
+    /// whatever frame the client joins.
+    #[test]
+    fn a_snapshot_joiner_is_told_of_removals_of_snapshot_items() {
+        for join_at in [1u32, 5, 70, 200] {
+            for budget in [None, Some(120u64)] {
+                let mut server = squads(6);
+                for frame in 1..join_at {
+                    let id = ReplicationId::from_raw(u64::from(frame % 6));
+                    server.get_mut(id).unwrap().tag = frame as u8;
+                    server.commit();
+                }
+                let mut conn = SendState::new();
+                let mut bytes = Vec::new();
+                server.write_snapshot_for(&mut conn, &mut bytes).unwrap();
+                let mut client = FastArray::<Squad>::from_snapshot(&bytes).unwrap();
+                assert!(conn.is_settled());
+                assert_eq!(conn.client_items(), 6);
+
+                // Removed and changed before any delta carries them.
+                server.remove(ReplicationId::from_raw(1));
+                let squad = ReplicationId::from_raw(2);
+                let member = ReplicationId::from_raw(0);
+                server.get_mut(squad).unwrap().members.remove(member);
+                server.get_mut(ReplicationId::from_raw(3)).unwrap().tag = 99;
+                server.commit();
+                for packet in 0..20 {
+                    let mut bytes = Vec::new();
+                    let stats = match budget {
+                        None => server.write_delta(&mut conn, packet, &mut bytes),
+                        Some(bits) => {
+                            server.write_delta_with_budget(&mut conn, packet, &mut bytes, bits)
+                        }
+                    }
+                    .unwrap();
+                    if packet == 0 {
+                        assert_eq!(stats.added, 0, "nothing is resent whole");
+                    }
+                    client.apply_delta(&bytes, &mut ()).unwrap();
+                    conn.on_ack(packet);
+                    server.commit();
+                    if conn.pending_items() == 0 && conn.is_settled() {
+                        break;
+                    }
+                }
+                assert_eq!(client, server, "joined at {join_at}, budget {budget:?}");
+            }
+        }
+    }
+
+    /// A mirror loaded from a snapshot ignores older messages: an add
+    /// written before the snapshot, of an item removed before it, cannot
+    /// bring it back.
+    #[test]
+    fn messages_older_than_the_snapshot_are_ignored() {
+        let mut server = FastArray::new();
+        server.commit();
+        let mut old_conn = SendState::new();
+        let ghost = server.push(Squad {
+            tag: 1,
+            members: FastArray::new(),
+        });
+        server.commit();
+        let mut late = Vec::new();
+        server.write_delta(&mut old_conn, 0, &mut late).unwrap();
+        server.remove(ghost);
+        server.commit();
+
+        let mut conn = SendState::new();
+        let mut bytes = Vec::new();
+        server.write_snapshot_for(&mut conn, &mut bytes).unwrap();
+        let mut client = FastArray::<Squad>::from_snapshot(&bytes).unwrap();
+        let report = client.apply_delta(&late, &mut ()).unwrap();
+        assert!(report.stale);
+        assert!(!client.contains(ghost));
+        assert_eq!(client, server);
+    }
+
+    /// Uncommitted work cannot go into a joiner's snapshot, and an encode
+    /// error leaves the connection as it was.
+    #[test]
+    fn a_joiners_snapshot_needs_committed_encodable_items() {
+        #[derive(Replicate, Clone, Debug, PartialEq)]
+        struct Small {
+            #[replicate(bits = 3)]
+            n: u8,
+        }
+        let mut server = FastArray::new();
+        server.push(Small { n: 1 });
+        let mut conn = SendState::new();
+        let mut out = Vec::new();
+        assert_eq!(
+            server.write_snapshot_for(&mut conn, &mut out),
+            Err(SendError::Uncommitted)
+        );
+        server.commit();
+        let bad = server.push(Small { n: 9 });
+        server.commit();
+        assert!(matches!(
+            server.write_snapshot_for(&mut conn, &mut out),
+            Err(SendError::Encode { id, .. }) if id == bad
+        ));
+        assert!(out.is_empty());
+        assert_eq!(conn.client_items(), 0);
+    }
+}

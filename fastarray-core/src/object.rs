@@ -50,6 +50,9 @@ pub trait ArrayField {
     fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
     /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
     fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport;
+    /// The send state of a client that holds it as a snapshot of it now
+    /// would give it.
+    fn snapshot_state(&self) -> SendState;
     /// Writes its frame and items as in a snapshot (no kind, no schema hash).
     fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
     /// Replaces its contents with a body written by
@@ -96,6 +99,10 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
             // Only `decode_delta_from` of this same array makes the box.
             Err(_) => ApplyReport::default(),
         }
+    }
+
+    fn snapshot_state(&self) -> SendState {
+        FastArray::snapshot_state(self)
     }
 
     fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {

@@ -94,6 +94,10 @@ pub(crate) struct MirrorState {
     /// Whether this mirror is a replicated object's: item `#0` alone,
     /// never removed.
     pub(crate) object: bool,
+    /// The frame of the snapshot this mirror was loaded from: it holds
+    /// everything up to it, so older messages have nothing to add (and
+    /// their adds could bring back items removed before it).
+    floor: Option<u64>,
 }
 
 /// One sent item, decoded.
@@ -180,6 +184,13 @@ impl<T: Replicate> FastArray<T> {
         Ok(self.apply_decoded(decoded, callbacks))
     }
 
+    /// Starts this mirror at a snapshot of `frame`: messages of that frame
+    /// or older are ignored whole, like stale ones.
+    pub(crate) fn receive_from_snapshot(&mut self, frame: u64) {
+        self.mirror.newest = Some(frame);
+        self.mirror.floor = Some(frame);
+    }
+
     /// Makes this mirror a replicated object's: a message that removes an
     /// item or names one other than `#0` is refused.
     pub(crate) fn receive_as_object(&mut self) {
@@ -200,7 +211,8 @@ impl<T: Replicate> FastArray<T> {
         decoded.stale = self
             .mirror
             .newest
-            .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest);
+            .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest)
+            || self.mirror.floor.is_some_and(|floor| frame <= floor);
         Self::read_body(reader, Some((self, &mut decoded)))?;
         Ok(decoded)
     }

@@ -288,6 +288,39 @@ impl SendState {
         }
     }
 
+    /// The state of a connection whose client holds exactly what a snapshot
+    /// taken at `frame` held: [`hold`](Self::hold) each of its items next.
+    pub(crate) fn after_snapshot(frame: u64, all_fields: FieldMask) -> Self {
+        Self {
+            cursor: frame + 1,
+            // The client applied the snapshot, so short frames resolve.
+            acked_frame: Some(frame),
+            written_frame: frame,
+            all_fields,
+            ..Self::new()
+        }
+    }
+
+    /// Records that the client holds item `id` at key `key` (from a
+    /// snapshot), with `nested` the states of its arrays, if it has any.
+    pub(crate) fn hold(&mut self, id: ReplicationId, key: ReplicationKey, nested: Vec<SendState>) {
+        self.view.insert(
+            id,
+            View {
+                holding: Holding::Known,
+                last_seq: 0,
+                acked_seq: 0,
+                structural_seq: 0,
+                acked_key: key,
+                last_fields: FieldMask::EMPTY,
+            },
+        );
+        self.known += 1;
+        if !nested.is_empty() {
+            self.nested.insert(id, nested);
+        }
+    }
+
     /// The transport delivered `packet`. Its content becomes known to the
     /// client. Returns whether a packet in flight had that id (a duplicate
     /// or stale ack returns `false` and changes nothing).

@@ -10,8 +10,11 @@
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, prealloc};
-use crate::error::{DecodeError, EncodeError};
+use crate::error::{DecodeError, EncodeError, SendError};
+use crate::id::ReplicationId;
+use crate::mask::FieldMask;
 use crate::replicate::Replicate;
+use crate::send::SendState;
 use crate::wire::{self, MessageKind};
 
 impl<T: Replicate> FastArray<T> {
@@ -62,12 +65,106 @@ impl<T: Replicate> FastArray<T> {
         self.encode_snapshot_body(writer)
     }
 
+    /// Appends a snapshot of the whole array to `out` for a client that
+    /// joins, and makes `conn` the connection of a client that holds
+    /// exactly that snapshot: the next [`write_delta`](Self::write_delta)
+    /// for `conn` sends only what changes after it (removals of the
+    /// snapshot's items included), in short frames. Returns the snapshot's
+    /// size in bits.
+    ///
+    /// The client must apply the snapshot before any delta written after
+    /// it (send it reliably, or in the same packet first). Everything must
+    /// be committed. On error `out` and `conn` are left as they were.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let gone = server.push(Unit { hp: 1 });
+    /// let kept = server.push(Unit { hp: 2 });
+    /// server.commit();
+    ///
+    /// // A client joins: one snapshot, and a connection that knows it.
+    /// let mut conn = SendState::new();
+    /// let mut packet = Vec::new();
+    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+    /// let mut client = FastArray::<Unit>::from_snapshot(&packet).unwrap();
+    ///
+    /// server.remove(gone);
+    /// server.get_mut(kept).unwrap().hp = 3;
+    /// server.commit();
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// assert_eq!((stats.removed, stats.changed, stats.added), (1, 1, 0));
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_snapshot_for(
+        &self,
+        conn: &mut SendState,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        let start = out.len();
+        let mut writer = BitWriter::new(out);
+        match self.encode_snapshot_for(conn, &mut writer) {
+            Ok(()) => Ok(writer.finish()),
+            Err(error) => {
+                drop(writer);
+                out.truncate(start);
+                Err(error)
+            }
+        }
+    }
+
+    /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
+    /// stream. On error `conn` is unchanged (the bits written stay).
+    pub fn encode_snapshot_for(
+        &self,
+        conn: &mut SendState,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), SendError> {
+        if self.has_uncommitted_work() {
+            return Err(SendError::Uncommitted);
+        }
+        MessageKind::Snapshot.write(writer);
+        writer.write_bits(T::SCHEMA_HASH, 64);
+        self.encode_body(writer)
+            .map_err(|(id, error)| SendError::Encode { id, error })?;
+        *conn = self.snapshot_state();
+        Ok(())
+    }
+
+    /// The send state of a client that holds this array as a snapshot of
+    /// it now would give it (arrays inside items included).
+    pub(crate) fn snapshot_state(&self) -> SendState {
+        let mut state = SendState::after_snapshot(self.frame, FieldMask::all(T::FIELD_COUNT));
+        for slot in &self.slots {
+            let mut nested = Vec::new();
+            slot.value
+                .for_each_array(&mut |array| nested.push(array.snapshot_state()));
+            state.hold(slot.id, slot.key, nested);
+        }
+        state
+    }
+
     /// The frame, count and items of a snapshot; also how an item's
     /// `#[replicate(array)]` fields are written inside it.
     pub(crate) fn encode_snapshot_body(
         &self,
         writer: &mut BitWriter<'_>,
     ) -> Result<(), EncodeError> {
+        self.encode_body(writer).map_err(|(_, error)| error)
+    }
+
+    /// [`encode_snapshot_body`](Self::encode_snapshot_body), naming the
+    /// item that failed to encode.
+    fn encode_body(&self, writer: &mut BitWriter<'_>) -> Result<(), (ReplicationId, EncodeError)> {
         writer.write_varint(self.frame);
         writer.write_varint(self.slots.len() as u64);
         let mut order: Vec<usize> = (0..self.slots.len()).collect();
@@ -76,14 +173,13 @@ impl<T: Replicate> FastArray<T> {
         for pos in order {
             let slot = &self.slots[pos];
             wire::write_id(writer, slot.id, &mut next);
-            slot.value.encode(writer)?;
-            let mut result = Ok(());
+            let mut result = slot.value.encode(writer);
             slot.value.for_each_array(&mut |array| {
                 if result.is_ok() {
                     result = array.encode_snapshot_body(writer);
                 }
             });
-            result?;
+            result.map_err(|error| (slot.id, error))?;
         }
         Ok(())
     }
@@ -119,7 +215,7 @@ impl<T: Replicate> FastArray<T> {
         let count = reader.check_len(claimed, 1 + T::MIN_BITS + 2 * u64::from(T::ARRAY_FIELDS))?;
         let mut array = Self::with_capacity(prealloc::<(T, u64)>(count));
         array.frame = frame;
-        array.mirror.newest = Some(frame);
+        array.receive_from_snapshot(frame);
         let mut next = 0u64;
         for _ in 0..count {
             let id = wire::read_id(reader, &mut next)?;
