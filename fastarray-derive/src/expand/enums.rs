@@ -4,7 +4,8 @@
 //! replicated fields. Mask: bit 0 is the variant, bit `1 + i` the current
 //! variant's `i`-th replicated field. When the variant differs, `diff`
 //! returns bit 0 and every field of the new variant (the whole value);
-//! otherwise the changed fields. Partial encodings still start with the
+//! otherwise the changed fields. `apply_patch` returns the same as `diff`
+//! would for the value before and after. Partial encodings still start with the
 //! variant index, so a decoder always knows the field types it reads.
 
 use super::codec::FieldCodec;
@@ -405,8 +406,16 @@ fn replicate_impl(
         let mine = pattern(arm, |f| f.binding.clone());
         let slots: Vec<_> = arm.fields.iter().map(|f| &f.slot).collect();
         let assigns = arm.fields.iter().map(|f| {
-            let (slot, binding) = (&f.slot, &f.binding);
-            quote!(if let #private::Some(__value) = #slot { *#binding = __value; })
+            let (slot, binding, bit) = (&f.slot, &f.binding, f.bit);
+            let unchanged = f.codec.same(quote!(&*#binding), quote!(&__value));
+            quote! {
+                if let #private::Some(__value) = #slot {
+                    if !#unchanged {
+                        __changed = #private::FieldMask::with(__changed, #bit);
+                    }
+                    *#binding = __value;
+                }
+            }
         });
         let all_present = arm.fields.iter().map(|f| {
             let slot = &f.slot;
@@ -414,17 +423,31 @@ fn replicate_impl(
         });
         let rebuilt = construct(arm, |f| {
             let slot = &f.slot;
-            quote!(match #slot { #private::Some(__value) => __value, #private::None => return })
+            quote! {
+                match #slot {
+                    #private::Some(__value) => __value,
+                    #private::None => return #private::FieldMask::EMPTY,
+                }
+            }
         });
+        let whole = 1 + arm.fields.len() as u32;
         quote!(#inner_ident::#variant(#(#slots,)*) => {
             if let #mine = self {
+                #[allow(unused_mut)]
+                let mut __changed = #private::FieldMask::EMPTY;
                 #(#assigns)*
+                __changed
             } else if true #(&& #all_present)* {
-                // A whole value of another variant replaces this one.
+                // A whole value of another variant replaces this one: what
+                // `diff` names for a change of variant, the whole new value.
                 *self = #rebuilt;
+                #private::FieldMask::all(#whole)
+            } else {
+                // A partial change for another variant cannot apply (the
+                // sender never sends one while the receiver may hold
+                // another variant).
+                #private::FieldMask::EMPTY
             }
-            // A partial change for another variant cannot apply (the sender
-            // never sends one while the receiver may hold another variant).
         })
     });
 
@@ -499,7 +522,10 @@ fn replicate_impl(
                 }
             }
 
-            fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
+            fn apply_patch(
+                &mut self,
+                __patch: <Self as #private::Replicate>::Patch,
+            ) -> #private::FieldMask {
                 match __patch.__inner {
                     #(#apply_arms)*
                     #inner_ident::__Marker(__never, _) => match __never {},

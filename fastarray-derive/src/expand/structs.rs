@@ -444,7 +444,10 @@ fn replicate_impl(
             });
             apply.push(quote! {
                 if let #private::Some(__inner) = __patch.#local {
-                    #replicate::apply_patch(&mut self.#member, __inner);
+                    __changed |= #private::FieldMask::shifted_up(
+                        #replicate::apply_patch(&mut self.#member, __inner),
+                        #offset,
+                    );
                 }
             });
         } else {
@@ -476,8 +479,12 @@ fn replicate_impl(
                     __patch.#local = #private::None;
                 }
             });
+            let unchanged = field.codec.same(quote!(&self.#member), quote!(&__value));
             apply.push(quote! {
                 if let #private::Some(__value) = __patch.#local {
+                    if !#unchanged {
+                        __changed = #private::FieldMask::with(__changed, #offset);
+                    }
                     self.#member = __value;
                 }
             });
@@ -537,8 +544,14 @@ fn replicate_impl(
                 #(#retain)*
             }
 
-            fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
+            fn apply_patch(
+                &mut self,
+                __patch: <Self as #private::Replicate>::Patch,
+            ) -> #private::FieldMask {
+                #[allow(unused_mut)]
+                let mut __changed = #private::FieldMask::EMPTY;
                 #(#apply)*
+                __changed
             }
         }
     }
