@@ -10,7 +10,7 @@
 
 use super::codec::FieldCodec;
 use super::structs::replace_self;
-use super::{at_type, bound, private_path};
+use super::{at_type, bound, nest_reader, nest_writer, private_path};
 use crate::ast::{Container, Field, Style, Variant};
 use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
@@ -243,6 +243,7 @@ fn bit_codec_impl(
         .reduce(|a, b| quote!(#private::schema::min_bits(#a, #b)))
         .unwrap_or_else(|| quote!(0u64));
 
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BitCodec for #ident #ty_generics #where_clause {
@@ -253,6 +254,7 @@ fn bit_codec_impl(
                 &self,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 match self {
                     #(#encode_arms)*
                 }
@@ -262,6 +264,7 @@ fn bit_codec_impl(
             fn decode(
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<Self, #private::DecodeError> {
+                #nest_reader
                 let __bit_offset = __reader.bit_offset();
                 let __tag = __reader.read_bits(#tag_bits)?;
                 #private::Ok(match __tag {
@@ -451,6 +454,7 @@ fn replicate_impl(
         })
     });
 
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Replicate for #ident #ty_generics #where_clause {
@@ -480,6 +484,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 match self {
                     #(#encode_arms)*
                 }
@@ -490,6 +495,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<<Self as #private::Replicate>::Patch, #private::DecodeError> {
+                #nest_reader
                 let __bit_offset = __reader.bit_offset();
                 let __tag = __reader.read_bits(#tag_bits)?;
                 let __inner = match __tag {
