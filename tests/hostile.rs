@@ -157,7 +157,10 @@ fn round_trip<T: ::fastarray::Replicate + ::std::clone::Clone>(new: &T, old: &T)
     let patch = <T as ::fastarray::Replicate>::decode_fields(mask, &mut reader).unwrap();
     ::std::assert_eq!(reader.bit_offset(), written);
     let mut mirror = ::std::clone::Clone::clone(old);
-    ::fastarray::Replicate::apply_patch(&mut mirror, patch);
+    ::std::assert_eq!(
+        ::fastarray::Replicate::apply_patch(&mut mirror, patch),
+        mask
+    );
     mirror
 }
 

@@ -32,7 +32,24 @@
 //!
 //! Signed varints use zig-zag mapping first (`0, -1, 1, -2, …` → `0, 1, 2, 3, …`).
 
+use core::ops::{Deref, DerefMut};
+
 use crate::error::{DecodeError, EncodeError};
+
+/// How deeply values of `#[derive(Replicate)]` types may nest in one value:
+/// 128 levels, the item itself counting as the first.
+///
+/// A recursive type (`struct Chain { next: Option<Box<Chain>> }`, or
+/// `struct Node { kids: Vec<Node> }`) takes as little as one bit per level
+/// on the wire, so without a bound a short message could make the decoder
+/// recurse until the thread's stack overflows, which aborts the process.
+/// Past this depth a [`BitReader`] refuses the value with
+/// [`DecodeError::TooDeep`], and a [`BitWriter`] refuses to write it with
+/// [`EncodeError::TooDeep`], so a sender never writes what a receiver
+/// refuses. 128 is serde_json's recursion limit: far more than game state
+/// nests, and few enough that decoding (and dropping) the deepest value
+/// accepted fits a small thread stack.
+pub const MAX_DEPTH: u32 = 128;
 
 /// Writes bits, least significant bit first, appending to a caller's `Vec<u8>`.
 ///
@@ -41,6 +58,9 @@ use crate::error::{DecodeError, EncodeError};
 /// [finished](BitWriter::finish) or dropped. Several encoders can share one
 /// writer, so several arrays can share one packet without byte alignment
 /// between them.
+///
+/// Derived types count how deeply their values nest on the writer and
+/// refuse to write past [`MAX_DEPTH`] levels ([`EncodeError::TooDeep`]).
 ///
 /// ```
 /// use fastarray_core::{BitReader, BitWriter};
@@ -65,6 +85,8 @@ pub struct BitWriter<'a> {
     /// How many bits of `acc` are in use (always < 64).
     used: u32,
     bits: u64,
+    /// Derived values being written, one inside the other.
+    depth: u32,
 }
 
 impl<'a> BitWriter<'a> {
@@ -75,7 +97,21 @@ impl<'a> BitWriter<'a> {
             acc: 0,
             used: 0,
             bits: 0,
+            depth: 0,
         }
+    }
+
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `encode` and `encode_fields`, writing through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedWriter<'_, 'a>, EncodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
+        }
+        self.depth += 1;
+        Ok(NestedWriter { writer: self })
     }
 
     /// Bits written so far by this writer.
@@ -215,12 +251,48 @@ impl Drop for BitWriter<'_> {
     }
 }
 
+/// A [`BitWriter`] one derived value deeper, from [`BitWriter::nest`].
+#[doc(hidden)]
+pub struct NestedWriter<'r, 'a> {
+    writer: &'r mut BitWriter<'a>,
+}
+
+impl<'a> Deref for NestedWriter<'_, 'a> {
+    type Target = BitWriter<'a>;
+
+    fn deref(&self) -> &BitWriter<'a> {
+        self.writer
+    }
+}
+
+impl<'a> DerefMut for NestedWriter<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut BitWriter<'a> {
+        self.writer
+    }
+}
+
+impl Drop for NestedWriter<'_, '_> {
+    fn drop(&mut self) {
+        self.writer.depth -= 1;
+    }
+}
+
 /// Reads bits written by [`BitWriter`], counting them, never reading past
 /// the end of its input and never panicking.
+///
+/// # Nesting depth
+///
+/// Derived types count how deeply their values nest on the reader: a value
+/// more than [`MAX_DEPTH`] (128) derived values deep, the outermost
+/// counting as the first, is refused with [`DecodeError::TooDeep`] before
+/// the level past the limit is read. This bounds the recursion (and the
+/// stack) a message of a recursive type can cause, whatever its size.
 pub struct BitReader<'a> {
     bytes: &'a [u8],
     total: u64,
     pos: u64,
+    /// Derived values being read, one inside the other.
+    depth: u32,
 }
 
 impl<'a> BitReader<'a> {
@@ -230,6 +302,7 @@ impl<'a> BitReader<'a> {
             bytes,
             total: 8 * bytes.len() as u64,
             pos: 0,
+            depth: 0,
         }
     }
 
@@ -243,6 +316,22 @@ impl<'a> BitReader<'a> {
         // Fewer than 8 bits, inside the input unless it ended before `start`.
         let _ = reader.read_bits((start % 8) as u32);
         reader
+    }
+
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `decode` and `decode_fields`, reading through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedReader<'_, 'a>, DecodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(DecodeError::TooDeep {
+                bit_offset: self.pos,
+                limit: MAX_DEPTH,
+            });
+        }
+        self.depth += 1;
+        Ok(NestedReader { reader: self })
     }
 
     /// Bits consumed so far.
@@ -420,6 +509,32 @@ impl<'a> BitReader<'a> {
             });
         }
         Ok(())
+    }
+}
+
+/// A [`BitReader`] one derived value deeper, from [`BitReader::nest`].
+#[doc(hidden)]
+pub struct NestedReader<'r, 'a> {
+    reader: &'r mut BitReader<'a>,
+}
+
+impl<'a> Deref for NestedReader<'_, 'a> {
+    type Target = BitReader<'a>;
+
+    fn deref(&self) -> &BitReader<'a> {
+        self.reader
+    }
+}
+
+impl<'a> DerefMut for NestedReader<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut BitReader<'a> {
+        self.reader
+    }
+}
+
+impl Drop for NestedReader<'_, '_> {
+    fn drop(&mut self) {
+        self.reader.depth -= 1;
     }
 }
 
@@ -614,6 +729,47 @@ mod tests {
         r.read_bytes_into(3, &mut s).unwrap();
         assert_eq!(s, b"hey");
         assert_eq!(r.expect_end(), Ok(()));
+    }
+
+    #[test]
+    fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
+        fn enter(reader: &mut BitReader<'_>, levels: u32) -> Result<(), DecodeError> {
+            let mut nested = reader.nest()?;
+            if levels > 1 {
+                enter(&mut nested, levels - 1)?;
+            }
+            Ok(())
+        }
+        let mut r = BitReader::new(&[0xff]);
+        assert_eq!(r.read_bits(3), Ok(7));
+        assert_eq!(enter(&mut r, MAX_DEPTH), Ok(()));
+        assert_eq!(r.depth, 0);
+        assert_eq!(
+            enter(&mut r, MAX_DEPTH + 1),
+            Err(DecodeError::TooDeep {
+                bit_offset: 3,
+                limit: MAX_DEPTH
+            })
+        );
+        assert_eq!(r.depth, 0, "left on the error path too");
+
+        fn write(writer: &mut BitWriter<'_>, levels: u32) -> Result<(), EncodeError> {
+            let mut nested = writer.nest()?;
+            nested.write_bool(true);
+            if levels > 1 {
+                write(&mut nested, levels - 1)?;
+            }
+            Ok(())
+        }
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        assert_eq!(write(&mut w, MAX_DEPTH), Ok(()));
+        assert_eq!(
+            write(&mut w, MAX_DEPTH + 1),
+            Err(EncodeError::TooDeep { limit: MAX_DEPTH })
+        );
+        assert_eq!(w.depth, 0);
+        assert_eq!(w.bits_written(), 2 * u64::from(MAX_DEPTH));
     }
 
     #[test]

@@ -128,6 +128,16 @@ pub enum DecodeError {
         /// What the user decoder said.
         message: &'static str,
     },
+    /// A value nests more derived (`#[derive(Replicate)]`) values inside
+    /// one another than [`MAX_DEPTH`](crate::MAX_DEPTH) allows: a recursive
+    /// type several levels too deep, refused before it could exhaust the
+    /// stack.
+    TooDeep {
+        /// Bit offset of the first value past the limit.
+        bit_offset: u64,
+        /// The limit, [`MAX_DEPTH`](crate::MAX_DEPTH).
+        limit: u32,
+    },
     /// `serde_decode` (feature `serde`) could not decode a value: its
     /// `Deserialize` impl raised an error, needs a self-describing format
     /// (`deserialize_any`), or the input nests too deeply.
@@ -224,6 +234,10 @@ impl fmt::Display for DecodeError {
                 bit_offset,
                 message,
             } => write!(f, "at bit {bit_offset}: {message}"),
+            Self::TooDeep { bit_offset, limit } => write!(
+                f,
+                "the value at bit {bit_offset} nests more than {limit} derived values deep"
+            ),
             Self::Serde {
                 bit_offset,
                 message,
@@ -256,6 +270,13 @@ pub enum EncodeError {
     /// A serde `Serialize` impl failed or used something the bit format
     /// cannot encode (`serde_encode`, feature `serde`).
     Serde(String),
+    /// The value nests more derived (`#[derive(Replicate)]`) values inside
+    /// one another than [`MAX_DEPTH`](crate::MAX_DEPTH) allows, so a
+    /// receiver would refuse it ([`DecodeError::TooDeep`]).
+    TooDeep {
+        /// The limit, [`MAX_DEPTH`](crate::MAX_DEPTH).
+        limit: u32,
+    },
 }
 
 impl fmt::Display for EncodeError {
@@ -266,6 +287,10 @@ impl fmt::Display for EncodeError {
             }
             Self::Custom { message } => f.write_str(message),
             Self::Serde(message) => f.write_str(message),
+            Self::TooDeep { limit } => write!(
+                f,
+                "the value nests more than {limit} derived values deep, which no receiver accepts"
+            ),
         }
     }
 }

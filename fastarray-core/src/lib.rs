@@ -45,7 +45,7 @@ mod tombstones;
 mod wire;
 
 pub use array::{FastArray, ItemMut};
-pub use bits::{BitReader, BitWriter, zigzag_decode, zigzag_encode};
+pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
 pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};

@@ -51,8 +51,13 @@ pub trait Callbacks<T> {
         let _ = (id, item);
     }
 
-    /// Fields of an item changed (`changed` has their bits). An empty
-    /// `changed` means only the item's `#[replicate(array)]` fields did.
+    /// Fields of an item changed: `changed` names exactly the fields whose
+    /// value on the mirror is now different, compared as
+    /// [`Replicate::diff`] compares them (a field that arrived from a newer
+    /// frame with the value the mirror held is not named, nor a `quantize`
+    /// field whose new value quantizes the same). An empty `changed` means
+    /// only the item's `#[replicate(array)]` fields did. An entry that
+    /// changed nothing makes no call.
     fn post_change(&mut self, id: ReplicationId, item: &T, changed: FieldMask) {
         let _ = (id, item, changed);
     }
@@ -72,12 +77,16 @@ pub struct ApplyReport {
     pub frame: Option<u64>,
     /// Items added.
     pub added: usize,
-    /// Items changed (including whole items that replaced a different copy).
+    /// Items changed: those with a `post_change` call (a field's value or
+    /// an array field changed, including whole items that replaced a
+    /// different copy).
     pub changed: usize,
     /// Items removed.
     pub removed: usize,
-    /// Entries skipped because the mirror already had newer data for the
-    /// item, or the item was removed.
+    /// Entries for held or removed items that changed nothing: the item was
+    /// removed, the mirror already had newer data for every field the
+    /// entry carried, or every value it carried was the one the mirror held
+    /// (and none of its arrays changed).
     pub skipped: usize,
     /// Whether the whole message was older than the mirror's window and
     /// ignored.
@@ -401,55 +410,54 @@ impl<T: Replicate> FastArray<T> {
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
-            let (sent, mut patch, changed) = match entry {
+            let (sent, patch, reshapes) = match entry {
                 Entry::Whole(value) => {
-                    let differs = value.diff(&slot.value);
+                    // Only a change of shape (enum variant) has to be known
+                    // before applying.
+                    let reshapes = if T::STRUCTURE.is_empty() {
+                        FieldMask::EMPTY
+                    } else {
+                        value.diff(&slot.value) & T::STRUCTURE
+                    };
                     (
                         FieldMask::all(T::FIELD_COUNT),
                         Some(value.into_patch()),
-                        Some(differs),
+                        reshapes,
                     )
                 }
-                Entry::Fields(mask, patch) => (mask, Some(patch), None),
-                Entry::Arrays => (FieldMask::EMPTY, None, None),
+                Entry::Fields(mask, patch) => (mask, Some(patch), FieldMask::EMPTY),
+                Entry::Arrays => (FieldMask::EMPTY, None, FieldMask::EMPTY),
             };
             // Each field takes the value only if it is newer than the one it
             // holds: duplicates and late copies change nothing.
             let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
             let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
-            let patch = match patch.take() {
-                Some(patch) if !newer.is_empty() => patch,
-                _ => {
-                    if arrays_changed {
-                        changes.push((id, FieldMask::EMPTY));
-                    } else {
-                        report.skipped += 1;
+            let changed = match patch {
+                None => FieldMask::EMPTY,
+                Some(_) if newer.is_empty() => FieldMask::EMPTY,
+                Some(patch) if !(reshapes & newer).is_empty() => {
+                    // A newer, different shape (enum variant): the whole value
+                    // replaces the old one, and every field dates from this
+                    // frame. (No field can hold newer data: changed fields are
+                    // only sent once a whole value of the new shape is known to
+                    // have arrived.)
+                    frames.iter_mut().for_each(|f| *f = frame);
+                    slot.value.apply_patch(patch)
+                }
+                Some(mut patch) => {
+                    for field in newer.iter() {
+                        frames[field as usize] = frame;
                     }
-                    continue;
+                    T::retain_fields(&mut patch, newer);
+                    // Newer is not different: a field that went A → B → A while
+                    // the packet with B was lost arrives newer and unchanged.
+                    slot.value.apply_patch(patch)
                 }
-            };
-            let mut patch = patch;
-            let reshaped =
-                changed.is_some_and(|differs| !(differs & newer & T::STRUCTURE).is_empty());
-            let changed = if reshaped {
-                // A newer, different shape (enum variant): the whole value
-                // replaces the old one, and every field dates from this
-                // frame. (No field can hold newer data: changed fields are
-                // only sent once a whole value of the new shape is known to
-                // have arrived.)
-                frames.iter_mut().for_each(|f| *f = frame);
-                slot.value.apply_patch(patch);
-                changed.unwrap_or(sent)
-            } else {
-                for field in newer.iter() {
-                    frames[field as usize] = frame;
-                }
-                T::retain_fields(&mut patch, newer);
-                slot.value.apply_patch(patch);
-                changed.map_or(newer, |differs| differs & newer)
             };
             if !changed.is_empty() || arrays_changed {
                 changes.push((id, changed));
+            } else {
+                report.skipped += 1;
             }
         }
         for (id, mask) in changes {

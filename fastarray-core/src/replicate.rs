@@ -41,8 +41,12 @@ use crate::object::ArrayField;
 /// assert_eq!(w.finish(), 8);
 /// let patch = Agent::decode_fields(FieldMask::single(0), &mut BitReader::new(&bytes)).unwrap();
 /// let mut mirror = Agent { cache: 0, ..before };
-/// mirror.apply_patch(patch);
+/// assert_eq!(mirror.apply_patch(patch), FieldMask::single(0));
 /// assert_eq!(mirror.hp, 7);
+///
+/// // A patch that carries the value the receiver holds changes nothing.
+/// let patch = Agent::decode_fields(FieldMask::single(0), &mut BitReader::new(&bytes)).unwrap();
+/// assert_eq!(mirror.apply_patch(patch), FieldMask::EMPTY);
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not implement `Replicate`",
@@ -93,8 +97,18 @@ pub trait Replicate: BitCodec {
     /// Drops from `patch` every field not in `keep`.
     fn retain_fields(patch: &mut Self::Patch, keep: FieldMask);
 
-    /// Overwrites the fields carried by `patch`.
-    fn apply_patch(&mut self, patch: Self::Patch);
+    /// Overwrites the fields carried by `patch` and returns those whose
+    /// value changed: a field is named if its old value and the patch's are
+    /// not the same as [`diff`](Self::diff) compares them (its encoding's
+    /// notion of sameness: [`BitCodec::same`], or the quantized value for a
+    /// `quantize` field), so a patch carrying the values `self` already
+    /// holds returns an empty mask. A nested field's leaves are named at
+    /// their place in the mask. For an enum, a whole value of another
+    /// variant replaces `self` and the result is what `diff` names for a
+    /// change of variant (the variant and every field of the new one); a
+    /// partial patch for another variant cannot apply, changes nothing and
+    /// returns an empty mask.
+    fn apply_patch(&mut self, patch: Self::Patch) -> FieldMask;
 
     /// Number of `#[replicate(array)]` fields: `FastArray`s inside the
     /// value, replicated by id rather than as fields (they have no bit in

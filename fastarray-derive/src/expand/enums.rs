@@ -4,12 +4,13 @@
 //! replicated fields. Mask: bit 0 is the variant, bit `1 + i` the current
 //! variant's `i`-th replicated field. When the variant differs, `diff`
 //! returns bit 0 and every field of the new variant (the whole value);
-//! otherwise the changed fields. Partial encodings still start with the
+//! otherwise the changed fields. `apply_patch` returns the same as `diff`
+//! would for the value before and after. Partial encodings still start with the
 //! variant index, so a decoder always knows the field types it reads.
 
 use super::codec::FieldCodec;
 use super::structs::replace_self;
-use super::{at_type, bound, private_path};
+use super::{at_type, bound, nest_reader, nest_writer, private_path};
 use crate::ast::{Container, Field, Style, Variant};
 use proc_macro2::{Literal, TokenStream};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
@@ -242,6 +243,7 @@ fn bit_codec_impl(
         .reduce(|a, b| quote!(#private::schema::min_bits(#a, #b)))
         .unwrap_or_else(|| quote!(0u64));
 
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BitCodec for #ident #ty_generics #where_clause {
@@ -252,6 +254,7 @@ fn bit_codec_impl(
                 &self,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 match self {
                     #(#encode_arms)*
                 }
@@ -261,6 +264,7 @@ fn bit_codec_impl(
             fn decode(
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<Self, #private::DecodeError> {
+                #nest_reader
                 let __bit_offset = __reader.bit_offset();
                 let __tag = __reader.read_bits(#tag_bits)?;
                 #private::Ok(match __tag {
@@ -405,8 +409,16 @@ fn replicate_impl(
         let mine = pattern(arm, |f| f.binding.clone());
         let slots: Vec<_> = arm.fields.iter().map(|f| &f.slot).collect();
         let assigns = arm.fields.iter().map(|f| {
-            let (slot, binding) = (&f.slot, &f.binding);
-            quote!(if let #private::Some(__value) = #slot { *#binding = __value; })
+            let (slot, binding, bit) = (&f.slot, &f.binding, f.bit);
+            let unchanged = f.codec.same(quote!(&*#binding), quote!(&__value));
+            quote! {
+                if let #private::Some(__value) = #slot {
+                    if !#unchanged {
+                        __changed = #private::FieldMask::with(__changed, #bit);
+                    }
+                    *#binding = __value;
+                }
+            }
         });
         let all_present = arm.fields.iter().map(|f| {
             let slot = &f.slot;
@@ -414,20 +426,35 @@ fn replicate_impl(
         });
         let rebuilt = construct(arm, |f| {
             let slot = &f.slot;
-            quote!(match #slot { #private::Some(__value) => __value, #private::None => return })
+            quote! {
+                match #slot {
+                    #private::Some(__value) => __value,
+                    #private::None => return #private::FieldMask::EMPTY,
+                }
+            }
         });
+        let whole = 1 + arm.fields.len() as u32;
         quote!(#inner_ident::#variant(#(#slots,)*) => {
             if let #mine = self {
+                #[allow(unused_mut)]
+                let mut __changed = #private::FieldMask::EMPTY;
                 #(#assigns)*
+                __changed
             } else if true #(&& #all_present)* {
-                // A whole value of another variant replaces this one.
+                // A whole value of another variant replaces this one: what
+                // `diff` names for a change of variant, the whole new value.
                 *self = #rebuilt;
+                #private::FieldMask::all(#whole)
+            } else {
+                // A partial change for another variant cannot apply (the
+                // sender never sends one while the receiver may hold
+                // another variant).
+                #private::FieldMask::EMPTY
             }
-            // A partial change for another variant cannot apply (the sender
-            // never sends one while the receiver may hold another variant).
         })
     });
 
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::Replicate for #ident #ty_generics #where_clause {
@@ -457,6 +484,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 match self {
                     #(#encode_arms)*
                 }
@@ -467,6 +495,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<<Self as #private::Replicate>::Patch, #private::DecodeError> {
+                #nest_reader
                 let __bit_offset = __reader.bit_offset();
                 let __tag = __reader.read_bits(#tag_bits)?;
                 let __inner = match __tag {
@@ -499,7 +528,10 @@ fn replicate_impl(
                 }
             }
 
-            fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
+            fn apply_patch(
+                &mut self,
+                __patch: <Self as #private::Replicate>::Patch,
+            ) -> #private::FieldMask {
                 match __patch.__inner {
                     #(#apply_arms)*
                     #inner_ident::__Marker(__never, _) => match __never {},

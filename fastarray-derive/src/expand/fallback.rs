@@ -76,7 +76,7 @@ pub fn expand(cont: &Container, errors: syn::Error) -> TokenStream {
                     ::core::unreachable!()
                 }
 
-                fn apply_patch(&mut self, __patch: ()) {
+                fn apply_patch(&mut self, __patch: ()) -> #private::FieldMask {
                     ::core::unreachable!()
                 }
             }

@@ -46,3 +46,24 @@ fn private_path(cont: &Container) -> TokenStream {
 fn at_type(ty: &syn::Type) -> Span {
     Span::call_site().located_at(ty.span())
 }
+
+/// The first statements of a derived `decode` or `decode_fields`: enter one
+/// more level of derived value (an error past `MAX_DEPTH`, so a recursive
+/// type cannot recurse without bound on a hostile message) and read through
+/// the guard, which leaves the level on every return path.
+fn nest_reader(private: &TokenStream) -> TokenStream {
+    quote! {
+        let mut __nested = #private::BitReader::nest(__reader)?;
+        let __reader: &mut #private::BitReader<'_> = &mut __nested;
+    }
+}
+
+/// The first statements of a derived `encode` or `encode_fields`: the
+/// writer's side of [`nest_reader`], so a sender refuses what a receiver
+/// would.
+fn nest_writer(private: &TokenStream) -> TokenStream {
+    quote! {
+        let mut __nested = #private::BitWriter::nest(__writer)?;
+        let __writer: &mut #private::BitWriter<'_> = &mut __nested;
+    }
+}

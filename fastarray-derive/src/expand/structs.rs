@@ -7,7 +7,7 @@
 //! whatever the caller has in scope.
 
 use super::codec::FieldCodec;
-use super::{at_type, bound, private_path};
+use super::{at_type, bound, nest_reader, nest_writer, private_path};
 use crate::ast::{Container, Field, Style};
 use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
@@ -294,6 +294,7 @@ fn bit_codec_impl(
         Style::Enum | Style::Union => unreachable!("only structs are expanded here"),
     };
 
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     quote! {
         #[automatically_derived]
         impl #impl_generics #private::BitCodec for #ident #ty_generics #where_clause {
@@ -305,6 +306,7 @@ fn bit_codec_impl(
                 &self,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 #(#encodes?;)*
                 #private::Ok(())
             }
@@ -312,6 +314,7 @@ fn bit_codec_impl(
             fn decode(
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<Self, #private::DecodeError> {
+                #nest_reader
                 #private::Ok(#decoded)
             }
 
@@ -444,7 +447,10 @@ fn replicate_impl(
             });
             apply.push(quote! {
                 if let #private::Some(__inner) = __patch.#local {
-                    #replicate::apply_patch(&mut self.#member, __inner);
+                    __changed |= #private::FieldMask::shifted_up(
+                        #replicate::apply_patch(&mut self.#member, __inner),
+                        #offset,
+                    );
                 }
             });
         } else {
@@ -476,14 +482,19 @@ fn replicate_impl(
                     __patch.#local = #private::None;
                 }
             });
+            let unchanged = field.codec.same(quote!(&self.#member), quote!(&__value));
             apply.push(quote! {
                 if let #private::Some(__value) = __patch.#local {
+                    if !#unchanged {
+                        __changed = #private::FieldMask::with(__changed, #offset);
+                    }
                     self.#member = __value;
                 }
             });
         }
     }
     let locals = fields.iter().map(|field| &field.local);
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
 
     quote! {
         #[automatically_derived]
@@ -507,6 +518,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __writer: &mut #private::BitWriter<'_>,
             ) -> #private::Result<(), #private::EncodeError> {
+                #nest_writer
                 #(#encode)*
                 #private::Ok(())
             }
@@ -515,6 +527,7 @@ fn replicate_impl(
                 __mask: #private::FieldMask,
                 __reader: &mut #private::BitReader<'_>,
             ) -> #private::Result<<Self as #private::Replicate>::Patch, #private::DecodeError> {
+                #nest_reader
                 #(#decode)*
                 #private::Ok(#patch_ident {
                     #(#locals,)*
@@ -537,8 +550,14 @@ fn replicate_impl(
                 #(#retain)*
             }
 
-            fn apply_patch(&mut self, __patch: <Self as #private::Replicate>::Patch) {
+            fn apply_patch(
+                &mut self,
+                __patch: <Self as #private::Replicate>::Patch,
+            ) -> #private::FieldMask {
+                #[allow(unused_mut)]
+                let mut __changed = #private::FieldMask::EMPTY;
                 #(#apply)*
+                __changed
             }
         }
     }

@@ -1,0 +1,253 @@
+//! `Callbacks::post_change` names exactly the fields whose value changed on
+//! the mirror, as each field's encoding compares values: not every field an
+//! entry carried from a newer frame. A field that went A → B → A on the
+//! server while the packet with B was lost arrives newer but unchanged.
+
+use core::fmt::Debug;
+
+use fastarray::{
+    ApplyReport, Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState,
+};
+
+/// Every `post_change` call, in order.
+#[derive(Default)]
+struct Changes(Vec<(ReplicationId, FieldMask)>);
+
+impl<T> Callbacks<T> for Changes {
+    fn post_change(&mut self, id: ReplicationId, _item: &T, changed: FieldMask) {
+        self.0.push((id, changed));
+    }
+}
+
+/// What the mirror saw of the packet that arrived.
+struct Outcome<T> {
+    id: ReplicationId,
+    changes: Vec<(ReplicationId, FieldMask)>,
+    report: ApplyReport,
+    server: FastArray<T>,
+    client: FastArray<T>,
+}
+
+/// Replicates `start` to a mirror, then writes a packet with `lost`'s
+/// change and reports it lost, then applies `then` and delivers the next
+/// packet, which carries the item's due fields with their current values.
+fn lose_then_deliver<T: Replicate + Clone + Debug + PartialEq>(
+    start: T,
+    lost: impl FnOnce(&mut T),
+    then: impl FnOnce(&mut T),
+) -> Outcome<T> {
+    let mut server = FastArray::new();
+    let id = server.push(start);
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::new());
+    let mut first = Vec::new();
+    server.write_delta(&mut conn, 0, &mut first).unwrap();
+    client.apply_delta(&first, &mut ()).unwrap();
+    conn.on_ack(0);
+
+    lost(&mut server.get_mut(id).unwrap());
+    server.commit();
+    let mut dropped = Vec::new();
+    server.write_delta(&mut conn, 1, &mut dropped).unwrap();
+    assert!(conn.on_loss(1));
+
+    then(&mut server.get_mut(id).unwrap());
+    server.commit();
+    let mut delivered = Vec::new();
+    server.write_delta(&mut conn, 2, &mut delivered).unwrap();
+    let mut changes = Changes::default();
+    let report = client.apply_delta(&delivered, &mut changes).unwrap();
+    conn.on_ack(2);
+    Outcome {
+        id,
+        changes: changes.0,
+        report,
+        server,
+        client,
+    }
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u8,
+    ammo: u16,
+}
+
+#[test]
+fn a_field_back_to_the_value_the_mirror_holds_is_not_named() {
+    let out = lose_then_deliver(Unit { hp: 10, ammo: 3 }, |u| u.hp = 20, |u| u.hp = 10);
+    assert_eq!(out.changes, [], "nothing changed on the mirror");
+    assert_eq!((out.report.changed, out.report.skipped), (0, 1));
+    assert_eq!(out.client, out.server);
+}
+
+#[test]
+fn only_the_fields_whose_value_changed_are_named() {
+    let out = lose_then_deliver(
+        Unit { hp: 10, ammo: 3 },
+        |u| {
+            u.hp = 20;
+            u.ammo = 4;
+        },
+        |u| u.hp = 10,
+    );
+    // The entry carries `hp` (back to 10) and `ammo` (4, due again).
+    assert_eq!(out.changes, [(out.id, FieldMask::single(1))]);
+    assert_eq!((out.report.changed, out.report.skipped), (1, 0));
+    assert_eq!(out.client, out.server);
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Marker {
+    // Steps of exactly 1.0.
+    #[replicate(quantize(min = 0.0, max = 1023.0, bits = 10))]
+    x: f32,
+    tag: u8,
+}
+
+#[test]
+fn a_change_below_the_quantization_step_is_not_named() {
+    let out = lose_then_deliver(
+        Marker { x: 10.0, tag: 1 },
+        |m| m.x = 500.0,
+        // 10.2 is sent as 10.0, which the mirror holds.
+        |m| m.x = 10.2,
+    );
+    assert_eq!(out.changes, []);
+    assert_eq!((out.report.changed, out.report.skipped), (0, 1));
+    assert_eq!(out.client.get(out.id).unwrap().x, 10.0);
+}
+
+#[test]
+fn a_change_of_a_quantization_step_is_named() {
+    let out = lose_then_deliver(Marker { x: 10.0, tag: 1 }, |m| m.x = 500.0, |m| m.x = 11.0);
+    assert_eq!(out.changes, [(out.id, FieldMask::single(0))]);
+    assert_eq!(out.client, out.server);
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Pos {
+    x: i16,
+    y: i16,
+}
+
+/// Leaves: 0 `tag`, 1 `pos.x`, 2 `pos.y`, 3 `hp`.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Mover {
+    tag: u8,
+    #[replicate(nested)]
+    pos: Pos,
+    hp: u8,
+}
+
+#[test]
+fn nested_leaves_are_named_only_when_they_changed() {
+    let out = lose_then_deliver(
+        Mover {
+            tag: 1,
+            pos: Pos { x: 0, y: 0 },
+            hp: 100,
+        },
+        |m| {
+            m.pos.x = 5;
+            m.hp = 90;
+        },
+        |m| {
+            m.pos.x = 0;
+            m.pos.y = 7;
+        },
+    );
+    // The entry carries `pos.x` (back to 0), `pos.y` and `hp`.
+    let expected = FieldMask::single(2).with(3);
+    assert_eq!(out.changes, [(out.id, expected)]);
+    assert_eq!(out.client, out.server);
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+enum Order {
+    Idle,
+    Move { x: i16, y: i16 },
+}
+
+#[test]
+fn an_enum_field_back_to_its_value_is_not_named() {
+    let out = lose_then_deliver(
+        Order::Move { x: 1, y: 2 },
+        |o| *o = Order::Move { x: 5, y: 2 },
+        |o| *o = Order::Move { x: 1, y: 2 },
+    );
+    assert_eq!(out.changes, []);
+    assert_eq!((out.report.changed, out.report.skipped), (0, 1));
+    assert_eq!(out.client, out.server);
+}
+
+#[test]
+fn an_enum_names_only_its_changed_fields() {
+    let out = lose_then_deliver(
+        Order::Move { x: 1, y: 2 },
+        |o| *o = Order::Move { x: 5, y: 2 },
+        |o| *o = Order::Move { x: 1, y: 3 },
+    );
+    // Bit 0 is the variant, bit 1 `x`, bit 2 `y`.
+    assert_eq!(out.changes, [(out.id, FieldMask::single(2))]);
+    assert_eq!(out.client, out.server);
+}
+
+#[test]
+fn a_variant_change_names_what_diff_names() {
+    let out = lose_then_deliver(
+        Order::Move { x: 1, y: 2 },
+        |o| *o = Order::Move { x: 5, y: 2 },
+        |o| *o = Order::Idle,
+    );
+    let expected = Order::Idle.diff(&Order::Move { x: 1, y: 2 });
+    assert_eq!(expected, FieldMask::single(0));
+    assert_eq!(out.changes, [(out.id, expected)]);
+    assert_eq!(out.client, out.server);
+}
+
+/// `apply_patch` itself, which `post_change` reports from.
+#[test]
+fn apply_patch_returns_the_fields_whose_value_changed() {
+    let mut mover = Mover {
+        tag: 1,
+        pos: Pos { x: 0, y: 0 },
+        hp: 100,
+    };
+    let target = Mover {
+        tag: 1,
+        pos: Pos { x: 0, y: 7 },
+        hp: 90,
+    };
+    let expected = target.diff(&mover);
+    assert_eq!(expected, FieldMask::single(2).with(3));
+    assert_eq!(mover.apply_patch(target.clone().into_patch()), expected);
+    assert_eq!(mover, target);
+    assert_eq!(
+        mover.apply_patch(target.clone().into_patch()),
+        FieldMask::EMPTY
+    );
+
+    let mut marker = Marker { x: 10.0, tag: 1 };
+    let mut patch = Marker { x: 10.2, tag: 2 }.into_patch();
+    Marker::retain_fields(&mut patch, FieldMask::single(0));
+    assert_eq!(
+        marker.apply_patch(patch),
+        FieldMask::EMPTY,
+        "10.2 quantizes as 10.0"
+    );
+
+    // A whole value of another variant: what `diff` names.
+    let mut order = Order::Idle;
+    let moving = Order::Move { x: 1, y: 2 };
+    let expected = moving.diff(&order);
+    assert_eq!(expected, FieldMask::all(3));
+    assert_eq!(order.apply_patch(moving.clone().into_patch()), expected);
+    assert_eq!(order, moving);
+    // A partial patch of another variant cannot apply.
+    let mut patch = moving.clone().into_patch();
+    Order::retain_fields(&mut patch, FieldMask::single(1));
+    let mut idle = Order::Idle;
+    assert_eq!(idle.apply_patch(patch), FieldMask::EMPTY);
+    assert_eq!(idle, Order::Idle);
+}
