@@ -533,3 +533,61 @@ fn an_entry_read_past_needs_no_frame_reference() {
     conn.on_ack(packet);
     assert_eq!(client, server);
 }
+
+/// Issue 10, finding 7: an array inside an item replaced wholesale through
+/// `get_mut` restarts at frame 0 and id 0 while the mirror keeps its frames
+/// and tombstones, so it diverged silently. The commit now refuses it.
+#[test]
+#[should_panic(expected = "was replaced by another FastArray")]
+fn replacing_an_inner_array_is_refused_loudly() {
+    let (mut server, mut conn, mut client) = synced();
+    let squad = ReplicationId::from_raw(4);
+    let mut fresh = FastArray::new();
+    fresh.push(Member { hp: 1, rank: 2 });
+    server.get_mut(squad).unwrap().members = fresh;
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
+}
+
+/// Swapping two items' arrays is a replacement too.
+#[test]
+#[should_panic(expected = "was replaced by another FastArray")]
+fn swapping_inner_arrays_is_refused_loudly() {
+    let (mut server, _, _) = synced();
+    let (a, b) = (ReplicationId::from_raw(4), ReplicationId::from_raw(5));
+    let mut members = core::mem::take(&mut server.get_mut(a).unwrap().members);
+    core::mem::swap(&mut members, &mut server.get_mut(b).unwrap().members);
+    server.get_mut(a).unwrap().members = members;
+    server.commit();
+}
+
+/// Writing back an edited clone of the array itself is an edit, not a
+/// replacement: it converges.
+#[test]
+fn an_edited_clone_written_back_is_an_edit() {
+    let (mut server, mut conn, mut client) = synced();
+    let squad = ReplicationId::from_raw(4);
+    let mut members = server.get(squad).unwrap().members.clone();
+    let first = members.ids().next().unwrap();
+    members.remove(first);
+    members.push(Member { hp: 5, rank: 5 });
+    server.get_mut(squad).unwrap().members = members;
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    assert_eq!(client, server);
+    // The mirror's copy of the squad has the new member at its new id.
+    assert_eq!(client.get(squad).unwrap().members.len(), 50);
+}
+
+/// The supported way to replace an array's contents: clear it and push.
+#[test]
+fn clearing_and_refilling_an_inner_array_converges() {
+    let (mut server, mut conn, mut client) = synced();
+    let squad = ReplicationId::from_raw(4);
+    {
+        let mut squad = server.get_mut(squad).unwrap();
+        squad.members.clear();
+        squad.members.push(Member { hp: 1, rank: 2 });
+    }
+    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    assert_eq!(client, server);
+    assert_eq!(client.get(squad).unwrap().members.len(), 1);
+}

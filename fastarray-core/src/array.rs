@@ -1,8 +1,9 @@
 //! [`FastArray`]: items stored contiguously, found by id, with change
 //! capture through a mutation guard.
 
-use core::cmp::Ordering;
+use core::cmp::Ordering as Order;
 use core::fmt;
+use core::sync::atomic::{AtomicU64, Ordering};
 use core::ops::{Deref, DerefMut};
 
 use hashbrown::HashMap;
@@ -62,8 +63,14 @@ use crate::shared::SharedMessage;
 /// [`sort_by`]: FastArray::sort_by
 /// [`commit`]: FastArray::commit
 /// [`len`]: FastArray::len
-#[derive(Clone)]
 pub struct FastArray<T> {
+    /// Which array this is: a number no other array created in this
+    /// process has, a clone included. With `frame` and `cloned_from`, it
+    /// tells an array inside an item that was replaced wholesale from one
+    /// that was edited.
+    origin: u64,
+    /// For a clone: the origin and frame of the array it was cloned from.
+    cloned_from: Option<(u64, u64)>,
     pub(crate) slots: Vec<Slot<T>>,
     pub(crate) index: HashMap<ReplicationId, usize>,
     next_id: u64,
@@ -127,6 +134,36 @@ impl<T> Default for FrameWork<T> {
     }
 }
 
+/// A number no array created before had.
+fn next_origin() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A copy with an identity of its own, which remembers where it came from:
+/// written back in place of its source in the same frame, it is an edit of
+/// that array (see `check_lineage`).
+impl<T: Clone> Clone for FastArray<T> {
+    fn clone(&self) -> Self {
+        Self {
+            origin: next_origin(),
+            cloned_from: Some((self.origin, self.frame)),
+            slots: self.slots.clone(),
+            index: self.index.clone(),
+            next_id: self.next_id,
+            array_key: self.array_key,
+            frame: self.frame,
+            work: self.work.clone(),
+            history: self.history.clone(),
+            encoded: self.encoded.clone(),
+            nested_scratch: Vec::new(),
+            planned: Vec::new(),
+            shared: self.shared.clone(),
+            mirror: self.mirror.clone(),
+        }
+    }
+}
+
 impl<T> Default for FastArray<T> {
     fn default() -> Self {
         Self::new()
@@ -142,6 +179,8 @@ impl<T> FastArray<T> {
     /// An empty array with room for `capacity` items.
     pub fn with_capacity(capacity: usize) -> Self {
         Self {
+            origin: next_origin(),
+            cloned_from: None,
             slots: Vec::with_capacity(capacity),
             index: HashMap::with_capacity(capacity),
             next_id: 0,
@@ -272,7 +311,7 @@ impl<T> FastArray<T> {
     }
 
     /// Sorts the items with a comparator (stable). Never a change.
-    pub fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Ordering) {
+    pub fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Order) {
         self.slots.sort_by(|x, y| compare(&x.value, &y.value));
         self.reindex();
     }
@@ -294,6 +333,11 @@ impl<T> FastArray<T> {
     /// For an item type with `#[replicate(array)]` fields the pre-image is
     /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
     /// track their own changes, and this array's commit commits them.
+    /// Edit those arrays in place: an array replaced by another one (a new
+    /// `FastArray`, another item's, an old copy) would restart its frames
+    /// and ids while every mirror keeps the old array's, so
+    /// [`commit`](Self::commit) refuses it with a panic. An edited clone of
+    /// the array written back in the same frame is an edit.
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
         T: Replicate + Clone,
@@ -325,6 +369,11 @@ impl<T> FastArray<T> {
     /// too, when the item was added or written through a guard this frame
     /// (the only ways to reach them): an item whose arrays changed is listed
     /// in [`Changeset::arrays_changed`] and its key is bumped.
+    ///
+    /// # Panics
+    /// If an `#[replicate(array)]` field of an item written through a guard
+    /// this frame was replaced by another `FastArray` (see
+    /// [`get_mut`](Self::get_mut)): mirrors could not follow it.
     pub fn commit(&mut self) -> &Changeset
     where
         T: Replicate,
@@ -345,6 +394,9 @@ impl<T> FastArray<T> {
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
                 slot.state = SlotState::Clean;
+                if T::ARRAY_FIELDS > 0 {
+                    check_lineage(id, &slot.value, &before);
+                }
                 let mask = slot.value.diff(&before);
                 let arrays = commit_arrays(&mut slot.value);
                 if !mask.is_empty() || arrays {
@@ -490,6 +542,51 @@ impl<T: fmt::Debug> fmt::Debug for ItemMut<'_, T> {
     }
 }
 
+/// Panics if an `#[replicate(array)]` field of item `id` is not the array
+/// its pre-image `before` was taken from (or an older copy of it): a
+/// replaced array restarts its frames and ids while every mirror keeps the
+/// old one's, so it could only diverge silently.
+fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
+    let mut was = Vec::with_capacity(T::ARRAY_FIELDS as usize);
+    before.for_each_array(&mut |array| was.push(array.lineage()));
+    let mut field = 0;
+    value.for_each_array(&mut |array| {
+        let now = array.lineage();
+        if let Some(was) = was.get(field)
+            && !now.continues(was)
+        {
+            panic!(
+                "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
+                 since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
+                 Edit the array in place instead (clear() it and push the new items).",
+                T::TYPE_NAME
+            );
+        }
+        field += 1;
+    });
+}
+
+/// An array's identity and frame, to tell an edit from a replacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
+pub struct Lineage {
+    origin: u64,
+    frame: u64,
+    cloned_from: Option<(u64, u64)>,
+}
+
+impl Lineage {
+    /// Whether an array with this lineage can stand where the array of
+    /// `was` stood at its last commit: it is that array (committed since,
+    /// or not), or a clone of it taken at that frame and not committed
+    /// since (an edited copy written back).
+    fn continues(&self, was: &Lineage) -> bool {
+        let same = self.origin == was.origin && self.frame >= was.frame;
+        let copy = self.cloned_from == Some((was.origin, was.frame)) && self.frame == was.frame;
+        same || copy
+    }
+}
+
 /// Commits the `#[replicate(array)]` fields of an item; returns whether
 /// any of them changed.
 fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
@@ -498,6 +595,27 @@ fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
         value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
     }
     changed
+}
+
+impl<T> FastArray<T> {
+    /// Which array this is (see `origin`).
+    pub(crate) fn lineage(&self) -> Lineage {
+        Lineage {
+            origin: self.origin,
+            frame: self.frame,
+            cloned_from: self.cloned_from,
+        }
+    }
+
+    /// An empty array with this one's identity and frame: the pre-image of
+    /// an array inside an item, which commit checks the array against.
+    pub(crate) fn empty_like(&self) -> Self {
+        Self {
+            origin: self.origin,
+            frame: self.frame,
+            ..Self::new()
+        }
+    }
 }
 
 impl<T: Replicate> FastArray<T> {

@@ -11,7 +11,7 @@
 use core::any::Any;
 use core::ops::{Deref, DerefMut};
 
-use crate::array::{FastArray, ItemMut};
+use crate::array::{FastArray, ItemMut, Lineage};
 use crate::bits::{BitReader, BitWriter};
 use crate::delta::DeltaStats;
 use crate::error::{DecodeError, EncodeError, SendError};
@@ -25,6 +25,14 @@ use crate::send::SendState;
 /// `FastArray<U>`; `#[derive(Replicate)]` hands these out through
 /// [`Replicate::for_each_array`].
 pub trait ArrayField {
+    /// An empty array of the same type that carries this one's identity:
+    /// the pre-image of an array field, against which a commit checks that
+    /// the array was edited, not replaced.
+    fn empty_like(&self) -> Self
+    where
+        Self: Sized;
+    /// Which array this is, for that check.
+    fn lineage(&self) -> Lineage;
     /// Whether it has changes since its last commit.
     fn has_uncommitted_work(&self) -> bool;
     /// Commits its changes; returns whether anything changed.
@@ -61,6 +69,14 @@ pub trait ArrayField {
 }
 
 impl<U: Replicate + 'static> ArrayField for FastArray<U> {
+    fn empty_like(&self) -> Self {
+        FastArray::empty_like(self)
+    }
+
+    fn lineage(&self) -> Lineage {
+        FastArray::lineage(self)
+    }
+
     fn has_uncommitted_work(&self) -> bool {
         FastArray::has_uncommitted_work(self)
     }
@@ -120,7 +136,8 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
 /// structs, and used through [`Replicated`]. Its array fields are reached
 /// through [`Replicate::for_each_array`].
 pub trait Object: Replicate {
-    /// A copy of the replicated plain fields, with empty arrays and default
+    /// A copy of the replicated plain fields, with empty arrays (that keep
+    /// the arrays' identity, see [`ArrayField::empty_like`]) and default
     /// skipped fields: the pre-image a change is diffed against. Cheap: the
     /// arrays are not cloned.
     fn capture(&self) -> Self;

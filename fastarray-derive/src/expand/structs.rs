@@ -99,6 +99,8 @@ fn object_impl(
             let (member, ty) = (&field.member, field.ty);
             if field.is_replicated() {
                 quote_spanned!(at_type(ty)=> <#ty as ::core::clone::Clone>::clone(&self.#member))
+            } else if field.is_array() {
+                quote_spanned!(at_type(ty)=> <#ty as #private::ArrayField>::empty_like(&self.#member))
             } else {
                 quote_spanned!(at_type(ty)=> <#ty as ::core::default::Default>::default())
             }
