@@ -3,19 +3,17 @@
 
 use core::cmp::Ordering as Order;
 use core::fmt;
-use core::sync::atomic::{AtomicU64, Ordering};
 use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 
 use crate::changeset::Changeset;
-use crate::delta::Planned;
-use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::receive::MirrorState;
 use crate::replicate::Replicate;
-use crate::shared::SharedMessage;
+use crate::sender::Sender;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
@@ -77,19 +75,12 @@ pub struct FastArray<T> {
     array_key: ReplicationKey,
     pub(crate) frame: u64,
     work: FrameWork<T>,
-    /// The changesets of the last commits, shared by every connection.
-    pub(crate) history: History,
-    /// This frame's encodings, shared by every connection.
-    pub(crate) encoded: EncodeCache,
-    /// The array deltas of the items of the message being written.
-    pub(crate) nested_scratch: Vec<u8>,
-    /// The list of the items of the last message written, reused by the
-    /// next (dropped once it is over 4 times larger than the work due).
-    pub(crate) planned: Vec<Planned>,
-    /// This frame's message for caught-up connections, once one wrote it.
-    pub(crate) shared: SharedMessage,
-    /// Receiving side: newest frame applied and tombstones.
-    pub(crate) mirror: MirrorState,
+    /// Sending side: the history ring and the writer's caches, from the
+    /// first commit or write on.
+    sender: Option<Box<Sender>>,
+    /// Receiving side: newest frame applied and tombstones, from the first
+    /// message applied on.
+    pub(crate) mirror: Option<Box<MirrorState>>,
 }
 
 #[derive(Clone)]
@@ -154,11 +145,7 @@ impl<T: Clone> Clone for FastArray<T> {
             array_key: self.array_key,
             frame: self.frame,
             work: self.work.clone(),
-            history: self.history.clone(),
-            encoded: self.encoded.clone(),
-            nested_scratch: Vec::new(),
-            planned: Vec::new(),
-            shared: self.shared.clone(),
+            sender: self.sender.as_ref().map(|s| Box::new(s.for_clone())),
             mirror: self.mirror.clone(),
         }
     }
@@ -187,12 +174,8 @@ impl<T> FastArray<T> {
             array_key: ReplicationKey::default(),
             frame: 0,
             work: FrameWork::default(),
-            history: History::default(),
-            encoded: EncodeCache::default(),
-            nested_scratch: Vec::new(),
-            planned: Vec::new(),
-            shared: SharedMessage::default(),
-            mirror: MirrorState::default(),
+            sender: None,
+            mirror: None,
         }
     }
 
@@ -254,7 +237,7 @@ impl<T> FastArray<T> {
     /// The changeset of the last commit (empty before the first).
     pub fn last_changeset(&self) -> &Changeset {
         static NONE: Changeset = Changeset::EMPTY;
-        self.history.newest().unwrap_or(&NONE)
+        self.history().and_then(History::newest).unwrap_or(&NONE)
     }
 
     /// Whether anything was pushed, removed or written through a guard
@@ -380,7 +363,7 @@ impl<T> FastArray<T> {
     {
         self.frame += 1;
         let frame = self.frame;
-        let mut changes = self.history.next_slot(frame);
+        let mut changes = self.sender().history.next_slot(frame);
         for id in self.work.added.drain(..) {
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
@@ -419,7 +402,7 @@ impl<T> FastArray<T> {
         if !changes.is_empty() {
             self.array_key = self.array_key.next();
         }
-        self.history.push(changes);
+        self.sender().history.push(changes);
         self.last_changeset()
     }
 
@@ -598,6 +581,26 @@ fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
 }
 
 impl<T> FastArray<T> {
+    /// The sending side, made on first use.
+    pub(crate) fn sender(&mut self) -> &mut Sender {
+        self.sender.get_or_insert_with(Box::default)
+    }
+
+    /// The sending side, taken out for a write (see [`put_sender`](Self::put_sender)).
+    pub(crate) fn sender_box(&mut self) -> Box<Sender> {
+        self.sender.take().unwrap_or_default()
+    }
+
+    /// Puts back what [`sender_box`](Self::sender_box) took.
+    pub(crate) fn put_sender(&mut self, sender: Box<Sender>) {
+        self.sender = Some(sender);
+    }
+
+    /// The history ring, if anything was ever committed.
+    pub(crate) fn history(&self) -> Option<&History> {
+        self.sender.as_deref().map(|sender| &sender.history)
+    }
+
     /// Which array this is (see `origin`).
     pub(crate) fn lineage(&self) -> Lineage {
         Lineage {
@@ -632,6 +635,8 @@ mod tests {
     #[test]
     fn documented_slot_size_holds() {
         assert_eq!(core::mem::size_of::<Slot<()>>(), 40);
+        // Carried by every item with array fields, once per field.
+        assert_eq!(core::mem::size_of::<FastArray<()>>(), 208);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
     }
 }

@@ -7,13 +7,16 @@
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, copy_bits};
-use crate::encode_cache::{Payload, Span};
+use crate::encode_cache::{EncodeCache, Payload, Span};
 use crate::error::SendError;
+use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::id_list::{IdWriter, ListSize};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::{Holding, RecordEntry, SendState, Work};
+use crate::sender::Sender;
+use crate::shared::SharedMessage;
 use crate::wire::{self, MessageKind};
 
 /// What one [`write_delta`](FastArray::write_delta) wrote. The counts
@@ -88,7 +91,7 @@ impl DeltaStats {
 }
 
 /// An item chosen for this message.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct Planned {
     id: ReplicationId,
     work: Work,
@@ -278,30 +281,47 @@ impl<T: Replicate> FastArray<T> {
         if max_bits == Some(0) {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
+        let mut sender = self.sender_box();
+        let result = self.write_with(&mut sender, conn, packet, writer, max_bits);
+        self.put_sender(sender);
+        result
+    }
+
+    /// [`write_delta_bits`](Self::write_delta_bits) once its arguments are
+    /// checked, with the array's sending side taken out of it.
+    fn write_with(
+        &mut self,
+        sender: &mut Sender,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
+    ) -> Result<DeltaStats, SendError> {
         let frame = self.frame;
         conn.expire(frame);
-        let shareable =
-            max_bits.is_none() && T::ARRAY_FIELDS == 0 && conn.in_sync(frame, self.live_before());
-        if shareable && self.shared.frame == frame {
-            return Ok(self.write_shared(conn, packet, writer));
+        let shareable = max_bits.is_none()
+            && T::ARRAY_FIELDS == 0
+            && conn.in_sync(frame, self.live_before(&sender.history));
+        if shareable && sender.shared.frame == frame {
+            return Ok(self.write_shared(&sender.shared, conn, packet, writer));
         }
         // The first caught-up connection of a frame writes as usual; the
         // second keeps its bits for the others. A lone connection pays
         // nothing for sharing.
-        let keep = shareable && self.shared.seen == frame;
+        let keep = shareable && sender.shared.seen == frame;
         if shareable {
-            self.shared.seen = frame;
+            sender.shared.seen = frame;
         }
         let mut stats = DeltaStats::default();
-        self.merge_history(conn, &mut stats);
+        self.merge_history(&sender.history, conn, &mut stats);
 
-        let mut scratch = core::mem::take(&mut self.nested_scratch);
+        let mut scratch = core::mem::take(&mut sender.nested_scratch);
         scratch.clear();
-        let plan = self.plan(conn, packet, max_bits, &mut scratch);
+        let plan = self.plan(sender, conn, packet, max_bits, &mut scratch);
         let plan = match plan {
             Ok(plan) => plan,
             Err(error) => {
-                self.nested_scratch = scratch;
+                sender.nested_scratch = scratch;
                 return Err(error);
             }
         };
@@ -316,8 +336,8 @@ impl<T: Replicate> FastArray<T> {
         stats.deferred = deferred;
         stats.oversized = oversized;
         if removals.is_empty() && items.is_empty() {
-            self.nested_scratch = scratch;
-            self.planned = items;
+            sender.nested_scratch = scratch;
+            sender.planned = items;
             MessageKind::Empty.write(writer);
             stats.bits = 1;
             stats.absorb(&nested);
@@ -328,20 +348,27 @@ impl<T: Replicate> FastArray<T> {
         let acked = conn.acked_frame;
         if keep {
             // Keep the bits for the other caught-up connections.
-            let mut bytes = core::mem::take(&mut self.shared.bytes);
+            let mut bytes = core::mem::take(&mut sender.shared.bytes);
             bytes.clear();
             let mut copy = BitWriter::new(&mut bytes);
-            self.write_message(&mut copy, acked, &removals, &items, &scratch);
+            self.write_message(
+                &sender.encoded,
+                &mut copy,
+                acked,
+                &removals,
+                &items,
+                &scratch,
+            );
             stats.bits = copy.finish();
             copy_bits(&mut BitReader::new(&bytes), writer, stats.bits);
-            self.shared.bytes = bytes;
+            sender.shared.bytes = bytes;
         } else {
             let start = writer.bits_written();
-            self.write_message(writer, acked, &removals, &items, &scratch);
+            self.write_message(&sender.encoded, writer, acked, &removals, &items, &scratch);
             stats.bits = writer.bits_written() - start;
         }
         debug_assert!(max_bits.is_none_or(|budget| stats.bits <= budget));
-        self.nested_scratch = scratch;
+        sender.nested_scratch = scratch;
 
         let mut record = conn.entry_buffer();
         record.reserve(removals.len() + items.len());
@@ -383,7 +410,7 @@ impl<T: Replicate> FastArray<T> {
             .fold(frame, u64::min);
         if keep {
             stats.shared = true;
-            self.keep_shared(&record, stats);
+            self.keep_shared(&mut sender.shared, &record, stats);
         }
         conn.record(
             packet,
@@ -397,7 +424,7 @@ impl<T: Replicate> FastArray<T> {
             conn.queue(id, Work::Fields(FieldMask::EMPTY), since);
         }
         stats.absorb(&nested);
-        self.planned = items;
+        sender.planned = items;
         Ok(stats)
     }
 
@@ -405,6 +432,7 @@ impl<T: Replicate> FastArray<T> {
     /// their payloads and array deltas (read from `nested`).
     fn write_message(
         &self,
+        encoded: &EncodeCache,
         writer: &mut BitWriter<'_>,
         acked: Option<u64>,
         removals: &[(ReplicationId, u64)],
@@ -421,7 +449,7 @@ impl<T: Replicate> FastArray<T> {
         for item in items {
             ids.write(writer, item.id);
             writer.write_bool(matches!(item.work, Work::Add { .. }));
-            self.encoded.copy(item.span, writer);
+            encoded.copy(item.span, writer);
             let (start, bits) = item.nested;
             if bits > 0 {
                 let mut reader = BitReader::at(nested, start);
@@ -432,8 +460,8 @@ impl<T: Replicate> FastArray<T> {
 
     /// The number of items before this frame's changes: what a caught-up
     /// client holds.
-    fn live_before(&self) -> usize {
-        match self.history.newest() {
+    fn live_before(&self, history: &History) -> usize {
+        match history.newest() {
             Some(changes) if changes.frame == self.frame => {
                 self.slots.len() + changes.removed.len() - changes.added.len()
             }
@@ -443,8 +471,7 @@ impl<T: Replicate> FastArray<T> {
 
     /// Keeps the message just written to a caught-up connection, whose
     /// record is `entries`, for the other caught-up connections this frame.
-    fn keep_shared(&mut self, entries: &[RecordEntry], stats: DeltaStats) {
-        let shared = &mut self.shared;
+    fn keep_shared(&self, shared: &mut SharedMessage, entries: &[RecordEntry], stats: DeltaStats) {
         shared.frame = self.frame;
         shared.bits = stats.bits;
         shared.entries.clear();
@@ -466,13 +493,13 @@ impl<T: Replicate> FastArray<T> {
     /// connection, and records it: O(adds + removals) for the connection,
     /// whatever the number of changed items.
     fn write_shared(
-        &mut self,
+        &self,
+        shared: &SharedMessage,
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
     ) -> DeltaStats {
         let frame = self.frame;
-        let shared = &self.shared;
         copy_bits(&mut BitReader::new(&shared.bytes), writer, shared.bits);
         let mut entries = conn.entry_buffer();
         entries.extend_from_slice(&shared.entries);
@@ -490,8 +517,8 @@ impl<T: Replicate> FastArray<T> {
 
     /// Brings `conn`'s pending work up to the current frame: from the
     /// history ring when it reaches back far enough, else by comparison.
-    fn merge_history(&self, conn: &mut SendState, stats: &mut DeltaStats) {
-        match self.history.since(conn.cursor) {
+    fn merge_history(&self, history: &History, conn: &mut SendState, stats: &mut DeltaStats) {
+        match history.since(conn.cursor) {
             Some(frames) => frames.for_each(|changes| conn.merge_frame(changes, T::STRUCTURE)),
             None => {
                 stats.resynced = true;
@@ -516,6 +543,7 @@ impl<T: Replicate> FastArray<T> {
     /// packet that will not be sent.
     fn plan(
         &mut self,
+        sender: &mut Sender,
         conn: &mut SendState,
         packet: u32,
         budget: Option<u64>,
@@ -527,7 +555,7 @@ impl<T: Replicate> FastArray<T> {
             // The last write's list, not a new one: allocating a list of a
             // few kB per write cost 7% of a sparse write's instructions in
             // malloc. Its capacity follows what recent writes needed.
-            items: core::mem::take(&mut self.planned),
+            items: core::mem::take(&mut sender.planned),
             deferred: 0,
             oversized: None,
             nested: DeltaStats::default(),
@@ -567,6 +595,7 @@ impl<T: Replicate> FastArray<T> {
         let mut writer = BitWriter::new(scratch);
         let mut written = Vec::new();
         let result = self.choose_items(
+            &mut sender.encoded,
             conn,
             packet,
             candidates,
@@ -584,7 +613,7 @@ impl<T: Replicate> FastArray<T> {
                     });
                 }
             }
-            self.planned = plan.items;
+            sender.planned = plan.items;
             return Err(error);
         }
         Ok(plan)
@@ -648,6 +677,7 @@ impl<T: Replicate> FastArray<T> {
     #[allow(clippy::too_many_arguments)]
     fn choose_items(
         &mut self,
+        encoded: &mut EncodeCache,
         conn: &mut SendState,
         packet: u32,
         candidates: Vec<Candidate>,
@@ -667,7 +697,7 @@ impl<T: Replicate> FastArray<T> {
                     break;
                 }
             }
-            let span = self.encode_entry(c.id, c.pos, c.work)?;
+            let span = self.encode_entry(encoded, c.id, c.pos, c.work)?;
             let own = 1 + span.bits + arrays;
             let mut inner_left = None;
             if let Some(fill) = fill.as_deref() {
@@ -730,7 +760,8 @@ impl<T: Replicate> FastArray<T> {
     /// connection this frame): the whole item, or the field set and the
     /// changed fields.
     fn encode_entry(
-        &mut self,
+        &self,
+        encoded: &mut EncodeCache,
         id: ReplicationId,
         pos: usize,
         work: Work,
@@ -740,7 +771,7 @@ impl<T: Replicate> FastArray<T> {
             _ => Payload::Full,
         };
         let value = &self.slots[pos].value;
-        self.encoded
+        encoded
             .get_or_encode(self.frame, id, payload, |w| match work {
                 Work::Fields(mask) => {
                     if T::ARRAY_FIELDS > 0 {

@@ -37,6 +37,7 @@ mod receive;
 mod replicate;
 pub mod schema;
 mod send;
+mod sender;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
 mod shared;

@@ -111,8 +111,11 @@ pub(crate) struct MirrorState {
 
 /// One sent item, decoded.
 pub(crate) enum Entry<T: Replicate> {
-    /// The whole item.
-    Whole(T),
+    /// The whole item, boxed: a message's entries then take a few words
+    /// each whatever the size of the item type (an item with array fields
+    /// holds a `FastArray` per field), and a whole value, which costs at
+    /// least the type's `MIN_BITS`, is the only one that pays for its size.
+    Whole(Box<T>),
     /// Some of its plain fields.
     Fields(FieldMask, T::Patch),
     /// None of its plain fields: only its arrays changed.
@@ -193,17 +196,23 @@ impl<T: Replicate> FastArray<T> {
         Ok(self.apply_decoded(decoded, callbacks))
     }
 
+    /// The receiving side's state, made on first use.
+    fn mirror_mut(&mut self) -> &mut MirrorState {
+        self.mirror.get_or_insert_with(Box::default)
+    }
+
     /// Starts this mirror at a snapshot of `frame`: messages of that frame
     /// or older are ignored whole, like stale ones.
     pub(crate) fn receive_from_snapshot(&mut self, frame: u64) {
-        self.mirror.newest = Some(frame);
-        self.mirror.floor = Some(frame);
+        let mirror = self.mirror_mut();
+        mirror.newest = Some(frame);
+        mirror.floor = Some(frame);
     }
 
     /// Makes this mirror a replicated object's: a message that removes an
     /// item or names one other than `#0` is refused.
     pub(crate) fn receive_as_object(&mut self) {
-        self.mirror.object = true;
+        self.mirror_mut().object = true;
     }
 
     /// Decodes one delta and validates it against this mirror.
@@ -215,13 +224,14 @@ impl<T: Replicate> FastArray<T> {
         if !read_kind(reader)? {
             return Ok(decoded);
         }
-        let frame = wire::FrameField::read(reader)?.resolve(self.mirror.newest)?;
+        let state = self.mirror.as_deref();
+        let newest = state.and_then(|state| state.newest);
+        let frame = wire::FrameField::read(reader)?.resolve(newest)?;
         decoded.frame = Some(frame);
-        decoded.stale = self
-            .mirror
-            .newest
-            .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest)
-            || self.mirror.floor.is_some_and(|floor| frame <= floor);
+        decoded.stale = newest.is_some_and(|newest| frame.saturating_add(WINDOW) <= newest)
+            || state
+                .and_then(|state| state.floor)
+                .is_some_and(|floor| frame <= floor);
         Self::read_body(reader, Some((self, &mut decoded)))?;
         Ok(decoded)
     }
@@ -249,7 +259,8 @@ impl<T: Replicate> FastArray<T> {
             Some((mirror, decoded)) => (Some(mirror), Some(decoded)),
             None => (None, None),
         };
-        let object = mirror.is_some_and(|mirror| mirror.mirror.object);
+        let state = mirror.and_then(|mirror| mirror.mirror.as_deref());
+        let object = state.is_some_and(|state| state.object);
         // Each removal takes at least one bit; each item at least two, plus
         // one per array field.
         let (mut ids, count) = IdReader::start(reader, 1)?;
@@ -281,7 +292,7 @@ impl<T: Replicate> FastArray<T> {
         for _ in 0..count {
             let id = ids.read(reader)?;
             let entry = if reader.read_bool()? {
-                Entry::Whole(T::decode(reader)?)
+                Entry::Whole(Box::new(T::decode(reader)?))
             } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
                 Entry::Arrays
             } else {
@@ -303,7 +314,7 @@ impl<T: Replicate> FastArray<T> {
             if object && id != OBJECT {
                 return Err(DecodeError::NotAnObjectChange { id });
             }
-            let tombstoned = mirror.mirror.tombstones.contains(id);
+            let tombstoned = state.is_some_and(|state| state.tombstones.contains(id));
             let held = mirror.get(id);
             if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !tombstoned && held.is_none()
             {
@@ -374,9 +385,10 @@ impl<T: Replicate> FastArray<T> {
             callbacks.post_receive(&report);
             return report;
         }
-        let advanced = self.mirror.newest.is_none_or(|newest| frame > newest);
+        let mirror = self.mirror_mut();
+        let advanced = mirror.newest.is_none_or(|newest| frame > newest);
         if advanced {
-            self.mirror.newest = Some(frame);
+            mirror.newest = Some(frame);
         }
 
         for id in decoded.removals {
@@ -385,7 +397,7 @@ impl<T: Replicate> FastArray<T> {
                 self.remove_replicated(id);
                 report.removed += 1;
             }
-            self.mirror.tombstones.insert(id, frame);
+            self.mirror_mut().tombstones.insert(id, frame);
         }
 
         let mut changes = Vec::new();
@@ -395,8 +407,8 @@ impl<T: Replicate> FastArray<T> {
             let Some(slot) = self.slot_mut(id) else {
                 // Validation let through only whole items for unknown ids.
                 if let Entry::Whole(mut value) = entry {
-                    apply_inner(&mut value, &mut deltas);
-                    self.insert_replicated(id, frame, value);
+                    apply_inner(&mut *value, &mut deltas);
+                    self.insert_replicated(id, frame, *value);
                     if let Some(item) = self.get(id) {
                         callbacks.post_add(id, item);
                     }
@@ -468,7 +480,7 @@ impl<T: Replicate> FastArray<T> {
         }
 
         if advanced {
-            self.mirror.tombstones.expire(frame);
+            self.mirror_mut().tombstones.expire(frame);
         }
         callbacks.post_receive(&report);
         report

@@ -213,7 +213,7 @@ impl<T: Replicate> FastArray<T> {
         // Each item costs at least a one-bit id gap plus its fields, and
         // two bits (frame and count) per array field.
         let count = reader.check_len(claimed, 1 + T::MIN_BITS + 2 * u64::from(T::ARRAY_FIELDS))?;
-        let mut array = Self::with_capacity(prealloc::<(T, u64)>(count));
+        let mut array = Self::with_capacity(prealloc::<crate::array::Slot<T>>(count));
         array.frame = frame;
         array.receive_from_snapshot(frame);
         let mut next = 0u64;

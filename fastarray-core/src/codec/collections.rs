@@ -47,8 +47,20 @@ impl<T: BitCodec> BitCodec for Vec<T> {
         self.iter().try_for_each(|item| item.encode(writer))
     }
 
+    /// # Errors
+    /// Besides the element's errors: a length the remaining input cannot
+    /// hold, or any length but zero for elements that encode to zero bits
+    /// ([`DecodeError::LengthTooLarge`]): no sender writes one, and it
+    /// would let a few bits claim a large collection.
     fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         let claimed = reader.read_varint()?;
+        if T::MIN_BITS == 0 && claimed > 0 {
+            return Err(DecodeError::LengthTooLarge {
+                bit_offset: reader.bit_offset(),
+                claimed,
+                remaining_bits: reader.remaining_bits(),
+            });
+        }
         let len = reader.check_len(claimed, T::MIN_BITS)?;
         let mut items = Vec::with_capacity(prealloc::<T>(len));
         for _ in 0..len {

@@ -1,0 +1,533 @@
+//! What decoding hostile input may allocate: every input of at most 32
+//! bytes allocates less than 64 KiB while it is decoded, and what a message
+//! leaves behind in a mirror (tombstones) grows linearly with its size, by
+//! the constant `WIRE.md` states.
+//!
+//! A counting global allocator (this test binary only) adds up the bytes
+//! each thread asks for. The search for bad inputs starts from genuine
+//! messages and crafted worst cases, and mutates them at random, keeping
+//! the worst; `FASTARRAY_ALLOC_ROUNDS` makes it longer.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use fastarray::{BitCodec, BitWriter, FastArray, Replicate, Replicated, ReplicationId, SendState};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// The system allocator, counting per thread the bytes allocated.
+struct Counting;
+
+thread_local! {
+    static ALLOCATED: Cell<u64> = const { Cell::new(0) };
+    static FREED: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; the count is a
+// `const`-initialised thread local, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATED.try_with(|n| n.set(n.get() + layout.size() as u64));
+        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let _ = FREED.try_with(|n| n.set(n.get() + layout.size() as u64));
+        // SAFETY: the caller upholds `GlobalAlloc::dealloc`'s contract.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATED.try_with(|n| n.set(n.get() + new_size as u64));
+        let _ = FREED.try_with(|n| n.set(n.get() + layout.size() as u64));
+        // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Bytes allocated by this thread while `f` runs (freed or not).
+fn allocated_by(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATED.with(Cell::get);
+    f();
+    ALLOCATED.with(Cell::get) - before
+}
+
+/// Bytes allocated and not freed by this thread while `f` runs.
+fn kept_by(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATED.with(Cell::get) - FREED.with(Cell::get);
+    f();
+    (ALLOCATED.with(Cell::get) - FREED.with(Cell::get)).saturating_sub(before)
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Agent {
+    position: [f32; 3],
+    hp: u8,
+    name: String,
+    tags: Vec<u16>,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Small {
+    v: u8,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Many {
+    tag: u8,
+    #[replicate(array)]
+    a: FastArray<Small>,
+    #[replicate(array)]
+    b: FastArray<Small>,
+    #[replicate(array)]
+    c: FastArray<Small>,
+    #[replicate(array)]
+    d: FastArray<Small>,
+    #[replicate(array)]
+    e: FastArray<Small>,
+    #[replicate(array)]
+    f: FastArray<Small>,
+    #[replicate(array)]
+    g: FastArray<Small>,
+    #[replicate(array)]
+    h: FastArray<Agent>,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Empties {
+    nothing: Vec<Vec<()>>,
+    units: Vec<((), ())>,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Chain {
+    next: Option<Box<Chain>>,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+enum Shape {
+    Dot,
+    Line { len: u16 },
+    Poly { points: Vec<(i16, i16)> },
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
+struct World {
+    round: u8,
+    #[replicate(array)]
+    agents: FastArray<Agent>,
+}
+
+fn many() -> Many {
+    let mut m = Many {
+        tag: 1,
+        a: FastArray::new(),
+        b: FastArray::new(),
+        c: FastArray::new(),
+        d: FastArray::new(),
+        e: FastArray::new(),
+        f: FastArray::new(),
+        g: FastArray::new(),
+        h: FastArray::new(),
+    };
+    m.a.push(Small { v: 1 });
+    m.h.push(agent(3));
+    m
+}
+
+fn agent(n: u8) -> Agent {
+    Agent {
+        position: [f32::from(n); 3],
+        hp: n,
+        name: "ann".into(),
+        tags: vec![1, 2],
+    }
+}
+
+/// Applies one input to a fresh copy of a mirror.
+type Apply = Box<dyn Fn(&[u8])>;
+
+/// A type's mirror state and seeds: genuine messages, then the function
+/// that applies an input to a fresh copy of the mirror.
+struct Target {
+    name: &'static str,
+    seeds: Vec<Vec<u8>>,
+    apply: Apply,
+}
+
+/// A mirror of `T` that applied a few genuine messages (so short frames
+/// resolve), the messages, and the target applying inputs to clones of it.
+fn array_target<T: Replicate + Clone + 'static>(
+    name: &'static str,
+    make: impl Fn(u32) -> T,
+    edit: impl Fn(&mut FastArray<T>, u32),
+) -> Target {
+    let mut server = FastArray::new();
+    let mut conn = SendState::new();
+    let mut client = FastArray::<T>::new();
+    let mut seeds = Vec::new();
+    for n in 0..6 {
+        server.push(make(n));
+        if n > 0 {
+            edit(&mut server, n);
+        }
+        server.commit();
+        let mut bytes = Vec::new();
+        server.write_delta(&mut conn, n, &mut bytes).unwrap();
+        client.apply_delta(&bytes, &mut ()).unwrap();
+        conn.on_ack(n);
+        seeds.push(bytes);
+    }
+    let mut snapshot = Vec::new();
+    server.write_snapshot(&mut snapshot).unwrap();
+    seeds.push(snapshot);
+    Target {
+        name,
+        seeds,
+        apply: Box::new(move |input| {
+            let mut mirror = client.clone();
+            let _ = mirror.apply_delta(input, &mut ());
+            let _ = FastArray::<T>::from_snapshot(input);
+        }),
+    }
+}
+
+fn targets() -> Vec<Target> {
+    let mut targets = vec![
+        array_target(
+            "Agent",
+            |n| agent(n as u8),
+            |a, n| {
+                let id = ReplicationId::from_raw(u64::from(n - 1));
+                a.get_mut(id).unwrap().hp = n as u8;
+            },
+        ),
+        array_target(
+            "Many",
+            |_| many(),
+            |a, n| {
+                let id = ReplicationId::from_raw(u64::from(n - 1));
+                a.get_mut(id).unwrap().b.push(Small { v: n as u8 });
+            },
+        ),
+        array_target(
+            "Empties",
+            |n| Empties {
+                nothing: vec![Vec::new(); n as usize],
+                units: Vec::new(),
+            },
+            |_, _| {},
+        ),
+        array_target(
+            "Chain",
+            |_| Chain {
+                next: Some(Box::new(Chain { next: None })),
+            },
+            |_, _| {},
+        ),
+        array_target(
+            "Shape",
+            |n| Shape::Poly {
+                points: vec![(n as i16, 1); 3],
+            },
+            |a, n| {
+                let id = ReplicationId::from_raw(u64::from(n - 1));
+                *a.get_mut(id).unwrap() = Shape::Line { len: 7 };
+            },
+        ),
+    ];
+    // A replicated object.
+    let mut server = Replicated::new(World::default());
+    let mut conn = SendState::new();
+    let mut client = Replicated::<World>::mirror();
+    let mut seeds = Vec::new();
+    for n in 0..6u32 {
+        server.get_mut().agents.push(agent(n as u8));
+        server.get_mut().round = n as u8;
+        server.commit();
+        let mut bytes = Vec::new();
+        server.write_delta(&mut conn, n, &mut bytes).unwrap();
+        client.apply_delta(&bytes, &mut ()).unwrap();
+        conn.on_ack(n);
+        seeds.push(bytes);
+    }
+    targets.push(Target {
+        name: "Replicated<World>",
+        seeds,
+        apply: Box::new(move |input| {
+            let mut mirror = Replicated::<World>::mirror();
+            let _ = mirror.apply_delta(input, &mut ());
+            // A mirror with history, rebuilt the way a client holds it.
+            let _ = client.get();
+        }),
+    });
+    targets
+}
+
+/// Crafted inputs: as many of the cheapest entries a short message can
+/// hold, for each kind of entry.
+fn crafted() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    // Deltas of up to 32 bytes: long frame 7, then removals and items.
+    for removals in [0u64, 1, 100, 200] {
+        for items in [0u64, 1, 10, 21, 60] {
+            for flags in [0b00u64, 0b01, 0b10] {
+                let mut bytes = Vec::new();
+                let mut w = BitWriter::new(&mut bytes);
+                w.write_bits(0b01, 2);
+                w.write_bool(true);
+                w.write_varint(7);
+                write_list(&mut w, removals);
+                write_list(&mut w, items);
+                for _ in 0..items {
+                    w.write_bits(0, 1); // gap 0 (Elias-delta)
+                    w.write_bits(flags, 2);
+                    w.write_bits(0, 10); // empty inner deltas, zero fields
+                }
+                w.finish();
+                bytes.truncate(32);
+                out.push(bytes);
+            }
+        }
+    }
+    // Snapshots claiming many small items.
+    for count in [10u64, 100, 255] {
+        let mut bytes = Vec::new();
+        let mut w = BitWriter::new(&mut bytes);
+        w.write_bits(0b11, 2);
+        w.write_bits(0, 64);
+        w.write_varint(1);
+        w.write_varint(count);
+        w.finish();
+        bytes.resize(32, 0);
+        out.push(bytes);
+    }
+    out
+}
+
+/// An id list of `count` consecutive ids from 0, Elias-delta gaps.
+fn write_list(w: &mut BitWriter<'_>, count: u64) {
+    match count {
+        0 => w.write_bool(false),
+        1 => w.write_bits(0b01, 2),
+        _ => {
+            w.write_bits(0b11, 2);
+            w.write_gamma(count - 2);
+        }
+    }
+    if count > 0 {
+        w.write_bool(false);
+        for _ in 0..count {
+            w.write_varint(0);
+        }
+    }
+}
+
+/// One random change to `input`, kept at most 32 bytes long.
+fn mutate(rng: &mut ChaCha8Rng, input: &mut Vec<u8>) {
+    match rng.random_range(0..5) {
+        0 if !input.is_empty() => {
+            let i = rng.random_range(0..input.len());
+            input[i] ^= 1 << rng.random_range(0..8);
+        }
+        1 if !input.is_empty() => {
+            let i = rng.random_range(0..input.len());
+            input[i] = rng.random();
+        }
+        2 if input.len() < 32 => input.push(rng.random()),
+        3 if !input.is_empty() => {
+            let keep = rng.random_range(0..input.len());
+            input.truncate(keep);
+        }
+        _ => {
+            let i = rng.random_range(0..=input.len());
+            let fill = if rng.random() { 0x00 } else { 0xff };
+            input.insert(i.min(input.len()), fill);
+            input.truncate(32);
+        }
+    }
+}
+
+/// Issue 10, finding 8: no input of at most 32 bytes makes a decoder
+/// allocate 64 KiB (a 31-byte delta of 21 entries for an item type with
+/// 8 array fields allocated about 140 KB; 32 bytes of nested zero-bit
+/// vectors about 130 KB).
+#[test]
+fn short_inputs_allocate_little() {
+    const LIMIT: u64 = 64 * 1024;
+    let rounds: u32 = std::env::var("FASTARRAY_ALLOC_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3_000);
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let crafted = crafted();
+    let mut worst_overall = 0;
+    for target in targets() {
+        let mut pool: Vec<Vec<u8>> = target
+            .seeds
+            .iter()
+            .filter(|s| s.len() <= 32)
+            .cloned()
+            .chain(crafted.iter().cloned())
+            .collect();
+        let mut worst = (0, Vec::new());
+        let measure = |input: &Vec<u8>, worst: &mut (u64, Vec<u8>)| {
+            let bytes = allocated_by(|| (target.apply)(input));
+            if bytes > worst.0 {
+                *worst = (bytes, input.clone());
+            }
+            bytes
+        };
+        for input in &pool {
+            measure(input, &mut worst);
+        }
+        for _ in 0..rounds {
+            let mut input = pool[rng.random_range(0..pool.len())].clone();
+            for _ in 0..rng.random_range(1..4) {
+                mutate(&mut rng, &mut input);
+            }
+            let before = worst.0;
+            measure(&input, &mut worst);
+            if worst.0 > before {
+                pool.push(input);
+            }
+        }
+        println!(
+            "{}: worst {} bytes allocated, for {:02x?}",
+            target.name, worst.0, worst.1
+        );
+        assert!(
+            worst.0 < LIMIT,
+            "{}: {} bytes allocated for {:02x?}",
+            target.name,
+            worst.0,
+            worst.1
+        );
+        worst_overall = worst_overall.max(worst.0);
+    }
+    println!("worst of all: {worst_overall} bytes");
+}
+
+/// Issue 10, finding 8 (b): a vector of elements that encode to no bits
+/// cannot be sent, so a decoder refuses one that claims elements.
+#[test]
+fn vectors_of_zero_bit_elements_are_refused() {
+    assert!(
+        vec![(); 3]
+            .encode(&mut BitWriter::new(&mut Vec::new()))
+            .is_err()
+    );
+    // 200 units, and enough bits after the length that counting each as
+    // one bit would let them through.
+    let mut bytes = Vec::new();
+    let mut w = BitWriter::new(&mut bytes);
+    w.write_varint(200);
+    w.write_bits(0, 64);
+    w.write_bits(0, 64);
+    w.write_bits(0, 64);
+    w.write_bits(0, 64);
+    w.finish();
+    assert!(matches!(
+        Vec::<()>::decode(&mut fastarray::BitReader::new(&bytes)),
+        Err(fastarray::DecodeError::LengthTooLarge { .. })
+    ));
+    // An empty one is fine.
+    let mut bytes = Vec::new();
+    Vec::<()>::new()
+        .encode(&mut BitWriter::new(&mut bytes))
+        .unwrap();
+    assert_eq!(
+        Vec::<()>::decode(&mut fastarray::BitReader::new(&bytes)),
+        Ok(vec![])
+    );
+}
+
+/// Issue 10, finding 8 (c): removals of ids a mirror never held leave
+/// tombstones (a removal may overtake its add), but what they cost stays a
+/// small multiple of the message: 64 KiB of them used to leave 31 MB.
+#[test]
+fn tombstones_grow_linearly_with_the_message() {
+    let mut server = FastArray::new();
+    server.push(Small { v: 1 });
+    server.commit();
+    let mut conn = SendState::new();
+    let mut client = FastArray::<Small>::new();
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+
+    // Consecutive ids cost one bit each. Each 64-id block costs the most
+    // when every id opens one: ids 64 apart (exponential-Golomb of order
+    // 6, 7 bits each), or pairs straddling a block boundary (63 and 64,
+    // 127 and 128, ...: Elias-delta gaps of 62 and 0, 12 bits a pair).
+    type Case = (&'static str, fn(u64) -> u64, Option<u8>);
+    let cases: [Case; 4] = [
+        ("consecutive", |i| i, Some(0)),
+        ("2 apart", |i| 2 * i, Some(1)),
+        ("64 apart", |i| 64 * i, Some(6)),
+        ("straddling blocks", |i| 64 * (i / 2 + 1) - 1 + i % 2, None),
+    ];
+    for (name, id_of, order) in cases {
+        let bits_each = match order {
+            Some(order) => u64::from(order) + 1,
+            None => 6,
+        };
+        let ids = 64 * 1024 * 8 / bits_each;
+        let mut bytes = Vec::new();
+        let mut w = BitWriter::new(&mut bytes);
+        w.write_bits(0b01, 2);
+        w.write_bool(true);
+        w.write_varint(2);
+        w.write_bits(0b11, 2);
+        w.write_gamma(ids - 2);
+        match order {
+            Some(order) => {
+                w.write_bool(true);
+                w.write_bits(u64::from(order), 4);
+            }
+            None => w.write_bool(false),
+        }
+        let mut next = 0;
+        for i in 0..ids {
+            let gap = id_of(i) - next;
+            next = id_of(i) + 1;
+            match order {
+                Some(order) => {
+                    w.write_gamma(gap >> order);
+                    w.write_bits(gap, u32::from(order));
+                }
+                None => w.write_varint(gap),
+            }
+        }
+        w.write_bool(false);
+        w.finish();
+        let mut mirror = client.clone();
+        let mut allocated = 0;
+        let kept = kept_by(|| {
+            allocated = allocated_by(|| {
+                mirror.apply_delta(&bytes, &mut ()).unwrap();
+            });
+        });
+        let (per_byte, kept_per_byte) = (
+            allocated as f64 / bytes.len() as f64,
+            kept as f64 / bytes.len() as f64,
+        );
+        println!(
+            "{ids} removals, {name}: {} bytes of message, {allocated} bytes allocated \
+             ({per_byte:.1} a byte), {kept} kept ({kept_per_byte:.1} a byte)",
+            bytes.len()
+        );
+        assert!(
+            kept_per_byte < 64.0,
+            "{name}: {kept_per_byte:.1} bytes kept a byte"
+        );
+        assert!(
+            per_byte < 192.0,
+            "{name}: {per_byte:.1} bytes allocated a byte"
+        );
+    }
+}
