@@ -148,6 +148,11 @@ impl<T: Replicate> FastArray<T> {
             let mut nested = Vec::new();
             slot.value
                 .for_each_array(&mut |array| nested.push(array.snapshot_state()));
+            // Arrays that were empty need no state yet: one made when the
+            // item is first written brings the client what was added since.
+            if nested.iter().all(|inner| inner.client_items() == 0) {
+                nested.clear();
+            }
             state.hold(slot.id, slot.key, nested);
         }
         state
