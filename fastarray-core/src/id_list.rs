@@ -345,6 +345,17 @@ mod tests {
         bits
     }
 
+    /// The gaps of the ascending ids `raw` as Elias-delta varints, in bits.
+    fn delta_gap_bits(raw: &[u64]) -> u64 {
+        raw.iter()
+            .scan(0, |next, &id| {
+                let bits = varint_bits(id - *next);
+                *next = id + 1;
+                Some(bits)
+            })
+            .sum()
+    }
+
     #[test]
     fn counts_round_trip_in_their_documented_bits() {
         for (count, bits) in [
@@ -386,16 +397,7 @@ mod tests {
             &[0, 1 << 40, (1 << 41) + 3],
         ];
         for raw in cases {
-            let delta: u64 = {
-                let mut next = 0;
-                raw.iter()
-                    .map(|&id| {
-                        let bits = varint_bits(id - next);
-                        next = id + 1;
-                        bits
-                    })
-                    .sum()
-            };
+            let delta = delta_gap_bits(raw);
             let bits = round_trip(raw);
             assert!(
                 bits <= count_bits(raw.len() as u64) + 1 + delta,
@@ -410,14 +412,7 @@ mod tests {
         let raw: Vec<u64> = (0..100u64).map(|i| i * 100 + (i * 37) % 50).collect();
         let bits = round_trip(&raw);
         assert!(bits <= 100 * 9, "{bits} bits");
-        let delta: u64 = raw
-            .iter()
-            .scan(0, |next, &id| {
-                let bits = varint_bits(id - *next);
-                *next = id + 1;
-                Some(bits)
-            })
-            .sum();
+        let delta = delta_gap_bits(&raw);
         assert!(bits + 150 < delta, "{bits} vs Elias-delta {delta}");
     }
 
@@ -445,14 +440,7 @@ mod tests {
                 })
                 .collect();
             let bits = round_trip(&raw);
-            let delta: u64 = raw
-                .iter()
-                .scan(0, |next, &id| {
-                    let bits = varint_bits(id - *next);
-                    *next = id + 1;
-                    Some(bits)
-                })
-                .sum();
+            let delta = delta_gap_bits(&raw);
             let bound = count_bits(len) + u64::from(len > 0) + delta;
             assert!(bits <= bound, "{raw:?}: {bits} > {bound}");
 
@@ -481,14 +469,7 @@ mod tests {
             assert_eq!(size.bits().max(before), before + cost);
             sorted.push(id);
             sorted.sort_unstable();
-            let delta: u64 = sorted
-                .iter()
-                .scan(0, |next, &id| {
-                    let bits = varint_bits(id - *next);
-                    *next = id + 1;
-                    Some(bits)
-                })
-                .sum();
+            let delta = delta_gap_bits(&sorted);
             assert_eq!(size.bits(), count_bits(sorted.len() as u64) + 1 + delta);
             assert!(encode(&sorted).1 <= size.bits());
         }
