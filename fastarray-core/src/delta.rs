@@ -103,7 +103,8 @@ pub(crate) struct Planned {
 }
 
 /// An item with work due, before it is chosen for a message.
-struct Candidate {
+#[derive(Debug)]
+pub(crate) struct Candidate {
     id: ReplicationId,
     pos: usize,
     work: Work,
@@ -549,7 +550,8 @@ impl<T: Replicate> FastArray<T> {
         budget: Option<u64>,
         scratch: &mut Vec<u8>,
     ) -> Result<Plan, SendError> {
-        let (mut removals, mut candidates) = self.candidates(conn);
+        let mut candidates = core::mem::take(&mut sender.candidates);
+        let mut removals = self.candidates(conn, &mut candidates);
         let mut plan = Plan {
             removals: Vec::new(),
             // The last write's list, not a new one: allocating a list of a
@@ -598,13 +600,14 @@ impl<T: Replicate> FastArray<T> {
             &mut sender.encoded,
             conn,
             packet,
-            candidates,
+            &mut candidates,
             fill.as_mut(),
             &mut writer,
             &mut plan,
             &mut written,
         );
         drop(writer);
+        sender.candidates = candidates;
         if let Err(error) = result {
             for id in written {
                 if let Some(states) = conn.nested.get_mut(&id) {
@@ -622,9 +625,18 @@ impl<T: Replicate> FastArray<T> {
     /// Sorts `conn`'s pending work into removals (with the frame each
     /// became due) and items to send, and drops work for items that are
     /// gone and that the client never held.
-    fn candidates(&self, conn: &mut SendState) -> (Vec<(ReplicationId, u64)>, Vec<Candidate>) {
+    fn candidates(
+        &self,
+        conn: &mut SendState,
+        candidates: &mut Vec<Candidate>,
+    ) -> Vec<(ReplicationId, u64)> {
         let mut removals = Vec::new();
-        let mut candidates = Vec::with_capacity(conn.pending.len());
+        candidates.clear();
+        // Reused across writes (see `Plan::items`), sized by recent needs.
+        if candidates.capacity() > 4 * conn.pending.len().max(64) {
+            *candidates = Vec::new();
+        }
+        candidates.reserve(conn.pending.len());
         let mut dropped = Vec::new();
         for &(id, ref pending) in conn.pending.iter() {
             let view = conn.view.get(&id);
@@ -668,7 +680,7 @@ impl<T: Replicate> FastArray<T> {
             conn.pending.remove(&id);
             conn.nested.remove(&id);
         }
-        (removals, candidates)
+        removals
     }
 
     /// Encodes the candidates and writes their array deltas, keeping those
@@ -680,7 +692,7 @@ impl<T: Replicate> FastArray<T> {
         encoded: &mut EncodeCache,
         conn: &mut SendState,
         packet: u32,
-        candidates: Vec<Candidate>,
+        candidates: &mut Vec<Candidate>,
         mut fill: Option<&mut Fill>,
         scratch: &mut BitWriter<'_>,
         plan: &mut Plan,
@@ -688,7 +700,7 @@ impl<T: Replicate> FastArray<T> {
     ) -> Result<(), SendError> {
         let arrays = u64::from(T::ARRAY_FIELDS);
         let count = candidates.len();
-        for (index, c) in candidates.into_iter().enumerate() {
+        for (index, c) in candidates.drain(..).enumerate() {
             if let Some(fill) = fill.as_deref() {
                 // Nothing fits in fewer bits than an id, a flag and the
                 // item's one-bit array deltas.

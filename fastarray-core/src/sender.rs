@@ -6,13 +6,13 @@
 //! write, so an array that only receives (a mirror, or the arrays inside
 //! the items a mirror decodes) carries one pointer of it.
 
-use crate::delta::Planned;
+use crate::delta::{Candidate, Planned};
 use crate::encode_cache::EncodeCache;
 use crate::history::History;
 use crate::shared::SharedMessage;
 
 /// What an array keeps for writing deltas.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub(crate) struct Sender {
     /// The changesets of the last commits, shared by every connection.
     pub(crate) history: History,
@@ -23,6 +23,9 @@ pub(crate) struct Sender {
     /// The list of the items of the last message written, reused by the
     /// next (dropped once it is over 4 times larger than the work due).
     pub(crate) planned: Vec<Planned>,
+    /// The items with work due of the last message written, reused by the
+    /// next likewise.
+    pub(crate) candidates: Vec<Candidate>,
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
 }
@@ -36,6 +39,7 @@ impl Sender {
             encoded: self.encoded.clone(),
             nested_scratch: Vec::new(),
             planned: Vec::new(),
+            candidates: Vec::new(),
             shared: self.shared.clone(),
         }
     }
