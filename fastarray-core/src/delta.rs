@@ -90,6 +90,25 @@ impl DeltaStats {
     }
 }
 
+/// A write's bit budget: what this message may take, and what a message
+/// may take at most (for an array inside an item: if its owner's message
+/// carried that item alone), against which an item is judged too large.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
+pub struct Budget {
+    /// Bits this message may take.
+    pub bits: u64,
+    /// Bits a message carrying a single item could take.
+    pub alone: u64,
+}
+
+impl Budget {
+    /// A budget of `bits` for a message of its own.
+    pub fn of(bits: u64) -> Self {
+        Self { bits, alone: bits }
+    }
+}
+
 /// An item chosen for this message.
 #[derive(Clone, Debug)]
 pub(crate) struct Planned {
@@ -134,6 +153,8 @@ struct Plan {
 /// gaps (the writer takes that code unless another is cheaper).
 struct Fill {
     budget: u64,
+    /// What a message of a single item may take (see [`Budget::alone`]).
+    alone_budget: u64,
     /// Kind and frame.
     header: u64,
     removals: ListSize,
@@ -273,17 +294,28 @@ impl<T: Replicate> FastArray<T> {
         writer: &mut BitWriter<'_>,
         max_bits: Option<u64>,
     ) -> Result<DeltaStats, SendError> {
+        self.write_budgeted(conn, packet, writer, max_bits.map(Budget::of))
+    }
+
+    /// [`write_delta_bits`](Self::write_delta_bits) with a [`Budget`].
+    pub(crate) fn write_budgeted(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
         if conn.has_in_flight(packet) {
             return Err(SendError::PacketInFlight { packet });
         }
-        if max_bits == Some(0) {
+        if budget.is_some_and(|budget| budget.bits == 0) {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
         let mut sender = self.sender_box();
-        let result = self.write_with(&mut sender, conn, packet, writer, max_bits);
+        let result = self.write_with(&mut sender, conn, packet, writer, budget);
         self.put_sender(sender);
         result
     }
@@ -296,11 +328,11 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
-        max_bits: Option<u64>,
+        budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
         let frame = self.frame;
         conn.expire(frame);
-        let shareable = max_bits.is_none()
+        let shareable = budget.is_none()
             && T::ARRAY_FIELDS == 0
             && conn.in_sync(frame, self.live_before(&sender.history));
         if shareable && sender.shared.frame == frame {
@@ -318,7 +350,7 @@ impl<T: Replicate> FastArray<T> {
 
         let mut scratch = core::mem::take(&mut sender.nested_scratch);
         scratch.clear();
-        let plan = self.plan(sender, conn, packet, max_bits, &mut scratch);
+        let plan = self.plan(sender, conn, packet, budget, &mut scratch);
         let plan = match plan {
             Ok(plan) => plan,
             Err(error) => {
@@ -368,7 +400,7 @@ impl<T: Replicate> FastArray<T> {
             self.write_message(&sender.encoded, writer, acked, &removals, &items, &scratch);
             stats.bits = writer.bits_written() - start;
         }
-        debug_assert!(max_bits.is_none_or(|budget| stats.bits <= budget));
+        debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
         sender.nested_scratch = scratch;
 
         let mut record = conn.entry_buffer();
@@ -547,7 +579,7 @@ impl<T: Replicate> FastArray<T> {
         sender: &mut Sender,
         conn: &mut SendState,
         packet: u32,
-        budget: Option<u64>,
+        budget: Option<Budget>,
         scratch: &mut Vec<u8>,
     ) -> Result<Plan, SendError> {
         let mut candidates = core::mem::take(&mut sender.candidates);
@@ -568,7 +600,8 @@ impl<T: Replicate> FastArray<T> {
             plan.items = Vec::new();
         }
         let mut fill = budget.map(|budget| Fill {
-            budget,
+            budget: budget.bits,
+            alone_budget: budget.alone,
             header: 2 + wire::frame_bits(self.frame, conn.acked_frame),
             removals: ListSize::default(),
             items: ListSize::default(),
@@ -709,14 +742,27 @@ impl<T: Replicate> FastArray<T> {
                     break;
                 }
             }
-            let span = self.encode_entry(encoded, c.id, c.pos, c.work)?;
+            let mut work = c.work;
+            let mut span = self.encode_entry(encoded, c.id, c.pos, work)?;
+            if let (Some(fill), Work::Fields(mask)) = (fill.as_deref(), work) {
+                let cost = fill.items.cost(c.id) + 1 + span.bits + arrays;
+                if !mask.is_empty() && fill.used() + cost > fill.budget {
+                    // A known item may always go whole: with most of its
+                    // fields changed, that can be the smaller entry.
+                    let whole = Work::Add { structural: false };
+                    let full = self.encode_entry(encoded, c.id, c.pos, whole)?;
+                    if full.bits < span.bits {
+                        (work, span) = (whole, full);
+                    }
+                }
+            }
             let own = 1 + span.bits + arrays;
-            let mut inner_left = None;
+            let mut inner = None;
             if let Some(fill) = fill.as_deref() {
                 let cost = fill.items.cost(c.id) + own;
+                let alone = fill.alone(c.id, own);
                 if fill.used() + cost > fill.budget {
-                    let alone = fill.alone(c.id, own);
-                    if alone > fill.budget {
+                    if alone > fill.alone_budget {
                         let this = Oversized {
                             id: c.id,
                             bits: alone,
@@ -727,12 +773,21 @@ impl<T: Replicate> FastArray<T> {
                     plan.deferred += 1;
                     continue;
                 }
-                inner_left = Some(fill.budget - fill.used() - cost);
+                // Each array gets back the one bit its entry counted.
+                inner = Some(Budget {
+                    bits: fill.budget - fill.used() - cost + 1,
+                    alone: fill.alone_budget - alone + 1,
+                });
             }
             let mut nested = (scratch.bits_written(), 0);
             if T::ARRAY_FIELDS > 0 {
                 written.push(c.id);
-                let part = self.write_arrays(conn, packet, &c, inner_left, scratch)?;
+                let mut part = self.write_arrays(conn, packet, &c, inner, scratch)?;
+                if let (Some(fill), Some(oversized)) = (fill.as_deref(), &mut part.oversized) {
+                    // What the owner's message needs to carry it: the
+                    // owner's entry alone, with that array's message.
+                    oversized.bits += fill.alone(c.id, own) - 1;
+                }
                 nested.1 = part.bits;
                 if part.wrote_nothing && c.arrays_only {
                     // Nothing to carry: the work waits for a larger
@@ -758,7 +813,7 @@ impl<T: Replicate> FastArray<T> {
             let key = self.slots[c.pos].key;
             plan.items.push(Planned {
                 id: c.id,
-                work: c.work,
+                work,
                 key,
                 since: c.since,
                 span,
@@ -803,16 +858,19 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Writes the deltas of a candidate's `#[replicate(array)]` fields into
-    /// `scratch`, sharing the bits `left` (beyond each array's one-bit
-    /// empty message, which the entry's cost counts) if there is a budget.
+    /// `scratch`, within `budget` if there is one: its bits are for the
+    /// first array, and each array leaves the next what it did not take
+    /// beyond its one-bit empty message (which the entry's cost counts).
     fn write_arrays(
         &mut self,
         conn: &mut SendState,
         packet: u32,
         c: &Candidate,
-        mut left: Option<u64>,
+        budget: Option<Budget>,
         scratch: &mut BitWriter<'_>,
     ) -> Result<ArrayDeltas, SendError> {
+        // The bits beyond each array's one-bit empty message.
+        let mut left = budget.map(|budget| budget.bits - 1);
         let states = conn.nested_states(c.id, T::ARRAY_FIELDS);
         let start = scratch.bits_written();
         let mut out = ArrayDeltas {
@@ -832,7 +890,10 @@ impl<T: Replicate> FastArray<T> {
             if failure.is_some() {
                 return;
             }
-            let budget = left.map(|left| left + 1);
+            let budget = budget.zip(left).map(|(budget, left)| Budget {
+                bits: left + 1,
+                alone: budget.alone,
+            });
             match array.write_delta_into(state, packet, scratch, budget) {
                 Ok(part) => {
                     if let Some(left) = &mut left {

@@ -13,7 +13,7 @@ use core::ops::{Deref, DerefMut};
 
 use crate::array::{FastArray, ItemMut, Lineage};
 use crate::bits::{BitReader, BitWriter};
-use crate::delta::DeltaStats;
+use crate::delta::{Budget, DeltaStats};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
 use crate::receive::{ApplyReport, Callbacks};
@@ -38,13 +38,13 @@ pub trait ArrayField {
     /// Commits its changes; returns whether anything changed.
     fn commit_changes(&mut self) -> bool;
     /// Writes its delta for a connection into a shared bit stream, within
-    /// `max_bits` if given.
+    /// `budget` if given.
     fn write_delta_into(
         &mut self,
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
-        max_bits: Option<u64>,
+        budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError>;
     /// Decodes one delta and checks it against this array (the mirror it
     /// will be applied to), without applying it. `None` when it has nothing
@@ -90,9 +90,9 @@ impl<U: Replicate + 'static> ArrayField for FastArray<U> {
         conn: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
-        max_bits: Option<u64>,
+        budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_delta_bits(conn, packet, writer, max_bits)
+        self.write_budgeted(conn, packet, writer, budget)
     }
 
     fn decode_delta_from(
