@@ -29,6 +29,12 @@ const LOOKAHEAD: usize = 16;
 /// when the packet that carried it is reported lost (or, having never been
 /// reported, is [`HISTORY_LEN`](crate::HISTORY_LEN) frames old).
 ///
+/// Acknowledgements must come back within [`HISTORY_LEN`](crate::HISTORY_LEN)
+/// frames of the packet's frame: a later one counts as a loss, since the
+/// mirror ignores messages that old and the sender cannot tell when the
+/// packet arrived. A link whose round trip is always longer than that (in
+/// commits) keeps the mirror up to date but never settles; see `WIRE.md`.
+///
 /// # Memory
 /// Per item the client may hold, one 48-byte hash map entry (id, state,
 /// newest record and its fields, acknowledged record and key); per packet in
