@@ -225,5 +225,35 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
     .concat();
     scripts.push(("thing-resync", header(0, 2, None), behind.clone()));
     scripts.push(("squad-resync", header(1, 2, None), behind));
+    // The arrays inside one item go past frame 64 (they commit only when
+    // their item is written), while a second connection lags and loses
+    // packets: their short frames then need a reference.
+    let mut long = [fill(3), ticks(1)].concat();
+    for k in 0..70u8 {
+        // Item 2 has two members (item 0 none).
+        long.push(Op::Edit {
+            item: 2,
+            op: 4,
+            arg: k,
+        });
+        long.push(Op::Commit);
+        long.push(Op::Write { conn: 0 });
+        long.push(Op::Deliver { conn: 0, back: 0 });
+        long.push(Op::Ack { conn: 0, back: 0 });
+        if k % 8 == 0 {
+            long.push(Op::Write { conn: 1 });
+        }
+        if k % 16 == 4 {
+            long.push(Op::Loss { conn: 1, back: 0 });
+        }
+    }
+    long.extend([
+        Op::Remove(2),
+        Op::Write { conn: 1 },
+        Op::Deliver { conn: 1, back: 0 },
+        Op::Ack { conn: 1, back: 0 },
+    ]);
+    scripts.push(("squad-long-inner", header(1, 2, None), long.clone()));
+    scripts.push(("platoon-long-inner", header(2, 2, None), long));
     scripts
 }
