@@ -15,7 +15,8 @@ pub struct Header {
     pub mode: u8,
     /// 2 or 3.
     pub conns: u8,
-    /// The healing writes' bit budget (none, or 256 to 2 296 bits).
+    /// The healing writes' bit budget (none, or 64 to 2 096 bits), raised
+    /// to what a lone item needs ([`Session::feasible_budget`]).
     pub heal_budget: Option<u16>,
 }
 
@@ -25,7 +26,7 @@ impl Header {
         let header = Header {
             mode: a % 4,
             conns: 2 + (a >> 2) % 2,
-            heal_budget: (b >= 128).then(|| 256 + u16::from(b - 128) * 16),
+            heal_budget: (b >= 128).then(|| 64 + u16::from(b - 128) * 16),
         };
         Some((header, rest))
     }
@@ -34,7 +35,7 @@ impl Header {
         out.push((self.mode % 4) | ((self.conns.saturating_sub(2) % 2) << 2));
         out.push(match self.heal_budget {
             None => 0,
-            Some(budget) => 128 + (budget.saturating_sub(256) / 16).min(127) as u8,
+            Some(budget) => 128 + (budget.saturating_sub(64) / 16).min(127) as u8,
         });
     }
 }
@@ -412,6 +413,24 @@ impl<T: Fixture> Session<T> {
         }
     }
 
+    /// `budget`, raised to 64 bits more than the largest message that
+    /// carries one item alone, whole with everything in its arrays, to a
+    /// new client: a budget that small can carry every item, so healing
+    /// within it must end. (Below it, an item may never fit, and not
+    /// settling is what a budget means.)
+    fn feasible_budget(&self, budget: u16) -> u64 {
+        let lone = |item: &T| {
+            let mut array = FastArray::new();
+            array.push(item.clone());
+            array.commit();
+            let mut bytes = Vec::new();
+            let written = array.write_delta(&mut SendState::new(), 0, &mut bytes);
+            written.map_or(0, |stats| stats.bits)
+        };
+        let largest = self.server.iter().map(|(_, item)| lone(item)).max();
+        u64::from(budget).max(largest.unwrap_or(0) + 64)
+    }
+
     /// The link heals: see [`stateful`].
     fn heal(&mut self) {
         for conn in &mut self.conns {
@@ -427,7 +446,10 @@ impl<T: Fixture> Session<T> {
             }
         }
         self.server.commit();
-        let budget = self.header.heal_budget.map(u64::from);
+        let budget = self
+            .header
+            .heal_budget
+            .map(|budget| self.feasible_budget(budget));
         for c in 0..self.conns.len() {
             let mut rounds = 0;
             // At least one write: the last commits may be news to a

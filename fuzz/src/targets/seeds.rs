@@ -247,12 +247,14 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
             long.push(Op::Loss { conn: 1, back: 0 });
         }
     }
-    long.extend([
-        Op::Remove(2),
-        Op::Write { conn: 1 },
-        Op::Deliver { conn: 1, back: 0 },
-        Op::Ack { conn: 1, back: 0 },
-    ]);
+    for conn in 0..2 {
+        long.extend([
+            Op::Remove(2),
+            Op::Write { conn },
+            Op::Deliver { conn, back: 0 },
+            Op::Ack { conn, back: 0 },
+        ]);
+    }
     scripts.push(("squad-long-inner", header(1, 2, None), long.clone()));
     scripts.push(("platoon-long-inner", header(2, 2, None), long));
     scripts

@@ -138,7 +138,7 @@ pub(super) fn pick<T>(array: &FastArray<T>, n: u8) -> Option<ReplicationId> {
 /// A short ASCII string (at most 5 bytes) from a byte.
 pub(super) fn word(n: u8) -> String {
     (0..n % 6)
-        .map(|i| char::from(b'a' + (n + i) % 26))
+        .map(|i| char::from(b'a' + n.wrapping_add(i) % 26))
         .collect()
 }
 
