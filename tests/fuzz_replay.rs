@@ -3,10 +3,10 @@
 //! (`fuzz/regressions/<target>/`), through the same target functions the
 //! libFuzzer binaries call (`fuzz/src/targets.rs`, included here by path).
 //!
-//! A regression input whose bug is not fixed yet is listed in
-//! [`KNOWN_FAILING`] with the bug it shows: it is run in a child process
-//! (a stack overflow aborts the process it happens in) and must still fail.
-//! Once it passes, this test fails and says so: delete its line.
+//! A crash input lands with the fix of the bug it shows
+//! (`fuzz/regressions/README.md` says what each one shows), so every input
+//! must pass. Each runs on a thread named after it, so that a stack
+//! overflow, which aborts the process, names the input.
 //!
 //! `cargo test --test fuzz_replay -- --ignored write_seed_corpus`
 //! regenerates the seed files; `... --ignored describe_regressions
@@ -17,41 +17,7 @@ mod targets;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::{env, fs, thread};
-
-/// Regression inputs that fail until their bug is fixed, as
-/// `"<target>/<file name>"`, with the bug. Empty this list as fixes land:
-/// `known_failing_inputs_still_fail` names the ones that pass.
-const KNOWN_FAILING: &[(&str, &str)] = &[
-    (
-        "object/remove-object-0",
-        "a delta removing item #0 is accepted by a Replicated mirror, whose get() then panics",
-    ),
-    (
-        "snapshot/deep-chain-stack-overflow",
-        "decoding a recursive type recurses once per level with no depth limit: a snapshot \
-         of 52 534 nested `Option<Box<Chain>>` levels overflows the stack",
-    ),
-    (
-        "stateful/inner-short-frame-in-skipped-entry",
-        "an entry for a removed item is skipped, but its array's delta is still read with \
-         no reference frame, so a genuine late packet whose inner short frame is >= 64 is \
-         refused (FrameWithoutReference)",
-    ),
-    (
-        "stateful/budget-livelock-squads",
-        "budgeted writes livelock for items with array fields: every message carries an \
-         arrays-only entry for each squad and no inner array gets bits to progress",
-    ),
-    (
-        "stateful/budget-livelock-platoons",
-        "the same livelock, for items with two array fields, one of items with arrays",
-    ),
-];
-
-/// The environment variable naming the one input a child process replays.
-const CHILD_INPUT: &str = "FASTARRAY_FUZZ_REPLAY_INPUT";
+use std::{fs, thread};
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz")
@@ -81,10 +47,6 @@ fn kept_inputs() -> Vec<(&'static str, String, PathBuf)> {
     inputs
 }
 
-fn is_known_failing(key: &str) -> bool {
-    KNOWN_FAILING.iter().any(|&(name, _)| name == key)
-}
-
 #[test]
 fn every_kept_fuzz_input_replays() {
     let inputs = kept_inputs();
@@ -95,9 +57,6 @@ fn every_kept_fuzz_input_replays() {
     );
     let mut failures = Vec::new();
     for (target, key, path) in inputs {
-        if is_known_failing(&key) {
-            continue;
-        }
         let data = fs::read(&path).unwrap();
         // A thread per input, named after it: a stack overflow aborts the
         // process, and the runtime's message then names the input.
@@ -111,49 +70,7 @@ fn every_kept_fuzz_input_replays() {
             failures.push(key);
         }
     }
-    assert!(
-        failures.is_empty(),
-        "fuzz inputs that fail (a new regression, or one to list in KNOWN_FAILING \
-         with its bug): {failures:#?}"
-    );
-}
-
-#[test]
-fn known_failing_inputs_still_fail() {
-    let inputs = kept_inputs();
-    let mut fixed = Vec::new();
-    for &(key, bug) in KNOWN_FAILING {
-        assert!(
-            inputs.iter().any(|(_, k, _)| k == key),
-            "KNOWN_FAILING names {key}, which is not under fuzz/regressions/"
-        );
-        let child = Command::new(env::current_exe().unwrap())
-            .args(["replay_child", "--exact", "--nocapture", "--test-threads=1"])
-            .env(CHILD_INPUT, key)
-            .output()
-            .unwrap();
-        if child.status.success() {
-            fixed.push(format!("{key} ({bug})"));
-        }
-    }
-    assert!(
-        fixed.is_empty(),
-        "known-failing fuzz inputs now pass: delete them from KNOWN_FAILING in \
-         tests/fuzz_replay.rs: {fixed:#?}"
-    );
-}
-
-/// In a child process started by `known_failing_inputs_still_fail`:
-/// replays the one input named by the environment. Does nothing otherwise.
-#[test]
-fn replay_child() {
-    let Ok(key) = env::var(CHILD_INPUT) else {
-        return;
-    };
-    let (target, _) = key.split_once('/').unwrap();
-    let target = targets::TARGETS.into_iter().find(|&t| t == target).unwrap();
-    let data = fs::read(fuzz_dir().join("regressions").join(&key)).unwrap();
-    targets::run(target, &data);
+    assert!(failures.is_empty(), "fuzz inputs that fail: {failures:#?}");
 }
 
 /// Regenerates `fuzz/corpus/<target>/seed-*` from the current library
