@@ -144,6 +144,9 @@ pub struct Tally {
     pub reports: u64,
     /// Loss reports passed to senders.
     pub losses: u64,
+    /// Reports a sender ignored (no such packet in flight: a second report
+    /// for a packet, or one for a packet it already counted as lost).
+    pub ignored_reports: u64,
     /// Budgeted writes that reported an item too large for their budget.
     pub oversized: u64,
     /// Of those, the ones whose report says the item needs no more bits
@@ -196,6 +199,7 @@ impl Tally {
         self.oversized += other.oversized;
         self.oversized_within_budget += other.oversized_within_budget;
         self.losses += other.losses;
+        self.ignored_reports += other.ignored_reports;
         self.resynced += other.resynced;
         self.shared += other.shared;
         self.joins += other.joins;
@@ -344,13 +348,14 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
             }
             for report in conn.link.reports(now) {
                 tally.reports += 1;
-                match report {
+                let known = match report {
                     Report::Acked(p) => conn.state.on_ack(p),
                     Report::Lost(p) => {
                         tally.losses += 1;
                         conn.state.on_loss(p)
                     }
                 };
+                tally.ignored_reports += u64::from(!known);
             }
         }
         tally.ticks += 1;

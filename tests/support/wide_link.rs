@@ -19,7 +19,9 @@
 //! Acknowledgements follow arrival, as in most UDP game transports: a
 //! packet is reported [`Report::Acked`] when its first copy is handed out by
 //! [`WideLink::deliver`], whatever the receiver makes of it. Every packet
-//! gets exactly one report.
+//! gets one report, except half the ghosts, whose acknowledgement also
+//! comes through after all (before or after the loss report): a
+//! transport that timed out and then heard the ack.
 
 #![allow(dead_code)]
 
@@ -405,6 +407,10 @@ impl<P: Clone> WideLink<P> {
             let at = now + self.draw((0, spread));
             self.report_at(at, n, Report::Lost(packet), false);
             self.deliver_at(n, packet, now, arrival, Fate::Ghost, true, payload);
+            if self.chance(0.5) {
+                self.report_at(report_at, n, Report::Acked(packet), false);
+                self.awaiting_delivery.insert(n);
+            }
             return;
         }
         self.deliver_at(n, packet, now, arrival, Fate::First, true, payload);
