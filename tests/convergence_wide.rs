@@ -932,6 +932,54 @@ fn joiners_run(case: &Case<'_>) -> Tally {
     case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
 }
 
+/// Budgets too small for some items while the links are lossy (those are
+/// reported oversized and wait while the rest flows), then budgets that
+/// hold every item once the links heal.
+fn growing_budget_run(case: &Case<'_>) -> Tally {
+    let seed = case.seed;
+    let mut rng = seeded(seed, 6);
+    let join = join_tick(&mut rng, seed % 2 == 0);
+    let conns = [
+        ConnSpec {
+            settle_budget: Some(Budget::Range(NESTED_MIN_BUDGET, MTU)),
+            ..ConnSpec::new(Budget::Range(40, 400))
+        },
+        ConnSpec {
+            settle_budget: Some(Budget::Fixed(NESTED_MIN_BUDGET)),
+            quiet: quiet(&mut rng, seed % 3 == 0),
+            ..ConnSpec::new(Budget::Fixed(100))
+        },
+        ConnSpec {
+            settle_budget: Some(Budget::None),
+            join: Some(join),
+            ..ConnSpec::new(Budget::Range(48, 160))
+        },
+    ];
+    case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
+}
+
+/// The same with units, from 24 bits.
+fn flat_growing_budget_run(case: &Case<'_>) -> Tally {
+    let seed = case.seed;
+    let mut rng = seeded(seed, 7);
+    let conns = [
+        ConnSpec {
+            settle_budget: Some(Budget::Fixed(FLAT_MIN_BUDGET)),
+            ..ConnSpec::new(Budget::Range(24, 80))
+        },
+        ConnSpec {
+            settle_budget: Some(Budget::None),
+            join: Some(join_tick(&mut rng, seed % 2 == 0)),
+            ..ConnSpec::new(Budget::Fixed(40))
+        },
+    ];
+    let mut server = FastArray::new();
+    for _ in 0..20 {
+        server.push(unit(&mut rng));
+    }
+    case.run(&mut Flat { server }, &conns)
+}
+
 /// What every case's runs must have gone through over the profiles.
 fn assert_link_exercised(name: &str, t: &Tally) {
     assert!(t.duplicates > 0, "{name}: no duplicate delivered");
@@ -1032,6 +1080,33 @@ fn snapshot_joiners_converge_at_any_frame() {
     assert!(t.budgeted > 0 && t.budgeted < t.writes);
 }
 
+/// (6) Budgets too small for some items while the links are lossy, with
+/// and without arrays inside items: the items too large are reported and
+/// wait, the rest flows; once the links heal, budgets that hold every item
+/// deliver them.
+#[test]
+fn budgets_too_small_while_lossy_then_large_enough() {
+    let seeds = wide_drive::seeds(2);
+    let t = over_profiles(
+        "growing budgets",
+        seeds,
+        TICKS,
+        TOLERATE,
+        growing_budget_run,
+    );
+    assert_link_exercised("growing budgets", &t);
+    assert!(t.oversized_allowed > 0, "no item too large: {t:?}");
+    let t = over_profiles(
+        "flat growing budgets",
+        seeds,
+        TICKS,
+        false,
+        flat_growing_budget_run,
+    );
+    assert!(t.oversized_allowed > 0, "no unit too large: {t:?}");
+    assert!(t.deferred > 0 && t.joins > 0);
+}
+
 /// Every leaf's chain of entries fits the smallest budget of the nested
 /// cases, so no write should report an item too large for its budget.
 #[test]
@@ -1113,12 +1188,14 @@ fn soak() {
         .unwrap_or(1_000);
     let ticks = 400;
     type Runner = fn(&Case<'_>) -> Tally;
-    let cases: [(&str, bool, Runner); 5] = [
+    let cases: [(&str, bool, Runner); 7] = [
         ("nested", TOLERATE, nested_run),
         ("nested budgets", TOLERATE, budget_run),
         ("flat budgets", false, flat_run),
         ("objects", false, objects_run),
         ("joiners", TOLERATE, joiners_run),
+        ("growing budgets", TOLERATE, growing_budget_run),
+        ("flat growing budgets", false, flat_growing_budget_run),
     ];
     for (name, tolerate, case) in cases {
         let t = over_profiles(name, seeds, ticks, tolerate, case);
