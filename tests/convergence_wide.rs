@@ -530,6 +530,12 @@ fn age(outers: &mut FastArray<Outer>, frames: u32) {
     }
 }
 
+/// Frames per tick: 1, or 2 for odd seeds (a simulation that runs twice
+/// as fast as it sends, so 64 frames span 32 packets).
+fn commits_per_tick(seed: u64) -> u32 {
+    1 + (seed % 2) as u32
+}
+
 /// Where a seed's server starts: at frame 0, or (one seed in four) 90
 /// frames before short frames wrap at 2^15, a server up for 9 minutes at
 /// 60 Hz, so that the 15-bit frames of messages, and of the arrays inside
@@ -749,6 +755,7 @@ impl Case<'_> {
                 profile: self.profile,
                 seed: self.seed,
                 heal_at: self.ticks,
+                commits_per_tick: commits_per_tick(self.seed),
                 conns,
                 tolerate_false_oversized: self.tolerate_false_oversized,
                 label: self.label,
@@ -993,6 +1000,7 @@ fn assert_link_exercised(name: &str, t: &Tally) {
     );
     assert!(t.held > 0, "{name}: no packet delivered 65+ frames late");
     assert!(t.ignored_reports > 0, "{name}: no report was ignored");
+    assert!(t.multi_commit_ticks > 0, "{name}: always one commit a tick");
     assert!(
         t.held_stale > 0,
         "{name}: no packet 65+ frames late was stale"

@@ -141,7 +141,7 @@ pub struct Tally {
     pub after_loss_report: u64,
     /// Packets reported lost that arrived anyway, before or after the report.
     pub reported_lost_arrived: u64,
-    /// Copies delivered 65 or more ticks (frames) after they were sent.
+    /// Copies delivered 65 or more ticks (so frames) after they were sent.
     pub held: u64,
     /// Of those, the ones reported `stale`.
     pub held_stale: u64,
@@ -166,6 +166,8 @@ pub struct Tally {
     pub resynced: u64,
     /// Writes that took the frame's shared message.
     pub shared: u64,
+    /// Ticks with more than one commit.
+    pub multi_commit_ticks: u64,
     /// Snapshot joins (re-joins included).
     pub joins: u64,
     /// Re-joins.
@@ -212,6 +214,7 @@ impl Tally {
         self.ignored_reports += other.ignored_reports;
         self.resynced += other.resynced;
         self.shared += other.shared;
+        self.multi_commit_ticks += other.multi_commit_ticks;
         self.joins += other.joins;
         self.rejoins += other.rejoins;
         self.older_than_snapshot += other.older_than_snapshot;
@@ -261,6 +264,9 @@ pub struct Run<'a> {
     pub seed: u64,
     /// Ticks of game logic over lossy links before they heal.
     pub heal_at: u32,
+    /// Frames of game logic (mutate and commit) per tick, that is per
+    /// write: a simulation that runs faster than it sends.
+    pub commits_per_tick: u32,
     /// The connections.
     pub conns: &'a [ConnSpec],
     /// Whether a budgeted write may report an item as too large for its
@@ -311,10 +317,12 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
         .collect();
     for now in 0.. {
         let lossy = now < heal_at;
-        if lossy {
-            world.mutate(&mut logic, now);
+        for _ in 0..run.commits_per_tick.max(1) {
+            if lossy {
+                world.mutate(&mut logic, now);
+            }
+            world.commit();
         }
-        world.commit();
         if now == heal_at {
             let (inner, deep) = world.inner_frames();
             tally.inner_past_64 += inner as u64;
@@ -368,6 +376,7 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
             }
         }
         tally.ticks += 1;
+        tally.multi_commit_ticks += u64::from(run.commits_per_tick > 1);
         if !lossy && conns.iter().all(|c| c.settled() && c.link.idle()) {
             tally.slowest_settle = now - heal_at;
             break;
