@@ -386,11 +386,11 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
                 .iter()
                 .map(|c| {
                     format!(
-                        "settled {} pending {} in flight {} idle {}",
+                        "settled {} pending {} in flight {}, in transit: {}",
                         c.state.is_settled(),
                         c.state.pending_items(),
                         c.state.packets_in_flight(),
-                        c.link.idle()
+                        c.link.in_transit()
                     )
                 })
                 .collect();
