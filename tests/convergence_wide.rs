@@ -789,12 +789,15 @@ struct Case<'a> {
 }
 
 impl Case<'_> {
-    fn run<W: World>(&self, world: &mut W, conns: &[ConnSpec]) -> Tally {
+    /// Runs `world`; `salt` (the case's number) keeps the links' fates
+    /// apart from other cases' of the same seed.
+    fn run<W: World>(&self, salt: u64, world: &mut W, conns: &[ConnSpec]) -> Tally {
         wide_drive::run(
             world,
             &wide_drive::Run {
                 profile: self.profile,
                 seed: self.seed,
+                salt,
                 heal_at: self.ticks,
                 commits_per_tick: commits_per_tick(self.seed),
                 conns,
@@ -864,7 +867,7 @@ fn nested_run(case: &Case<'_>) -> Tally {
             })
         },
     ];
-    case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(1, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
 }
 
 fn budget_run(case: &Case<'_>) -> Tally {
@@ -887,7 +890,7 @@ fn budget_run(case: &Case<'_>) -> Tally {
             ..ConnSpec::new(Budget::Range(NESTED_MIN_BUDGET, 600))
         },
     ];
-    case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(2, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
 }
 
 fn flat_run(case: &Case<'_>) -> Tally {
@@ -924,7 +927,7 @@ fn flat_run(case: &Case<'_>) -> Tally {
     for _ in 0..start_frames(seed) {
         server.commit();
     }
-    case.run(&mut Flat { server }, &conns)
+    case.run(3, &mut Flat { server }, &conns)
 }
 
 fn objects_run(case: &Case<'_>) -> Tally {
@@ -948,7 +951,7 @@ fn objects_run(case: &Case<'_>) -> Tally {
         frame: start.into(),
         hot: Vec::new(),
     };
-    case.run(&mut world, &conns)
+    case.run(4, &mut world, &conns)
 }
 
 fn joiners_run(case: &Case<'_>) -> Tally {
@@ -977,7 +980,7 @@ fn joiners_run(case: &Case<'_>) -> Tally {
             ..ConnSpec::new(budget(seed / 2))
         },
     ];
-    case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(5, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
 }
 
 /// Budgets too small for some items while the links are lossy (those are
@@ -1003,7 +1006,7 @@ fn growing_budget_run(case: &Case<'_>) -> Tally {
             ..ConnSpec::new(Budget::Range(48, 160))
         },
     ];
-    case.run(&mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(6, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
 }
 
 /// The same with units, from 24 bits.
@@ -1025,7 +1028,7 @@ fn flat_growing_budget_run(case: &Case<'_>) -> Tally {
     for _ in 0..20 {
         server.push(unit(&mut rng));
     }
-    case.run(&mut Flat { server }, &conns)
+    case.run(7, &mut Flat { server }, &conns)
 }
 
 /// What every case's runs must have gone through over the profiles.
@@ -1052,7 +1055,7 @@ fn assert_link_exercised(name: &str, t: &Tally) {
 /// three connections (no budget, budgets up to an MTU, a snapshot joiner).
 #[test]
 fn nested_arrays_two_levels_converge() {
-    let t = over_profiles("nested", wide_drive::seeds(3), TICKS, TOLERATE, nested_run);
+    let t = over_profiles("nested", wide_drive::seeds(4), TICKS, TOLERATE, nested_run);
     assert_link_exercised("nested", &t);
     assert!(
         t.inner_past_64 >= t.runs,
@@ -1072,7 +1075,7 @@ fn nested_arrays_two_levels_converge() {
 fn nested_arrays_converge_under_budgets() {
     let t = over_profiles(
         "nested budgets",
-        wide_drive::seeds(2),
+        wide_drive::seeds(3),
         TICKS,
         TOLERATE,
         budget_run,
@@ -1101,7 +1104,7 @@ fn flat_items_converge_under_budgets_from_64_bits() {
 /// array of outers with mids with leaves; three connections.
 #[test]
 fn replicated_objects_converge() {
-    let t = over_profiles("objects", wide_drive::seeds(2), TICKS, false, objects_run);
+    let t = over_profiles("objects", wide_drive::seeds(3), TICKS, false, objects_run);
     assert_link_exercised("objects", &t);
     assert_eq!(t.inner_past_64, 2 * t.runs, "units and squads past 64");
     assert!(
@@ -1117,7 +1120,7 @@ fn replicated_objects_converge() {
 fn snapshot_joiners_converge_at_any_frame() {
     let t = over_profiles(
         "joiners",
-        wide_drive::seeds(2),
+        wide_drive::seeds(3),
         TICKS,
         TOLERATE,
         joiners_run,
