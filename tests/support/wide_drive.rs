@@ -16,11 +16,10 @@
 //!   adds, changes and removes nothing;
 //! * a budgeted write stays within its budget and never reports an item
 //!   too large for it: the worlds size their items for the smallest budget
-//!   used. Two exceptions are allowed where a run asks: a connection with a
+//!   used. One exception is allowed where a run asks: a connection with a
 //!   [`ConnSpec::settle_budget`] may report items larger than its budget
-//!   while the links are lossy, and with [`Run::tolerate_false_oversized`]
-//!   reports that contradict themselves (an item that needs no more bits
-//!   than the budget) are counted instead of failed;
+//!   while the links are lossy. A report that contradicts itself (an item
+//!   that needs no more bits than the budget) always fails;
 //! * every connection settles within [`SETTLE_TICKS`] of healing, and the
 //!   network empties.
 //!
@@ -281,11 +280,6 @@ pub struct Run<'a> {
     pub commits_per_tick: u32,
     /// The connections.
     pub conns: &'a [ConnSpec],
-    /// Whether a budgeted write may report an item as too large for its
-    /// budget while the report's own size for it is within the budget
-    /// (issue 10: an item with arrays is reported so when the packet is
-    /// merely full). Such reports are counted, not failed.
-    pub tolerate_false_oversized: bool,
     /// Names the run in failures.
     pub label: &'a str,
 }
@@ -492,7 +486,7 @@ fn write<W: World>(
             let within = oversized.bits <= budget;
             tally.oversized_within_budget += u64::from(within);
             tally.oversized_allowed += u64::from(!within && small);
-            if !(within && run.tolerate_false_oversized || !within && small) {
+            if within || !small {
                 problems.push(format!(
                     "tick {now} conn {ci}: budget {budget}: oversized {oversized:?}, though every item fits"
                 ));
