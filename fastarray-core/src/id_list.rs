@@ -12,9 +12,9 @@
 use std::collections::BTreeSet;
 
 use crate::bits::{BitReader, BitWriter};
+use crate::bits::{gamma_bits, varint_bits};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
-use crate::wire::{gamma_bits, varint_bits};
 
 /// Writes a list length: `0` for none, `1 0` for one, `1 1 gamma(n − 2)`
 /// for more. Lists of zero or one id are the common case of a tick.

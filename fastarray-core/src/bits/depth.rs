@@ -1,0 +1,73 @@
+//! How deeply derived values may nest ([`MAX_DEPTH`]), and the guards the
+//! derive's code takes on a reader or writer for each level.
+
+use core::ops::{Deref, DerefMut};
+
+use super::{BitReader, BitWriter};
+
+/// How deeply values of `#[derive(Replicate)]` types may nest in one value:
+/// 128 levels, the item itself counting as the first.
+///
+/// A recursive type (`struct Chain { next: Option<Box<Chain>> }`, or
+/// `struct Node { kids: Vec<Node> }`) takes as little as one bit per level
+/// on the wire, so without a bound a short message could make the decoder
+/// recurse until the thread's stack overflows, which aborts the process.
+/// Past this depth a [`BitReader`] refuses the value with
+/// [`DecodeError::TooDeep`], and a [`BitWriter`] refuses to write it with
+/// [`EncodeError::TooDeep`], so a sender never writes what a receiver
+/// refuses. 128 is serde_json's recursion limit: far more than game state
+/// nests, and few enough that decoding (and dropping) the deepest value
+/// accepted fits a small thread stack.
+pub const MAX_DEPTH: u32 = 128;
+
+/// A [`BitWriter`] one derived value deeper, from [`BitWriter::nest`].
+#[doc(hidden)]
+pub struct NestedWriter<'r, 'a> {
+    pub(super) writer: &'r mut BitWriter<'a>,
+}
+
+impl<'a> Deref for NestedWriter<'_, 'a> {
+    type Target = BitWriter<'a>;
+
+    fn deref(&self) -> &BitWriter<'a> {
+        self.writer
+    }
+}
+
+impl<'a> DerefMut for NestedWriter<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut BitWriter<'a> {
+        self.writer
+    }
+}
+
+impl Drop for NestedWriter<'_, '_> {
+    fn drop(&mut self) {
+        self.writer.depth -= 1;
+    }
+}
+
+/// A [`BitReader`] one derived value deeper, from [`BitReader::nest`].
+#[doc(hidden)]
+pub struct NestedReader<'r, 'a> {
+    pub(super) reader: &'r mut BitReader<'a>,
+}
+
+impl<'a> Deref for NestedReader<'_, 'a> {
+    type Target = BitReader<'a>;
+
+    fn deref(&self) -> &BitReader<'a> {
+        self.reader
+    }
+}
+
+impl<'a> DerefMut for NestedReader<'_, 'a> {
+    fn deref_mut(&mut self) -> &mut BitReader<'a> {
+        self.reader
+    }
+}
+
+impl Drop for NestedReader<'_, '_> {
+    fn drop(&mut self) {
+        self.reader.depth -= 1;
+    }
+}

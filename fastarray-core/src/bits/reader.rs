@@ -1,0 +1,251 @@
+//! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter) wrote them,
+//! never past the end and never panicking.
+
+use super::depth::{MAX_DEPTH, NestedReader};
+use super::zigzag_decode;
+use crate::error::DecodeError;
+
+/// Reads bits written by [`BitWriter`], counting them, never reading past
+/// the end of its input and never panicking.
+///
+/// # Nesting depth
+///
+/// Derived types count how deeply their values nest on the reader: a value
+/// more than [`MAX_DEPTH`] (128) derived values deep, the outermost
+/// counting as the first, is refused with [`DecodeError::TooDeep`] before
+/// the level past the limit is read. This bounds the recursion (and the
+/// stack) a message of a recursive type can cause, whatever its size.
+pub struct BitReader<'a> {
+    bytes: &'a [u8],
+    total: u64,
+    pos: u64,
+    /// Derived values being read, one inside the other.
+    pub(super) depth: u32,
+}
+
+impl<'a> BitReader<'a> {
+    /// A reader over all bits of `bytes`.
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            total: 8 * bytes.len() as u64,
+            pos: 0,
+            depth: 0,
+        }
+    }
+
+    /// A reader over the bits of `bytes` from bit `start` on (the offset
+    /// it reports counts from `start`).
+    pub(crate) fn at(bytes: &'a [u8], start: u64) -> Self {
+        let skip = usize::try_from(start / 8)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let mut reader = Self::new(&bytes[skip..]);
+        // Fewer than 8 bits, inside the input unless it ended before `start`.
+        let _ = reader.read_bits((start % 8) as u32);
+        reader
+    }
+
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `decode` and `decode_fields`, reading through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedReader<'_, 'a>, DecodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(DecodeError::TooDeep {
+                bit_offset: self.pos,
+                limit: MAX_DEPTH,
+            });
+        }
+        self.depth += 1;
+        Ok(NestedReader { reader: self })
+    }
+
+    /// Bits consumed so far.
+    #[inline]
+    pub fn bit_offset(&self) -> u64 {
+        self.pos
+    }
+
+    /// Bits left in the input.
+    #[inline]
+    pub fn remaining_bits(&self) -> u64 {
+        self.total - self.pos
+    }
+
+    #[inline]
+    fn need(&self, count: u32) -> Result<(), DecodeError> {
+        if self.remaining_bits() < u64::from(count) {
+            Err(DecodeError::UnexpectedEnd {
+                bit_offset: self.pos,
+                wanted: count,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Reads one bit.
+    #[inline]
+    pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
+        self.read_bits(1).map(|bit| bit == 1)
+    }
+
+    /// Reads `count` bits (≤ 64) as an unsigned number.
+    #[inline]
+    pub fn read_bits(&mut self, count: u32) -> Result<u64, DecodeError> {
+        if count == 0 {
+            return Ok(0);
+        }
+        if count > 64 {
+            return Err(DecodeError::UnexpectedEnd {
+                bit_offset: self.pos,
+                wanted: count,
+            });
+        }
+        self.need(count)?;
+        let byte = (self.pos / 8) as usize;
+        let shift = (self.pos % 8) as u32;
+        // Up to 9 bytes hold the bits: a 16-byte window, zero past the end.
+        let mut window = [0u8; 16];
+        let available = (self.bytes.len() - byte).min(16);
+        window[..available].copy_from_slice(&self.bytes[byte..byte + available]);
+        let mut low = [0u8; 8];
+        let mut high = [0u8; 8];
+        low.copy_from_slice(&window[..8]);
+        high.copy_from_slice(&window[8..]);
+        let (low, high) = (u64::from_le_bytes(low), u64::from_le_bytes(high));
+        let value = if shift == 0 {
+            low
+        } else {
+            (low >> shift) | (high << (64 - shift))
+        };
+        self.pos += u64::from(count);
+        Ok(if count == 64 {
+            value
+        } else {
+            value & ((1u64 << count) - 1)
+        })
+    }
+
+    /// Reads a value written by [`BitWriter::write_varint`].
+    pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let mut zeros = 0u32;
+        while !self.read_bool()? {
+            zeros += 1;
+            if zeros > 6 {
+                return Err(DecodeError::VarintOverlong { bit_offset: start });
+            }
+        }
+        let n = (1u32 << zeros) | self.read_bits(zeros)? as u32;
+        if n > 65 {
+            return Err(DecodeError::VarintOverlong { bit_offset: start });
+        }
+        self.finish_elias(start, n)
+    }
+
+    /// Reads a value written by [`BitWriter::write_gamma`].
+    pub fn read_gamma(&mut self) -> Result<u64, DecodeError> {
+        let start = self.pos;
+        let mut zeros = 0u32;
+        while !self.read_bool()? {
+            zeros += 1;
+            if zeros > 64 {
+                return Err(DecodeError::VarintOverlong { bit_offset: start });
+            }
+        }
+        self.finish_elias(start, zeros + 1)
+    }
+
+    /// Reads the `n - 1` low bits of an Elias code whose value has `n`
+    /// significant bits, and returns that value minus one.
+    fn finish_elias(&mut self, start: u64, n: u32) -> Result<u64, DecodeError> {
+        let low = self.read_bits(n - 1)?;
+        if n == 65 {
+            // x = 2^64 + low; only x = 2^64 (value u64::MAX) fits.
+            return if low == 0 {
+                Ok(u64::MAX)
+            } else {
+                Err(DecodeError::VarintOutOfRange {
+                    bit_offset: start,
+                    target: "u64",
+                })
+            };
+        }
+        Ok(((1u64 << (n - 1)) | low) - 1)
+    }
+
+    /// Reads a value written by [`BitWriter::write_varint_signed`].
+    pub fn read_varint_signed(&mut self) -> Result<i64, DecodeError> {
+        self.read_varint().map(zigzag_decode)
+    }
+
+    /// Reads `len` whole bytes into `out` (which is cleared first).
+    pub fn read_bytes_into(&mut self, len: usize, out: &mut Vec<u8>) -> Result<(), DecodeError> {
+        let bits = (len as u64).saturating_mul(8);
+        if bits > self.remaining_bits() {
+            return Err(DecodeError::LengthTooLarge {
+                bit_offset: self.pos,
+                claimed: len as u64,
+                remaining_bits: self.remaining_bits(),
+            });
+        }
+        out.clear();
+        out.reserve_exact(len);
+        if self.pos % 8 == 0 {
+            let start = (self.pos / 8) as usize;
+            out.extend_from_slice(&self.bytes[start..start + len]);
+            self.pos += bits;
+            return Ok(());
+        }
+        for _ in 0..len {
+            out.push(self.read_bits(8)? as u8);
+        }
+        Ok(())
+    }
+
+    /// Checks that a claimed element count could fit in the remaining input,
+    /// given that every element takes at least `min_bits_each` bits (a zero
+    /// minimum is treated as one bit, so a count is always bounded by the input).
+    /// Call it before allocating for `claimed` elements.
+    pub fn check_len(&self, claimed: u64, min_bits_each: u64) -> Result<usize, DecodeError> {
+        let remaining = self.remaining_bits();
+        let fits = claimed
+            .checked_mul(min_bits_each.max(1))
+            .is_some_and(|needed| needed <= remaining);
+        match usize::try_from(claimed) {
+            Ok(len) if fits => Ok(len),
+            _ => Err(DecodeError::LengthTooLarge {
+                bit_offset: self.pos,
+                claimed,
+                remaining_bits: remaining,
+            }),
+        }
+    }
+
+    /// Checks that what is left of the input is only zero padding to the
+    /// next byte boundary (as [`BitWriter::finish`] writes it).
+    pub fn expect_end(&mut self) -> Result<(), DecodeError> {
+        let end = self.pos;
+        let remaining = self.remaining_bits();
+        if remaining >= 8 || self.read_bits(remaining as u32)? != 0 {
+            return Err(DecodeError::TrailingData {
+                bit_offset: end,
+                remaining_bits: remaining,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// How many elements to reserve up front for a collection of `len`
+/// elements read from the wire (`len` already checked against the input):
+/// at most 64 KiB worth, so a short input that names a type with large
+/// elements cannot make the decoder reserve gigabytes before decoding a single
+/// one. Beyond that the collection grows as elements actually decode.
+pub(crate) fn prealloc<T>(len: usize) -> usize {
+    const LIMIT_BYTES: usize = 64 * 1024;
+    len.min(LIMIT_BYTES / core::mem::size_of::<T>().max(1))
+}

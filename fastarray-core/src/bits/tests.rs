@@ -1,0 +1,225 @@
+//! Tests of the bit writer, reader and codes.
+
+use super::*;
+use crate::error::{DecodeError, EncodeError};
+
+fn varint_bits(v: u64) -> u64 {
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    w.write_varint(v);
+    w.bits_written()
+}
+
+#[test]
+fn varint_sizes_match_the_table() {
+    let expect = [
+        (0, 1),
+        (1, 4),
+        (2, 4),
+        (3, 5),
+        (6, 5),
+        (7, 8),
+        (14, 8),
+        (63, 11),
+        (126, 11),
+        (1000, 16),
+        (10_000, 20),
+        (u64::MAX, 77),
+    ];
+    for (v, bits) in expect {
+        assert_eq!(varint_bits(v), bits, "varint({v})");
+    }
+}
+
+#[test]
+fn gamma_sizes_match_the_table() {
+    for (v, bits) in [
+        (0u64, 1u64),
+        (1, 3),
+        (2, 3),
+        (3, 5),
+        (1000, 19),
+        (u64::MAX, 129),
+    ] {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.write_gamma(v);
+        assert_eq!(w.bits_written(), bits, "gamma({v})");
+    }
+}
+
+#[test]
+fn extreme_varints_round_trip() {
+    for v in [
+        0,
+        1,
+        2,
+        127,
+        128,
+        u64::from(u32::MAX),
+        u64::MAX - 1,
+        u64::MAX,
+    ] {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.write_varint(v);
+        w.write_gamma(v);
+        w.write_varint_signed(v as i64);
+        w.finish();
+        let mut r = BitReader::new(&out);
+        assert_eq!(r.read_varint(), Ok(v));
+        assert_eq!(r.read_gamma(), Ok(v));
+        assert_eq!(r.read_varint_signed(), Ok(v as i64));
+        assert_eq!(r.expect_end(), Ok(()));
+    }
+}
+
+#[test]
+fn overlong_prefixes_are_rejected() {
+    // Seven zero bits cannot start an Elias-delta code of a u64.
+    let mut r = BitReader::new(&[0x00, 0xff]);
+    assert_eq!(
+        r.read_varint(),
+        Err(DecodeError::VarintOverlong { bit_offset: 0 })
+    );
+    // 64 zeros may still start the code of u64::MAX: the input ended.
+    let mut r = BitReader::new(&[0u8; 8]);
+    assert!(matches!(
+        r.read_gamma(),
+        Err(DecodeError::UnexpectedEnd { .. })
+    ));
+    // 65 zeros cannot start an Elias-gamma code of a u64.
+    let bytes = [0u8; 9];
+    let mut r = BitReader::new(&bytes);
+    assert_eq!(
+        r.read_gamma(),
+        Err(DecodeError::VarintOverlong { bit_offset: 0 })
+    );
+}
+
+#[test]
+fn varint_just_past_u64_is_out_of_range() {
+    // Elias-gamma of 2^64 + 1: 64 zeros, a one, then 64 bits equal to 1.
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    w.write_bits(0, 64);
+    w.write_bool(true);
+    w.write_bits(1, 64);
+    w.finish();
+    assert_eq!(
+        BitReader::new(&out).read_gamma(),
+        Err(DecodeError::VarintOutOfRange {
+            bit_offset: 0,
+            target: "u64"
+        })
+    );
+}
+
+#[test]
+fn checked_bits_refuse_values_that_do_not_fit() {
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    assert_eq!(w.write_bits_checked(7, 3), Ok(()));
+    assert_eq!(
+        w.write_bits_checked(8, 3),
+        Err(EncodeError::ValueOutOfRange { value: 8, bits: 3 })
+    );
+    assert_eq!(w.bits_written(), 3);
+}
+
+#[test]
+fn reads_past_the_end_fail_without_consuming() {
+    let mut r = BitReader::new(&[0xab]);
+    assert_eq!(r.read_bits(4), Ok(0xb));
+    assert_eq!(
+        r.read_bits(5),
+        Err(DecodeError::UnexpectedEnd {
+            bit_offset: 4,
+            wanted: 5
+        })
+    );
+    assert_eq!(r.read_bits(4), Ok(0xa));
+    assert_eq!(r.remaining_bits(), 0);
+}
+
+#[test]
+fn unaligned_bytes_round_trip() {
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    w.write_bool(true);
+    w.write_bytes(b"hey");
+    assert_eq!(w.finish(), 25);
+    let mut r = BitReader::new(&out);
+    assert_eq!(r.read_bool(), Ok(true));
+    let mut s = Vec::new();
+    r.read_bytes_into(3, &mut s).unwrap();
+    assert_eq!(s, b"hey");
+    assert_eq!(r.expect_end(), Ok(()));
+}
+
+#[test]
+fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
+    fn enter(reader: &mut BitReader<'_>, levels: u32) -> Result<(), DecodeError> {
+        let mut nested = reader.nest()?;
+        if levels > 1 {
+            enter(&mut nested, levels - 1)?;
+        }
+        Ok(())
+    }
+    let mut r = BitReader::new(&[0xff]);
+    assert_eq!(r.read_bits(3), Ok(7));
+    assert_eq!(enter(&mut r, MAX_DEPTH), Ok(()));
+    assert_eq!(r.depth, 0);
+    assert_eq!(
+        enter(&mut r, MAX_DEPTH + 1),
+        Err(DecodeError::TooDeep {
+            bit_offset: 3,
+            limit: MAX_DEPTH
+        })
+    );
+    assert_eq!(r.depth, 0, "left on the error path too");
+
+    fn write(writer: &mut BitWriter<'_>, levels: u32) -> Result<(), EncodeError> {
+        let mut nested = writer.nest()?;
+        nested.write_bool(true);
+        if levels > 1 {
+            write(&mut nested, levels - 1)?;
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    assert_eq!(write(&mut w, MAX_DEPTH), Ok(()));
+    assert_eq!(
+        write(&mut w, MAX_DEPTH + 1),
+        Err(EncodeError::TooDeep { limit: MAX_DEPTH })
+    );
+    assert_eq!(w.depth, 0);
+    assert_eq!(w.bits_written(), 2 * u64::from(MAX_DEPTH));
+}
+
+#[test]
+fn zigzag_orders_by_magnitude() {
+    let mapped: Vec<u64> = [0i64, -1, 1, -2, 2, i64::MIN, i64::MAX]
+        .iter()
+        .map(|&v| zigzag_encode(v))
+        .collect();
+    assert_eq!(mapped, [0, 1, 2, 3, 4, u64::MAX, u64::MAX - 1]);
+    for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+        assert_eq!(zigzag_decode(zigzag_encode(v)), v);
+    }
+}
+
+#[test]
+fn size_functions_agree_with_the_writer() {
+    for v in [0u64, 1, 2, 3, 7, 100, 5000, 10_000, 1 << 40, u64::MAX] {
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.write_varint(v);
+        assert_eq!(w.bits_written(), varint_bits(v), "varint {v}");
+        let mut out = Vec::new();
+        let mut w = BitWriter::new(&mut out);
+        w.write_gamma(v);
+        assert_eq!(w.bits_written(), gamma_bits(v), "gamma {v}");
+    }
+}

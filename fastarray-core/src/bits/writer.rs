@@ -1,0 +1,206 @@
+//! [`BitWriter`]: bits out, least significant first, through a 64-bit
+//! accumulator.
+
+use super::depth::{MAX_DEPTH, NestedWriter};
+use super::zigzag_encode;
+use crate::error::EncodeError;
+
+/// Writes bits, least significant bit first, appending to a caller's `Vec<u8>`.
+///
+/// Bits gather in a 64-bit accumulator that is flushed to the vector eight
+/// bytes at a time; the last partial byte is zero-padded when the writer is
+/// [finished](BitWriter::finish) or dropped. Several encoders can share one
+/// writer, so several arrays can share one packet without byte alignment
+/// between them.
+///
+/// Derived types count how deeply their values nest on the writer and
+/// refuse to write past [`MAX_DEPTH`] levels ([`EncodeError::TooDeep`]).
+///
+/// ```
+/// use fastarray_core::{BitReader, BitWriter};
+///
+/// let mut bytes = Vec::new();
+/// let mut w = BitWriter::new(&mut bytes);
+/// w.write_bool(true);
+/// w.write_bits(5, 3);
+/// w.write_varint(1000);
+/// assert_eq!(w.bits_written(), 1 + 3 + 16);
+/// w.finish();
+///
+/// let mut r = BitReader::new(&bytes);
+/// assert_eq!(r.read_bool(), Ok(true));
+/// assert_eq!(r.read_bits(3), Ok(5));
+/// assert_eq!(r.read_varint(), Ok(1000));
+/// ```
+pub struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    /// Bits not yet flushed, least significant first.
+    acc: u64,
+    /// How many bits of `acc` are in use (always < 64).
+    used: u32,
+    bits: u64,
+    /// Derived values being written, one inside the other.
+    pub(super) depth: u32,
+}
+
+impl<'a> BitWriter<'a> {
+    /// A writer that appends to `out` (existing bytes are kept).
+    pub fn new(out: &'a mut Vec<u8>) -> Self {
+        Self {
+            out,
+            acc: 0,
+            used: 0,
+            bits: 0,
+            depth: 0,
+        }
+    }
+
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `encode` and `encode_fields`, writing through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedWriter<'_, 'a>, EncodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
+        }
+        self.depth += 1;
+        Ok(NestedWriter { writer: self })
+    }
+
+    /// Bits written so far by this writer.
+    #[inline]
+    pub fn bits_written(&self) -> u64 {
+        self.bits
+    }
+
+    /// Writes one bit.
+    #[inline]
+    pub fn write_bool(&mut self, bit: bool) {
+        self.write_bits(u64::from(bit), 1);
+    }
+
+    /// Writes the low `count` bits of `value` (`count` ≤ 64). Higher bits of
+    /// `value` are ignored; use [`write_bits_checked`](Self::write_bits_checked)
+    /// when they must be zero.
+    #[inline]
+    pub fn write_bits(&mut self, value: u64, count: u32) {
+        debug_assert!(count <= 64);
+        if count == 0 {
+            return;
+        }
+        let value = if count >= 64 {
+            value
+        } else {
+            value & ((1u64 << count) - 1)
+        };
+        self.bits += u64::from(count);
+        self.acc |= value << self.used;
+        let free = 64 - self.used;
+        if count < free {
+            self.used += count;
+        } else {
+            self.out.extend_from_slice(&self.acc.to_le_bytes());
+            // The bits of `value` that did not fit.
+            self.acc = value.checked_shr(free).unwrap_or(0);
+            self.used = count - free;
+        }
+    }
+    /// Writes `value` in `count` bits, or reports that it does not fit.
+    pub fn write_bits_checked(&mut self, value: u64, count: u32) -> Result<(), EncodeError> {
+        if count < 64 && value >> count != 0 {
+            return Err(EncodeError::ValueOutOfRange {
+                value: i128::from(value),
+                bits: count,
+            });
+        }
+        self.write_bits(value, count);
+        Ok(())
+    }
+
+    /// Writes `value` as an Elias-delta code of `value + 1` (see the module docs).
+    pub fn write_varint(&mut self, value: u64) {
+        let x = u128::from(value) + 1;
+        let n = 128 - x.leading_zeros(); // 1..=65 significant bits
+        let len_bits = 32 - n.leading_zeros(); // 1..=7 bits to write `n`
+        self.write_bits(0, len_bits - 1);
+        self.write_bool(true);
+        self.write_bits(u64::from(n), len_bits - 1);
+        self.write_wide_low_bits(x, n - 1);
+    }
+
+    /// Writes `value` as an Elias-gamma code of `value + 1` (see the module docs).
+    pub fn write_gamma(&mut self, value: u64) {
+        if value < 1 << 31 {
+            // The whole code fits in one word: `n − 1` zeros, the leading
+            // one, then the `n − 1` bits below it.
+            let x = value + 1;
+            let n = 64 - x.leading_zeros();
+            let low = x & ((1 << (n - 1)) - 1);
+            self.write_bits(1 << (n - 1) | low << n, 2 * n - 1);
+            return;
+        }
+        let x = u128::from(value) + 1;
+        let n = 128 - x.leading_zeros(); // 1..=65
+        self.write_zeros(n - 1);
+        self.write_bool(true);
+        self.write_wide_low_bits(x, n - 1);
+    }
+
+    /// Writes a signed value as a zig-zag mapped [varint](Self::write_varint).
+    pub fn write_varint_signed(&mut self, value: i64) {
+        self.write_varint(zigzag_encode(value));
+    }
+
+    /// Writes whole bytes (8 bits each, no alignment needed).
+    pub fn write_bytes(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.write_bits(u64::from_le_bytes(word), 64);
+        }
+        for &byte in chunks.remainder() {
+            self.write_bits(u64::from(byte), 8);
+        }
+    }
+
+    /// Pads the last byte with zero bits and returns the number of bits
+    /// written (padding excluded). Dropping the writer pads the same way.
+    pub fn finish(mut self) -> u64 {
+        self.flush();
+        self.bits
+    }
+
+    /// Writes out the accumulator's bits, the last byte zero-padded.
+    fn flush(&mut self) {
+        let bytes = self.used.div_ceil(8) as usize;
+        self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
+        self.acc = 0;
+        self.used = 0;
+    }
+
+    fn write_zeros(&mut self, mut count: u32) {
+        while count > 0 {
+            let step = count.min(64);
+            self.write_bits(0, step);
+            count -= step;
+        }
+    }
+
+    fn write_wide_low_bits(&mut self, x: u128, count: u32) {
+        // `count` is at most 64; the bit above it is the implicit leading one.
+        let low = if count == 64 {
+            x as u64
+        } else {
+            (x as u64) & ((1u64 << count) - 1)
+        };
+        self.write_bits(low, count);
+    }
+}
+
+impl Drop for BitWriter<'_> {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
