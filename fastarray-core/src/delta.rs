@@ -11,12 +11,12 @@ use crate::encode_cache::{EncodeCache, Payload, Span};
 use crate::error::SendError;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::id_list::{IdWriter, ListSize};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::{Holding, RecordEntry, SendState, Work};
 use crate::sender::Sender;
 use crate::shared::SharedMessage;
+use crate::wire::id_list::{IdWriter, ListSize};
 use crate::wire::{self, MessageKind};
 
 /// What one [`write_delta`](FastArray::write_delta) wrote. The counts
@@ -473,7 +473,7 @@ impl<T: Replicate> FastArray<T> {
         nested: &[u8],
     ) {
         MessageKind::Delta.write(writer);
-        wire::write_frame(writer, self.frame, acked);
+        wire::frame::write_frame(writer, self.frame, acked);
         let mut ids = IdWriter::start(writer, removals.iter().map(|&(id, _)| id));
         for &(id, _) in removals {
             ids.write(writer, id);
@@ -602,7 +602,7 @@ impl<T: Replicate> FastArray<T> {
         let mut fill = budget.map(|budget| Fill {
             budget: budget.bits,
             alone_budget: budget.alone,
-            header: 2 + wire::frame_bits(self.frame, conn.acked_frame),
+            header: 2 + wire::frame::frame_bits(self.frame, conn.acked_frame),
             removals: ListSize::default(),
             items: ListSize::default(),
             entries: 0,
@@ -849,7 +849,7 @@ impl<T: Replicate> FastArray<T> {
                             return Ok(());
                         }
                     }
-                    wire::write_field_set(w, mask, T::FIELD_COUNT);
+                    wire::field_set::write_field_set(w, mask, T::FIELD_COUNT);
                     value.encode_fields(mask, w)
                 }
                 _ => value.encode(w),

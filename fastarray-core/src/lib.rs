@@ -30,7 +30,6 @@ mod error;
 mod handshake;
 mod history;
 mod id;
-mod id_list;
 mod mask;
 mod object;
 mod receive;

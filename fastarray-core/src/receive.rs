@@ -14,10 +14,10 @@ use crate::array::FastArray;
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
-use crate::id_list::IdReader;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::tombstones::Tombstones;
+use crate::wire::id_list::IdReader;
 use crate::wire::{self, MessageKind, WINDOW};
 
 /// Events of applying a delta, called in Unreal's order: every
@@ -226,7 +226,7 @@ impl<T: Replicate> FastArray<T> {
         }
         let state = self.mirror.as_deref();
         let newest = state.and_then(|state| state.newest);
-        let frame = wire::FrameField::read(reader)?.resolve(newest)?;
+        let frame = wire::frame::FrameField::read(reader)?.resolve(newest)?;
         decoded.frame = Some(frame);
         decoded.stale = newest.is_some_and(|newest| frame.saturating_add(WINDOW) <= newest)
             || state
@@ -242,7 +242,7 @@ impl<T: Replicate> FastArray<T> {
     /// mirror, and a short frame needs no reference.
     pub(crate) fn skip_delta(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
         if read_kind(reader)? {
-            wire::FrameField::read(reader)?;
+            wire::frame::FrameField::read(reader)?;
             Self::read_body(reader, None)?;
         }
         Ok(())
@@ -296,7 +296,7 @@ impl<T: Replicate> FastArray<T> {
             } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
                 Entry::Arrays
             } else {
-                let mask = wire::read_field_set(reader, T::FIELD_COUNT)?;
+                let mask = wire::field_set::read_field_set(reader, T::FIELD_COUNT)?;
                 Entry::Fields(mask, T::decode_fields(mask, reader)?)
             };
             let (Some(mirror), Some(decoded)) = (mirror, into.as_deref_mut()) else {

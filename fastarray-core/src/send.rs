@@ -586,7 +586,7 @@ impl SendState {
             && self.known == self.view.len()
             && self.view.len() == live_before
             && self.nested.is_empty()
-            && crate::wire::short_frame(frame, self.acked_frame)
+            && crate::wire::frame::short_frame(frame, self.acked_frame)
     }
 
     /// Treats packets that are a whole window old as lost: the mirror

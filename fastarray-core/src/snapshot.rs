@@ -177,7 +177,7 @@ impl<T: Replicate> FastArray<T> {
         let mut next = 0u64;
         for pos in order {
             let slot = &self.slots[pos];
-            wire::write_id(writer, slot.id, &mut next);
+            wire::id_list::write_id(writer, slot.id, &mut next);
             let mut result = slot.value.encode(writer);
             slot.value.for_each_array(&mut |array| {
                 if result.is_ok() {
@@ -213,7 +213,7 @@ impl<T: Replicate> FastArray<T> {
 
     /// Reads what [`encode_snapshot_body`](Self::encode_snapshot_body) wrote.
     pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let frame = wire::read_long_frame(reader)?;
+        let frame = wire::frame::read_long_frame(reader)?;
         let claimed = reader.read_varint()?;
         // Each item costs at least a one-bit id gap plus its fields, and
         // two bits (frame and count) per array field.
@@ -223,7 +223,7 @@ impl<T: Replicate> FastArray<T> {
         array.receive_from_snapshot(frame);
         let mut next = 0u64;
         for _ in 0..count {
-            let id = wire::read_id(reader, &mut next)?;
+            let id = wire::id_list::read_id(reader, &mut next)?;
             let mut value = T::decode(reader)?;
             let mut result = Ok(());
             value.for_each_array_mut(&mut |array| {

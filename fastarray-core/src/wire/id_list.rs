@@ -263,6 +263,29 @@ impl IdReader {
     }
 }
 
+/// Writes an id of a snapshot's ascending list as the gap after the
+/// previous one, an Elias-delta varint
+/// (`next` is the previous id plus one, or zero before the first).
+pub(crate) fn write_id(writer: &mut BitWriter<'_>, id: ReplicationId, next: &mut u64) {
+    writer.write_varint(id.to_raw() - *next);
+    *next = id.to_raw() + 1;
+}
+
+/// Reads an id written by [`write_id`].
+pub(crate) fn read_id(
+    reader: &mut BitReader<'_>,
+    next: &mut u64,
+) -> Result<ReplicationId, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let raw = next
+        .checked_add(reader.read_varint()?)
+        .ok_or(DecodeError::IdOverflow { bit_offset })?;
+    *next = raw
+        .checked_add(1)
+        .ok_or(DecodeError::IdOverflow { bit_offset })?;
+    Ok(ReplicationId::from_raw(raw))
+}
+
 /// The bits an id list will take at most, kept exact while ids are added
 /// in any order (a budgeted write picks items by priority, not by id): its
 /// count, the one bit of the Elias-delta code and every gap as a varint.
