@@ -153,7 +153,7 @@ fn squads_come_and_go_with_their_members() {
     assert_eq!(client, server);
     assert!(conn.is_settled());
     // One send state per squad the client holds, none for the removed one.
-    assert_eq!(conn.nested_arrays(), server.len());
+    assert_eq!(conn.inner_arrays(), server.len());
     assert_eq!(conn.client_items(), server.len());
 }
 
@@ -343,7 +343,7 @@ fn an_item_removed_after_a_failed_write_leaves_no_state() {
     let mut bytes = Vec::new();
     server.write_delta(&mut conn, 0, &mut bytes).unwrap();
     assert_eq!(bytes, [0], "nothing to send");
-    assert_eq!(conn.nested_arrays(), 0);
+    assert_eq!(conn.inner_arrays(), 0);
     assert!(conn.is_settled());
 }
 

@@ -1,19 +1,25 @@
-//! [`FastArray`]: items stored contiguously, found by id, with change
-//! capture through a mutation guard.
+//! [`FastArray`]: the whole public surface of a replicated array, each
+//! method delegating to the part that owns its rules — the items
+//! (`store`), the sending side (`send`) and the receiving side (`receive`).
 
-use core::cmp::Ordering as Order;
+use core::cmp::Ordering;
 use core::fmt;
-use core::ops::{Deref, DerefMut};
-use core::sync::atomic::{AtomicU64, Ordering};
 
-use hashbrown::HashMap;
-
+use crate::bits::{BitReader, BitWriter};
 use crate::changeset::Changeset;
+use crate::error::{DecodeError, EncodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::receive::MirrorState;
+use crate::inner::{InnerArray, InnerDelta, Lineage};
+use crate::receive::decode::{Decoded, skip_delta};
+use crate::receive::events::{ApplyReport, Callbacks};
+use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
-use crate::sender::Sender;
+use crate::send::sender::Sender;
+use crate::send::state::SendState;
+use crate::send::stats::{Budget, DeltaStats};
+use crate::snapshot;
+use crate::store::{ItemMut, Store};
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
@@ -31,6 +37,9 @@ use crate::sender::Sender;
 /// replicated field equal is not a change and bumps no key. Order is not
 /// replicated: [`swap`], [`sort_by`] and the slot moves done by [`remove`]
 /// never count as changes.
+///
+/// The same type is the client's mirror: [`apply_delta`] and
+/// [`from_snapshot`] follow a server's array.
 ///
 /// ```
 /// use fastarray_core::{FastArray, FieldMask};
@@ -61,90 +70,25 @@ use crate::sender::Sender;
 /// [`sort_by`]: FastArray::sort_by
 /// [`commit`]: FastArray::commit
 /// [`len`]: FastArray::len
+/// [`apply_delta`]: FastArray::apply_delta
+/// [`from_snapshot`]: FastArray::from_snapshot
 pub struct FastArray<T> {
-    /// Which array this is: a number no other array created in this
-    /// process has, a clone included. With `frame` and `cloned_from`, it
-    /// tells an array inside an item that was replaced wholesale from one
-    /// that was edited.
-    origin: u64,
-    /// For a clone: the origin and frame of the array it was cloned from.
-    cloned_from: Option<(u64, u64)>,
-    pub(crate) slots: Vec<Slot<T>>,
-    pub(crate) index: HashMap<ReplicationId, usize>,
-    next_id: u64,
-    array_key: ReplicationKey,
-    pub(crate) frame: u64,
-    work: FrameWork<T>,
+    /// The items, and what this frame did to them.
+    store: Store<T>,
     /// Sending side: the history ring and the writer's caches, from the
     /// first commit or write on.
     sender: Option<Box<Sender>>,
     /// Receiving side: newest frame applied and tombstones, from the first
     /// message applied on.
-    pub(crate) mirror: Option<Box<MirrorState>>,
+    mirror: Option<Box<Mirror>>,
 }
 
-#[derive(Clone)]
-pub(crate) struct Slot<T> {
-    pub(crate) id: ReplicationId,
-    pub(crate) key: ReplicationKey,
-    /// Server only: the frame that added the item or last bumped its key.
-    pub(crate) changed: u64,
-    state: SlotState,
-    /// Mirror only: per replicated field, the frame of the newest value
-    /// applied to it (a delta entry or snapshot). `None` on a server.
-    pub(crate) field_frames: Option<Box<[u64]>>,
-    pub(crate) value: T,
-}
-
-/// What this frame has done to a slot so far.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SlotState {
-    /// Not touched since the last commit.
-    Clean,
-    /// Pushed since the last commit (no pre-image needed).
-    Added,
-    /// Written through a guard; its pre-image is in `FrameWork::touched`.
-    Touched,
-}
-
-/// This frame's uncommitted work: what `commit` has to look at.
-#[derive(Clone)]
-struct FrameWork<T> {
-    added: Vec<ReplicationId>,
-    removed: Vec<ReplicationId>,
-    touched: Vec<(ReplicationId, T)>,
-}
-
-impl<T> Default for FrameWork<T> {
-    fn default() -> Self {
-        Self {
-            added: Vec::new(),
-            removed: Vec::new(),
-            touched: Vec::new(),
-        }
-    }
-}
-
-/// A number no array created before had.
-fn next_origin() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-/// A copy with an identity of its own, which remembers where it came from:
-/// written back in place of its source in the same frame, it is an edit of
-/// that array (see `check_lineage`).
+/// A copy of the items and of the history (a clone of an array inside an
+/// item, written back in its place in the same frame, is an edit of it).
 impl<T: Clone> Clone for FastArray<T> {
     fn clone(&self) -> Self {
         Self {
-            origin: next_origin(),
-            cloned_from: Some((self.origin, self.frame)),
-            slots: self.slots.clone(),
-            index: self.index.clone(),
-            next_id: self.next_id,
-            array_key: self.array_key,
-            frame: self.frame,
-            work: self.work.clone(),
+            store: self.store.clone(),
             sender: self.sender.as_ref().map(|s| Box::new(s.for_clone())),
             mirror: self.mirror.clone(),
         }
@@ -165,15 +109,12 @@ impl<T> FastArray<T> {
 
     /// An empty array with room for `capacity` items.
     pub fn with_capacity(capacity: usize) -> Self {
+        Self::from_store(Store::with_capacity(capacity))
+    }
+
+    fn from_store(store: Store<T>) -> Self {
         Self {
-            origin: next_origin(),
-            cloned_from: None,
-            slots: Vec::with_capacity(capacity),
-            index: HashMap::with_capacity(capacity),
-            next_id: 0,
-            array_key: ReplicationKey::default(),
-            frame: 0,
-            work: FrameWork::default(),
+            store,
             sender: None,
             mirror: None,
         }
@@ -182,13 +123,13 @@ impl<T> FastArray<T> {
     /// Number of items.
     #[inline]
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.store.len()
     }
 
     /// Whether there are no items.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.store.len() == 0
     }
 
     /// Adds an item at the end and returns its new id.
@@ -196,119 +137,100 @@ impl<T> FastArray<T> {
     /// # Panics
     /// After 2⁶⁴ pushes to one array, because ids are never reused.
     pub fn push(&mut self, value: T) -> ReplicationId {
-        let id = ReplicationId::from_raw(self.next_id);
-        self.next_id = self
-            .next_id
-            .checked_add(1)
-            .expect("replication ids exhausted: 2^64 items pushed to one array");
-        self.insert_slot(id, ReplicationKey::default(), SlotState::Added, value);
-        self.work.added.push(id);
-        id
+        self.store.push(value)
     }
 
     /// The item with this id.
     #[inline]
     pub fn get(&self, id: ReplicationId) -> Option<&T> {
-        self.index.get(&id).map(|&pos| &self.slots[pos].value)
+        self.store.get(id)
     }
 
     /// Whether an item has this id.
     #[inline]
     pub fn contains(&self, id: ReplicationId) -> bool {
-        self.index.contains_key(&id)
+        self.store.position(id).is_some()
     }
 
     /// The item's version: bumped by each commit that found it changed.
     pub fn key(&self, id: ReplicationId) -> Option<ReplicationKey> {
-        self.index.get(&id).map(|&pos| self.slots[pos].key)
+        Some(self.store.slot(self.store.position(id)?).key)
     }
 
     /// The array's version: bumped by each commit that found any add,
     /// remove or change.
     pub fn array_key(&self) -> ReplicationKey {
-        self.array_key
+        self.store.array_key()
     }
 
     /// Number of commits so far (the frame the last [`commit`](Self::commit) ended).
     pub fn frame(&self) -> u64 {
-        self.frame
+        self.store.frame()
     }
 
     /// The changeset of the last commit (empty before the first).
     pub fn last_changeset(&self) -> &Changeset {
         static NONE: Changeset = Changeset::EMPTY;
-        self.history().and_then(History::newest).unwrap_or(&NONE)
+        let history = self.sender.as_deref().map(|sender| &sender.history);
+        history.and_then(History::newest).unwrap_or(&NONE)
     }
 
     /// Whether anything was pushed, removed or written through a guard
     /// since the last commit (writes that restored equal values included).
     pub fn has_uncommitted_work(&self) -> bool {
-        !(self.work.added.is_empty()
-            && self.work.removed.is_empty()
-            && self.work.touched.is_empty())
+        self.store.has_uncommitted_work()
     }
 
     /// Removes the item and returns it. O(1): the last item moves into its
     /// place, like [`Vec::swap_remove`] (positions are not replicated; use
     /// [`retain`](Self::retain) to remove while keeping the order).
     pub fn remove(&mut self, id: ReplicationId) -> Option<T> {
-        let slot = self.take_slot(id)?;
-        if slot.state != SlotState::Added {
-            self.work.removed.push(id);
-        }
-        Some(slot.value)
+        self.store.remove(id)
     }
 
     /// Keeps the items for which `keep(id, &item)` is true, in order, and
     /// removes the rest. O(len).
-    pub fn retain(&mut self, mut keep: impl FnMut(ReplicationId, &T) -> bool) {
-        let removed = &mut self.work.removed;
-        let before = self.slots.len();
-        self.slots.retain(|slot| {
-            let kept = keep(slot.id, &slot.value);
-            if !kept && slot.state != SlotState::Added {
-                removed.push(slot.id);
-            }
-            kept
-        });
-        if self.slots.len() != before {
-            self.reindex();
-        }
+    pub fn retain(&mut self, keep: impl FnMut(ReplicationId, &T) -> bool) {
+        self.store.retain(keep);
     }
 
     /// Removes every item.
     pub fn clear(&mut self) {
-        self.retain(|_, _| false);
+        self.store.retain(|_, _| false);
     }
 
     /// Exchanges the positions of two items. Returns `false` (and does
     /// nothing) if either id is absent. Never a change.
     pub fn swap(&mut self, a: ReplicationId, b: ReplicationId) -> bool {
-        let (Some(&pa), Some(&pb)) = (self.index.get(&a), self.index.get(&b)) else {
-            return false;
-        };
-        self.slots.swap(pa, pb);
-        self.index.insert(a, pb);
-        self.index.insert(b, pa);
-        true
+        self.store.swap(a, b)
     }
 
     /// Sorts the items with a comparator (stable). Never a change.
-    pub fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Order) {
-        self.slots.sort_by(|x, y| compare(&x.value, &y.value));
-        self.reindex();
+    pub fn sort_by(&mut self, compare: impl FnMut(&T, &T) -> Ordering) {
+        self.store.sort_by(compare);
     }
 
     /// The items in their current order, with their ids.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (ReplicationId, &T)> + '_ {
-        self.slots.iter().map(|slot| (slot.id, &slot.value))
+        self.store.slots().iter().map(|slot| (slot.id, &slot.value))
     }
 
     /// The ids in the items' current order.
     pub fn ids(&self) -> impl ExactSizeIterator<Item = ReplicationId> + '_ {
-        self.slots.iter().map(|slot| slot.id)
+        self.store.slots().iter().map(|slot| slot.id)
     }
 
+    /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
+    pub(crate) fn get_mut_with(
+        &mut self,
+        id: ReplicationId,
+        capture: fn(&T) -> T,
+    ) -> Option<ItemMut<'_, T>> {
+        self.store.get_mut_with(id, capture)
+    }
+}
+
+impl<T: Replicate> FastArray<T> {
     /// The item with this id, behind a guard that records its pre-image the
     /// first time it is written this frame (reads through the guard cost
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
@@ -323,24 +245,10 @@ impl<T> FastArray<T> {
     /// the array written back in the same frame is an edit.
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
-        T: Replicate + Clone,
+        T: Clone,
     {
-        self.get_mut_with(id, |value| {
+        self.store.get_mut_with(id, |value| {
             value.pre_image().unwrap_or_else(|| value.clone())
-        })
-    }
-
-    /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
-    pub(crate) fn get_mut_with(
-        &mut self,
-        id: ReplicationId,
-        capture: fn(&T) -> T,
-    ) -> Option<ItemMut<'_, T>> {
-        let pos = *self.index.get(&id)?;
-        Some(ItemMut {
-            slot: &mut self.slots[pos],
-            touched: &mut self.work.touched,
-            capture,
         })
     }
 
@@ -357,110 +265,364 @@ impl<T> FastArray<T> {
     /// If an `#[replicate(array)]` field of an item written through a guard
     /// this frame was replaced by another `FastArray` (see
     /// [`get_mut`](Self::get_mut)): mirrors could not follow it.
-    pub fn commit(&mut self) -> &Changeset
-    where
-        T: Replicate,
-    {
-        self.frame += 1;
-        let frame = self.frame;
-        let mut changes = self.sender().history.next_slot(frame);
-        for id in self.work.added.drain(..) {
-            if let Some(&pos) = self.index.get(&id) {
-                let slot = &mut self.slots[pos];
-                slot.state = SlotState::Clean;
-                slot.changed = frame;
-                commit_arrays(&mut slot.value);
-                changes.added.push(id);
-            }
-        }
-        for (id, before) in self.work.touched.drain(..) {
-            if let Some(&pos) = self.index.get(&id) {
-                let slot = &mut self.slots[pos];
-                slot.state = SlotState::Clean;
-                if T::ARRAY_FIELDS > 0 {
-                    check_lineage(id, &slot.value, &before);
-                }
-                let mask = slot.value.diff(&before);
-                let arrays = commit_arrays(&mut slot.value);
-                if !mask.is_empty() || arrays {
-                    slot.key = slot.key.next();
-                    slot.changed = frame;
-                }
-                if !mask.is_empty() {
-                    changes.changed.push((id, mask));
-                }
-                if arrays {
-                    changes.arrays_changed.push(id);
-                }
-            }
-        }
-        changes.removed.append(&mut self.work.removed);
-        // Pushes happen in id order, so `added` is already sorted.
-        changes.removed.sort_unstable();
-        changes.changed.sort_unstable_by_key(|&(id, _)| id);
-        changes.arrays_changed.sort_unstable();
-        if !changes.is_empty() {
-            self.array_key = self.array_key.next();
-        }
-        self.sender().history.push(changes);
+    pub fn commit(&mut self) -> &Changeset {
+        let sender = self.sender.get_or_insert_with(Box::default);
+        self.store.commit(&mut sender.history);
         self.last_changeset()
     }
 
-    /// Puts a new item with a server-assigned id into a mirror, its fields
-    /// applied at `frame`. Mirrors do not record changes of their own.
-    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, frame: u64, value: T)
-    where
-        T: Replicate,
-    {
-        debug_assert!(!self.index.contains_key(&id));
-        self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
-        self.insert_slot(id, ReplicationKey::default(), SlotState::Clean, value);
-        if let Some(slot) = self.slots.last_mut() {
-            slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
+    /// Appends to `out` the delta that brings `conn`'s client up to date,
+    /// and records that packet `packet` carries it. A message with nothing
+    /// to send is one byte (one bit, padded).
+    ///
+    /// Call it after [`commit`](Self::commit), once per connection per tick;
+    /// then report the packet's fate with [`SendState::on_ack`] or
+    /// [`SendState::on_loss`]. On error nothing is written and nothing changes.
+    ///
+    /// Connections that are caught up (everything up to the last frame
+    /// written, every add acknowledged, nothing to repair) get the same
+    /// bits: the second of them in a frame writes the message and keeps it,
+    /// and the others copy it and record the packet without visiting each
+    /// changed item, so many clients cost little more than one
+    /// ([`DeltaStats::shared`] says which writes took it).
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16, team: u8 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let id = server.push(Unit { hp: 100, team: 1 });
+    /// server.commit();
+    /// let mut conn = SendState::new();
+    /// let mut client = FastArray::new();
+    ///
+    /// let mut packet = Vec::new();
+    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    ///
+    /// server.get_mut(id).unwrap().hp = 75;
+    /// server.commit();
+    /// packet.clear();
+    /// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    /// assert_eq!((stats.changed, stats.added), (1, 0)); // only `hp` is sent
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_delta(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_delta_bits(conn, packet, &mut BitWriter::new(out), None)
+    }
+
+    /// Like [`write_delta`](Self::write_delta), but the message takes at
+    /// most `max_bits` bits: removals first, then the items whose work has
+    /// waited longest (a lost packet's work keeps the place it had), as
+    /// many as fit. An item that does not fit waits, and smaller ones
+    /// behind it may still go, so every packet whose budget holds an item
+    /// carries one. The rest stays due for the next packet
+    /// ([`DeltaStats::deferred`]).
+    ///
+    /// An item with `#[replicate(array)]` fields shares what is left with
+    /// its arrays' deltas, which may take several packets; an entry whose
+    /// only purpose is to carry those deltas is written only if they carry
+    /// something. An item too large for the budget even alone stays due
+    /// and is reported in [`DeltaStats::oversized`] while the rest flows:
+    /// send it with a larger budget, or without one.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Player { name: String, hp: u8 }
+    ///
+    /// let mut server = FastArray::new();
+    /// for n in 0..10 {
+    ///     server.push(Player { name: format!("p{n}"), hp: 100 });
+    /// }
+    /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
+    /// server.commit();
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::new());
+    ///
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
+    /// assert_eq!((stats.added, stats.deferred), (10, 1));
+    /// let oversized = stats.oversized.unwrap();
+    /// assert_eq!(oversized.id, big);
+    /// assert!(oversized.bits > 16_000);
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert_eq!(client.len(), 10);
+    /// ```
+    pub fn write_delta_with_budget(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+        max_bits: u64,
+    ) -> Result<DeltaStats, SendError> {
+        let mut writer = BitWriter::new(out);
+        self.write_delta_bits(conn, packet, &mut writer, Some(max_bits))
+    }
+
+    /// [`write_delta`](Self::write_delta) into a shared bit stream (several
+    /// arrays can share one packet, unaligned), within `max_bits` if given
+    /// (as [`write_delta_with_budget`](Self::write_delta_with_budget)).
+    pub fn write_delta_bits(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_budgeted(conn, packet, writer, max_bits.map(Budget::of))
+    }
+
+    /// [`write_delta_bits`](Self::write_delta_bits) with a [`Budget`].
+    fn write_budgeted(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        let sender = self.sender.get_or_insert_with(Box::default);
+        sender.write(&mut self.store, conn, packet, writer, budget)
+    }
+
+    /// Applies a delta that fills all of `bytes` (up to zero padding) to
+    /// this mirror, calling `callbacks` for what changed. The whole message
+    /// is decoded and checked first: on error the mirror is unchanged.
+    ///
+    /// A mirror is a `FastArray` that only receives: ids come from the
+    /// server, and it should not be mutated locally.
+    pub fn apply_delta(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
+        let mut reader = BitReader::new(bytes);
+        let decoded = self.decode_delta(&mut reader)?;
+        reader.expect_end()?;
+        Ok(self.apply_decoded(decoded, callbacks))
+    }
+
+    /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
+    /// bit stream (several arrays can share one packet). On error the
+    /// mirror is unchanged.
+    pub fn apply_delta_bits(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
+        let decoded = self.decode_delta(reader)?;
+        Ok(self.apply_decoded(decoded, callbacks))
+    }
+
+    /// Decodes one delta and validates it against this mirror.
+    fn decode_delta(&self, reader: &mut BitReader<'_>) -> Result<Decoded<T>, DecodeError> {
+        match &self.mirror {
+            Some(mirror) => mirror.decode(&self.store, reader),
+            None => Mirror::default().decode(&self.store, reader),
         }
     }
 
-    /// Removes an item from a mirror without recording a change.
-    pub(crate) fn remove_replicated(&mut self, id: ReplicationId) -> Option<T> {
-        self.take_slot(id).map(|slot| slot.value)
+    /// Applies what [`decode_delta`](Self::decode_delta) returned.
+    fn apply_decoded(
+        &mut self,
+        decoded: Decoded<T>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> ApplyReport {
+        let mirror = self.mirror.get_or_insert_with(Box::default);
+        mirror.apply(&mut self.store, decoded, callbacks)
     }
 
-    /// Takes an item's slot out; the last slot moves into its place.
-    fn take_slot(&mut self, id: ReplicationId) -> Option<Slot<T>> {
-        let pos = self.index.remove(&id)?;
-        let slot = self.slots.swap_remove(pos);
-        if let Some(moved) = self.slots.get(pos) {
-            self.index.insert(moved.id, pos);
+    /// Appends a snapshot message of the whole array to `out` and returns
+    /// its size in bits (before the zero padding of its last byte). On
+    /// error `out` is left as it was.
+    ///
+    /// It holds the items' current values and the current
+    /// [`frame`](Self::frame); take it after [`commit`](Self::commit). To
+    /// start a connection from it, use
+    /// [`write_snapshot_for`](Self::write_snapshot_for).
+    ///
+    /// ```
+    /// use fastarray_core::FastArray;
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Tag(u8);
+    ///
+    /// let mut server = FastArray::new();
+    /// for n in 0..3 {
+    ///     server.push(Tag(n));
+    /// }
+    /// server.commit();
+    /// let mut bytes = Vec::new();
+    /// let bits = server.write_snapshot(&mut bytes).unwrap();
+    /// // kind 2 + schema 64 + frame 4 + count 5 + 3 × (id gap 1 + 8)
+    /// assert_eq!(bits, 2 + 64 + 4 + 5 + 3 * 9);
+    /// let client = FastArray::<Tag>::from_snapshot(&bytes).unwrap();
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError> {
+        write_truncating(out, |writer| self.write_snapshot_bits(writer))
+    }
+
+    /// [`write_snapshot`](Self::write_snapshot) into a shared bit stream
+    /// (on error, the bits written so far stay).
+    pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        snapshot::write_header::<T>(writer);
+        snapshot::encode_body(&self.store, writer).map_err(|(_, error)| error)
+    }
+
+    /// Appends a snapshot of the whole array to `out` for a client that
+    /// joins, and makes `conn` the connection of a client that holds
+    /// exactly that snapshot: the next [`write_delta`](Self::write_delta)
+    /// for `conn` sends only what changes after it (removals of the
+    /// snapshot's items included), in short frames. Returns the snapshot's
+    /// size in bits.
+    ///
+    /// The client must apply the snapshot before any delta written after
+    /// it (send it reliably, or in the same packet first). Everything must
+    /// be committed. On error `out` and `conn` are left as they were.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let gone = server.push(Unit { hp: 1 });
+    /// let kept = server.push(Unit { hp: 2 });
+    /// server.commit();
+    ///
+    /// // A client joins: one snapshot, and a connection that knows it.
+    /// let mut conn = SendState::new();
+    /// let mut packet = Vec::new();
+    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+    /// let mut client = FastArray::<Unit>::from_snapshot(&packet).unwrap();
+    ///
+    /// server.remove(gone);
+    /// server.get_mut(kept).unwrap().hp = 3;
+    /// server.commit();
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// assert_eq!((stats.removed, stats.changed, stats.added), (1, 1, 0));
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert_eq!(client, server);
+    /// ```
+    pub fn write_snapshot_for(
+        &self,
+        conn: &mut SendState,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        write_truncating(out, |writer| self.write_snapshot_for_bits(conn, writer))
+    }
+
+    /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
+    /// stream. On error `conn` is unchanged (the bits written so far stay).
+    pub fn write_snapshot_for_bits(
+        &self,
+        conn: &mut SendState,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), SendError> {
+        if self.has_uncommitted_work() {
+            return Err(SendError::Uncommitted);
         }
-        Some(slot)
+        snapshot::write_header::<T>(writer);
+        snapshot::encode_body(&self.store, writer)
+            .map_err(|(id, error)| SendError::Encode { id, error })?;
+        *conn = snapshot::snapshot_state(&self.store);
+        Ok(())
     }
 
-    /// The slot of an item, for the delta writer and the mirror.
-    pub(crate) fn slot_mut(&mut self, id: ReplicationId) -> Option<&mut Slot<T>> {
-        let pos = *self.index.get(&id)?;
-        self.slots.get_mut(pos)
+    /// Decodes a snapshot that fills all of `bytes` (up to zero padding):
+    /// a mirror that ignores every message no newer than the snapshot.
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut reader = BitReader::new(bytes);
+        let array = Self::from_snapshot_bits(&mut reader)?;
+        reader.expect_end()?;
+        Ok(array)
     }
 
-    fn insert_slot(&mut self, id: ReplicationId, key: ReplicationKey, state: SlotState, value: T) {
-        self.index.insert(id, self.slots.len());
-        self.slots.push(Slot {
-            id,
-            key,
-            changed: 0,
-            state,
-            field_frames: None,
-            value,
-        });
+    /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a
+    /// shared bit stream.
+    pub fn from_snapshot_bits(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        snapshot::read_header::<T>(reader)?;
+        Self::decode_snapshot_body(reader)
     }
 
-    fn reindex(&mut self) {
-        self.index.clear();
-        self.index.extend(
-            self.slots
-                .iter()
-                .enumerate()
-                .map(|(pos, slot)| (slot.id, pos)),
-        );
+    /// Replaces this array's contents with a snapshot that fills all of
+    /// `bytes`. On error the array is unchanged.
+    pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        *self = Self::from_snapshot(bytes)?;
+        Ok(())
+    }
+
+    /// A mirror of a snapshot's body: its items, and its frame as the
+    /// newest applied and the floor below which messages are ignored.
+    fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        let (store, frame) = snapshot::decode_body(reader)?;
+        Ok(Self {
+            store,
+            sender: None,
+            mirror: Some(Box::new(Mirror::from_snapshot(frame))),
+        })
+    }
+
+    /// A replicated object's array (see [`Replicated`](crate::Replicated)):
+    /// `value` as item `#0`, pushed on a server; on a mirror, held as
+    /// applied at frame 0, so that anything the server sends is newer. Its
+    /// mirror refuses messages that remove an item or name another.
+    pub(crate) fn for_object(value: T, mirror: bool) -> Self {
+        let mut array = Self::new();
+        if mirror {
+            array
+                .store
+                .insert_replicated(ReplicationId::from_raw(0), 0, value);
+        } else {
+            array.store.push(value);
+        }
+        array.mirror = Some(Box::new(Mirror::object()));
+        array
+    }
+
+    /// The schema hash of the item type: a `#[replicate(array)]` field's
+    /// part in its owner's schema hash.
+    #[doc(hidden)]
+    pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
+}
+
+/// Writes with `write` into `out`, returning the bits written; on error
+/// `out` is left as it was.
+fn write_truncating<E>(
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), E>,
+) -> Result<u64, E> {
+    let start = out.len();
+    let mut writer = BitWriter::new(out);
+    match write(&mut writer) {
+        Ok(()) => Ok(writer.finish()),
+        Err(error) => {
+            drop(writer);
+            out.truncate(start);
+            Err(error)
+        }
     }
 }
 
@@ -477,166 +639,76 @@ impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
     }
 }
 
-/// Write access to one item of a [`FastArray`], from [`FastArray::get_mut`].
-///
-/// The first mutable access in a frame copies the item's current value, so
-/// the next [`commit`](FastArray::commit) can tell which fields changed.
-pub struct ItemMut<'a, T> {
-    slot: &'a mut Slot<T>,
-    touched: &'a mut Vec<(ReplicationId, T)>,
-    /// Makes the pre-image.
-    capture: fn(&T) -> T,
-}
-
-impl<T> ItemMut<'_, T> {
-    /// The item's id.
-    pub fn id(&self) -> ReplicationId {
-        self.slot.id
-    }
-}
-
-impl<T> Deref for ItemMut<'_, T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.slot.value
-    }
-}
-
-impl<T> DerefMut for ItemMut<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        if self.slot.state == SlotState::Clean {
-            self.touched
-                .push((self.slot.id, (self.capture)(&self.slot.value)));
-            self.slot.state = SlotState::Touched;
-        }
-        &mut self.slot.value
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for ItemMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ItemMut")
-            .field(&self.slot.id)
-            .field(&self.slot.value)
-            .finish()
-    }
-}
-
-/// Panics if an `#[replicate(array)]` field of item `id` is not the array
-/// its pre-image `before` was taken from (or an older copy of it): a
-/// replaced array restarts its frames and ids while every mirror keeps the
-/// old one's, so it could only diverge silently.
-fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
-    let mut was = Vec::with_capacity(T::ARRAY_FIELDS as usize);
-    before.for_each_array(&mut |array| was.push(array.lineage()));
-    let mut field = 0;
-    value.for_each_array(&mut |array| {
-        let now = array.lineage();
-        if let Some(was) = was.get(field)
-            && !now.continues(was)
-        {
-            panic!(
-                "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
-                 since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
-                 Edit the array in place instead (clear() it and push the new items).",
-                T::TYPE_NAME
-            );
-        }
-        field += 1;
-    });
-}
-
-/// An array's identity and frame, to tell an edit from a replacement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[doc(hidden)]
-pub struct Lineage {
-    origin: u64,
-    frame: u64,
-    cloned_from: Option<(u64, u64)>,
-}
-
-impl Lineage {
-    /// Whether an array with this lineage can stand where the array of
-    /// `was` stood at its last commit: it is that array (committed since,
-    /// or not), or a clone of it taken at that frame and not committed
-    /// since (an edited copy written back).
-    fn continues(&self, was: &Lineage) -> bool {
-        let same = self.origin == was.origin && self.frame >= was.frame;
-        let copy = self.cloned_from == Some((was.origin, was.frame)) && self.frame == was.frame;
-        same || copy
-    }
-}
-
-/// Commits the `#[replicate(array)]` fields of an item; returns whether
-/// any of them changed.
-fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
-    let mut changed = false;
-    if T::ARRAY_FIELDS > 0 {
-        value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
-    }
-    changed
-}
-
-impl<T> FastArray<T> {
-    /// The sending side, made on first use.
-    pub(crate) fn sender(&mut self) -> &mut Sender {
-        self.sender.get_or_insert_with(Box::default)
+/// A `FastArray` as an array inside an item, driven by its owner.
+impl<U: Replicate + 'static> InnerArray for FastArray<U> {
+    fn empty_like(&self) -> Self {
+        Self::from_store(self.store.empty_like())
     }
 
-    /// The sending side, taken out for a write (see [`put_sender`](Self::put_sender)).
-    pub(crate) fn sender_box(&mut self) -> Box<Sender> {
-        self.sender.take().unwrap_or_default()
+    fn lineage(&self) -> Lineage {
+        self.store.lineage()
     }
 
-    /// Puts back what [`sender_box`](Self::sender_box) took.
-    pub(crate) fn put_sender(&mut self, sender: Box<Sender>) {
-        self.sender = Some(sender);
+    fn has_uncommitted_work(&self) -> bool {
+        self.store.has_uncommitted_work()
     }
 
-    /// The history ring, if anything was ever committed.
-    pub(crate) fn history(&self) -> Option<&History> {
-        self.sender.as_deref().map(|sender| &sender.history)
+    fn commit_changes(&mut self) -> bool {
+        !self.commit().is_empty()
     }
 
-    /// Which array this is (see `origin`).
-    pub(crate) fn lineage(&self) -> Lineage {
-        Lineage {
-            origin: self.origin,
-            frame: self.frame,
-            cloned_from: self.cloned_from,
+    fn write_delta_into(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_budgeted(conn, packet, writer, budget)
+    }
+
+    fn decode_delta_from(
+        &self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Option<InnerDelta>, DecodeError> {
+        let decoded = self.decode_delta(reader)?;
+        Ok(decoded.has_effect().then(|| InnerDelta::new(decoded)))
+    }
+
+    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        skip_delta::<U>(reader)
+    }
+
+    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport {
+        match decoded.take::<Decoded<U>>() {
+            Some(decoded) => self.apply_decoded(decoded, &mut ()),
+            // Only `decode_delta_from` of this same array makes it.
+            None => ApplyReport::default(),
         }
     }
 
-    /// An empty array with this one's identity and frame: the pre-image of
-    /// an array inside an item, which commit checks the array against.
-    pub(crate) fn empty_like(&self) -> Self {
-        Self {
-            origin: self.origin,
-            frame: self.frame,
-            ..Self::new()
-        }
+    fn snapshot_state(&self) -> SendState {
+        snapshot::snapshot_state(&self.store)
     }
-}
 
-impl<T: Replicate> FastArray<T> {
-    /// The schema hash of the item type: a `#[replicate(array)]` field's
-    /// part in its owner's schema hash.
-    pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
+    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        snapshot::encode_body(&self.store, writer).map_err(|(_, error)| error)
+    }
+
+    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        *self = Self::decode_snapshot_body(reader)?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The per-item overhead stated in `WIRE.md`.
+    /// The size of an array itself, which every item with array fields
+    /// carries once per field (`WIRE.md`).
     #[test]
-    fn documented_slot_size_holds() {
-        assert_eq!(core::mem::size_of::<Slot<()>>(), 40);
-        // Carried by every item with array fields, once per field.
+    fn documented_size_holds() {
         assert_eq!(core::mem::size_of::<FastArray<()>>(), 208);
-        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
     }
 }

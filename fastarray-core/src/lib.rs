@@ -20,47 +20,49 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// Modules from the bottom up: each uses only modules above it in this
+// list (checked by `tests/layers.rs`).
 mod array;
 mod bits;
 mod changeset;
 mod codec;
-mod delta;
-mod encode_cache;
 mod error;
 mod handshake;
 mod history;
 mod id;
+mod inner;
 mod mask;
-mod object;
 mod receive;
 mod replicate;
+mod replicated;
+#[doc(hidden)]
 pub mod schema;
 mod send;
-mod sender;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
-mod shared;
 mod snapshot;
-mod tombstones;
+mod store;
 mod wire;
 
-pub use array::{FastArray, ItemMut};
+pub use array::FastArray;
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
 pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
-pub use delta::{DeltaStats, Oversized};
 pub use error::{DecodeError, EncodeError, SendError};
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
-pub use object::{ArrayField, Object, ObjectMut, Replicated};
 pub use receive::{ApplyReport, Callbacks};
 pub use replicate::Replicate;
-pub use send::SendState;
+#[doc(hidden)]
+pub use replicated::Object;
+pub use replicated::{ObjectMut, Replicated};
+pub use send::{DeltaStats, Oversized, SendState};
+pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private`)
 // compile inside this crate's own tests.
@@ -77,9 +79,10 @@ pub mod __private {
         encode_bits, encode_quantized, encode_varint, varint_type_hash,
     };
     pub use crate::error::{DecodeError, EncodeError};
+    pub use crate::inner::InnerArray as ArrayField;
     pub use crate::mask::FieldMask;
-    pub use crate::object::{ArrayField, Object};
     pub use crate::replicate::Replicate;
+    pub use crate::replicated::Object;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};

@@ -3,8 +3,8 @@
 use crate::bits::{BitReader, BitWriter};
 use crate::codec::BitCodec;
 use crate::error::{DecodeError, EncodeError};
+use crate::inner::InnerArray;
 use crate::mask::FieldMask;
-use crate::object::ArrayField;
 
 /// A struct whose replicated fields can be diffed and sent one by one.
 ///
@@ -128,19 +128,19 @@ pub trait Replicate: BitCodec {
     }
 
     /// Calls `visit` with each array field, in declaration order.
-    fn for_each_array(&self, visit: &mut dyn FnMut(&dyn ArrayField)) {
+    fn for_each_array(&self, visit: &mut dyn FnMut(&dyn InnerArray)) {
         let _ = visit;
     }
 
     /// Calls `visit` with each array field, mutably, in declaration order.
-    fn for_each_array_mut(&mut self, visit: &mut dyn FnMut(&mut dyn ArrayField)) {
+    fn for_each_array_mut(&mut self, visit: &mut dyn FnMut(&mut dyn InnerArray)) {
         let _ = visit;
     }
 
     /// Calls `visit` with a new, empty array of each array field's type, in
     /// declaration order (to read past array deltas of an item that is no
     /// longer there).
-    fn for_each_empty_array(visit: &mut dyn FnMut(&dyn ArrayField))
+    fn for_each_empty_array(visit: &mut dyn FnMut(&dyn InnerArray))
     where
         Self: Sized,
     {

@@ -1,5 +1,6 @@
-//! Replicated objects: one value with plain fields and `FastArray` fields,
-//! with the same life cycle as a `FastArray`.
+//! [`Replicated`]: one replicated object (game state, a match, a player's
+//! inventory) with plain fields and `FastArray` fields, and the life cycle
+//! of a `FastArray`.
 //!
 //! A struct marked up with `#[replicate(array)]` on its `FastArray` fields
 //! implements [`Object`]. In a [`Replicated`] wrapper its plain fields are
@@ -8,136 +9,26 @@
 //! item), and each array field as a `FastArray` of its own (per-id deltas),
 //! all in one message per packet.
 
-use core::any::Any;
 use core::ops::{Deref, DerefMut};
 
-use crate::array::{FastArray, ItemMut, Lineage};
-use crate::bits::{BitReader, BitWriter};
-use crate::delta::{Budget, DeltaStats};
-use crate::error::{DecodeError, EncodeError, SendError};
+use crate::array::FastArray;
+use crate::bits::BitWriter;
+use crate::error::{DecodeError, SendError};
 use crate::id::ReplicationId;
-use crate::receive::{ApplyReport, Callbacks};
+use crate::receive::events::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
-use crate::send::SendState;
-
-/// A `FastArray` field of a replicated object or of an array's item,
-/// type-erased so its owner can drive all of them alike. Implemented by
-/// `FastArray<U>`; `#[derive(Replicate)]` hands these out through
-/// [`Replicate::for_each_array`].
-pub trait ArrayField {
-    /// An empty array of the same type that carries this one's identity:
-    /// the pre-image of an array field, against which a commit checks that
-    /// the array was edited, not replaced.
-    fn empty_like(&self) -> Self
-    where
-        Self: Sized;
-    /// Which array this is, for that check.
-    fn lineage(&self) -> Lineage;
-    /// Whether it has changes since its last commit.
-    fn has_uncommitted_work(&self) -> bool;
-    /// Commits its changes; returns whether anything changed.
-    fn commit_changes(&mut self) -> bool;
-    /// Writes its delta for a connection into a shared bit stream, within
-    /// `budget` if given.
-    fn write_delta_into(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        budget: Option<Budget>,
-    ) -> Result<DeltaStats, SendError>;
-    /// Decodes one delta and checks it against this array (the mirror it
-    /// will be applied to), without applying it. `None` when it has nothing
-    /// to apply (an empty or stale message).
-    fn decode_delta_from(
-        &self,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Option<Box<dyn Any>>, DecodeError>;
-    /// Reads past one delta whose owner is being dropped: nothing is
-    /// checked or kept.
-    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
-    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
-    fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport;
-    /// The send state of a client that holds it as a snapshot of it now
-    /// would give it.
-    fn snapshot_state(&self) -> SendState;
-    /// Writes its frame and items as in a snapshot (no kind, no schema hash).
-    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
-    /// Replaces its contents with a body written by
-    /// [`encode_snapshot_body`](Self::encode_snapshot_body).
-    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
-}
-
-impl<U: Replicate + 'static> ArrayField for FastArray<U> {
-    fn empty_like(&self) -> Self {
-        FastArray::empty_like(self)
-    }
-
-    fn lineage(&self) -> Lineage {
-        FastArray::lineage(self)
-    }
-
-    fn has_uncommitted_work(&self) -> bool {
-        FastArray::has_uncommitted_work(self)
-    }
-
-    fn commit_changes(&mut self) -> bool {
-        !self.commit().is_empty()
-    }
-
-    fn write_delta_into(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        budget: Option<Budget>,
-    ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, budget)
-    }
-
-    fn decode_delta_from(
-        &self,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Option<Box<dyn Any>>, DecodeError> {
-        let decoded = self.decode_delta(reader)?;
-        Ok(decoded
-            .has_effect()
-            .then(|| Box::new(decoded) as Box<dyn Any>))
-    }
-
-    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-        FastArray::<U>::skip_delta(reader)
-    }
-
-    fn apply_decoded_delta(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
-        match decoded.downcast() {
-            Ok(decoded) => self.apply_decoded(*decoded, &mut ()),
-            // Only `decode_delta_from` of this same array makes the box.
-            Err(_) => ApplyReport::default(),
-        }
-    }
-
-    fn snapshot_state(&self) -> SendState {
-        FastArray::snapshot_state(self)
-    }
-
-    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        FastArray::encode_snapshot_body(self, writer)
-    }
-
-    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-        *self = FastArray::decode_snapshot_body(reader)?;
-        Ok(())
-    }
-}
+use crate::send::state::SendState;
+use crate::send::stats::DeltaStats;
+use crate::store::ItemMut;
 
 /// A struct with `FastArray` fields (`#[replicate(array)]`) besides its
 /// plain replicated fields: implemented by `#[derive(Replicate)]` for such
 /// structs, and used through [`Replicated`]. Its array fields are reached
 /// through [`Replicate::for_each_array`].
+#[doc(hidden)]
 pub trait Object: Replicate {
     /// A copy of the replicated plain fields, with empty arrays (that keep
-    /// the arrays' identity, see [`ArrayField::empty_like`]) and default
+    /// the arrays' identity, see [`InnerArray::empty_like`](crate::inner::InnerArray::empty_like)) and default
     /// skipped fields: the pre-image a change is diffed against. Cheap: the
     /// arrays are not cloned.
     fn capture(&self) -> Self;
@@ -200,10 +91,9 @@ pub struct Replicated<T> {
 impl<T: Object + 'static> Replicated<T> {
     /// A server-side object. Its first [`commit`](Self::commit) announces it.
     pub fn new(value: T) -> Self {
-        let mut item = FastArray::new();
-        item.push(value);
-        item.receive_as_object();
-        Self { item }
+        Self {
+            item: FastArray::for_object(value, false),
+        }
     }
 
     /// A client-side mirror, to [`apply_delta`](Self::apply_delta) to: a
@@ -212,11 +102,9 @@ impl<T: Object + 'static> Replicated<T> {
     where
         T: Default,
     {
-        let mut item = FastArray::new();
-        // Frames 0: anything the server sends is newer.
-        item.insert_replicated(ID, 0, T::default());
-        item.receive_as_object();
-        Self { item }
+        Self {
+            item: FastArray::for_object(T::default(), true),
+        }
     }
 
     /// The object.

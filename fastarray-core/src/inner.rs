@@ -1,0 +1,110 @@
+//! Arrays inside items (`#[replicate(array)]` fields), type-erased: what
+//! the machinery of the item that holds one drives in it — commit, writing
+//! its delta for a connection, reading and applying one, snapshots —
+//! without knowing its item type. `#[derive(Replicate)]` hands these out
+//! through [`Replicate::for_each_array`](crate::Replicate::for_each_array);
+//! `FastArray<U>` implements them.
+//!
+//! Plumbing of the derive, not an API: users never call it.
+
+use core::any::Any;
+
+use crate::bits::{BitReader, BitWriter};
+use crate::error::{DecodeError, EncodeError, SendError};
+use crate::receive::events::ApplyReport;
+use crate::send::state::SendState;
+use crate::send::stats::{Budget, DeltaStats};
+
+/// An array inside an item, as its owner drives it.
+#[doc(hidden)]
+pub trait InnerArray {
+    /// An empty array of the same type that carries this one's identity
+    /// and frame: the pre-image of an array field, against which a commit
+    /// checks that the array was edited, not replaced.
+    fn empty_like(&self) -> Self
+    where
+        Self: Sized;
+    /// Which array this is, for that check.
+    fn lineage(&self) -> Lineage;
+    /// Whether it has changes since its last commit.
+    fn has_uncommitted_work(&self) -> bool;
+    /// Commits its changes; returns whether anything changed.
+    fn commit_changes(&mut self) -> bool;
+    /// Writes its delta for a connection into the owner's message, within
+    /// `budget` if given.
+    fn write_delta_into(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError>;
+    /// Decodes one delta and checks it against this array (the mirror it
+    /// will be applied to), without applying it. `None` when it has nothing
+    /// to apply (an empty or stale message).
+    fn decode_delta_from(
+        &self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Option<InnerDelta>, DecodeError>;
+    /// Reads past one delta whose owner is being dropped: nothing is
+    /// checked or kept.
+    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
+    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
+    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport;
+    /// The send state of a client that holds it as a snapshot of it now
+    /// would give it.
+    fn snapshot_state(&self) -> SendState;
+    /// Writes its frame and items as in a snapshot (no kind, no schema hash).
+    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+    /// Replaces its contents with a body written by
+    /// [`encode_snapshot_body`](Self::encode_snapshot_body).
+    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
+}
+
+/// A delta decoded by an array inside an item, kept until the owner's whole
+/// message is known to be valid. Only the array that decoded it can read it.
+#[doc(hidden)]
+pub struct InnerDelta(Box<dyn Any>);
+
+impl InnerDelta {
+    /// Wraps an array's decoded delta.
+    pub(crate) fn new<D: Any>(decoded: D) -> Self {
+        Self(Box::new(decoded))
+    }
+
+    /// The decoded delta, if it is a `D`.
+    pub(crate) fn take<D: Any>(self) -> Option<D> {
+        self.0.downcast().ok().map(|decoded| *decoded)
+    }
+}
+
+/// An array's identity and frame, to tell an edit from a replacement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
+pub struct Lineage {
+    origin: u64,
+    frame: u64,
+    cloned_from: Option<(u64, u64)>,
+}
+
+impl Lineage {
+    /// The lineage of the array with this origin, at this frame, cloned (if
+    /// it is a clone) from the array and frame `cloned_from`.
+    pub(crate) fn new(origin: u64, frame: u64, cloned_from: Option<(u64, u64)>) -> Self {
+        Self {
+            origin,
+            frame,
+            cloned_from,
+        }
+    }
+
+    /// Whether an array with this lineage can stand where the array of
+    /// `was` stood at its last commit: it is that array (committed since,
+    /// or not), or a clone of it taken at that frame and not committed
+    /// since (an edited copy written back).
+    pub(crate) fn continues(&self, was: &Lineage) -> bool {
+        let same = self.origin == was.origin && self.frame >= was.frame;
+        let copy = self.cloned_from == Some((was.origin, was.frame)) && self.frame == was.frame;
+        same || copy
+    }
+}

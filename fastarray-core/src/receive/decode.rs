@@ -1,0 +1,262 @@
+//! Decoding a delta: the whole message is read and checked against the
+//! mirror before anything is applied, so a bad message changes nothing.
+//! A delta whose contents will be dropped (inside an entry for a removed
+//! item, or in a stale message) is read past without being kept.
+
+use super::mirror::Mirror;
+use crate::bits::{BitReader, prealloc};
+use crate::error::DecodeError;
+use crate::id::ReplicationId;
+use crate::inner::InnerDelta;
+use crate::mask::FieldMask;
+use crate::replicate::Replicate;
+use crate::store::Store;
+use crate::wire::MessageKind;
+use crate::wire::field_set::read_field_set;
+use crate::wire::frame::FrameField;
+use crate::wire::id_list::IdReader;
+
+/// One sent item, decoded.
+pub(crate) enum Entry<T: Replicate> {
+    /// The whole item, boxed: a message's entries then take a few words
+    /// each whatever the size of the item type (an item with array fields
+    /// holds a `FastArray` per field), and a whole value, which costs at
+    /// least the type's `MIN_BITS`, is the only one that pays for its size.
+    Whole(Box<T>),
+    /// Some of its plain fields.
+    Fields(FieldMask, T::Patch),
+    /// None of its plain fields: only its arrays changed.
+    Arrays,
+}
+
+/// A whole message, decoded and validated, not yet applied.
+pub(crate) struct Decoded<T: Replicate> {
+    /// `None` for an empty message.
+    pub(crate) frame: Option<u64>,
+    /// Whether the message is a window older than the mirror: it is read
+    /// past, and nothing of it is kept.
+    pub(crate) stale: bool,
+    pub(crate) removals: Vec<ReplicationId>,
+    /// The entries for items that are not tombstoned, in id order.
+    pub(crate) entries: Vec<(ReplicationId, Entry<T>)>,
+    /// The array deltas of those entries that have something to apply,
+    /// in entry order.
+    pub(crate) inner: Vec<ArrayDelta>,
+    /// Entries read past: for tombstoned items, or all of a stale message.
+    pub(crate) skipped: usize,
+}
+
+/// The decoded delta of one `#[replicate(array)]` field of an entry.
+pub(crate) struct ArrayDelta {
+    /// The entry's index in [`Decoded::entries`].
+    pub(crate) entry: usize,
+    /// The array field's index, in declaration order.
+    pub(crate) field: usize,
+    pub(crate) delta: InnerDelta,
+}
+
+impl<T: Replicate> Decoded<T> {
+    fn empty() -> Self {
+        Self {
+            frame: None,
+            stale: false,
+            removals: Vec::new(),
+            entries: Vec::new(),
+            inner: Vec::new(),
+            skipped: 0,
+        }
+    }
+
+    /// Whether applying it can change anything (a message with a frame that
+    /// is not stale: even with every entry skipped it moves the window).
+    pub(crate) fn has_effect(&self) -> bool {
+        self.frame.is_some() && !self.stale
+    }
+}
+
+impl Mirror {
+    /// Decodes one delta and validates it against this mirror and its
+    /// items, `store`.
+    pub(crate) fn decode<T: Replicate>(
+        &self,
+        store: &Store<T>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Decoded<T>, DecodeError> {
+        let mut decoded = Decoded::empty();
+        if !read_kind(reader)? {
+            return Ok(decoded);
+        }
+        let frame = FrameField::read(reader)?.resolve(self.newest())?;
+        decoded.frame = Some(frame);
+        decoded.stale = self.is_stale(frame);
+        read_body(reader, Some((self, store, &mut decoded)))?;
+        Ok(decoded)
+    }
+}
+
+/// Reads past one delta whose contents will be dropped (the entry that
+/// carries it is for a removed item, or its message is stale): every
+/// value is decoded and dropped at once, nothing is checked against a
+/// mirror, and a short frame needs no reference.
+pub(crate) fn skip_delta<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+    if read_kind(reader)? {
+        FrameField::read(reader)?;
+        read_body::<T>(reader, None)?;
+    }
+    Ok(())
+}
+
+/// Reads a delta's removals and items. With a mirror and its items,
+/// checks them and keeps in `decoded` what there is to apply (nothing of a
+/// stale message); without, only reads past them.
+fn read_body<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    check: Option<(&Mirror, &Store<T>, &mut Decoded<T>)>,
+) -> Result<(), DecodeError> {
+    let (mirror, mut into) = match check {
+        Some((mirror, store, decoded)) => (Some((mirror, store)), Some(decoded)),
+        None => (None, None),
+    };
+    let object = mirror.is_some_and(|(mirror, _)| mirror.is_object());
+    // Each removal takes at least one bit; each item at least two, plus
+    // one per array field.
+    let (mut ids, count) = IdReader::start(reader, 1)?;
+    let mut removals = Vec::new();
+    if into.is_some() {
+        removals.reserve(prealloc::<ReplicationId>(count));
+    }
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        if object {
+            return Err(DecodeError::NotAnObjectChange { id });
+        }
+        if into.is_some() {
+            removals.push(id);
+        }
+    }
+    let (mut ids, count) = IdReader::start(reader, 2 + u64::from(T::ARRAY_FIELDS))?;
+    let keep = into.as_deref().is_some_and(|decoded| !decoded.stale);
+    if let Some(decoded) = into.as_deref_mut() {
+        if keep {
+            decoded
+                .entries
+                .reserve(prealloc::<(ReplicationId, Entry<T>)>(count));
+        } else {
+            decoded.skipped = removals.len() + count;
+        }
+    }
+    let mut removed = removals.iter().peekable();
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        let entry = if reader.read_bool()? {
+            Entry::Whole(Box::new(T::decode(reader)?))
+        } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
+            Entry::Arrays
+        } else {
+            let mask = read_field_set(reader, T::FIELD_COUNT)?;
+            Entry::Fields(mask, T::decode_fields(mask, reader)?)
+        };
+        let (Some((mirror, store)), Some(decoded)) = (mirror, into.as_deref_mut()) else {
+            skip_arrays::<T>(reader)?;
+            continue;
+        };
+        // Checks that need no other entry: removals and items are both
+        // ascending, so a duplicate is found walking them together.
+        while removed.next_if(|&&r| r < id).is_some() {}
+        if removed.peek() == Some(&&id) {
+            return Err(DecodeError::DuplicateId { id });
+        }
+        if object && id != OBJECT {
+            return Err(DecodeError::NotAnObjectChange { id });
+        }
+        let tombstoned = mirror.is_tombstoned(id);
+        let held = store.get(id);
+        if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !tombstoned && held.is_none() {
+            return Err(DecodeError::UnknownItem { id });
+        }
+        if !keep || tombstoned {
+            if keep {
+                decoded.skipped += 1;
+            }
+            skip_arrays::<T>(reader)?;
+            continue;
+        }
+        // The arrays' deltas are checked against the arrays they will be
+        // applied to: the mirror's item, or the new item the entry carries
+        // (a partial entry for an item the mirror does not hold was
+        // refused above).
+        let new = match &entry {
+            Entry::Whole(value) => Some(&**value),
+            _ => None,
+        };
+        if let Some(target) = held.or(new) {
+            read_arrays(reader, target, decoded.entries.len(), &mut decoded.inner)?;
+        }
+        decoded.entries.push((id, entry));
+    }
+    if let Some(decoded) = into {
+        decoded.removals = removals;
+    }
+    Ok(())
+}
+
+/// Decodes the deltas of the array fields of entry `entry`, checked
+/// against `target`'s arrays, keeping those with something to apply.
+fn read_arrays<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    target: &T,
+    entry: usize,
+    out: &mut Vec<ArrayDelta>,
+) -> Result<(), DecodeError> {
+    if T::ARRAY_FIELDS == 0 {
+        return Ok(());
+    }
+    let mut field = 0;
+    let mut failure = None;
+    target.for_each_array(&mut |array| {
+        if failure.is_none() {
+            match array.decode_delta_from(reader) {
+                Ok(Some(delta)) => out.push(ArrayDelta {
+                    entry,
+                    field,
+                    delta,
+                }),
+                Ok(None) => {}
+                Err(error) => failure = Some(error),
+            }
+        }
+        field += 1;
+    });
+    failure.map_or(Ok(()), Err)
+}
+
+/// The item of a replicated object's array.
+const OBJECT: ReplicationId = ReplicationId::from_raw(0);
+
+/// Reads a message's kind: `true` for a delta, `false` for an empty one.
+fn read_kind(reader: &mut BitReader<'_>) -> Result<bool, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    match MessageKind::read(reader)? {
+        MessageKind::Empty => Ok(false),
+        MessageKind::Delta => Ok(true),
+        MessageKind::Snapshot => Err(DecodeError::UnexpectedMessageKind {
+            bit_offset,
+            expected: MessageKind::Delta.name(),
+            found: MessageKind::Snapshot.name(),
+        }),
+    }
+}
+
+/// Reads past the array deltas of an entry whose contents are dropped.
+fn skip_arrays<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+    if T::ARRAY_FIELDS == 0 {
+        return Ok(());
+    }
+    let mut result = Ok(());
+    T::for_each_empty_array(&mut |array| {
+        if result.is_ok() {
+            result = array.skip_delta_from(reader);
+        }
+    });
+    result
+}

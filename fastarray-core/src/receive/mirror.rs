@@ -1,0 +1,87 @@
+//! [`Mirror`]: what a receiving array remembers of the stream it follows —
+//! the newest frame applied, the tombstones of removed ids, the snapshot it
+//! started from — and the rules that follow: which messages are stale.
+
+use super::tombstones::Tombstones;
+use crate::id::ReplicationId;
+use crate::wire::WINDOW;
+
+/// The receiving side's memory of the stream.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Mirror {
+    /// The newest frame of a delta or snapshot applied.
+    newest: Option<u64>,
+    /// Removed ids, for a window of frames.
+    tombstones: Tombstones,
+    /// Whether this mirror is a replicated object's: item `#0` alone,
+    /// never removed.
+    object: bool,
+    /// The frame of the snapshot this mirror was loaded from: it holds
+    /// everything up to it, so older messages have nothing to add (and
+    /// their adds could bring back items removed before it).
+    floor: Option<u64>,
+}
+
+impl Mirror {
+    /// A mirror loaded from a snapshot of `frame`: messages of that frame or
+    /// older are ignored whole, like stale ones.
+    pub(crate) fn from_snapshot(frame: u64) -> Self {
+        Self {
+            newest: Some(frame),
+            floor: Some(frame),
+            ..Self::default()
+        }
+    }
+
+    /// A replicated object's mirror: a message that removes an item or
+    /// names one other than `#0` is refused.
+    pub(crate) fn object() -> Self {
+        Self {
+            object: true,
+            ..Self::default()
+        }
+    }
+
+    /// The newest frame applied.
+    pub(crate) fn newest(&self) -> Option<u64> {
+        self.newest
+    }
+
+    /// Whether this is a replicated object's mirror.
+    pub(crate) fn is_object(&self) -> bool {
+        self.object
+    }
+
+    /// Whether a message of `frame` is ignored whole: a window older than
+    /// the newest applied (its sender counted it as lost), or no newer than
+    /// the snapshot this mirror started from.
+    pub(crate) fn is_stale(&self, frame: u64) -> bool {
+        self.newest
+            .is_some_and(|newest| frame.saturating_add(WINDOW) <= newest)
+            || self.floor.is_some_and(|floor| frame <= floor)
+    }
+
+    /// Whether `id` was removed recently.
+    pub(crate) fn is_tombstoned(&self, id: ReplicationId) -> bool {
+        self.tombstones.contains(id)
+    }
+
+    /// Takes in a message of `frame`; returns whether it is the newest yet.
+    pub(crate) fn advance(&mut self, frame: u64) -> bool {
+        let advanced = self.newest.is_none_or(|newest| frame > newest);
+        if advanced {
+            self.newest = Some(frame);
+        }
+        advanced
+    }
+
+    /// Records the removal of `id` at `frame`.
+    pub(crate) fn tombstone(&mut self, id: ReplicationId, frame: u64) {
+        self.tombstones.insert(id, frame);
+    }
+
+    /// Lets tombstones a window older than `newest` go.
+    pub(crate) fn expire(&mut self, newest: u64) {
+        self.tombstones.expire(newest);
+    }
+}

@@ -1,0 +1,173 @@
+//! The retirement list: one record per packet in flight of what it
+//! carried, so that an acknowledgement makes exactly that known to the
+//! client and a loss puts exactly that back.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use super::pending::Work;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::wire::WINDOW;
+
+/// The changed fields of the items of one frame's shared message (see
+/// [`SendState::record`]), shared by the records of every connection that
+/// took it.
+pub(crate) type SharedChanges = Arc<[(ReplicationId, FieldMask)]>;
+
+/// What one packet in flight carried.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    pub(crate) packet: u32,
+    pub(crate) seq: u64,
+    pub(crate) frame: u64,
+    /// The oldest frame at which any work this record carried became due:
+    /// a loss puts that work back as due since then, so nothing committed
+    /// at or after it counts as delivered until it is repaired.
+    pub(crate) oldest_due: u64,
+    pub(crate) entries: Vec<RecordEntry>,
+    /// Changed fields of items the client knows, carried by a frame's
+    /// shared message: kept once for all connections, and left out of
+    /// `view` (an ack has nothing to do for them; a loss puts them back).
+    pub(crate) shared: Option<SharedChanges>,
+}
+
+/// One item in a record: what was sent, the item's key at the time, and
+/// how long its work had waited.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecordEntry {
+    pub(crate) id: ReplicationId,
+    pub(crate) work: Work,
+    pub(crate) key: ReplicationKey,
+    /// The record's frame minus the frame this work first became due
+    /// (`u32::MAX`: longer ago than that; then the record's `oldest_due`
+    /// stands for it). A lost entry's work is due again since then, so
+    /// it keeps its place among the work a budget serves oldest first.
+    age: u32,
+}
+
+impl RecordEntry {
+    /// An entry of a record written at `frame` for work due since `since`.
+    pub(crate) fn new(
+        id: ReplicationId,
+        work: Work,
+        key: ReplicationKey,
+        frame: u64,
+        since: u64,
+    ) -> Self {
+        let age = u32::try_from(frame.saturating_sub(since)).unwrap_or(u32::MAX);
+        Self { id, work, key, age }
+    }
+
+    /// The frame its work first became due, in a record written at
+    /// `frame` whose oldest work became due at `oldest_due`.
+    pub(crate) fn since(&self, frame: u64, oldest_due: u64) -> u64 {
+        match self.age {
+            u32::MAX => oldest_due,
+            age => frame - u64::from(age),
+        }
+    }
+}
+
+/// The records of the packets in flight, in write order.
+#[derive(Clone, Debug)]
+pub(crate) struct Retirement {
+    records: VecDeque<Record>,
+    /// Sequence number of the next record (orders records for coverage).
+    next_seq: u64,
+    /// Entry buffers of retired records, reused by new ones.
+    spare: Vec<Vec<RecordEntry>>,
+}
+
+impl Default for Retirement {
+    fn default() -> Self {
+        Self {
+            records: VecDeque::new(),
+            next_seq: 1,
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl Retirement {
+    /// Packets in flight.
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether no packet is in flight.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Whether `packet` names a packet in flight.
+    pub(crate) fn contains(&self, packet: u32) -> bool {
+        self.records.iter().any(|r| r.packet == packet)
+    }
+
+    /// The frames since which the work of each record in flight was due.
+    pub(crate) fn oldest_dues(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records.iter().map(|r| r.oldest_due)
+    }
+
+    /// Takes out the record of `packet`.
+    pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
+        let index = self.records.iter().position(|r| r.packet == packet)?;
+        self.records.remove(index)
+    }
+
+    /// Takes out the oldest record if it is a whole window older than
+    /// `frame`: the mirror ignores it if it ever arrives.
+    pub(crate) fn take_expired(&mut self, frame: u64) -> Option<Record> {
+        let oldest = self.records.front()?;
+        if oldest.frame + WINDOW > frame {
+            return None;
+        }
+        self.records.pop_front()
+    }
+
+    /// An empty buffer for a record's entries (a retired record's, if any).
+    pub(crate) fn entry_buffer(&mut self) -> Vec<RecordEntry> {
+        let mut buffer = self.spare.pop().unwrap_or_default();
+        buffer.clear();
+        buffer
+    }
+
+    /// Appends the record of a packet being written; returns its sequence
+    /// number.
+    pub(crate) fn push(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        oldest_due: u64,
+        entries: Vec<RecordEntry>,
+        shared: Option<SharedChanges>,
+    ) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.records.push_back(Record {
+            packet,
+            seq,
+            frame,
+            oldest_due,
+            entries,
+            shared,
+        });
+        seq
+    }
+
+    /// The sequence number the next record will get.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Keeps a retired record's buffer for the next record, unless it is
+    /// large (a first full sync): that memory would otherwise stay with the
+    /// connection for good.
+    pub(crate) fn recycle(&mut self, record: Record) {
+        const KEEP_CAPACITY: usize = 1024;
+        if self.spare.len() < 8 && record.entries.capacity() <= KEEP_CAPACITY {
+            self.spare.push(record.entries);
+        }
+    }
+}

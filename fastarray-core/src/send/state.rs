@@ -1,0 +1,672 @@
+//! [`SendState`]: one connection's protocol state for one array — what its
+//! client may hold (the view), what it still needs (pending work), the
+//! packets in flight (the retirement list) — and the rules that tie them:
+//! what an acknowledgement makes known, what a loss puts back, what a
+//! frame's changes make due, and in which form.
+//!
+//! The state knows nothing of the items' type: ids, keys, field masks and
+//! frames. The writer asks it what is due and tells it what was written.
+
+use hashbrown::HashMap;
+
+use super::pending::{PendingMap, Work};
+use super::retirement::{Record, RecordEntry, Retirement, SharedChanges};
+use super::view::{Holding, Views};
+use crate::bits::BitWriter;
+use crate::history::History;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::wire::WINDOW;
+use crate::wire::frame::{frame_bits, short_frame, write_frame};
+
+/// How many changed ids a merge looks up in the view before queueing their
+/// work.
+const LOOKAHEAD: usize = 16;
+
+/// The sending side of one connection for one array (or replicated object).
+///
+/// Create one per client with [`SendState::new`] (a client that holds
+/// nothing yet) or with
+/// [`FastArray::write_snapshot_for`](crate::FastArray::write_snapshot_for)
+/// (a client that joins with a snapshot), pass it to
+/// [`FastArray::write_delta`](crate::FastArray::write_delta) every tick, and
+/// tell it what the transport learned: [`on_ack`](Self::on_ack) when a
+/// packet arrived, [`on_loss`](Self::on_loss) when it did not. Packet ids
+/// are yours (a wrapping `u16` sequence widened to `u32` works): they are
+/// matched exactly, never compared for order. Acks and losses that name no
+/// packet in flight (duplicates, stale reports) are ignored.
+///
+/// Nothing is resent on a timer: a change goes out once, and again only
+/// when the packet that carried it is reported lost (or, having never been
+/// reported, is [`HISTORY_LEN`](crate::HISTORY_LEN) frames old).
+///
+/// Acknowledgements must come back within [`HISTORY_LEN`](crate::HISTORY_LEN)
+/// frames of the packet's frame: a later one counts as a loss, since the
+/// mirror ignores messages that old and the sender cannot tell when the
+/// packet arrived. A link whose round trip is always longer than that (in
+/// commits) keeps the mirror up to date but never settles; see `WIRE.md`.
+///
+/// # Memory
+/// Per item the client may hold, one 48-byte hash map entry (id, state,
+/// newest record and its fields, acknowledged record and key); per packet in
+/// flight, 72 bytes plus 32 per item it carried (a frame's shared message
+/// carries entries only for its adds and removals); per item with unsent
+/// work, a 32-byte list entry and a 16-byte map entry; per item with
+/// `#[replicate(array)]` fields that the client may hold, one inner
+/// `SendState` (256 bytes before its own entries) per array field. Hash
+/// maps add one control byte per bucket and keep between 1 and 2 buckets
+/// per entry; the pending list, like them, shrinks back after a burst.
+/// Nothing here grows with items the client does not hold.
+#[derive(Clone, Debug)]
+pub struct SendState {
+    /// What the client may hold, per id.
+    views: Views,
+    /// Work not yet written, per id.
+    pending: PendingMap,
+    /// The next frame of the history ring to merge into `pending`.
+    cursor: u64,
+    /// The retirement list: one record per packet in flight.
+    retirement: Retirement,
+    /// The newest frame carried by a packet the client acknowledged.
+    acked_frame: Option<u64>,
+    /// The newest frame a message was written for.
+    written_frame: u64,
+    /// Every field of the item type (learned from the first write).
+    all_fields: FieldMask,
+    /// For items with `#[replicate(array)]` fields that the client may
+    /// hold: one send state per array field. Their messages travel inside
+    /// this connection's packets, so this state passes on the fate of each
+    /// packet that carried them (never anyone else's), and drops them when
+    /// the item's removal is acknowledged.
+    inner: HashMap<ReplicationId, Vec<SendState>>,
+}
+
+/// The items of an array as a resynchronisation compares them: what the
+/// storage tells the connection state, which knows nothing of their type.
+pub(crate) trait Holdings {
+    /// Calls `visit` with each item's id, key and the frame of its last
+    /// change.
+    fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64));
+    /// Whether the array holds `id`.
+    fn holds(&self, id: ReplicationId) -> bool;
+}
+
+/// Work due for a live item, in the form the view allows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Due {
+    pub(crate) id: ReplicationId,
+    /// The item's position in the array's storage.
+    pub(crate) pos: usize,
+    pub(crate) work: Work,
+    /// The frame the work first became due.
+    pub(crate) since: u64,
+    /// Whether the entry would carry only the item's array deltas (its
+    /// plain fields go only because the client may not hold the item yet,
+    /// or none changed): it is written only if those deltas carry
+    /// something.
+    pub(crate) arrays_only: bool,
+}
+
+impl Default for SendState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SendState {
+    /// A connection whose client holds nothing yet.
+    pub fn new() -> Self {
+        Self {
+            views: Views::default(),
+            pending: PendingMap::default(),
+            cursor: 1,
+            retirement: Retirement::default(),
+            acked_frame: None,
+            written_frame: 0,
+            all_fields: FieldMask::EMPTY,
+            inner: HashMap::new(),
+        }
+    }
+
+    /// The transport delivered `packet`. Its content becomes known to the
+    /// client. Returns whether a packet in flight had that id (a duplicate
+    /// or stale ack returns `false` and changes nothing).
+    ///
+    /// A packet acknowledged after it fell out of the mirror's window
+    /// ([`HISTORY_LEN`](crate::HISTORY_LEN) frames) was ignored by the
+    /// mirror and is handled as lost.
+    pub fn on_ack(&mut self, packet: u32) -> bool {
+        let Some(record) = self.retirement.take(packet) else {
+            return false;
+        };
+        self.ack_record(record);
+        true
+    }
+
+    /// The transport gave up on `packet`. Whatever it carried that no later
+    /// packet carries is due again. Returns whether a packet in flight had
+    /// that id (a duplicate or stale report returns `false` and changes
+    /// nothing).
+    pub fn on_loss(&mut self, packet: u32) -> bool {
+        match self.retirement.take(packet) {
+            Some(record) => {
+                self.retire_lost(record);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Packets written and not yet acknowledged or lost.
+    pub fn packets_in_flight(&self) -> usize {
+        self.retirement.len()
+    }
+
+    /// Items with work not yet written (after the last write's merge).
+    pub fn pending_items(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Items the client may hold (known, or with an add or removal in flight).
+    pub fn client_items(&self) -> usize {
+        self.views.len()
+    }
+
+    /// Send states kept for arrays inside items (`#[replicate(array)]`
+    /// fields of the items the client may hold), one per array field.
+    pub fn inner_arrays(&self) -> usize {
+        self.inner.values().map(Vec::len).sum()
+    }
+
+    /// Whether every change written so far is acknowledged and nothing is
+    /// due: the client holds exactly what the array held at the last write.
+    pub fn is_settled(&self) -> bool {
+        self.retirement.is_empty()
+            && self.pending.is_empty()
+            && self.inner.values().flatten().all(SendState::is_settled)
+    }
+
+    // Joining with a snapshot.
+
+    /// The state of a connection whose client holds exactly what a snapshot
+    /// taken at `frame` held: [`hold`](Self::hold) each of its items next.
+    pub(crate) fn after_snapshot(frame: u64, all_fields: FieldMask) -> Self {
+        Self {
+            cursor: frame + 1,
+            // The client applied the snapshot, so short frames resolve.
+            acked_frame: Some(frame),
+            written_frame: frame,
+            all_fields,
+            ..Self::new()
+        }
+    }
+
+    /// Records that the client holds item `id` at key `key` (from a
+    /// snapshot), with `inner` the states of its arrays, if it has any.
+    pub(crate) fn hold(&mut self, id: ReplicationId, key: ReplicationKey, inner: Vec<SendState>) {
+        self.views.insert_known(id, key);
+        if !inner.is_empty() {
+            self.inner.insert(id, inner);
+        }
+    }
+
+    // What the writer asks, in the order of a write.
+
+    /// Whether `packet` names a packet in flight.
+    pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
+        self.retirement.contains(packet)
+    }
+
+    /// Treats packets that are a whole window older than `frame` as lost:
+    /// the mirror ignores them if they ever arrive.
+    pub(crate) fn expire(&mut self, frame: u64) {
+        while let Some(record) = self.retirement.take_expired(frame) {
+            self.retire_lost(record);
+        }
+    }
+
+    /// Whether this connection can take frame `frame`'s shared message: it
+    /// wrote everything up to the last frame (nothing due, no repair), its
+    /// client knows every one of the `live_before` items the array held
+    /// before `frame` and nothing else, and the frame goes in short form.
+    /// Such a connection's message is the same bits as every other one's.
+    pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
+        self.cursor == frame
+            && self.pending.is_empty()
+            && self.views.all_known()
+            && self.views.len() == live_before
+            && self.inner.is_empty()
+            && short_frame(frame, self.acked_frame)
+    }
+
+    /// Brings the pending work up to `frame`: from the history ring when it
+    /// reaches back to the cursor (O(changes)), else by comparing what the
+    /// client may hold against `items` (O(items)). Returns whether it had
+    /// to compare. `structure` is the item type's `Replicate::STRUCTURE`.
+    pub(crate) fn catch_up(
+        &mut self,
+        history: &History,
+        frame: u64,
+        structure: FieldMask,
+        items: &dyn Holdings,
+    ) -> bool {
+        let resynced = match history.since(self.cursor) {
+            Some(frames) => {
+                frames.for_each(|changes| self.merge_frame(changes, structure));
+                false
+            }
+            None => {
+                self.resync(items);
+                true
+            }
+        };
+        self.cursor = frame + 1;
+        resynced
+    }
+
+    /// The work due, sorted into removals (with the frame each became due)
+    /// and live items (`position` finds an item in the array's storage),
+    /// each in the form the view allows. Work for items that are gone and
+    /// that the client never held is dropped. `has_arrays`: whether the
+    /// item type has array fields.
+    pub(crate) fn due(
+        &mut self,
+        position: impl Fn(ReplicationId) -> Option<usize>,
+        has_arrays: bool,
+        removals: &mut Vec<(ReplicationId, u64)>,
+        items: &mut Vec<Due>,
+    ) {
+        let mut dropped = Vec::new();
+        for &(id, ref pending) in self.pending.iter() {
+            let held = self.views.contains(id);
+            let pos = match (pending.work, position(id)) {
+                (Work::Remove, _) | (_, None) => {
+                    if held {
+                        removals.push((id, pending.since));
+                    } else {
+                        dropped.push(id);
+                    }
+                    continue;
+                }
+                (_, Some(pos)) => pos,
+            };
+            let (work, arrays_only) = match pending.work {
+                Work::Fields(mask) => {
+                    let work = self.views.fields_work(id, mask);
+                    // A whole value for a client that holds nothing of
+                    // the item is real work, not a carrier.
+                    (work, mask.is_empty() && held)
+                }
+                work => (work, false),
+            };
+            items.push(Due {
+                id,
+                pos,
+                work,
+                since: pending.since,
+                arrays_only: arrays_only && has_arrays,
+            });
+        }
+        for id in dropped {
+            self.forget(id);
+        }
+    }
+
+    /// Bits of the frame of a message written for `frame`.
+    pub(crate) fn frame_bits(&self, frame: u64) -> u64 {
+        frame_bits(frame, self.acked_frame)
+    }
+
+    /// Writes the frame of a message for `frame`: short once the client
+    /// acknowledged a frame less than a window older.
+    pub(crate) fn write_frame(&self, writer: &mut BitWriter<'_>, frame: u64) {
+        write_frame(writer, frame, self.acked_frame);
+    }
+
+    /// The send states of item `id`'s `count` array fields.
+    pub(crate) fn inner_states(&mut self, id: ReplicationId, count: u32) -> &mut Vec<SendState> {
+        let states = self.inner.entry(id).or_default();
+        if states.len() < count as usize {
+            states.resize_with(count as usize, SendState::new);
+        }
+        states
+    }
+
+    /// A write that will not be sent wrote into the arrays of `ids` for
+    /// `packet`: retires what they recorded as lost.
+    pub(crate) fn unwrite_inner(&mut self, ids: &[ReplicationId], packet: u32) {
+        for id in ids {
+            if let Some(states) = self.inner.get_mut(id) {
+                states.iter_mut().for_each(|state| {
+                    state.on_loss(packet);
+                });
+            }
+        }
+    }
+
+    /// Drops the due work of `id`: nothing needs writing for it.
+    pub(crate) fn drop_due(&mut self, id: ReplicationId) {
+        self.pending.remove(&id);
+    }
+
+    /// An empty buffer for a record's entries (a retired record's, if any).
+    pub(crate) fn entry_buffer(&mut self) -> Vec<RecordEntry> {
+        self.retirement.entry_buffer()
+    }
+
+    /// Records that `packet` carries `entries` (the work the writer took,
+    /// the oldest of it due since `oldest_due`), and updates what the
+    /// client may hold. `all_due`: every piece of work due was written,
+    /// so the pending list empties at once rather than id by id.
+    pub(crate) fn record_written(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        oldest_due: u64,
+        entries: Vec<RecordEntry>,
+        all_fields: FieldMask,
+        all_due: bool,
+    ) {
+        if all_due {
+            self.pending.clear();
+        } else {
+            for entry in &entries {
+                self.pending.remove(&entry.id);
+            }
+        }
+        self.record(packet, frame, oldest_due, entries, None, all_fields);
+    }
+
+    /// Records that `packet` carries frame `frame`'s shared message:
+    /// `entries` for its adds and removals, and `changes`, the changed
+    /// fields of known items, which update nothing here (the connection was
+    /// caught up, so nothing is pending).
+    pub(crate) fn record_shared(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        entries: Vec<RecordEntry>,
+        changes: Option<SharedChanges>,
+        all_fields: FieldMask,
+    ) {
+        self.record(packet, frame, frame, entries, changes, all_fields);
+        self.cursor = frame + 1;
+    }
+
+    /// The arrays of item `id` have work left for a later packet (the
+    /// budget ran out), due since `since`: an entry for the item carries it.
+    pub(crate) fn queue_inner_work(&mut self, id: ReplicationId, since: u64) {
+        self.pending
+            .queue(id, Work::Fields(FieldMask::EMPTY), since);
+    }
+
+    // The rules.
+
+    /// Forgets item `id`, which is gone and which the client never held.
+    fn forget(&mut self, id: ReplicationId) {
+        self.pending.remove(&id);
+        self.inner.remove(&id);
+    }
+
+    /// Merges one frame of the history ring into the pending work.
+    fn merge_frame(&mut self, changes: &crate::changeset::Changeset, structure: FieldMask) {
+        let frame = changes.frame;
+        for &id in &changes.added {
+            self.pending
+                .queue(id, Work::Add { structural: true }, frame);
+        }
+        for chunk in changes.changed.chunks(LOOKAHEAD) {
+            // The view of a large array is far bigger than the caches: look
+            // a run of ids up before queueing any, so the cache misses of
+            // these independent lookups overlap instead of taking turns.
+            let mut works = [Work::Remove; LOOKAHEAD];
+            for (work, &(id, mask)) in works.iter_mut().zip(chunk) {
+                *work = if (mask & structure).is_empty() {
+                    self.views.fields_work(id, mask)
+                } else {
+                    // A new shape (an enum's variant) goes whole.
+                    Work::Add { structural: true }
+                };
+            }
+            for (&work, &(id, _)) in works.iter().zip(chunk) {
+                self.pending.queue(id, work, frame);
+            }
+        }
+        for &id in &changes.arrays_changed {
+            // Only the item's arrays changed: an entry with no fields, which
+            // carries their deltas.
+            self.pending
+                .queue(id, Work::Fields(FieldMask::EMPTY), frame);
+        }
+        for &id in &changes.removed {
+            if self.views.contains(id) {
+                self.pending.queue(id, Work::Remove, frame);
+            } else {
+                // Never sent (or only in a write that failed): forget it.
+                self.forget(id);
+            }
+        }
+    }
+
+    /// Works out what is due by comparing what the client may hold against
+    /// the array's items: used when the history ring no longer reaches back
+    /// to this connection's cursor. O(items + view). Work already due
+    /// (repairs of lost packets) stays due.
+    fn resync(&mut self, items: &dyn Holdings) {
+        let delivered = self.delivered_through();
+        // What this finds became due at the oldest frame not merged, or
+        // later: so `delivered_through` stays behind it until it is acked.
+        let due = self.cursor;
+        let (views, pending) = (&self.views, &mut self.pending);
+        items.each_key(&mut |id, key, changed| {
+            // Up to date: the client knows the item, and either acknowledged
+            // a record with its current key, or has everything committed up
+            // to a frame at or after its last change (which covers changes
+            // sent in shared messages, whose acks touch no view entry).
+            let up_to_date = views.get(id).is_some_and(|v| {
+                v.holding == Holding::Known
+                    && ((v.acked_seq != 0 && v.acked_key == key)
+                        || delivered.is_some_and(|delivered| changed <= delivered))
+            });
+            if !up_to_date {
+                pending.queue(id, Work::Add { structural: true }, due);
+            }
+        });
+        let gone: Vec<ReplicationId> = self.views.ids().filter(|&id| !items.holds(id)).collect();
+        for id in gone {
+            self.pending.queue(id, Work::Remove, due);
+        }
+    }
+
+    /// The newest frame up to which everything committed has been
+    /// delivered: merged, written, and acknowledged (or, if lost, repaired
+    /// and acknowledged). `None` before anything is.
+    ///
+    /// Work merged from frame `f` is due since `f` or earlier; it stays
+    /// either pending (with that frame or an older one) or in a record in
+    /// flight (whose `oldest_due` is at most that), and a loss puts it back
+    /// as due since the frame it first became due. So every change
+    /// committed before the oldest of those frames, and before the cursor,
+    /// was acked.
+    fn delivered_through(&self) -> Option<u64> {
+        let pending = self.pending.iter().map(|(_, p)| p.since);
+        let in_flight = self.retirement.oldest_dues();
+        let undelivered = pending.chain(in_flight).fold(self.cursor, u64::min);
+        undelivered.checked_sub(1)
+    }
+
+    /// Records a packet about to be written with `entries`, and updates
+    /// what the client may hold. `shared` is the changed fields of known
+    /// items that a frame's shared message carried besides `entries`: they
+    /// update nothing here.
+    fn record(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        oldest_due: u64,
+        entries: Vec<RecordEntry>,
+        shared: Option<SharedChanges>,
+        all_fields: FieldMask,
+    ) {
+        let seq = self.retirement.next_seq();
+        self.all_fields = all_fields;
+        self.written_frame = self.written_frame.max(frame);
+        for entry in &entries {
+            self.views.written(entry.id, entry.work, seq, all_fields);
+        }
+        self.retirement
+            .push(packet, frame, oldest_due, entries, shared);
+    }
+
+    /// Makes what an acknowledged record carried known to the client.
+    fn ack_record(&mut self, record: Record) {
+        if record.frame + WINDOW <= self.written_frame {
+            self.retire_lost(record);
+            return;
+        }
+        for entry in &record.entries {
+            // Late acks can retire the arrays' own old records as lost.
+            let inner_due = self.route(entry.id, record.packet, true);
+            if inner_due
+                && self
+                    .views
+                    .get(entry.id)
+                    .is_some_and(|view| view.holding != Holding::RemoveInFlight)
+            {
+                self.queue_inner_work(entry.id, record.frame);
+            }
+            if self
+                .views
+                .acknowledged(entry.id, entry.work, entry.key, record.seq)
+            {
+                self.inner.remove(&entry.id);
+            }
+        }
+        self.acked_frame = Some(
+            self.acked_frame
+                .map_or(record.frame, |f| f.max(record.frame)),
+        );
+        self.retirement.recycle(record);
+    }
+
+    /// Passes the fate of `packet` on to the send states of item `id`'s
+    /// arrays. Returns whether they now have work due (a loss to repair),
+    /// which only an entry for `id` in a later packet can carry.
+    fn route(&mut self, id: ReplicationId, packet: u32, delivered: bool) -> bool {
+        // Items without array fields, the common case: no lookup per entry.
+        if self.inner.is_empty() {
+            return false;
+        }
+        let Some(states) = self.inner.get_mut(&id) else {
+            return false;
+        };
+        let mut due = false;
+        for state in states {
+            if delivered {
+                state.on_ack(packet);
+            } else {
+                state.on_loss(packet);
+            }
+            due |= !state.pending.is_empty();
+        }
+        due
+    }
+
+    /// Puts back what a lost record carried, except what a later record
+    /// carried for the same item (that record's own fate takes care of it).
+    fn retire_lost(&mut self, record: Record) {
+        for entry in &record.entries {
+            let inner_due = self.route(entry.id, record.packet, false);
+            let Some(view) = self.views.get(entry.id) else {
+                // Its removal was acknowledged: nothing left to repair.
+                continue;
+            };
+            let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
+            let mut work = self.lost_work(entry, record.seq);
+            if repairs_inner {
+                let inner = Work::Fields(FieldMask::EMPTY);
+                work = Some(work.map_or(inner, |work| work.merge(inner)));
+            }
+            if let Some(work) = work {
+                let since = entry.since(record.frame, record.oldest_due);
+                self.pending.queue(entry.id, work, since);
+            }
+        }
+        for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
+            // A frame's shared message carries that frame's changes only.
+            let entry = RecordEntry::new(
+                id,
+                Work::Fields(mask),
+                ReplicationKey::default(),
+                record.frame,
+                record.frame,
+            );
+            if let Some(work) = self.lost_work(&entry, record.seq) {
+                self.pending.queue(id, work, record.oldest_due);
+            }
+        }
+        self.retirement.recycle(record);
+    }
+
+    /// What must be sent again because `entry`, written in record `seq`,
+    /// was lost: `None` when nothing (or when the client no longer holds
+    /// the item).
+    fn lost_work(&self, entry: &RecordEntry, seq: u64) -> Option<Work> {
+        let view = self.views.get(entry.id)?;
+        if !matches!(entry.work, Work::Remove) && view.structural_seq > seq {
+            // A whole value written after this record carries everything
+            // it did, in the item's current shape; its own fate decides.
+            return None;
+        }
+        let later = view.last_seq > seq;
+        let covered = if later {
+            view.last_fields
+        } else {
+            FieldMask::EMPTY
+        };
+        match entry.work {
+            Work::Remove if later => None,
+            Work::Remove => Some(Work::Remove),
+            Work::Add { .. } | Work::Fields(_) => {
+                let lost = match entry.work {
+                    Work::Fields(mask) => mask,
+                    _ => self.all_fields,
+                };
+                let missing = lost.without(covered);
+                if missing.is_empty() {
+                    return None;
+                }
+                Some(match entry.work {
+                    // A lost whole value is resent whole: which fields
+                    // exist depends on the item's shape (an enum's variant).
+                    add @ Work::Add { .. } if view.holding != Holding::Known => add,
+                    Work::Add { .. } => Work::Add { structural: false },
+                    _ => self.views.fields_work(entry.id, missing),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pending::Pending;
+    use super::super::view::View;
+    use super::*;
+
+    /// The per-item and per-entry sizes stated in the docs and `WIRE.md`.
+    #[test]
+    fn documented_sizes_hold() {
+        let entry = core::mem::size_of::<(ReplicationId, View)>();
+        assert_eq!(entry, 48, "view map entry");
+        assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
+        assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
+        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
+        assert_eq!(core::mem::size_of::<Record>(), 72);
+        assert_eq!(
+            core::mem::size_of::<SendState>(),
+            256,
+            "per array inside an item"
+        );
+    }
+}

@@ -1,0 +1,190 @@
+//! Writing a delta for one connection: the message kind, the frame, the
+//! removed ids, then the sent items (see `WIRE.md`), and the record of
+//! what the packet carries.
+
+use super::encode_cache::EncodeCache;
+use super::pending::Work;
+use super::plan::{Plan, Planned, plan};
+use super::retirement::RecordEntry;
+use super::sender::Sender;
+use super::state::SendState;
+use super::stats::{Budget, DeltaStats};
+use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::error::SendError;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::replicate::Replicate;
+use crate::store::Store;
+use crate::wire::MessageKind;
+use crate::wire::id_list::IdWriter;
+
+impl Sender {
+    /// Writes into `writer` the delta that brings `conn`'s client up to
+    /// date with `store`, within `budget` if given, and records that
+    /// `packet` carries it. On error nothing is written and nothing is
+    /// recorded.
+    pub(crate) fn write<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        if store.has_uncommitted_work() {
+            return Err(SendError::Uncommitted);
+        }
+        if conn.has_in_flight(packet) {
+            return Err(SendError::PacketInFlight { packet });
+        }
+        if budget.is_some_and(|budget| budget.bits == 0) {
+            return Err(SendError::BudgetTooSmall { budget: 0 });
+        }
+        let frame = store.frame();
+        let all_fields = FieldMask::all(T::FIELD_COUNT);
+        conn.expire(frame);
+        let shareable = budget.is_none()
+            && T::ARRAY_FIELDS == 0
+            && conn.in_sync(frame, store.live_before(self.history.newest()));
+        if shareable && self.shared.holds(frame) {
+            return Ok(self.shared.write(conn, packet, writer, all_fields));
+        }
+        // The first caught-up connection of a frame writes as usual; the
+        // second keeps its bits for the others. A lone connection pays
+        // nothing for sharing.
+        let keep = shareable && self.shared.second_of(frame);
+        let mut stats = DeltaStats {
+            resynced: conn.catch_up(&self.history, frame, T::STRUCTURE, store),
+            ..DeltaStats::default()
+        };
+
+        let mut scratch = core::mem::take(&mut self.scratch);
+        scratch.clear();
+        let planned = plan(
+            store,
+            &mut self.encoded,
+            &mut self.buffers,
+            conn,
+            packet,
+            budget,
+            &mut scratch,
+        );
+        let Plan {
+            mut removals,
+            mut items,
+            deferred,
+            oversized,
+            inner,
+            unfinished,
+        } = match planned {
+            Ok(plan) => plan,
+            Err(error) => {
+                self.scratch = scratch;
+                return Err(error);
+            }
+        };
+        stats.deferred = deferred;
+        stats.oversized = oversized;
+        stats.absorb(&inner);
+        if removals.is_empty() && items.is_empty() {
+            self.scratch = scratch;
+            self.buffers.planned = items;
+            MessageKind::Empty.write(writer);
+            stats.bits = 1;
+            return Ok(stats);
+        }
+        removals.sort_unstable_by_key(|&(id, _)| id);
+        items.sort_unstable_by_key(|p| p.id);
+        let message = Message {
+            frame,
+            removals: &removals,
+            items: &items,
+            inner: &scratch,
+        };
+        if keep {
+            // Keep the bits for the other caught-up connections.
+            let mut bytes = core::mem::take(&mut self.shared.bytes);
+            bytes.clear();
+            let mut copy = BitWriter::new(&mut bytes);
+            message.write(&self.encoded, conn, &mut copy);
+            let bits = copy.finish();
+            copy_bits(&mut BitReader::new(&bytes), writer, bits);
+            self.shared.bytes = bytes;
+            stats.bits = bits;
+        } else {
+            let start = writer.bits_written();
+            message.write(&self.encoded, conn, writer);
+            stats.bits = writer.bits_written() - start;
+        }
+        debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
+        self.scratch = scratch;
+
+        let mut record = conn.entry_buffer();
+        record.reserve(removals.len() + items.len());
+        for &(id, since) in &removals {
+            let key = ReplicationKey::default();
+            record.push(RecordEntry::new(id, Work::Remove, key, frame, since));
+        }
+        for item in &items {
+            record.push(RecordEntry::new(
+                item.id, item.work, item.key, frame, item.since,
+            ));
+            match item.work {
+                Work::Add { .. } => stats.added += 1,
+                _ => stats.changed += 1,
+            }
+        }
+        stats.removed += removals.len();
+        let oldest_due = removals
+            .iter()
+            .map(|&(_, since)| since)
+            .chain(items.iter().map(|item| item.since))
+            .fold(frame, u64::min);
+        if keep {
+            stats.shared = true;
+            self.shared.keep(frame, &record, stats);
+        }
+        // Usually everything due was written: the pending list empties at
+        // once rather than id by id.
+        let all_due = deferred == 0 && unfinished.is_empty();
+        conn.record_written(packet, frame, oldest_due, record, all_fields, all_due);
+        for (id, since) in unfinished {
+            conn.queue_inner_work(id, since);
+        }
+        self.buffers.planned = items;
+        Ok(stats)
+    }
+}
+
+/// A planned message, ready to write.
+struct Message<'a> {
+    frame: u64,
+    removals: &'a [(ReplicationId, u64)],
+    items: &'a [Planned],
+    /// The items' array deltas.
+    inner: &'a [u8],
+}
+
+impl Message<'_> {
+    /// Writes the message: kind, frame, the removals, then the items with
+    /// their payloads (from `encoded`) and array deltas.
+    fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
+        MessageKind::Delta.write(writer);
+        conn.write_frame(writer, self.frame);
+        let mut ids = IdWriter::start(writer, self.removals.iter().map(|&(id, _)| id));
+        for &(id, _) in self.removals {
+            ids.write(writer, id);
+        }
+        let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.id));
+        for item in self.items {
+            ids.write(writer, item.id);
+            writer.write_bool(matches!(item.work, Work::Add { .. }));
+            encoded.copy(item.span, writer);
+            let (start, bits) = item.inner;
+            if bits > 0 {
+                let mut reader = BitReader::at(self.inner, start);
+                copy_bits(&mut reader, writer, bits);
+            }
+        }
+    }
+}

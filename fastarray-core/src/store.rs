@@ -1,0 +1,478 @@
+//! An array's item storage: items in a `Vec` found by id through a map,
+//! the change-recording guard, and commit, which turns a frame's work into
+//! a changeset in O(items touched).
+
+use core::cmp::Ordering as Order;
+use core::fmt;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hashbrown::HashMap;
+
+use crate::changeset::Changeset;
+use crate::history::History;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::inner::Lineage;
+use crate::replicate::Replicate;
+use crate::send::state::Holdings;
+
+/// The items of one array, with what this frame did to them.
+pub(crate) struct Store<T> {
+    /// Which array this is: a number no other array created in this
+    /// process has, a clone included (see [`Lineage`]).
+    origin: u64,
+    /// For a clone: the origin and frame of the array it was cloned from.
+    cloned_from: Option<(u64, u64)>,
+    slots: Vec<Slot<T>>,
+    index: HashMap<ReplicationId, usize>,
+    next_id: u64,
+    array_key: ReplicationKey,
+    frame: u64,
+    work: FrameWork<T>,
+}
+
+/// One item and what the array keeps of it.
+#[derive(Clone)]
+pub(crate) struct Slot<T> {
+    pub(crate) id: ReplicationId,
+    pub(crate) key: ReplicationKey,
+    /// Server only: the frame that added the item or last bumped its key.
+    pub(crate) changed: u64,
+    state: SlotState,
+    /// Mirror only: per replicated field, the frame of the newest value
+    /// applied to it (a delta entry or snapshot). `None` on a server.
+    pub(crate) field_frames: Option<Box<[u64]>>,
+    pub(crate) value: T,
+}
+
+/// What this frame has done to a slot so far.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// Not touched since the last commit.
+    Clean,
+    /// Pushed since the last commit (no pre-image needed).
+    Added,
+    /// Written through a guard; its pre-image is in `FrameWork::touched`.
+    Touched,
+}
+
+/// This frame's uncommitted work: what `commit` has to look at.
+#[derive(Clone)]
+struct FrameWork<T> {
+    added: Vec<ReplicationId>,
+    removed: Vec<ReplicationId>,
+    touched: Vec<(ReplicationId, T)>,
+}
+
+impl<T> Default for FrameWork<T> {
+    fn default() -> Self {
+        Self {
+            added: Vec::new(),
+            removed: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+}
+
+/// A number no array created before had.
+fn next_origin() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A copy with an identity of its own, which remembers where it came from:
+/// written back in place of its source in the same frame, it is an edit of
+/// that array (see [`Lineage::continues`]).
+impl<T: Clone> Clone for Store<T> {
+    fn clone(&self) -> Self {
+        Self {
+            origin: next_origin(),
+            cloned_from: Some((self.origin, self.frame)),
+            slots: self.slots.clone(),
+            index: self.index.clone(),
+            next_id: self.next_id,
+            array_key: self.array_key,
+            frame: self.frame,
+            work: self.work.clone(),
+        }
+    }
+}
+
+impl<T> Store<T> {
+    /// No items, with room for `capacity`.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        Self {
+            origin: next_origin(),
+            cloned_from: None,
+            slots: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity(capacity),
+            next_id: 0,
+            array_key: ReplicationKey::default(),
+            frame: 0,
+            work: FrameWork::default(),
+        }
+    }
+
+    /// No items, with this store's identity and frame: the pre-image of an
+    /// array inside an item, which commit checks the array against.
+    pub(crate) fn empty_like(&self) -> Self {
+        Self {
+            origin: self.origin,
+            frame: self.frame,
+            ..Self::with_capacity(0)
+        }
+    }
+
+    /// Which array this is and its frame.
+    pub(crate) fn lineage(&self) -> Lineage {
+        Lineage::new(self.origin, self.frame, self.cloned_from)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub(crate) fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Sets the frame of a store decoded from a snapshot.
+    pub(crate) fn set_frame(&mut self, frame: u64) {
+        self.frame = frame;
+    }
+
+    pub(crate) fn array_key(&self) -> ReplicationKey {
+        self.array_key
+    }
+
+    /// Where item `id` is.
+    #[inline]
+    pub(crate) fn position(&self, id: ReplicationId) -> Option<usize> {
+        self.index.get(&id).copied()
+    }
+
+    /// The slot at position `pos`.
+    #[inline]
+    pub(crate) fn slot(&self, pos: usize) -> &Slot<T> {
+        &self.slots[pos]
+    }
+
+    /// The item at position `pos`, to write through without recording a
+    /// change (the writer, for the arrays inside it).
+    pub(crate) fn value_mut(&mut self, pos: usize) -> &mut T {
+        &mut self.slots[pos].value
+    }
+
+    /// Every slot, in the items' order.
+    pub(crate) fn slots(&self) -> &[Slot<T>] {
+        &self.slots
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, id: ReplicationId) -> Option<&T> {
+        self.index.get(&id).map(|&pos| &self.slots[pos].value)
+    }
+
+    /// The slot of an item, for the mirror.
+    pub(crate) fn slot_mut(&mut self, id: ReplicationId) -> Option<&mut Slot<T>> {
+        let pos = *self.index.get(&id)?;
+        self.slots.get_mut(pos)
+    }
+
+    pub(crate) fn has_uncommitted_work(&self) -> bool {
+        !(self.work.added.is_empty()
+            && self.work.removed.is_empty()
+            && self.work.touched.is_empty())
+    }
+
+    /// Adds an item with the next id.
+    pub(crate) fn push(&mut self, value: T) -> ReplicationId {
+        let id = ReplicationId::from_raw(self.next_id);
+        self.next_id = self
+            .next_id
+            .checked_add(1)
+            .expect("replication ids exhausted: 2^64 items pushed to one array");
+        self.insert_slot(id, SlotState::Added, value);
+        self.work.added.push(id);
+        id
+    }
+
+    pub(crate) fn remove(&mut self, id: ReplicationId) -> Option<T> {
+        let slot = self.take_slot(id)?;
+        if slot.state != SlotState::Added {
+            self.work.removed.push(id);
+        }
+        Some(slot.value)
+    }
+
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(ReplicationId, &T) -> bool) {
+        let removed = &mut self.work.removed;
+        let before = self.slots.len();
+        self.slots.retain(|slot| {
+            let kept = keep(slot.id, &slot.value);
+            if !kept && slot.state != SlotState::Added {
+                removed.push(slot.id);
+            }
+            kept
+        });
+        if self.slots.len() != before {
+            self.reindex();
+        }
+    }
+
+    pub(crate) fn swap(&mut self, a: ReplicationId, b: ReplicationId) -> bool {
+        let (Some(&pa), Some(&pb)) = (self.index.get(&a), self.index.get(&b)) else {
+            return false;
+        };
+        self.slots.swap(pa, pb);
+        self.index.insert(a, pb);
+        self.index.insert(b, pa);
+        true
+    }
+
+    pub(crate) fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Order) {
+        self.slots.sort_by(|x, y| compare(&x.value, &y.value));
+        self.reindex();
+    }
+
+    /// The item with this id behind a guard whose first write makes a
+    /// pre-image with `capture`.
+    pub(crate) fn get_mut_with(
+        &mut self,
+        id: ReplicationId,
+        capture: fn(&T) -> T,
+    ) -> Option<ItemMut<'_, T>> {
+        let pos = *self.index.get(&id)?;
+        Some(ItemMut {
+            slot: &mut self.slots[pos],
+            touched: &mut self.work.touched,
+            capture,
+        })
+    }
+
+    /// Puts a new item with a server-assigned id into a mirror, its fields
+    /// applied at `frame`. Mirrors do not record changes of their own.
+    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, frame: u64, value: T)
+    where
+        T: Replicate,
+    {
+        debug_assert!(!self.index.contains_key(&id));
+        self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
+        self.insert_slot(id, SlotState::Clean, value);
+        if let Some(slot) = self.slots.last_mut() {
+            slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
+        }
+    }
+
+    /// Removes an item from a mirror without recording a change.
+    pub(crate) fn remove_replicated(&mut self, id: ReplicationId) -> Option<T> {
+        self.take_slot(id).map(|slot| slot.value)
+    }
+
+    /// Takes an item's slot out; the last slot moves into its place.
+    fn take_slot(&mut self, id: ReplicationId) -> Option<Slot<T>> {
+        let pos = self.index.remove(&id)?;
+        let slot = self.slots.swap_remove(pos);
+        if let Some(moved) = self.slots.get(pos) {
+            self.index.insert(moved.id, pos);
+        }
+        Some(slot)
+    }
+
+    fn insert_slot(&mut self, id: ReplicationId, state: SlotState, value: T) {
+        self.index.insert(id, self.slots.len());
+        self.slots.push(Slot {
+            id,
+            key: ReplicationKey::default(),
+            changed: 0,
+            state,
+            field_frames: None,
+            value,
+        });
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        self.index.extend(
+            self.slots
+                .iter()
+                .enumerate()
+                .map(|(pos, slot)| (slot.id, pos)),
+        );
+    }
+}
+
+impl<T: Replicate> Store<T> {
+    /// Ends the frame: works out what was added, removed and changed since
+    /// the last commit, bumps the keys of items that really changed, commits
+    /// the arrays inside the items added or touched, and pushes the
+    /// changeset into `history`.
+    ///
+    /// # Panics
+    /// If an array inside an item written through a guard was replaced by
+    /// another `FastArray` (see [`check_lineage`]).
+    pub(crate) fn commit(&mut self, history: &mut History) {
+        self.frame += 1;
+        let frame = self.frame;
+        let mut changes = history.next_slot(frame);
+        for id in self.work.added.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                let slot = &mut self.slots[pos];
+                slot.state = SlotState::Clean;
+                slot.changed = frame;
+                commit_arrays(&mut slot.value);
+                changes.added.push(id);
+            }
+        }
+        for (id, before) in self.work.touched.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                let slot = &mut self.slots[pos];
+                slot.state = SlotState::Clean;
+                if T::ARRAY_FIELDS > 0 {
+                    check_lineage(id, &slot.value, &before);
+                }
+                let mask = slot.value.diff(&before);
+                let arrays = commit_arrays(&mut slot.value);
+                if !mask.is_empty() || arrays {
+                    slot.key = slot.key.next();
+                    slot.changed = frame;
+                }
+                if !mask.is_empty() {
+                    changes.changed.push((id, mask));
+                }
+                if arrays {
+                    changes.arrays_changed.push(id);
+                }
+            }
+        }
+        changes.removed.append(&mut self.work.removed);
+        // Pushes happen in id order, so `added` is already sorted.
+        changes.removed.sort_unstable();
+        changes.changed.sort_unstable_by_key(|&(id, _)| id);
+        changes.arrays_changed.sort_unstable();
+        if !changes.is_empty() {
+            self.array_key = self.array_key.next();
+        }
+        history.push(changes);
+    }
+
+    /// The number of items before this frame's changes (`changes`, the
+    /// newest changeset): what a caught-up client holds.
+    pub(crate) fn live_before(&self, changes: Option<&Changeset>) -> usize {
+        match changes {
+            Some(changes) if changes.frame == self.frame => {
+                self.slots.len() + changes.removed.len() - changes.added.len()
+            }
+            _ => self.slots.len(),
+        }
+    }
+}
+
+/// What a connection compares against when it resynchronises.
+impl<T> Holdings for Store<T> {
+    fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64)) {
+        for slot in &self.slots {
+            visit(slot.id, slot.key, slot.changed);
+        }
+    }
+
+    fn holds(&self, id: ReplicationId) -> bool {
+        self.index.contains_key(&id)
+    }
+}
+
+/// Write access to one item of a [`FastArray`](crate::FastArray), from
+/// [`FastArray::get_mut`](crate::FastArray::get_mut).
+///
+/// The first mutable access in a frame copies the item's current value, so
+/// the next [`commit`](crate::FastArray::commit) can tell which fields
+/// changed.
+pub struct ItemMut<'a, T> {
+    slot: &'a mut Slot<T>,
+    touched: &'a mut Vec<(ReplicationId, T)>,
+    /// Makes the pre-image.
+    capture: fn(&T) -> T,
+}
+
+impl<T> ItemMut<'_, T> {
+    /// The item's id.
+    pub fn id(&self) -> ReplicationId {
+        self.slot.id
+    }
+}
+
+impl<T> Deref for ItemMut<'_, T> {
+    type Target = T;
+
+    #[inline]
+    fn deref(&self) -> &T {
+        &self.slot.value
+    }
+}
+
+impl<T> DerefMut for ItemMut<'_, T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut T {
+        if self.slot.state == SlotState::Clean {
+            self.touched
+                .push((self.slot.id, (self.capture)(&self.slot.value)));
+            self.slot.state = SlotState::Touched;
+        }
+        &mut self.slot.value
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for ItemMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ItemMut")
+            .field(&self.slot.id)
+            .field(&self.slot.value)
+            .finish()
+    }
+}
+
+/// Panics if an `#[replicate(array)]` field of item `id` is not the array
+/// its pre-image `before` was taken from (or an edited copy of it): a
+/// replaced array restarts its frames and ids while every mirror keeps the
+/// old one's, so it could only diverge silently.
+fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
+    let mut was = Vec::with_capacity(T::ARRAY_FIELDS as usize);
+    before.for_each_array(&mut |array| was.push(array.lineage()));
+    let mut field = 0;
+    value.for_each_array(&mut |array| {
+        let now = array.lineage();
+        if let Some(was) = was.get(field)
+            && !now.continues(was)
+        {
+            panic!(
+                "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
+                 since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
+                 Edit the array in place instead (clear() it and push the new items).",
+                T::TYPE_NAME
+            );
+        }
+        field += 1;
+    });
+}
+
+/// Commits the `#[replicate(array)]` fields of an item; returns whether
+/// any of them changed.
+fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
+    let mut changed = false;
+    if T::ARRAY_FIELDS > 0 {
+        value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-item overhead stated in `WIRE.md`.
+    #[test]
+    fn documented_slot_size_holds() {
+        assert_eq!(core::mem::size_of::<Slot<()>>(), 40);
+        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
+    }
+}
