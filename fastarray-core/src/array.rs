@@ -10,8 +10,7 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::inner::{InnerArray, InnerDelta, Lineage};
-use crate::receive::decode::{Decoded, skip_delta};
+use crate::receive::decode::Decoded;
 use crate::receive::events::{ApplyReport, Callbacks};
 use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
@@ -112,7 +111,13 @@ impl<T> FastArray<T> {
         Self::from_store(Store::with_capacity(capacity))
     }
 
-    fn from_store(store: Store<T>) -> Self {
+    /// Its items.
+    pub(crate) fn store(&self) -> &Store<T> {
+        &self.store
+    }
+
+    /// An array of these items, with no sending or receiving side yet.
+    pub(crate) fn from_store(store: Store<T>) -> Self {
         Self {
             store,
             sender: None,
@@ -388,7 +393,7 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// [`write_delta_bits`](Self::write_delta_bits) with a [`Budget`].
-    fn write_budgeted(
+    pub(crate) fn write_budgeted(
         &mut self,
         conn: &mut SendState,
         packet: u32,
@@ -429,7 +434,10 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Decodes one delta and validates it against this mirror.
-    fn decode_delta(&self, reader: &mut BitReader<'_>) -> Result<Decoded<T>, DecodeError> {
+    pub(crate) fn decode_delta(
+        &self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Decoded<T>, DecodeError> {
         match &self.mirror {
             Some(mirror) => mirror.decode(&self.store, reader),
             None => Mirror::default().decode(&self.store, reader),
@@ -437,7 +445,7 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Applies what [`decode_delta`](Self::decode_delta) returned.
-    fn apply_decoded(
+    pub(crate) fn apply_decoded(
         &mut self,
         decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,
@@ -576,7 +584,7 @@ impl<T: Replicate> FastArray<T> {
 
     /// A mirror of a snapshot's body: its items, and its frame as the
     /// newest applied and the floor below which messages are ignored.
-    fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+    pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         let (store, frame) = snapshot::decode_body(reader)?;
         Ok(Self {
             store,
@@ -636,68 +644,6 @@ impl<T: PartialEq> PartialEq for FastArray<T> {
 impl<T: fmt::Debug> fmt::Debug for FastArray<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map().entries(self.iter()).finish()
-    }
-}
-
-/// A `FastArray` as an array inside an item, driven by its owner.
-impl<U: Replicate + 'static> InnerArray for FastArray<U> {
-    fn empty_like(&self) -> Self {
-        Self::from_store(self.store.empty_like())
-    }
-
-    fn lineage(&self) -> Lineage {
-        self.store.lineage()
-    }
-
-    fn has_uncommitted_work(&self) -> bool {
-        self.store.has_uncommitted_work()
-    }
-
-    fn commit_changes(&mut self) -> bool {
-        !self.commit().is_empty()
-    }
-
-    fn write_delta_into(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        budget: Option<Budget>,
-    ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, budget)
-    }
-
-    fn decode_delta_from(
-        &self,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Option<InnerDelta>, DecodeError> {
-        let decoded = self.decode_delta(reader)?;
-        Ok(decoded.has_effect().then(|| InnerDelta::new(decoded)))
-    }
-
-    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-        skip_delta::<U>(reader)
-    }
-
-    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport {
-        match decoded.take::<Decoded<U>>() {
-            Some(decoded) => self.apply_decoded(decoded, &mut ()),
-            // Only `decode_delta_from` of this same array makes it.
-            None => ApplyReport::default(),
-        }
-    }
-
-    fn snapshot_state(&self) -> SendState {
-        snapshot::snapshot_state(&self.store)
-    }
-
-    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        snapshot::encode_body(&self.store, writer).map_err(|(_, error)| error)
-    }
-
-    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-        *self = Self::decode_snapshot_body(reader)?;
-        Ok(())
     }
 }
 

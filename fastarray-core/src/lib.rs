@@ -23,6 +23,7 @@
 // Modules from the bottom up: each uses only modules above it in this
 // list (checked by `tests/layers.rs`).
 mod array;
+mod array_inner;
 mod bits;
 mod changeset;
 mod codec;

@@ -1,0 +1,75 @@
+//! A `FastArray` as an array inside an item (a `#[replicate(array)]`
+//! field): the [`InnerArray`] its owner drives.
+
+use crate::array::FastArray;
+use crate::bits::{BitReader, BitWriter};
+use crate::error::{DecodeError, EncodeError, SendError};
+use crate::inner::{InnerArray, InnerDelta, Lineage};
+use crate::receive::decode::{Decoded, skip_delta};
+use crate::receive::events::ApplyReport;
+use crate::replicate::Replicate;
+use crate::send::state::SendState;
+use crate::send::stats::{Budget, DeltaStats};
+use crate::snapshot;
+
+/// A `FastArray` as an array inside an item, driven by its owner.
+impl<U: Replicate + 'static> InnerArray for FastArray<U> {
+    fn empty_like(&self) -> Self {
+        Self::from_store(self.store().empty_like())
+    }
+
+    fn lineage(&self) -> Lineage {
+        self.store().lineage()
+    }
+
+    fn has_uncommitted_work(&self) -> bool {
+        self.has_uncommitted_work()
+    }
+
+    fn commit_changes(&mut self) -> bool {
+        !self.commit().is_empty()
+    }
+
+    fn write_delta_into(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_budgeted(conn, packet, writer, budget)
+    }
+
+    fn decode_delta_from(
+        &self,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Option<InnerDelta>, DecodeError> {
+        let decoded = self.decode_delta(reader)?;
+        Ok(decoded.has_effect().then(|| InnerDelta::new(decoded)))
+    }
+
+    fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        skip_delta::<U>(reader)
+    }
+
+    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport {
+        match decoded.take::<Decoded<U>>() {
+            Some(decoded) => self.apply_decoded(decoded, &mut ()),
+            // Only `decode_delta_from` of this same array makes it.
+            None => ApplyReport::default(),
+        }
+    }
+
+    fn snapshot_state(&self) -> SendState {
+        snapshot::snapshot_state(self.store())
+    }
+
+    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        snapshot::encode_body(self.store(), writer).map_err(|(_, error)| error)
+    }
+
+    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
+        *self = Self::decode_snapshot_body(reader)?;
+        Ok(())
+    }
+}
