@@ -1217,7 +1217,7 @@ struct Dials {
 /// set 11 more). At a 64-bit budget the write defers it and reports it
 /// `oversized` with 75 bits ("cannot fit in a message of this budget even
 /// alone"), and does so in every later packet: the budget path
-/// (`delta.rs`, `encode_entry` for `Work::Fields`) never considers sending
+/// (`send/plan.rs`, `encode_entry` for `Work::Fields`) never considers sending
 /// a known item whole, which is always allowed and here fits. Seen in the
 /// soak with units whose partial entry (22 bits, the enum's variant index
 /// included) outgrew their whole value (15 bits) by the 7 bits that
@@ -1276,7 +1276,7 @@ fn changed_fields_that_fit_whole_are_sent_within_the_budget() {
 /// never settles. Here every packet arrives at once (the mirror applies
 /// it, and equals the server throughout) but its ack reaches the sender 70
 /// frames later: a round trip of 70 commits, 292 ms at 240 Hz, 547 ms at
-/// 128 Hz. The sender counts every such ack as a loss (`send.rs`: `expire`
+/// 128 Hz. The sender counts every such ack as a loss (`send/state.rs`: `expire`
 /// retires records a window old, `ack_record` retires late acks), because
 /// "the mirror ignores messages that old"; but the mirror's window counts
 /// from the newest frame it applied, not from the sender's current frame,
