@@ -120,6 +120,7 @@ pub trait Replicate: BitCodec {
     /// with empty arrays, which is all a change needs to be diffed against
     /// (the arrays track their own changes). `None`, the default, means
     /// "clone the whole value".
+    #[doc(hidden)]
     fn pre_image(&self) -> Option<Self>
     where
         Self: Sized,
@@ -128,11 +129,13 @@ pub trait Replicate: BitCodec {
     }
 
     /// Calls `visit` with each array field, in declaration order.
+    #[doc(hidden)]
     fn for_each_array(&self, visit: &mut dyn FnMut(&dyn InnerArray)) {
         let _ = visit;
     }
 
     /// Calls `visit` with each array field, mutably, in declaration order.
+    #[doc(hidden)]
     fn for_each_array_mut(&mut self, visit: &mut dyn FnMut(&mut dyn InnerArray)) {
         let _ = visit;
     }
@@ -140,6 +143,7 @@ pub trait Replicate: BitCodec {
     /// Calls `visit` with a new, empty array of each array field's type, in
     /// declaration order (to read past array deltas of an item that is no
     /// longer there).
+    #[doc(hidden)]
     fn for_each_empty_array(visit: &mut dyn FnMut(&dyn InnerArray))
     where
         Self: Sized,
