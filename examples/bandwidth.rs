@@ -23,10 +23,6 @@
 #[path = "../benches/support/mod.rs"]
 mod support;
 
-/// The deterministic lossy-link simulator shared with the test suite.
-#[path = "../tests/support/link.rs"]
-mod link;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,7 +31,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use fastarray::{BitWriter, FastArray};
-use link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile, Report};
 use support::naive::{self, NaiveLossy, NaiveSender};
 use support::ue::UeConnection;
 use support::{

@@ -4,6 +4,7 @@
 use fastarray::{
     BitCodec, BitReader, BitWriter, DecodeError, FastArray, FieldMask, Replicate, SendState,
 };
+use fastarray_testkit::{drive, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 enum Order {
@@ -203,12 +204,6 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
     client.apply_delta(&r4, &mut ()).unwrap();
     assert_eq!(client, server);
 }
-
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
 
 #[test]
 fn enum_items_converge_over_lossy_links() {

@@ -1,13 +1,8 @@
 //! Nested `Replicate` fields: a changed leaf sends its path (one leaf index)
 //! and its value, not the whole nested struct.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{BitCodec, BitReader, BitWriter, FastArray, FieldMask, Replicate, SendState};
+use fastarray_testkit::{drive, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Vec3 {

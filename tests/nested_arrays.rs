@@ -1,15 +1,10 @@
 //! `FastArray`s inside the items of a `FastArray`: per-id deltas at every
 //! level, with loss recovery through the outer connection's packets.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{
     Callbacks, FastArray, FieldMask, Replicate, Replicated, ReplicationId, SendError, SendState,
 };
+use fastarray_testkit::{drive, link};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 

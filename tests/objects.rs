@@ -1,12 +1,7 @@
 //! Replicated objects: plain fields and `FastArray` fields in one value.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{FastArray, Replicate, Replicated, SendError, SendState};
+use fastarray_testkit::{drive, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {

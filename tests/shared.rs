@@ -3,11 +3,8 @@
 //! What it must not change: the bytes, loss repair, resynchronisation, and
 //! convergence of many connections over different links at once.
 
-#[path = "support/link.rs"]
-mod link;
-
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
-use link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -2,9 +2,7 @@
 //! until the link heals and the sender settles: the loop the convergence
 //! tests share.
 
-#![allow(dead_code)]
-
-use super::link::{Link, LinkProfile, Report};
+use crate::link::{Link, LinkProfile, Report};
 
 /// One replication session under test.
 pub trait Session {
