@@ -44,6 +44,7 @@ use fastarray::{
     ApplyReport, DecodeError, DeltaStats, FastArray, Replicate, Replicated, ReplicationId,
     SendError, SendState,
 };
+use fastarray_testkit::exchange;
 use fastarray_testkit::wide_drive::{self, Budget, ConnSpec, Tally, World};
 use fastarray_testkit::wide_link::WideProfile;
 use rand::Rng;
@@ -1148,13 +1149,9 @@ fn an_item_that_fits_alone_is_not_reported_oversized() {
             score: 2,
             mids: FastArray::new(),
         });
-        server.commit();
         let mut conn = SendState::new();
         let mut client = FastArray::<Outer>::new();
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(0);
+        exchange(&mut server, &mut conn, &mut client, 0);
         server.get_mut(a).unwrap().tag = 9;
         server.get_mut(b).unwrap().mids.push(Mid {
             m: 1,
@@ -1232,15 +1229,10 @@ fn changed_fields_that_fit_whole_are_sent_within_the_budget() {
     };
     let mut server = FastArray::new();
     let id = server.push(dials(1));
-    server.commit();
     let mut conn = SendState::new();
     let mut client = FastArray::<Dials>::new();
     for packet in 0..2 {
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, packet, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(packet);
-        server.commit();
+        exchange(&mut server, &mut conn, &mut client, packet);
     }
     *server.get_mut(id).unwrap() = dials(2);
     server.commit();
