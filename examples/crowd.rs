@@ -13,15 +13,11 @@
 //!
 //! Exits with status 1 if any client differs from the server.
 
-/// The deterministic lossy-link simulator shared with the test suite.
-#[path = "../tests/support/link.rs"]
-mod link;
-
 use std::process::ExitCode;
 use std::time::Instant;
 
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
-use link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

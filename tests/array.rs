@@ -1,8 +1,7 @@
 //! `FastArray` container semantics: ids, keys, change capture, commit.
 
-#[path = "support/counted.rs"]
-mod counted;
 use fastarray::{FastArray, FieldMask, Replicate, ReplicationId};
+use fastarray_testkit::counted;
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Agent {

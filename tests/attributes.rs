@@ -4,6 +4,7 @@ use fastarray::{
     BitCodec, BitReader, BitWriter, DecodeError, EncodeError, FastArray, FieldMask, Quantizer,
     Replicate, SendError, SendState,
 };
+use fastarray_testkit::exchange;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
 
@@ -371,11 +372,7 @@ fn quantized_fields_converge_over_the_protocol_up_to_resolution() {
             item.alpha = (item.alpha + 0.01) % 1.0;
             item.cache.push(1);
         }
-        server.commit();
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, packet, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(packet);
+        exchange(&mut server, &mut conn, &mut client, packet);
     }
     assert_eq!(client.len(), server.len());
     for (id, item) in server.iter() {

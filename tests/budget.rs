@@ -2,11 +2,8 @@
 //! on the backlog, an item too large for the budget is reported while the
 //! rest flows, and a budget serves items fairly under loss.
 
-#[path = "support/link.rs"]
-mod link;
-
 use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState};
-use link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile, Report};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Member {

@@ -5,16 +5,11 @@
 //! message must apply without error, and the callbacks must describe the
 //! same contents as the mirror.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use std::collections::BTreeMap;
 
 use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId};
-use link::LinkProfile;
+use fastarray_testkit::drive;
+use fastarray_testkit::link::LinkProfile;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 

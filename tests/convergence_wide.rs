@@ -24,9 +24,9 @@
 //!   packets still in the network; enum variant changes (whole values);
 //! * three or four connections per server over independent links.
 //!
-//! The checks of each run are in `support/wide_drive.rs`; the link in
-//! `support/wide_link.rs`. Each case also checks, from the counts of what
-//! its runs went through, that it exercised what it claims.
+//! The checks of each run are in `fastarray_testkit::wide_drive`; the link
+//! in `fastarray_testkit::wide_link`. Each case also checks, from the
+//! counts of what its runs went through, that it exercised what it claims.
 //!
 //! `FASTARRAY_SEEDS` sets the seeds per profile (the default, 2 to 4,
 //! keeps the file well under a minute in a debug build). The soak, 1 000
@@ -40,20 +40,15 @@
 //! known limit that acknowledgements must come back within 64 frames
 //! (`WIRE.md`, "Nothing on a timer").
 
-#[path = "support/wide_link.rs"]
-mod wide_link;
-
-#[path = "support/wide_drive.rs"]
-mod wide_drive;
-
 use fastarray::{
     ApplyReport, DecodeError, DeltaStats, FastArray, Replicate, Replicated, ReplicationId,
     SendError, SendState,
 };
+use fastarray_testkit::exchange;
+use fastarray_testkit::wide_drive::{self, Budget, ConnSpec, Tally, World};
+use fastarray_testkit::wide_link::WideProfile;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use wide_drive::{Budget, ConnSpec, Tally, World};
-use wide_link::WideProfile;
 
 /// One MTU of 1 200 bytes, in bits.
 const MTU: u64 = 1_200 * 8;
@@ -1154,13 +1149,9 @@ fn an_item_that_fits_alone_is_not_reported_oversized() {
             score: 2,
             mids: FastArray::new(),
         });
-        server.commit();
         let mut conn = SendState::new();
         let mut client = FastArray::<Outer>::new();
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(0);
+        exchange(&mut server, &mut conn, &mut client, 0);
         server.get_mut(a).unwrap().tag = 9;
         server.get_mut(b).unwrap().mids.push(Mid {
             m: 1,
@@ -1238,15 +1229,10 @@ fn changed_fields_that_fit_whole_are_sent_within_the_budget() {
     };
     let mut server = FastArray::new();
     let id = server.push(dials(1));
-    server.commit();
     let mut conn = SendState::new();
     let mut client = FastArray::<Dials>::new();
     for packet in 0..2 {
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, packet, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(packet);
-        server.commit();
+        exchange(&mut server, &mut conn, &mut client, packet);
     }
     *server.get_mut(id).unwrap() = dials(2);
     server.commit();

@@ -8,6 +8,7 @@ use fastarray::{
     BitCodec, BitReader, BitWriter, DecodeError, EncodeError, FastArray, MAX_DEPTH, Replicate,
     ReplicationId, SendError, SendState,
 };
+use fastarray_testkit::exchange;
 
 /// One bit per level: `Some` link, then the next level.
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -276,12 +277,8 @@ fn a_sender_refuses_what_a_receiver_would() {
     // A changed field that would take the value past the limit.
     let mut server = FastArray::new();
     let id = server.push(chain(MAX_DEPTH));
-    server.commit();
     let (mut conn, mut mirror) = (SendState::new(), FastArray::<Chain>::new());
-    let mut bytes = Vec::new();
-    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-    mirror.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(0);
+    exchange(&mut server, &mut conn, &mut mirror, 0);
     *server.get_mut(id).unwrap() = Chain {
         next: Some(Box::new(chain(MAX_DEPTH))),
     };

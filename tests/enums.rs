@@ -4,6 +4,7 @@
 use fastarray::{
     BitCodec, BitReader, BitWriter, DecodeError, FastArray, FieldMask, Replicate, SendState,
 };
+use fastarray_testkit::{drive, exchange, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 enum Order {
@@ -135,7 +136,7 @@ fn enum_items_send_what_the_spec_says() {
         speed: 1,
     });
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    drive::exchange(&mut server, &mut conn, &mut client, 0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     // Same variant, one field: tag (2) + that field only.
     if let Order::Move { x, .. } = &mut *server.get_mut(id).unwrap() {
@@ -146,7 +147,7 @@ fn enum_items_send_what_the_spec_says() {
     let id_bits = 1; // id 0
     let one_field = 1 + 1 + 2; // selector + gamma(0) + 2-bit handle (4 fields)
     assert_eq!(
-        drive::exchange(&mut server, &mut conn, &mut client, 1),
+        exchange(&mut server, &mut conn, &mut client, 1),
         header + id_bits + 1 + one_field + 2 + 16
     );
     assert_eq!(client, server);
@@ -154,7 +155,7 @@ fn enum_items_send_what_the_spec_says() {
     // Another variant: the whole value, as a whole item.
     *server.get_mut(id).unwrap() = Order::Attack(7, 0);
     assert_eq!(
-        drive::exchange(&mut server, &mut conn, &mut client, 2),
+        exchange(&mut server, &mut conn, &mut client, 2),
         header + id_bits + 1 + 2 + 32
     );
     assert_eq!(client, server);
@@ -169,7 +170,7 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
         name: "b".into(),
     });
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    drive::exchange(&mut server, &mut conn, &mut client, 0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     // R1: a field of `Build` (bit 3, `name`), in flight.
     if let Order::Build { name, .. } = &mut *server.get_mut(id).unwrap() {
@@ -182,7 +183,7 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
     // R2: the variant changes to one with a single field; the whole value
     // arrives and is acked.
     *server.get_mut(id).unwrap() = Order::Attack(1, 0);
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
     // R3: that field (bit 1), in flight.
     if let Order::Attack(target, _) = &mut *server.get_mut(id).unwrap() {
         *target = 2;
@@ -203,12 +204,6 @@ fn a_lost_change_to_an_old_variant_is_not_resent_into_the_new_one() {
     client.apply_delta(&r4, &mut ()).unwrap();
     assert_eq!(client, server);
 }
-
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
 
 #[test]
 fn enum_items_converge_over_lossy_links() {

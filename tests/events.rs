@@ -8,6 +8,7 @@ use core::fmt::Debug;
 use fastarray::{
     ApplyReport, Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState,
 };
+use fastarray_testkit::exchange;
 
 /// Every `post_change` call, in order.
 #[derive(Default)]
@@ -38,12 +39,8 @@ fn lose_then_deliver<T: Replicate + Clone + Debug + PartialEq>(
 ) -> Outcome<T> {
     let mut server = FastArray::new();
     let id = server.push(start);
-    server.commit();
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    let mut first = Vec::new();
-    server.write_delta(&mut conn, 0, &mut first).unwrap();
-    client.apply_delta(&first, &mut ()).unwrap();
-    conn.on_ack(0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     lost(&mut server.get_mut(id).unwrap());
     server.commit();

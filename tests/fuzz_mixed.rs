@@ -10,6 +10,7 @@
 //! now covered in `tests/protocol.rs`.)
 
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
+use fastarray_testkit::exchange;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -352,17 +353,12 @@ fn budgets_hold_with_every_id_spacing() {
         let mut server = FastArray::new();
         let n = rng.random_range(1..3_000u32);
         let ids: Vec<ReplicationId> = (0..n).map(|i| server.push(thing(i))).collect();
-        server.commit();
         let mut conn = SendState::new();
         let mut client = FastArray::new();
         let mut packet = 0;
         while !conn.is_settled() || packet == 0 {
             packet += 1;
-            let mut bytes = Vec::new();
-            server.write_delta(&mut conn, packet, &mut bytes).unwrap();
-            client.apply_delta(&bytes, &mut ()).unwrap();
-            conn.on_ack(packet);
-            server.commit();
+            exchange(&mut server, &mut conn, &mut client, packet);
         }
         // Sparse changes and removals with random spacing.
         let shift = rng.random_range(0..12);

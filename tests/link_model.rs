@@ -1,11 +1,8 @@
-//! Tests of the lossy-link simulator itself (`examples/support/link.rs`).
-
-#[path = "support/link.rs"]
-mod link;
+//! Tests of the lossy-link simulator itself (`fastarray_testkit::link`).
 
 use std::collections::BTreeMap;
 
-use link::{Link, LinkProfile, LinkStats, Report};
+use fastarray_testkit::link::{Link, LinkProfile, LinkStats, Report};
 
 /// Something observed at one tick.
 #[derive(Clone, Debug, PartialEq, Eq)]

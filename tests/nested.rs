@@ -1,13 +1,8 @@
 //! Nested `Replicate` fields: a changed leaf sends its path (one leaf index)
 //! and its value, not the whole nested struct.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{BitCodec, BitReader, BitWriter, FastArray, FieldMask, Replicate, SendState};
+use fastarray_testkit::{drive, exchange, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Vec3 {
@@ -96,13 +91,9 @@ fn a_changed_leaf_round_trips_alone() {
 fn one_changed_leaf_sends_its_index_and_value() {
     let mut server = FastArray::new();
     let ids: Vec<_> = (0..100).map(|n| server.push(unit(n))).collect();
-    server.commit();
     let mut conn = SendState::new();
     let mut client = FastArray::new();
-    let mut bytes = Vec::new();
-    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     let id = ids[50];
     server.get_mut(id).unwrap().transform.velocity.y = 3.25;
@@ -122,12 +113,8 @@ fn one_changed_leaf_sends_its_index_and_value() {
 fn a_variant_change_in_a_nested_enum_sends_the_whole_item() {
     let mut server = FastArray::new();
     let id = server.push(unit(1));
-    server.commit();
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    let mut bytes = Vec::new();
-    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     server.get_mut(id).unwrap().stance = Stance::Crouching(3);
     server.commit();

@@ -1,15 +1,10 @@
 //! `FastArray`s inside the items of a `FastArray`: per-id deltas at every
 //! level, with loss recovery through the outer connection's packets.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{
     Callbacks, FastArray, FieldMask, Replicate, Replicated, ReplicationId, SendError, SendState,
 };
+use fastarray_testkit::{drive, exchange, exchange_object, link};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -62,10 +57,10 @@ fn synced() -> (FastArray<Squad>, SendState, FastArray<Squad>) {
         server.push(squad(tag, 50));
     }
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
-    drive::exchange(&mut server, &mut conn, &mut client, 0);
+    exchange(&mut server, &mut conn, &mut client, 0);
     assert_eq!(client, server);
     // One more exchange so the arrays' frames are acknowledged too.
-    drive::exchange(&mut server, &mut conn, &mut client, 1);
+    exchange(&mut server, &mut conn, &mut client, 1);
     (server, conn, client)
 }
 
@@ -126,7 +121,7 @@ fn a_plain_change_sends_no_member() {
     // Outer: header, id 5 (varint, 5), not whole, plain fields follow,
     // the one-field set (selector + 1-bit mask), the u8; then an empty
     // inner delta.
-    let bits = drive::exchange(&mut server, &mut conn, &mut client, 2);
+    let bits = exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(bits, (2 + 16 + 1 + 2 + 1) + 5 + 1 + 1 + (1 + 1) + 8 + 1);
     assert_eq!(client, server);
 }
@@ -136,7 +131,7 @@ fn squads_come_and_go_with_their_members() {
     let (mut server, mut conn, mut client) = synced();
     let added = server.push(squad(200, 7));
     server.remove(ReplicationId::from_raw(3));
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client.get(added).unwrap().members.len(), 7);
     assert!(!client.contains(ReplicationId::from_raw(3)));
 
@@ -149,7 +144,7 @@ fn squads_come_and_go_with_their_members() {
         let last = squad.members.ids().last().unwrap();
         squad.members.get_mut(last).unwrap().rank = 3;
     }
-    drive::exchange(&mut server, &mut conn, &mut client, 3);
+    exchange(&mut server, &mut conn, &mut client, 3);
     assert_eq!(client, server);
     assert!(conn.is_settled());
     // One send state per squad the client holds, none for the removed one.
@@ -208,7 +203,7 @@ fn a_lost_add_is_resent_with_its_members() {
     assert_eq!(client.get(id).unwrap().members.len(), 1);
     conn.on_ack(1);
     // …and the repair brings the other four.
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client, server);
     assert!(conn.is_settled());
 }
@@ -289,13 +284,9 @@ fn an_inner_encode_error_leaves_nothing_in_flight() {
         .unwrap()
         .tinies
         .push(Tiny { level: 1 });
-    server.commit();
     let mut conn = SendState::new();
     let mut client = FastArray::new();
-    let mut bytes = Vec::new();
-    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(0);
+    exchange(&mut server, &mut conn, &mut client, 0);
 
     let bad = server
         .get_mut(holder)
@@ -319,11 +310,7 @@ fn an_inner_encode_error_leaves_nothing_in_flight() {
         .get_mut(bad)
         .unwrap()
         .level = 3;
-    server.commit();
-    let mut bytes = Vec::new();
-    server.write_delta(&mut conn, 1, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(1);
+    exchange(&mut server, &mut conn, &mut client, 1);
     assert_eq!(client, server);
     assert!(client.get(holder).unwrap().tinies.contains(fine));
     assert!(conn.is_settled());
@@ -414,18 +401,8 @@ fn a_replicated_object_holds_arrays_of_items_with_arrays() {
     let mut server = Replicated::new(World::default());
     let mut conn = SendState::new();
     let mut client = Replicated::<World>::mirror();
-    let send = |server: &mut Replicated<World>,
-                conn: &mut SendState,
-                client: &mut Replicated<World>,
-                packet| {
-        server.commit();
-        let mut bytes = Vec::new();
-        server.write_delta(conn, packet, &mut bytes).unwrap();
-        client.apply_delta(&bytes, &mut ()).unwrap();
-        conn.on_ack(packet);
-    };
     let id = server.get_mut().squads.push(squad(1, 3));
-    send(&mut server, &mut conn, &mut client, 0);
+    exchange_object(&mut server, &mut conn, &mut client, 0);
     assert_eq!(client.get(), server.get());
 
     let member = server.get().squads.get(id).unwrap().members.ids().nth(1);
@@ -438,7 +415,7 @@ fn a_replicated_object_holds_arrays_of_items_with_arrays() {
         .get_mut(member.unwrap())
         .unwrap()
         .hp = 42;
-    send(&mut server, &mut conn, &mut client, 1);
+    exchange_object(&mut server, &mut conn, &mut client, 1);
     assert_eq!(client.get(), server.get());
     assert!(conn.is_settled());
 }
@@ -512,7 +489,7 @@ fn an_entry_read_past_needs_no_frame_reference() {
     let mut packet = 2;
     for hp in 0..70 {
         member(&mut server, x, inner, |m| m.hp = hp);
-        drive::exchange(&mut server, &mut conn, &mut client, packet);
+        exchange(&mut server, &mut conn, &mut client, packet);
         packet += 1;
     }
     member(&mut server, x, inner, |m| m.hp = 1_000);
@@ -545,7 +522,7 @@ fn replacing_an_inner_array_is_refused_loudly() {
     let mut fresh = FastArray::new();
     fresh.push(Member { hp: 1, rank: 2 });
     server.get_mut(squad).unwrap().members = fresh;
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
 }
 
 /// Swapping two items' arrays is a replacement too.
@@ -571,7 +548,7 @@ fn an_edited_clone_written_back_is_an_edit() {
     members.remove(first);
     members.push(Member { hp: 5, rank: 5 });
     server.get_mut(squad).unwrap().members = members;
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client, server);
     // The mirror's copy of the squad has the new member at its new id.
     assert_eq!(client.get(squad).unwrap().members.len(), 50);
@@ -587,7 +564,7 @@ fn clearing_and_refilling_an_inner_array_converges() {
         squad.members.clear();
         squad.members.push(Member { hp: 1, rank: 2 });
     }
-    drive::exchange(&mut server, &mut conn, &mut client, 2);
+    exchange(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client, server);
     assert_eq!(client.get(squad).unwrap().members.len(), 1);
 }

@@ -1,12 +1,7 @@
 //! Replicated objects: plain fields and `FastArray` fields in one value.
 
-#[path = "support/link.rs"]
-mod link;
-
-#[path = "support/drive.rs"]
-mod drive;
-
 use fastarray::{FastArray, Replicate, Replicated, SendError, SendState};
+use fastarray_testkit::{drive, exchange_object, link};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {
@@ -32,19 +27,6 @@ struct Match {
     shots: FastArray<Shot>,
     #[replicate(skip)]
     server_only: Vec<u8>,
-}
-
-fn send(
-    server: &mut Replicated<Match>,
-    conn: &mut SendState,
-    client: &mut Replicated<Match>,
-    packet: u32,
-) -> u64 {
-    let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(packet);
-    stats.bits
 }
 
 /// The client holds the server's state, up to the quantization of `x`.
@@ -75,34 +57,33 @@ fn an_object_replicates_its_fields_and_arrays() {
             m.units.push(Unit { hp: n, x: 0.0 });
         }
     }
-    server.commit();
-    send(&mut server, &mut conn, &mut client, 0);
+    exchange_object(&mut server, &mut conn, &mut client, 0);
     assert!(mirrored(&server, &client));
     assert!(client.get().server_only.is_empty());
 
     // Nothing changed: an empty message.
-    server.commit();
-    assert_eq!(send(&mut server, &mut conn, &mut client, 1), 1);
+    assert_eq!(exchange_object(&mut server, &mut conn, &mut client, 1), 1);
 
     // One plain field: the object as item 0 of a one-item delta, with a
     // plain part and two empty array deltas.
     server.get_mut().clock = 7;
-    server.commit();
     // header (with the one-item list's gap code), id 0, not whole, plain
     // fields follow, mask of 2, u32
     let plain = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + (1 + 2) + 32;
-    assert_eq!(send(&mut server, &mut conn, &mut client, 2), plain + 1 + 1);
+    assert_eq!(
+        exchange_object(&mut server, &mut conn, &mut client, 2),
+        plain + 1 + 1
+    );
 
     // One item of one array: item 0 with no plain part, that array's
     // delta, and the other array's empty delta.
     let id = server.get().units.ids().nth(3).unwrap();
     server.get_mut().units.get_mut(id).unwrap().hp = 99;
-    server.commit();
     let object = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1; // header, id 0, not whole, no plain fields
     // header, id 3 (varint, 5), one of two fields, u16
     let array = 2 + 16 + 1 + (2 + 1) + 5 + 1 + (1 + 1 + 1) + 16;
     assert_eq!(
-        send(&mut server, &mut conn, &mut client, 3),
+        exchange_object(&mut server, &mut conn, &mut client, 3),
         object + array + 1
     );
     assert!(mirrored(&server, &client));
@@ -289,10 +270,9 @@ fn a_message_removing_the_object_is_refused_and_changes_nothing() {
     use fastarray::{BitCodec, BitWriter, DecodeError, ReplicationId};
     let mut server = Replicated::new(Match::default());
     server.get_mut().round = 3;
-    server.commit();
     let mut conn = SendState::new();
     let mut client = Replicated::<Match>::mirror();
-    send(&mut server, &mut conn, &mut client, 1);
+    exchange_object(&mut server, &mut conn, &mut client, 1);
 
     // kind `1 0`, long frame 9, one removal (Elias-delta code, id 0), no items.
     let mut evil = Vec::new();
@@ -342,8 +322,7 @@ fn a_message_removing_the_object_is_refused_and_changes_nothing() {
 
     // The mirror still follows the server.
     server.get_mut().round = 4;
-    server.commit();
-    send(&mut server, &mut conn, &mut client, 2);
+    exchange_object(&mut server, &mut conn, &mut client, 2);
     assert_eq!(client.get().round, 4);
     assert!(mirrored(&server, &client));
 }
@@ -362,8 +341,7 @@ fn a_message_70_frames_late_is_ignored_whole() {
     // Past 64 inner frames, every one acknowledged: inner frames go short.
     for hp in 0..80 {
         server.get_mut().units.get_mut(unit).unwrap().hp = hp;
-        server.commit();
-        send(&mut server, &mut conn, &mut client, packet);
+        exchange_object(&mut server, &mut conn, &mut client, packet);
         packet += 1;
     }
     server.get_mut().units.get_mut(unit).unwrap().hp = 500;
@@ -374,8 +352,7 @@ fn a_message_70_frames_late_is_ignored_whole() {
     packet += 1;
     for round in 0..70u8 {
         server.get_mut().round = round;
-        server.commit();
-        send(&mut server, &mut conn, &mut client, packet);
+        exchange_object(&mut server, &mut conn, &mut client, packet);
         packet += 1;
     }
     let report = client.apply_delta(&late, &mut ()).unwrap();

@@ -1,12 +1,11 @@
 //! The delta protocol, packet by packet: exact sizes, retirement, loss,
 //! reordering, duplication, overflow, shared encoding, atomic apply.
 
-#[path = "support/counted.rs"]
-mod counted;
 use fastarray::{
     ApplyReport, Callbacks, DecodeError, FastArray, FieldMask, Replicate, ReplicationId, SendError,
     SendState,
 };
+use fastarray_testkit::counted;
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Agent {

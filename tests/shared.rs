@@ -3,11 +3,9 @@
 //! What it must not change: the bytes, loss repair, resynchronisation, and
 //! convergence of many connections over different links at once.
 
-#[path = "support/link.rs"]
-mod link;
-
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
-use link::{Link, LinkProfile, Report};
+use fastarray_testkit::exchange;
+use fastarray_testkit::link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -120,14 +118,13 @@ fn caught_up_connections_take_one_message_written_once() {
 fn a_connection_with_an_add_in_flight_writes_its_own_message() {
     let mut room = Room::new(100, 2);
     room.server.push(unit(100));
-    room.server.commit();
+    exchange(
+        &mut room.server,
+        &mut room.conns[0],
+        &mut room.clients[0],
+        50,
+    );
     // Connection 1's packet with the add is still in flight.
-    let mut bytes = Vec::new();
-    room.server
-        .write_delta(&mut room.conns[0], 50, &mut bytes)
-        .unwrap();
-    room.clients[0].apply_delta(&bytes, &mut ()).unwrap();
-    room.conns[0].on_ack(50);
     let mut held = Vec::new();
     room.server
         .write_delta(&mut room.conns[1], 50, &mut held)

@@ -2,9 +2,11 @@
 //! until the link heals and the sender settles: the loop the convergence
 //! tests share.
 
-#![allow(dead_code)]
+use fastarray::{Callbacks, FastArray, Replicate, SendState};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
-use super::link::{Link, LinkProfile, Report};
+use crate::link::{Link, LinkProfile, Report};
 
 /// One replication session under test.
 pub trait Session {
@@ -65,27 +67,6 @@ pub fn seeds() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(100)
-}
-
-use fastarray::{Callbacks, FastArray, Replicate, SendState};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
-
-/// Commits `server`, writes packet `packet` for `conn`, applies it on
-/// `client` and acknowledges it, over a perfect link; returns the
-/// message's bits.
-pub fn exchange<T: Replicate>(
-    server: &mut FastArray<T>,
-    conn: &mut SendState,
-    client: &mut FastArray<T>,
-    packet: u32,
-) -> u64 {
-    server.commit();
-    let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(packet);
-    stats.bits
 }
 
 /// A `FastArray` replicated to one mirror, with game logic `logic` and

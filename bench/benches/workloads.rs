@@ -22,12 +22,9 @@
 //! once from the same seeded workload.
 //!
 //! ```sh
-//! cargo bench --bench workloads             # everything, about 3 minutes
-//! cargo bench --bench workloads -- sparse   # one group
+//! cargo bench -p fastarray-bench --bench workloads             # everything, about 3 minutes
+//! cargo bench -p fastarray-bench --bench workloads -- sparse   # one group
 //! ```
-
-#[path = "support/mod.rs"]
-mod support;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -36,8 +33,8 @@ use criterion::{
     BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
 };
 use fastarray::{FastArray, SendState};
-use support::naive::{self, NaiveSender};
-use support::{
+use fastarray_bench::naive::{self, NaiveSender};
+use fastarray_bench::{
     Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_writes,
 };
 

@@ -25,7 +25,7 @@ use fastarray::{BitWriter, FastArray, FieldMask, Replicate, ReplicationId, Repli
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use super::Agent;
+use crate::Agent;
 
 /// `4 × int32` header plus the flag bit.
 pub const HEADER_BITS: u64 = 4 * 32 + 1;

@@ -28,8 +28,6 @@
 //! handed out, or a late copy that falls due before its loss report was
 //! handed out, waits for the other side to catch up.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{Rng, SeedableRng};

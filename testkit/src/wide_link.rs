@@ -23,8 +23,6 @@
 //! comes through after all (before or after the loss report): a
 //! transport that timed out and then heard the ack.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{Rng, SeedableRng};

@@ -2,8 +2,6 @@
 //! so tests can check work is done once per changed item, not per item or
 //! per connection.
 
-#![allow(dead_code)]
-
 use std::cell::Cell;
 
 use fastarray::{BitCodec, BitReader, BitWriter, DecodeError, EncodeError};

@@ -26,15 +26,13 @@
 //! [`Tally`] counts what the runs went through, so tests can check they
 //! exercised what they claim.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 
 use fastarray::{ApplyReport, DecodeError, DeltaStats, HISTORY_LEN, SendError, SendState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::wide_link::{Fate, HOLD, Report, WideLink, WideProfile};
+use crate::wide_link::{Fate, HOLD, Report, WideLink, WideProfile};
 
 /// A replicated server state and how to reach its mirrors.
 pub trait World {
@@ -500,7 +498,7 @@ fn write<W: World>(
 fn apply<W: World>(
     conn: &mut Conn<W::Mirror>,
     now: u32,
-    arrival: super::wide_link::Arrival<Payload>,
+    arrival: crate::wide_link::Arrival<Payload>,
     tally: &mut Tally,
     problems: &mut Vec<String>,
     ci: usize,

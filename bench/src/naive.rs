@@ -17,7 +17,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use fastarray::{BitCodec, BitReader, BitWriter, DecodeError, EncodeError};
 
-use super::Agent;
+use crate::Agent;
 
 /// The sending side of one connection: the shadow of what was sent.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,8 @@
-//! Code shared by the criterion benches (`benches/*.rs`) and the bandwidth
-//! report (`examples/bandwidth.rs`): the `Agent` item, the seeded workloads,
-//! our side of a tick, and the baselines the issue asks for, which live here
-//! and not in the library:
+//! fastarray's measuring tool (not published): the criterion benches
+//! (`bench/benches/*.rs`) and the bandwidth report that writes
+//! `BENCHMARKS.md` (`bench/src/bin/bandwidth/`). This library is what they
+//! share: the `Agent` item, the seeded workloads, our side of a tick, and
+//! the baselines the issue asks for, which live here and not in fastarray:
 //!
 //! * [`naive`]: naive position diffing, what a plain replicated array does;
 //! * [`ue`]: a bit-count model of Unreal's FastArray wire format;
@@ -9,7 +10,14 @@
 //!   `bitcode`, need no code of their own.
 //!
 //! Everything is deterministic: workloads come from a seeded `ChaCha8Rng`.
-#![allow(dead_code)]
+//!
+//! ```sh
+//! cargo bench -p fastarray-bench                            # CPU (criterion)
+//! cargo run --release -p fastarray-bench --bin bandwidth    # writes BENCHMARKS.md
+//! ```
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 /// The naive position-diffing baseline.
 pub mod naive;

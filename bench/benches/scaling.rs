@@ -12,17 +12,16 @@
 //!   the acknowledgement.
 //!
 //! ```sh
-//! cargo bench --bench scaling
+//! cargo bench -p fastarray-bench --bench scaling
 //! ```
-
-#[path = "support/mod.rs"]
-mod support;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use support::{Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes};
+use fastarray_bench::{
+    Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes,
+};
 
 /// Seed of every workload.
 const SEED: u64 = 0x5eed;

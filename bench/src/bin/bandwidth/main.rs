@@ -1,0 +1,187 @@
+//! The bandwidth report: bits on the wire per tick per connection for us
+//! against the baselines (naive position diffing, full snapshots with our
+//! codec and with `bitcode`, and a bit-count model of Unreal's FastArray),
+//! over every workload and array size, over a lossy link, plus memory per
+//! item measured with a counting allocator. It prints the tables and
+//! regenerates `BENCHMARKS.md` and the charts in `docs/`.
+//!
+//! CPU numbers come from criterion: run the benches first and this program
+//! reads their estimates from `target/criterion/**/new/estimates.json`.
+//!
+//! ```sh
+//! cargo bench -p fastarray-bench                            # CPU (criterion), a few minutes
+//! cargo run --release -p fastarray-bench --bin bandwidth    # bits, memory; writes BENCHMARKS.md
+//! cargo run --release -p fastarray-bench --bin bandwidth -- --no-write   # print only
+//! ```
+//!
+//! It writes at the repository root (the parent of this package's
+//! directory), and reads criterion's output from the workspace's
+//! `target/` (or `CARGO_TARGET_DIR`).
+//!
+//! Every bit count is exact (the library's `DeltaStats::bits`, our snapshot
+//! writer's count, the naive encoder's count, `bitcode`'s bytes × 8) except
+//! the Unreal column, which is a model. Runs are deterministic: the same
+//! seeds give the same numbers on every machine.
+//!
+//! | module | part of the report |
+//! |---|---|
+//! | `bits` | bits per tick, every packet acknowledged, per workload and size |
+//! | `events` | the single-event targets at 10k (one change, one removal, a shuffle) |
+//! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
+//! | `memory` | the counting allocator and the heap bytes per item |
+//! | `estimates` | criterion's medians, read from its output |
+//! | `report` | the results and the issue's targets |
+//! | `markdown`, `chart`, `format` | `BENCHMARKS.md`, the SVG charts, number formatting |
+
+mod bits;
+mod chart;
+mod estimates;
+mod events;
+mod format;
+mod loss;
+mod markdown;
+mod memory;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use fastarray_bench::Workload;
+
+use crate::bits::run_bits;
+use crate::chart::charts;
+use crate::estimates::load_criterion;
+use crate::events::{one_change, one_removal, one_shuffle};
+use crate::format::{num, size_label};
+use crate::loss::{fan_out_messages, run_loss};
+use crate::memory::measure_memory;
+use crate::report::{Results, status};
+
+/// Array sizes of the bits table.
+const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+/// Ticks per run of the bits table.
+const TICKS: u32 = 64;
+/// Items of the loss runs and of the single-event targets.
+const LOSS_ITEMS: usize = 10_000;
+/// Ticks of each loss run (before the link heals).
+const LOSS_TICKS: u32 = 200;
+/// Loss rates of the loss runs.
+const LOSS_RATES: [f64; 4] = [0.0, 0.05, 0.2, 0.5];
+/// Seed of every workload and link.
+const SEED: u64 = 0x5eed;
+
+fn print_tables(report: &Results) {
+    println!(
+        "bits per tick per connection ({TICKS} ticks, every packet acked)\n{:<8} {:>6} {:>12} {:>14} {:>14} {:>14} {:>14}",
+        "workload", "items", "fastarray", "naive diff", "unreal model", "snapshot", "bitcode"
+    );
+    for b in &report.bits {
+        println!(
+            "{:<8} {:>6} {:>12} {:>14} {:>14} {:>14} {:>14}",
+            b.workload.expect("set").name(),
+            size_label(b.items),
+            num(b.per_tick(b.ours)),
+            num(b.per_tick(b.naive)),
+            num(b.per_tick(b.ue)),
+            num(b.per_tick(b.snapshot)),
+            num(b.per_tick(b.bitcode))
+        );
+    }
+    println!(
+        "\nbits per tick over a lossy link ({} items, {LOSS_TICKS} ticks)\n{:<8} {:>5} {:>12} {:>14} {:>14} {:>14}",
+        LOSS_ITEMS, "workload", "loss", "fastarray", "naive diff", "unreal model", "bitcode"
+    );
+    for l in &report.loss {
+        let per = |v: u64| num(v as f64 / l.ticks as f64);
+        println!(
+            "{:<8} {:>4.0}% {:>12} {:>14} {:>14} {:>14}",
+            l.workload.expect("set").name(),
+            l.rate * 100.0,
+            per(l.ours),
+            per(l.naive),
+            per(l.ue),
+            per(l.bitcode)
+        );
+    }
+    println!("\ntargets");
+    for t in report.targets() {
+        println!(
+            "  [{}] {}: {} (goal {})",
+            status(t.met),
+            t.name,
+            t.measured,
+            t.goal
+        );
+    }
+}
+
+fn main() {
+    let write = !std::env::args().any(|a| a == "--no-write");
+    let started = Instant::now();
+    // This package is `bench/` in the repository.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the bench package sits in the repository")
+        .to_path_buf();
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let cpu_dir = target.join("criterion");
+
+    let mut bits = Vec::new();
+    for workload in Workload::TABLE {
+        for items in SIZES {
+            let t = Instant::now();
+            bits.push(run_bits(workload, items, TICKS));
+            eprintln!(
+                "bits: {} {} in {:.1} s",
+                workload.name(),
+                size_label(items),
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let mut loss = Vec::new();
+    for workload in [Workload::Sparse, Workload::Hot, Workload::Churn] {
+        for rate in LOSS_RATES {
+            let t = Instant::now();
+            loss.push(run_loss(workload, rate));
+            eprintln!(
+                "loss: {} {:.0}% in {:.1} s",
+                workload.name(),
+                rate * 100.0,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let memory = vec![measure_memory(10_000), measure_memory(100_000)];
+    let report = Results {
+        bits,
+        change: one_change(),
+        removal: one_removal(),
+        shuffle: one_shuffle(),
+        loss,
+        memory,
+        fan_out: fan_out_messages(16, TICKS),
+        cpu: load_criterion(&cpu_dir),
+        cpu_dir: cpu_dir
+            .strip_prefix(&root)
+            .map_or(cpu_dir.clone(), Path::to_path_buf),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    print_tables(&report);
+    if !write {
+        return;
+    }
+    let charts = charts(&report);
+    std::fs::create_dir_all(root.join("docs")).expect("create docs/");
+    for (_, file, svg) in &charts {
+        std::fs::write(root.join(file), svg).expect("write chart");
+    }
+    let links: Vec<(&str, &str)> = charts
+        .iter()
+        .map(|(name, file, _)| (*name, *file))
+        .collect();
+    std::fs::write(root.join("BENCHMARKS.md"), report.markdown(&links))
+        .expect("write BENCHMARKS.md");
+    eprintln!("wrote BENCHMARKS.md and {} charts in docs/", charts.len());
+}
