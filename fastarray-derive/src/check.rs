@@ -1,7 +1,7 @@
 //! Rules about the input as a whole, checked after its attributes are
 //! parsed: what kind of type it is and how many fields it replicates.
 
-use crate::ast::Container;
+use crate::ast::{Container, Data, Field, Variant, replicated};
 use crate::attr::Encoding;
 use crate::ctxt::Ctxt;
 
@@ -10,7 +10,7 @@ const MAX_FIELDS: usize = 64;
 
 /// Records every rule `cont` breaks in `cx`.
 pub fn check(cx: &Ctxt, cont: &Container) {
-    check_style(cx, cont);
+    check_has_variants(cx, cont);
     check_field_count(cx, cont);
     check_bit_widths(cx, cont);
     check_nested_placement(cx, cont);
@@ -19,7 +19,10 @@ pub fn check(cx: &Ctxt, cont: &Container) {
 /// `nested` flattens a struct's fields into its parent's mask; inside an
 /// enum variant the mask positions would depend on the variant.
 fn check_nested_placement(cx: &Ctxt, cont: &Container) {
-    for field in cont.variants.iter().flat_map(|variant| &variant.fields) {
+    let Data::Enum(variants) = &cont.data else {
+        return;
+    };
+    for field in variants.iter().flat_map(|variant| &variant.fields) {
         if matches!(field.attrs.encoding(), Encoding::Array) {
             cx.error_spanned_by(
                 field.span_tokens(),
@@ -74,25 +77,29 @@ fn check_bit_widths(cx: &Ctxt, cont: &Container) {
     }
 }
 
-/// Structs and enums with at least one variant; no unions.
-fn check_style(cx: &Ctxt, cont: &Container) {
-    match &cont.original.data {
-        syn::Data::Enum(data) if data.variants.is_empty() => cx.error_spanned_by(
-            data.enum_token,
-            "`#[derive(Replicate)]` needs an enum with at least one variant: a value of an empty enum cannot exist",
-        ),
-        syn::Data::Enum(_) => {}
-        syn::Data::Union(data) => cx.error_spanned_by(
-            data.union_token,
-            "`#[derive(Replicate)]` does not support unions",
-        ),
-        syn::Data::Struct(_) => {}
+/// An enum needs a variant: a value of an empty enum cannot exist.
+fn check_has_variants(cx: &Ctxt, cont: &Container) {
+    if let (Data::Enum(variants), syn::Data::Enum(data)) = (&cont.data, &cont.original.data) {
+        if variants.is_empty() {
+            cx.error_spanned_by(
+                data.enum_token,
+                "`#[derive(Replicate)]` needs an enum with at least one variant: a value of an empty enum cannot exist",
+            );
+        }
     }
 }
 
 /// A field mask has 64 bits; an enum's bit 0 is its variant.
 fn check_field_count(cx: &Ctxt, cont: &Container) {
-    for variant in &cont.variants {
+    match &cont.data {
+        Data::Struct(_, fields) => check_struct_field_count(cx, cont, fields),
+        Data::Enum(variants) => check_variant_field_counts(cx, variants),
+    }
+}
+
+/// A variant's replicated fields are bits `1..64` of the enum's mask.
+fn check_variant_field_counts(cx: &Ctxt, variants: &[Variant]) {
+    for variant in variants {
         let replicated = variant.replicated().count();
         if let Some(first_extra) = variant.replicated().nth(MAX_FIELDS - 1) {
             cx.error_spanned_by(
@@ -105,8 +112,12 @@ fn check_field_count(cx: &Ctxt, cont: &Container) {
             );
         }
     }
-    let replicated = cont.replicated().count();
-    if let Some(first_extra) = cont.replicated().nth(MAX_FIELDS) {
+}
+
+/// A struct's replicated fields are bits `0..64` of its mask.
+fn check_struct_field_count(cx: &Ctxt, cont: &Container, fields: &[Field]) {
+    if let Some(first_extra) = replicated(fields).nth(MAX_FIELDS) {
+        let replicated = replicated(fields).count();
         cx.error_spanned_by(
             first_extra.span_tokens(),
             format!(

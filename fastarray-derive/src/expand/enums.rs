@@ -40,12 +40,11 @@ struct ArmField<'a> {
 }
 
 /// Both impls for an enum.
-pub fn expand(cont: &Container) -> TokenStream {
-    let private = private_path(cont);
-    let variant_count = cont.variants.len() as u64;
+pub fn expand(cont: &Container, variants: &[Variant]) -> TokenStream {
+    let private = private_path(&cont.attrs);
+    let variant_count = variants.len() as u64;
     let tag_bits = 64 - (variant_count - 1).leading_zeros();
-    let arms: Vec<Arm> = cont
-        .variants
+    let arms: Vec<Arm> = variants
         .iter()
         .zip(0u64..)
         .map(|(variant, tag)| Arm {
@@ -118,7 +117,6 @@ fn pattern(arm: &Arm, name: impl Fn(&ArmField) -> syn::Ident) -> TokenStream {
             });
             quote!(Self::#ident(#(#binds),*))
         }
-        Style::Enum | Style::Union => unreachable!("variants are named, tuple or unit"),
     }
 }
 
@@ -153,7 +151,6 @@ fn construct(arm: &Arm, value: impl Fn(&ArmField) -> TokenStream) -> TokenStream
             quote!(Self::#ident { #(#members: #values,)* })
         }
         Style::Tuple => quote!(Self::#ident(#(#values,)*)),
-        Style::Enum | Style::Union => unreachable!("variants are named, tuple or unit"),
     }
 }
 

@@ -1,19 +1,18 @@
 //! What is emitted when the input was rejected: the errors, and stub impls
 //! of both traits so that code using the type reports nothing else.
 
-use super::private_path;
-use crate::ast::Container;
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::ext::IdentExt as _;
 
-/// The compile errors in `errors`, followed by impls that type-check
-/// whatever the fields are and never run.
-pub fn expand(cont: &Container, errors: syn::Error) -> TokenStream {
+/// The compile errors in `errors`, followed by impls for `input` that
+/// type-check whatever its fields are and never run. It needs no model, so
+/// it also stands in for inputs that have none (a union).
+pub fn expand(input: &syn::DeriveInput, private: &TokenStream, errors: syn::Error) -> TokenStream {
     let errors = errors.into_compile_error();
-    let private = private_path(cont);
-    let ident = cont.ident;
-    let name = cont.name();
-    let (impl_generics, ty_generics, where_clause) = cont.generics.split_for_impl();
+    let ident = &input.ident;
+    let name = ident.unraw().to_string();
+    let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
 
     quote! {
         #errors

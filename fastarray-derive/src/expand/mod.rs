@@ -7,7 +7,8 @@ mod enums;
 mod fallback;
 mod structs;
 
-use crate::ast::Container;
+use crate::ast::{Container, Data};
+use crate::attr;
 use crate::check;
 use crate::ctxt::Ctxt;
 use proc_macro2::{Span, TokenStream};
@@ -22,21 +23,28 @@ use syn::spanned::Spanned as _;
 /// implemented" errors on top of the real ones.
 pub fn derive(input: &syn::DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
-    let cont = Container::from_ast(&cx, input);
-    check::check(&cx, &cont);
-    match cx.check() {
-        Ok(()) => match cont.style {
-            crate::ast::Style::Enum => enums::expand(&cont),
-            _ => structs::expand(&cont),
+    let attrs = attr::Container::from_ast(&cx, input);
+    let private = private_path(&attrs);
+    let checked = match Container::from_ast(&cx, input, attrs) {
+        Ok(cont) => {
+            check::check(&cx, &cont);
+            cx.check().map(|()| cont)
+        }
+        Err(rejected) => Err(cx.check_rejected(rejected)),
+    };
+    match checked {
+        Ok(cont) => match &cont.data {
+            Data::Struct(style, fields) => structs::expand(&cont, *style, fields),
+            Data::Enum(variants) => enums::expand(&cont, variants),
         },
-        Err(errors) => fallback::expand(&cont, errors),
+        Err(errors) => fallback::expand(input, &private, errors),
     }
 }
 
 /// The path through which generated code names the runtime:
 /// `::fastarray::__private` unless the type says `#[replicate(crate = "...")]`.
-fn private_path(cont: &Container) -> TokenStream {
-    let krate = cont.attrs.crate_path();
+fn private_path(attrs: &attr::Container) -> TokenStream {
+    let krate = attrs.crate_path();
     quote!(#krate::__private)
 }
 

@@ -8,7 +8,7 @@
 
 use super::codec::FieldCodec;
 use super::{at_type, bound, nest_reader, nest_writer, private_path};
-use crate::ast::{Container, Field, Style};
+use crate::ast::{Container, Field, Style, replicated};
 use proc_macro2::{Group, TokenStream, TokenTree};
 use quote::{ToTokens as _, format_ident, quote, quote_spanned};
 
@@ -30,10 +30,9 @@ struct Replicated<'a> {
 
 /// Both impls, in an anonymous const so that nothing leaks into the
 /// caller's namespace.
-pub fn expand(cont: &Container) -> TokenStream {
-    let private = private_path(cont);
-    let fields: Vec<Replicated> = cont
-        .replicated()
+pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStream {
+    let private = private_path(&cont.attrs);
+    let fields: Vec<Replicated> = replicated(all_fields)
         .zip(0u32..)
         .map(|(field, bit)| {
             let codec = FieldCodec::new(field, bit, &private);
@@ -51,13 +50,14 @@ pub fn expand(cont: &Container) -> TokenStream {
     let patch_ident = format_ident!("__{}Patch", cont.ident);
     let patch = patch_struct(cont, &private, &fields, &patch_ident);
     let generics = bound::with_bounds(cont, &private);
-    let bit_codec = bit_codec_impl(cont, &private, &generics, &fields);
+    let bit_codec = bit_codec_impl(cont, &private, &generics, style, all_fields, &fields);
     let items = fields.iter().map(|field| field.codec.items());
-    let (object, array_items) = object_impl(cont, &private, &generics);
+    let (object, array_items) = object_impl(cont, &private, &generics, style, all_fields);
     let replicate = replicate_impl(
         cont,
         &private,
         &generics,
+        all_fields,
         &fields,
         &patch_ident,
         array_items,
@@ -81,19 +81,16 @@ fn object_impl(
     cont: &Container,
     private: &TokenStream,
     generics: &syn::Generics,
+    style: Style,
+    all_fields: &[Field],
 ) -> (TokenStream, TokenStream) {
-    let arrays: Vec<&Field> = cont
-        .fields
-        .iter()
-        .filter(|field| field.is_array())
-        .collect();
+    let arrays: Vec<&Field> = all_fields.iter().filter(|field| field.is_array()).collect();
     if arrays.is_empty() {
         return (TokenStream::new(), TokenStream::new());
     }
     let ident = cont.ident;
     let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
-    let values: Vec<TokenStream> = cont
-        .fields
+    let values: Vec<TokenStream> = all_fields
         .iter()
         .map(|field| {
             let (member, ty) = (&field.member, field.ty);
@@ -106,13 +103,13 @@ fn object_impl(
             }
         })
         .collect();
-    let captured = match cont.style {
+    let captured = match style {
         Style::Named => {
-            let members = cont.fields.iter().map(|field| &field.member);
+            let members = all_fields.iter().map(|field| &field.member);
             quote!(Self { #(#members: #values,)* })
         }
         Style::Tuple => quote!(Self(#(#values,)*)),
-        Style::Unit | Style::Enum | Style::Union => unreachable!("a struct with array fields"),
+        Style::Unit => quote!(Self),
     };
     let count = arrays.len() as u32;
     let members: Vec<_> = arrays.iter().map(|field| &field.member).collect();
@@ -254,6 +251,8 @@ fn bit_codec_impl(
     cont: &Container,
     private: &TokenStream,
     generics: &syn::Generics,
+    style: Style,
+    all_fields: &[Field],
     fields: &[Replicated],
 ) -> TokenStream {
     let ident = cont.ident;
@@ -267,8 +266,7 @@ fn bit_codec_impl(
     // Fill every field, in declaration order: replicated ones from the
     // reader, skipped ones with their default.
     let mut replicated = fields.iter();
-    let values: Vec<TokenStream> = cont
-        .fields
+    let values: Vec<TokenStream> = all_fields
         .iter()
         .map(|field| {
             let ty = field.ty;
@@ -286,14 +284,13 @@ fn bit_codec_impl(
             }
         })
         .collect();
-    let decoded = match cont.style {
+    let decoded = match style {
         Style::Named => {
-            let members = cont.fields.iter().map(|field| &field.member);
+            let members = all_fields.iter().map(|field| &field.member);
             quote!(Self { #(#members: #values,)* })
         }
         Style::Tuple => quote!(Self(#(#values,)*)),
         Style::Unit => quote!(Self),
-        Style::Enum | Style::Union => unreachable!("only structs are expanded here"),
     };
 
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
@@ -336,6 +333,7 @@ fn replicate_impl(
     cont: &Container,
     private: &TokenStream,
     generics: &syn::Generics,
+    all_fields: &[Field],
     fields: &[Replicated],
     patch_ident: &syn::Ident,
     array_items: TokenStream,
@@ -385,8 +383,7 @@ fn replicate_impl(
         quote!(const STRUCTURE: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);)
     });
 
-    let array_steps: Vec<TokenStream> = cont
-        .fields
+    let array_steps: Vec<TokenStream> = all_fields
         .iter()
         .filter(|field| field.is_array())
         .map(|field| {
