@@ -5,7 +5,7 @@ use super::at_type;
 use crate::ast::Field;
 use crate::attr::Encoding;
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{ToTokens as _, format_ident, quote, quote_spanned};
+use quote::{ToTokens as _, quote, quote_spanned};
 
 /// The code for one replicated field's encoding.
 pub struct FieldCodec<'a> {
@@ -19,14 +19,16 @@ pub struct FieldCodec<'a> {
 }
 
 impl<'a> FieldCodec<'a> {
-    /// The codec of replicated field `field`, the `bit`-th.
-    pub fn new(field: &'a Field<'a>, bit: u32, private: &TokenStream) -> Self {
+    /// The codec of replicated field `field`; `quantizer` names its
+    /// `Quantizer` constant, if it needs one, and must be unique among the
+    /// container's fields.
+    pub fn new(field: &'a Field<'a>, quantizer: syn::Ident, private: &TokenStream) -> Self {
         FieldCodec {
             ty: field.ty,
             encoding: field.attrs.encoding(),
             private: private.clone(),
             span: at_type(field.ty),
-            quantizer: format_ident!("__QUANTIZER_{}", bit),
+            quantizer,
         }
     }
 
@@ -173,17 +175,16 @@ impl<'a> FieldCodec<'a> {
             ty
         }
     }
+}
 
-    /// The trait a generic field type must implement for this encoding.
-    pub fn bound(&self) -> Option<TokenStream> {
-        let p = &self.private;
-        match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Array => Some(quote!(#p::BitCodec)),
-            Encoding::Nested => Some(quote!(#p::Replicate)),
-            Encoding::Bits(..) => Some(quote!(#p::FixedBits)),
-            Encoding::Varint => Some(quote!(#p::VarInt)),
-            Encoding::Quantize { .. } => Some(quote!(#p::Quantize)),
-            Encoding::With(_) | Encoding::Serde => Some(quote!(::core::cmp::PartialEq)),
-        }
+/// The trait a generic field type must implement for `encoding`.
+pub fn bound(encoding: &Encoding, p: &TokenStream) -> TokenStream {
+    match encoding {
+        Encoding::Natural | Encoding::Skip | Encoding::Array => quote!(#p::BitCodec),
+        Encoding::Nested => quote!(#p::Replicate),
+        Encoding::Bits(..) => quote!(#p::FixedBits),
+        Encoding::Varint => quote!(#p::VarInt),
+        Encoding::Quantize { .. } => quote!(#p::Quantize),
+        Encoding::With(_) | Encoding::Serde => quote!(::core::cmp::PartialEq),
     }
 }

@@ -9,7 +9,7 @@
 //! variant index, so a decoder always knows the field types it reads.
 
 use super::codec::FieldCodec;
-use super::structs::replace_self;
+use super::structs::{replace_self, schema_steps};
 use super::{at_type, bound, nest_reader, nest_writer, private_path};
 use crate::ast::{Container, Field, Style, Variant};
 use proc_macro2::{Literal, TokenStream};
@@ -58,7 +58,11 @@ pub fn expand(cont: &Container, variants: &[Variant]) -> TokenStream {
                     let index = bit - 1;
                     ArmField {
                         field,
-                        codec: FieldCodec::new(field, bit, &private),
+                        codec: FieldCodec::new(
+                            field,
+                            format_ident!("__QUANTIZER_{}_{}", tag, bit),
+                            &private,
+                        ),
                         bit,
                         binding: format_ident!("__self_{}", index),
                         other: format_ident!("__other_{}", index),
@@ -305,14 +309,10 @@ fn replicate_impl(
 
     let schema = arms.iter().map(|arm| {
         let variant = arm.variant.ident.to_string();
-        let fields = arm.fields.iter().map(|f| {
-            let field_name = f.field.schema_name();
-            let type_hash = f.codec.type_hash();
-            quote! {
-                __hash = #private::schema::str(__hash, #field_name);
-                __hash = #private::schema::u64(__hash, #type_hash);
-            }
-        });
+        let fields = arm
+            .fields
+            .iter()
+            .map(|f| schema_steps(cont, f.field, &f.codec, private));
         quote! {
             __hash = #private::schema::str(__hash, #variant);
             #(#fields)*

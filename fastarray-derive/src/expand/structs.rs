@@ -35,7 +35,7 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
     let fields: Vec<Replicated> = replicated(all_fields)
         .zip(0u32..)
         .map(|(field, bit)| {
-            let codec = FieldCodec::new(field, bit, &private);
+            let codec = FieldCodec::new(field, format_ident!("__QUANTIZER_{}", bit), &private);
             Replicated {
                 member: &field.member,
                 ty: field.ty,
@@ -165,7 +165,7 @@ fn object_impl(
 /// A type that names the struct itself (`Vec<Node>`) cannot use its
 /// `TYPE_HASH`, which would be defined in terms of itself; it is folded in
 /// as written, followed by the hashes of the type parameters it uses.
-fn schema_steps(
+pub(super) fn schema_steps(
     cont: &Container,
     field: &Field,
     codec: &FieldCodec,
