@@ -1,10 +1,13 @@
 //! Code generation: from a checked [`Container`] to the two impls, or to
 //! the errors plus a stub impl when the input was rejected.
 
+mod body;
 mod bound;
 mod codec;
 mod enums;
 mod fallback;
+mod impls;
+mod object;
 mod structs;
 
 use crate::ast::{Container, Data};
@@ -53,25 +56,4 @@ fn private_path(attrs: &attr::Container) -> TokenStream {
 /// so lints about the user's own code do not fire on it.
 fn at_type(ty: &syn::Type) -> Span {
     Span::call_site().located_at(ty.span())
-}
-
-/// The first statements of a derived `decode` or `decode_fields`: enter one
-/// more level of derived value (an error past `MAX_DEPTH`, so a recursive
-/// type cannot recurse without bound on a hostile message) and read through
-/// the guard, which leaves the level on every return path.
-fn nest_reader(private: &TokenStream) -> TokenStream {
-    quote! {
-        let mut __nested = #private::BitReader::nest(__reader)?;
-        let __reader: &mut #private::BitReader<'_> = &mut __nested;
-    }
-}
-
-/// The first statements of a derived `encode` or `encode_fields`: the
-/// writer's side of [`nest_reader`], so a sender refuses what a receiver
-/// would.
-fn nest_writer(private: &TokenStream) -> TokenStream {
-    quote! {
-        let mut __nested = #private::BitWriter::nest(__writer)?;
-        let __writer: &mut #private::BitWriter<'_> = &mut __nested;
-    }
 }
