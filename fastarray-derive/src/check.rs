@@ -4,6 +4,7 @@
 use crate::ast::{Container, Data, Field, Variant, replicated};
 use crate::attr::Encoding;
 use crate::ctxt::Ctxt;
+use crate::symbol::FLATTEN;
 
 /// The most replicated fields a struct can have: one per bit of a `FieldMask`.
 const MAX_FIELDS: usize = 64;
@@ -13,12 +14,13 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_has_variants(cx, cont);
     check_field_count(cx, cont);
     check_bit_widths(cx, cont);
-    check_nested_placement(cx, cont);
+    check_variant_field_attrs(cx, cont);
 }
 
-/// `nested` flattens a struct's fields into its parent's mask; inside an
-/// enum variant the mask positions would depend on the variant.
-fn check_nested_placement(cx: &Ctxt, cont: &Container) {
+/// `flatten` makes a field's own fields leaves of its parent's mask; inside
+/// an enum variant their mask positions would depend on the variant. An
+/// `array` field belongs to a replicated object, which an enum is not.
+fn check_variant_field_attrs(cx: &Ctxt, cont: &Container) {
     let Data::Enum(variants) = &cont.data else {
         return;
     };
@@ -29,10 +31,13 @@ fn check_nested_placement(cx: &Ctxt, cont: &Container) {
                 "`#[replicate(array)]` is not supported on enum variant fields; use it on a struct held in a `Replicated`",
             );
         }
-        if matches!(field.attrs.encoding(), Encoding::Nested) {
+        if matches!(field.attrs.encoding(), Encoding::Flatten) {
+            let written = field.attrs.written(FLATTEN);
             cx.error_spanned_by(
                 field.span_tokens(),
-                "`#[replicate(nested)]` is not supported on enum variant fields; the field is sent whole when it changes (remove `nested`)",
+                format!(
+                    "`#[replicate({written})]` is not supported on enum variant fields; the field is sent whole when it changes (remove `{written}`)"
+                ),
             );
         }
     }
@@ -122,7 +127,7 @@ fn check_struct_field_count(cx: &Ctxt, cont: &Container, fields: &[Field]) {
             first_extra.span_tokens(),
             format!(
                 "`{}` has {replicated} replicated fields; at most {MAX_FIELDS} are supported (a FieldMask has {MAX_FIELDS} bits) \
-                 — group some into a nested `#[derive(Replicate)]` struct or mark some `#[replicate(skip)]`",
+                 — move some into a field of another `#[derive(Replicate)]` type (sent whole when it changes) or mark some `#[replicate(skip)]`",
                 cont.name(),
             ),
         );

@@ -62,6 +62,7 @@ mod attr;
 mod check;
 mod ctxt;
 mod expand;
+mod symbol;
 
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};

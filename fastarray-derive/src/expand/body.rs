@@ -8,7 +8,7 @@
 //! The caller says how a field is reached: a struct passes `&self.hp` and
 //! `self.hp`, an enum arm the bindings of its `match` (`__self_0`,
 //! `*__self_0`). A field takes the mask bits `offset..offset + width`: one
-//! bit, or one per leaf of a `nested` field's type (its own mask, moved up
+//! bit, or one per leaf of a flattened field's type (its own mask, moved up
 //! to `offset`).
 
 use super::at_type;
@@ -25,7 +25,7 @@ pub struct Replicated<'a> {
     pub codec: FieldCodec<'a>,
     /// Its position among the replicated fields of its struct or variant.
     pub index: u32,
-    /// Its first mask bit: a `u32` literal, or, once a `nested` field is
+    /// Its first mask bit: a `u32` literal, or, once a flattened field is
     /// among the fields, a constant sum of the widths before it.
     pub offset: TokenStream,
     /// How many mask bits it takes, a `u32` constant expression.
@@ -57,12 +57,12 @@ pub fn lay_out<'a>(
             )
         })
         .collect();
-    let any_nested = named.iter().any(|(_, _, _, codec)| codec.is_nested());
+    let any_flattened = named.iter().any(|(_, _, _, codec)| codec.is_flattened());
     let widths: Vec<TokenStream> = named.iter().map(|(.., codec)| codec.width()).collect();
     named
         .into_iter()
         .map(|(field, index, slot, codec)| {
-            let offset = if any_nested {
+            let offset = if any_flattened {
                 let before = &widths[..index as usize];
                 quote!((#first #(+ #before)*))
             } else {
@@ -105,7 +105,7 @@ impl Replicated<'_> {
     /// `other` (both `&T`) to `__mask`.
     pub fn diff(&self, this: TokenStream, other: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let replicate = self.replicate();
             return quote! {
                 __mask |= #p::FieldMask::shifted_up(#replicate::diff(#this, #other), #offset);
@@ -120,10 +120,10 @@ impl Replicated<'_> {
     }
 
     /// Statements writing the field (`value`: a `&T`) if `__mask` names it:
-    /// for a `nested` field, the leaves it names.
+    /// for a flattened field, the leaves it names.
     pub fn encode_masked(&self, value: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
             return quote! {
                 let __sub = #sub;
@@ -144,7 +144,7 @@ impl Replicated<'_> {
     /// it under `__mask`.
     pub fn decode_masked(&self) -> TokenStream {
         let (p, offset, slot) = (&self.private, &self.offset, &self.slot);
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
             return quote! {
                 let __sub = #sub;
@@ -166,7 +166,7 @@ impl Replicated<'_> {
     }
 
     /// The type of the field's slot in the patch: an `Option` of the field
-    /// type (or of a `nested` type's patch). `container` names the derived
+    /// type (or of a flattened type's patch). `container` names the derived
     /// type, for the `Self` the field type may mention.
     pub fn slot_ty(&self, container: &TokenStream) -> TokenStream {
         let p = &self.private;
@@ -179,7 +179,7 @@ impl Replicated<'_> {
     /// The slot's value in `into_patch`, from the field `value` (moved).
     pub fn slot_value(&self, value: TokenStream) -> TokenStream {
         let p = &self.private;
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let replicate = self.replicate();
             quote!(#p::Some(#replicate::into_patch(#value)))
         } else {
@@ -191,7 +191,7 @@ impl Replicated<'_> {
     /// place of the slot's type).
     pub fn retain(&self, slot: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let (replicate, sub) = (self.replicate(), self.window(quote!(__keep)));
             return quote! {
                 let __sub = #sub;
@@ -215,7 +215,7 @@ impl Replicated<'_> {
     /// before and after.
     pub fn apply(&self, slot: TokenStream, place: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_nested() {
+        if self.codec.is_flattened() {
             let replicate = self.replicate();
             return quote! {
                 if let #p::Some(__inner) = #slot {

@@ -49,7 +49,7 @@ impl<'a> FieldCodec<'a> {
     pub fn encode(&self, value: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::encode(#value, __writer))
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=> {
@@ -71,7 +71,7 @@ impl<'a> FieldCodec<'a> {
     pub fn decode(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::decode(__reader))
             }
             Encoding::Bits(_, bits) => {
@@ -91,7 +91,7 @@ impl<'a> FieldCodec<'a> {
     pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::same(#a, #b))
             }
             Encoding::Quantize { .. } => {
@@ -108,7 +108,7 @@ impl<'a> FieldCodec<'a> {
     pub fn min_bits(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::MIN_BITS)
             }
             Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
@@ -125,7 +125,7 @@ impl<'a> FieldCodec<'a> {
     pub fn type_hash(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::TYPE_HASH)
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=>
@@ -151,15 +151,15 @@ impl<'a> FieldCodec<'a> {
     }
 
     /// Whether the field's own fields are leaves of the parent's mask.
-    pub fn is_nested(&self) -> bool {
-        matches!(self.encoding, Encoding::Nested)
+    pub fn is_flattened(&self) -> bool {
+        matches!(self.encoding, Encoding::Flatten)
     }
 
     /// A `u32` constant expression: how many mask bits the field takes
-    /// (its leaves: 1, or a nested type's `FIELD_COUNT`).
+    /// (its leaves: 1, or a flattened type's `FIELD_COUNT`).
     pub fn width(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
-        if self.is_nested() {
+        if self.is_flattened() {
             quote_spanned!(span=> <#ty as #p::Replicate>::FIELD_COUNT)
         } else {
             quote!(1u32)
@@ -169,7 +169,7 @@ impl<'a> FieldCodec<'a> {
     /// The type of the field's slot in the parent's patch (inside `Option`).
     pub fn slot_ty(&self, ty: TokenStream) -> TokenStream {
         let (p, span) = (&self.private, self.span);
-        if self.is_nested() {
+        if self.is_flattened() {
             quote_spanned!(span=> <#ty as #p::Replicate>::Patch)
         } else {
             ty
@@ -181,7 +181,7 @@ impl<'a> FieldCodec<'a> {
 pub fn bound(encoding: &Encoding, p: &TokenStream) -> TokenStream {
     match encoding {
         Encoding::Natural | Encoding::Skip | Encoding::Array => quote!(#p::BitCodec),
-        Encoding::Nested => quote!(#p::Replicate),
+        Encoding::Flatten => quote!(#p::Replicate),
         Encoding::Bits(..) => quote!(#p::FixedBits),
         Encoding::Varint => quote!(#p::VarInt),
         Encoding::Quantize { .. } => quote!(#p::Quantize),

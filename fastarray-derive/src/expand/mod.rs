@@ -4,6 +4,7 @@
 mod body;
 mod bound;
 mod codec;
+mod deprecated;
 mod enums;
 mod fallback;
 mod impls;
@@ -36,10 +37,14 @@ pub fn derive(input: &syn::DeriveInput) -> TokenStream {
         Err(rejected) => Err(cx.check_rejected(rejected)),
     };
     match checked {
-        Ok(cont) => match &cont.data {
-            Data::Struct(style, fields) => structs::expand(&cont, *style, fields),
-            Data::Enum(variants) => enums::expand(&cont, variants),
-        },
+        Ok(cont) => {
+            let impls = match &cont.data {
+                Data::Struct(style, fields) => structs::expand(&cont, *style, fields),
+                Data::Enum(variants) => enums::expand(&cont, variants),
+            };
+            let warnings = deprecated::warnings(&cont);
+            quote!(#impls #warnings)
+        }
         Err(errors) => fallback::expand(input, &private, errors),
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Replicated field `i` (declaration order, skipped fields not counted) is
 //! field `__field{i}` of the patch and takes the mask bits from its offset:
-//! bit `i` when no field is `nested`, otherwise the leaves of the fields
+//! bit `i` when no field is flattened, otherwise the leaves of the fields
 //! before it. Every runtime item is named through `#private`
 //! (`::fastarray::__private` by default) and every std item through
 //! `::core`, so the output compiles whatever the caller has in scope.
@@ -130,17 +130,17 @@ fn replicate_items(
 ) -> ReplicateItems {
     let name = cont.name();
     let (_, ty_generics, _) = cont.generics.split_for_impl();
-    let nested: Vec<&Replicated> = fields.iter().filter(|f| f.codec.is_nested()).collect();
-    let field_count = if nested.is_empty() {
+    let flattened: Vec<&Replicated> = fields.iter().filter(|f| f.codec.is_flattened()).collect();
+    let field_count = if flattened.is_empty() {
         let count = fields.len() as u32;
         quote!(#count)
     } else {
-        let no_arrays = nested.iter().map(|f| {
+        let no_arrays = flattened.iter().map(|f| {
             let ty = f.field.ty;
             quote_spanned! {at_type(ty)=>
                 ::core::assert!(
                     <#ty as #private::Replicate>::ARRAY_FIELDS == 0,
-                    "a `#[replicate(nested)]` field's type cannot have `#[replicate(array)]` fields: hold it in a `FastArray` instead"
+                    "a `#[replicate(flatten)]` field's type cannot have `#[replicate(array)]` fields: hold it in a `FastArray` instead"
                 );
             }
         });
@@ -148,12 +148,12 @@ fn replicate_items(
         quote!({
             #(#no_arrays)*
             let __leaves = 0u32 #(+ #widths)*;
-            ::core::assert!(__leaves <= 64, "a replicated type has at most 64 leaves (fields, counting those of nested fields)");
+            ::core::assert!(__leaves <= 64, "a replicated type has at most 64 leaves (fields, counting those of flattened fields)");
             __leaves
         })
     };
-    let structure = (!nested.is_empty()).then(|| {
-        let parts = nested.iter().map(|f| {
+    let structure = (!flattened.is_empty()).then(|| {
+        let parts = flattened.iter().map(|f| {
             let (ty, offset) = (f.field.ty, &f.offset);
             quote_spanned!(at_type(ty)=> #private::FieldMask::bits(#private::FieldMask::shifted_up(<#ty as #private::Replicate>::STRUCTURE, #offset)))
         });
