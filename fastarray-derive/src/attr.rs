@@ -7,12 +7,14 @@
 //! span on the offending tokens, and parsing carries on so that one build
 //! shows every mistake.
 
+mod value;
+
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
-use proc_macro2::TokenStream;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
-use syn::{Expr, ExprLit, Lit, LitStr, Token};
+use syn::{Expr, ExprLit, Lit};
+use value::{assigned_value, float_value, int_value, skip_value, string_value, take_value};
 
 /// Parses the value (if any) of one attribute into the builder `B`.
 type Parser<B> = fn(&Ctxt, &ParseNestedMeta, &mut B) -> syn::Result<()>;
@@ -231,14 +233,14 @@ fn parse_attrs<B>(
     let mut renamed = Vec::new();
     for attr in attrs.iter().filter(|attr| *attr.path() == REPLICATE) {
         let parsed = attr.parse_nested_meta(|meta| {
-            let new = place.renamed().iter().find(|(old, _)| meta.path == *old);
-            if let (Some(&(_, new)), Some(old)) = (new, meta.path.get_ident()) {
+            let rename = place.renamed().iter().find(|(old, _)| meta.path == *old);
+            if let (Some(&(_, new)), Some(old)) = (rename, meta.path.get_ident()) {
                 renamed.push(Renamed {
                     old: old.clone(),
                     new,
                 });
             }
-            let row = table.iter().find(|(name, _)| match new {
+            let row = table.iter().find(|(name, _)| match rename {
                 Some((_, new)) => name == new,
                 None => meta.path == *name,
             });
@@ -283,27 +285,6 @@ fn not_accepted(path: &syn::Path, place: Place) -> String {
         "unknown replicate attribute `{shown}` on {}; expected {expected}",
         place.describe()
     )
-}
-
-/// Consumes whatever value follows a name that is being rejected
-/// (`= expr` or `(...)`), so the names after it are still parsed.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    take_value(meta).map(drop)
-}
-
-/// Consumes `= expr` or a parenthesized group after a name, if present.
-fn take_value(meta: &ParseNestedMeta) -> syn::Result<Option<TokenStream>> {
-    let input = meta.input;
-    if input.peek(Token![=]) {
-        let eq: Token![=] = input.parse()?;
-        let value: Expr = input.parse()?;
-        Ok(Some(quote::quote!(#eq #value)))
-    } else if input.peek(syn::token::Paren) {
-        let group: proc_macro2::TokenTree = input.parse()?;
-        Ok(Some(group.into_token_stream()))
-    } else {
-        Ok(None)
-    }
 }
 
 /// `skip`: a bare word.
@@ -471,92 +452,6 @@ fn parse_with(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     Ok(())
 }
 
-/// The expression after `name =`, or `None` after recording `expected`
-/// (and skipping whatever value was written instead).
-fn assigned_value(cx: &Ctxt, meta: &ParseNestedMeta, expected: &str) -> syn::Result<Option<Expr>> {
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, expected);
-        return Ok(None);
-    }
-    meta.input.parse::<Token![=]>()?;
-    meta.input.parse().map(Some)
-}
-
-/// The integer in `name = N`, or `None` after recording an error.
-fn int_value(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    name: Symbol,
-    example: &str,
-) -> syn::Result<Option<syn::LitInt>> {
-    let expected = format!("expected `{name} = {example}`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => Ok(Some(lit)),
-        other => {
-            cx.error_spanned_by(
-                other,
-                format!("{expected}: the value must be an integer literal"),
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// The number in `name = -1.5` (float or integer literal, optionally
-/// negated), or `None` after recording an error.
-fn float_value(cx: &Ctxt, meta: &ParseNestedMeta, name: &str) -> syn::Result<Option<(f64, Expr)>> {
-    let expected = format!("expected `{name} = <number>`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    let expr = value;
-    let (negative, lit) = match &expr {
-        Expr::Lit(ExprLit { lit, .. }) => (false, lit),
-        Expr::Unary(syn::ExprUnary {
-            op: syn::UnOp::Neg(_),
-            expr: inner,
-            ..
-        }) => match &**inner {
-            Expr::Lit(ExprLit { lit, .. }) => (true, lit),
-            _ => {
-                cx.error_spanned_by(
-                    &expr,
-                    format!("{expected}: the value must be a number literal"),
-                );
-                return Ok(None);
-            }
-        },
-        _ => {
-            cx.error_spanned_by(
-                &expr,
-                format!("{expected}: the value must be a number literal"),
-            );
-            return Ok(None);
-        }
-    };
-    let value = match lit {
-        Lit::Float(f) => f.base10_parse::<f64>().ok(),
-        Lit::Int(i) => i.base10_parse::<f64>().ok(),
-        _ => None,
-    };
-    match value {
-        Some(v) if v.is_finite() => Ok(Some((if negative { -v } else { v }, expr))),
-        _ => {
-            cx.error_spanned_by(
-                &expr,
-                format!("{expected}: the value must be a finite number literal"),
-            );
-            Ok(None)
-        }
-    }
-}
-
 /// `crate = "path"`: a path, written as a string as in serde.
 fn parse_crate(cx: &Ctxt, meta: &ParseNestedMeta, container: &mut Container) -> syn::Result<()> {
     let Some(lit) = string_value(cx, meta, CRATE, "path::to::fastarray")? else {
@@ -576,29 +471,4 @@ fn parse_crate(cx: &Ctxt, meta: &ParseNestedMeta, container: &mut Container) -> 
         container.crate_path = Some(path);
     }
     Ok(())
-}
-
-/// The string in `name = "..."`, or `None` after recording an error.
-fn string_value(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    name: Symbol,
-    example: &str,
-) -> syn::Result<Option<LitStr>> {
-    let expected = format!("expected `{name} = \"{example}\"`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(Some(lit)),
-        other => {
-            cx.error_spanned_by(
-                other,
-                format!("{expected}: the value must be a string literal"),
-            );
-            Ok(None)
-        }
-    }
 }
