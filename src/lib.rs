@@ -3,8 +3,8 @@
 #![warn(missing_docs)]
 
 pub use fastarray_core::*;
-/// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct;
-/// see the `fastarray-derive` crate for its attributes.
+/// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
+/// an enum.
 pub use fastarray_derive::Replicate;
 
 /// The wire format and the reliability design, with a worked example in
@@ -12,27 +12,64 @@ pub use fastarray_derive::Replicate;
 #[doc = include_str!("../WIRE.md")]
 pub mod wire_format {}
 
-/// The field attributes of `#[derive(Replicate)]`, with an example of each.
+/// The attributes of `#[derive(Replicate)]`, with an example of each: the
+/// one place they are described.
+///
+/// The derive implements [`BitCodec`] (the whole value: every replicated
+/// field in declaration order) and [`Replicate`](trait@Replicate)
+/// (per-field diff, encode, decode and patch) for a struct with named
+/// fields, a tuple struct, a unit struct, or an enum with unit, tuple and
+/// struct variants, generic or not. Attributes are written
+/// `#[replicate(...)]`, several in one or one each.
 ///
 /// | attribute | on | wire | change test |
 /// |---|---|---|---|
-/// | none | any [`BitCodec`] type | the type's own encoding | [`BitCodec::same`] |
-/// | `#[replicate(bits = N)]` | `u8`..`u64`, `i8`..`i64` | `N` bits; a value that does not fit is an [`EncodeError::ValueOutOfRange`] | `==` |
-/// | `#[replicate(varint)]` | integers | [varint](BitWriter::write_varint), zig-zag for signed | `==` |
-/// | `#[replicate(quantize(min = A, max = B, bits = N))]` | `f32`, `f64`, arrays and tuples of them | `N` bits per float over `[A, B]`, clamped | quantized values |
-/// | `#[replicate(with = path)]` | any `PartialEq` type | `path::encode` / `path::decode` | `==` |
-/// | `#[replicate(serde)]` | any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
-/// | `#[replicate(skip)]` | any `Default` type | not sent; `Default` on the receiver | none |
-/// | `#[replicate(nested)]` | a `#[derive(Replicate)]` type | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
-/// | `#[replicate(array)]` | a `FastArray<U>` field of a struct (an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
+/// | none | a field of any [`BitCodec`] type | the type's own encoding | [`BitCodec::same`] |
+/// | [`bits = N`](#bits--n) | a `u8`..`u64` or `i8`..`i64` field | `N` bits (1..=64, at most the type's width); a value that does not fit is an [`EncodeError::ValueOutOfRange`] | `==` |
+/// | [`varint`](#varint) | an integer field | [varint](BitWriter::write_varint), zig-zag for signed | `==` |
+/// | [`quantize(min = A, max = B, bits = N)`](#quantizemin--a-max--b-bits--n) | an `f32` or `f64` field, or arrays and tuples of them | `N` bits (1..=32) per float over `[A, B]`, clamped | quantized values |
+/// | [`with = path`](#with--path) | a field of any `PartialEq` type | `path::encode` / `path::decode` | `==` |
+/// | [`serde`](#serde) | a field of any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
+/// | [`skip`](#skip) | a field of any `Default` type | not sent, no mask bit; `Default` on the receiver | none |
+/// | [`flatten`](#flatten) | a struct's field of a `#[derive(Replicate)]` type without array fields | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
+/// | [`array`](#array-replicated-objects) | a struct's `FastArray<U>` field (the struct is an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
+/// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private` instead of `::fastarray::__private` | — |
 ///
-/// On the type, `#[replicate(crate = "path")]` names the runtime when the
-/// `fastarray` crate is renamed or re-exported.
+/// `flatten` was called `nested`; that spelling still works, with a
+/// deprecation warning at it.
 ///
-/// Every attribute is checked at compile time, with an error pointing at
-/// the offending token: unknown, duplicate or misplaced attributes, two
-/// encodings on one field, `bits` outside 1..=64 or wider than the type,
-/// an empty `quantize` range, `quantize` bits outside 1..=32.
+/// # Mask bits and limits
+///
+/// Replicated field `i` of a struct (declaration order, `skip` and `array`
+/// fields not counted) is bit `i` of its [`FieldMask`], so a struct
+/// replicates at most 64 fields; a `flatten` field takes one bit per leaf
+/// of its type, depth-first, and a type has at most 64 leaves in all. An
+/// enum is written as its variant index in ⌈log2 variants⌉ bits, then the
+/// variant's fields: mask bit 0 is the variant and bit `1 + i` the
+/// variant's `i`-th replicated field (at most 63), so a change within a
+/// variant sends only the changed fields and a change of variant sends the
+/// whole value. `flatten` and `array` are not accepted in enum variants.
+///
+/// `Replicate::Patch` is a hidden generated type with one `Option` per
+/// replicated field.
+///
+/// # Field types
+///
+/// Every replicated field type must implement what its attribute needs
+/// (the "on" column) and every skipped one `Default`. For a field whose
+/// type mentions a generic parameter the impls carry that as a bound
+/// (`Vec<T>: BitCodec`); for any other field a missing impl is an error
+/// pointing at the field's type. A field may name the type itself
+/// (`children: Vec<Node>`).
+///
+/// # Compile-time checks
+///
+/// Every mistake is a compile error pointing at the offending token, all of
+/// them reported in one build: unknown, misplaced, duplicate or malformed
+/// attributes, two encodings on one field, `bits` outside 1..=64 or wider
+/// than the field's type, an empty `quantize` range or `quantize` bits
+/// outside 1..=32, more than 64 replicated fields (63 per enum variant),
+/// `flatten` or `array` in an enum variant, empty enums and unions.
 ///
 /// # `bits = N`
 ///
@@ -155,10 +192,28 @@ pub mod wire_format {}
 /// }
 /// ```
 ///
-/// # `nested`
+/// # `skip`
+///
+/// ```
+/// use fastarray::{BitCodec, BitReader, BitWriter, Replicate};
+///
+/// #[derive(Replicate, Debug, PartialEq)]
+/// struct Npc {
+///     hp: u8,
+///     #[replicate(skip)]
+///     path_cache: Vec<u32>, // server-only
+/// }
+///
+/// let mut bytes = Vec::new();
+/// Npc { hp: 3, path_cache: vec![1, 2] }.encode(&mut BitWriter::new(&mut bytes)).unwrap();
+/// let received = Npc::decode(&mut BitReader::new(&bytes)).unwrap();
+/// assert_eq!(received, Npc { hp: 3, path_cache: vec![] });
+/// ```
+///
+/// # `flatten`
 ///
 /// A field of another `#[derive(Replicate)]` type normally changes as one
-/// value. Marked `nested`, its own fields become leaves of the parent's
+/// value. Marked `flatten`, its own fields become leaves of the parent's
 /// field mask, numbered depth-first, so a changed leaf sends only its index
 /// (the path: one `⌈log2 leaves⌉`-bit handle, whatever the depth) and its
 /// value, like BigWorld's change paths. A type has at most 64 leaves. (Stable
@@ -174,9 +229,9 @@ pub mod wire_format {}
 /// #[derive(Replicate, Clone)]
 /// struct Body {
 ///     hp: u8,                 // leaf 0
-///     #[replicate(nested)]
+///     #[replicate(flatten)]
 ///     position: Vec3,         // leaves 1, 2, 3
-///     #[replicate(nested)]
+///     #[replicate(flatten)]
 ///     velocity: Vec3,         // leaves 4, 5, 6
 /// }
 ///
@@ -234,8 +289,8 @@ pub mod wire_format {}
 /// array inside a fast array's item into a plain struct property.) The
 /// owner's `commit` commits the inner arrays of the items it touched; the
 /// mirror's `post_change` reports an item whose arrays alone changed with an
-/// empty field mask. Such a type cannot be a `nested` field, whose value is
-/// sent field by field: that is a compile-time error.
+/// empty field mask. Such a type cannot be a `flatten` field, whose value
+/// is sent field by field: that is a compile-time error.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, SendState};
@@ -296,21 +351,30 @@ pub mod wire_format {}
 /// assert_eq!(writer.bits_written(), 2 + 16 + 16);
 /// ```
 ///
-/// # `skip`
+/// # `crate = "path"`
+///
+/// On the type. Generated code names the runtime only through
+/// `::fastarray::__private`; when the `fastarray` crate is renamed, used
+/// through its runtime crate `fastarray_core` directly, or re-exported by
+/// another crate, say where it is. The path is resolved where the type is
+/// defined, like any path written there: `"fastarray_core"`, or a module
+/// that contains `pub use fastarray::__private;` (a re-exporting crate
+/// does the same).
 ///
 /// ```
-/// use fastarray::{BitCodec, BitReader, BitWriter, Replicate};
-///
-/// #[derive(Replicate, Debug, PartialEq)]
-/// struct Npc {
-///     hp: u8,
-///     #[replicate(skip)]
-///     path_cache: Vec<u32>, // server-only
+/// mod rt {
+///     pub use fastarray::__private;
 /// }
 ///
-/// let mut bytes = Vec::new();
-/// Npc { hp: 3, path_cache: vec![1, 2] }.encode(&mut BitWriter::new(&mut bytes)).unwrap();
-/// let received = Npc::decode(&mut BitReader::new(&bytes)).unwrap();
-/// assert_eq!(received, Npc { hp: 3, path_cache: vec![] });
+/// #[derive(fastarray::Replicate)]
+/// #[replicate(crate = "crate::rt")]
+/// struct Player {
+///     hp: u8,
+/// }
+///
+/// # fn main() {
+/// use fastarray::Replicate as _;
+/// assert_eq!(Player::FIELD_COUNT, 1);
+/// # }
 /// ```
 pub mod attributes {}

@@ -83,7 +83,7 @@ enum Shape {
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Mid {
     m: u8,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     shape: Shape,
     #[replicate(array)]
     leaves: FastArray<Leaf>,
@@ -131,7 +131,7 @@ struct Unit {
     #[replicate(bits = 1)]
     kind: u8,
     on: bool,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     mark: Mark,
 }
 

@@ -128,6 +128,39 @@ fn single_variant_enums_cost_no_tag() {
 }
 
 #[test]
+fn variants_may_each_quantize_the_field_at_the_same_position() {
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    enum Shot {
+        Near(#[replicate(quantize(min = 0, max = 1, bits = 8))] f32),
+        Far(#[replicate(quantize(min = 0, max = 100, bits = 8))] f32),
+    }
+    assert_eq!(encoded(&Shot::Near(0.5)).1, 1 + 8);
+    let (bytes, _) = encoded(&Shot::Far(100.0));
+    assert_eq!(
+        Shot::decode(&mut BitReader::new(&bytes)),
+        Ok(Shot::Far(100.0))
+    );
+}
+
+#[test]
+fn recursive_enums_hash_the_recursive_field_as_written() {
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    enum Expr {
+        Leaf(u8),
+        Sum(Vec<Expr>),
+    }
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    enum Tree<T> {
+        Leaf(T),
+        Node(Vec<Tree<T>>),
+    }
+    let value = Expr::Sum(vec![Expr::Leaf(1), Expr::Sum(vec![Expr::Leaf(2)])]);
+    let (bytes, _) = encoded(&value);
+    assert_eq!(Expr::decode(&mut BitReader::new(&bytes)), Ok(value));
+    assert_ne!(Tree::<u8>::SCHEMA_HASH, Tree::<u16>::SCHEMA_HASH);
+}
+
+#[test]
 fn enum_items_send_what_the_spec_says() {
     let mut server = FastArray::new();
     let id = server.push(Order::Move {

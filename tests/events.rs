@@ -132,13 +132,13 @@ struct Pos {
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Mover {
     tag: u8,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     pos: Pos,
     hp: u8,
 }
 
 #[test]
-fn nested_leaves_are_named_only_when_they_changed() {
+fn flattened_leaves_are_named_only_when_they_changed() {
     let out = lose_then_deliver(
         Mover {
             tag: 1,

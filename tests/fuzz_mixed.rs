@@ -25,7 +25,7 @@ enum Shape {
 struct Thing {
     hp: u16,
     team: u8,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     shape: Shape,
 }
 
@@ -445,7 +445,7 @@ fn corrupted_messages_never_panic() {
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Member {
     hp: u16,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     shape: Shape,
 }
 

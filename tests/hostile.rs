@@ -115,7 +115,7 @@ pub struct Encoded<F: ::fastarray::Quantize> {
     generic: F,
     #[replicate(with = hex_digit)]
     digit: u8,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     inner: Named<i16>,
 }
 

@@ -8,6 +8,7 @@
 fn ui() {
     let cases = trybuild::TestCases::new();
     for category in [
+        "deprecated",
         "duplicate-attribute",
         "malformed",
         "misplaced",

@@ -14,32 +14,33 @@ pub struct Container<'a> {
     pub ident: &'a syn::Ident,
     /// Its generic parameters and where-clause, as written.
     pub generics: &'a syn::Generics,
-    /// What kind of type it is.
-    pub style: Style,
-    /// Every field (replicated or skipped), in declaration order; empty
-    /// for an enum, whose fields are in its variants.
-    pub fields: Vec<Field<'a>>,
-    /// An enum's variants, in declaration order (empty for a struct).
-    pub variants: Vec<Variant<'a>>,
+    /// Its fields, or its variants and their fields.
+    pub data: Data<'a>,
     /// Its `#[replicate(...)]` attributes.
     pub attrs: attr::Container,
     /// The whole input.
     pub original: &'a syn::DeriveInput,
 }
 
-/// The shape of the input type.
+/// What the type holds: a struct's fields or an enum's variants. A union
+/// has no model: [`Container::from_ast`] rejects it.
+pub enum Data<'a> {
+    /// A struct of the given shape, with every field (replicated or
+    /// skipped) in declaration order.
+    Struct(Style, Vec<Field<'a>>),
+    /// An enum's variants, in declaration order.
+    Enum(Vec<Variant<'a>>),
+}
+
+/// How the fields of a struct or variant are written.
 #[derive(Copy, Clone)]
 pub enum Style {
-    /// `struct S { a: A }`.
+    /// `{ a: A }`.
     Named,
-    /// `struct S(A);`.
+    /// `(A)`.
     Tuple,
-    /// `struct S;`.
+    /// No fields and no brackets.
     Unit,
-    /// An enum: its fields are in [`Container::variants`].
-    Enum,
-    /// A union: never supported, [`check`](crate::check) rejects it. No fields.
-    Union,
 }
 
 /// One variant of an enum.
@@ -52,11 +53,16 @@ pub struct Variant<'a> {
     pub fields: Vec<Field<'a>>,
 }
 
-impl Variant<'_> {
+impl<'a> Variant<'a> {
     /// The fields that are sent, in mask-bit order (bit `1 + i`).
-    pub fn replicated(&self) -> impl Iterator<Item = &Field<'_>> {
-        self.fields.iter().filter(|field| field.is_replicated())
+    pub fn replicated(&self) -> impl Iterator<Item = &Field<'a>> {
+        replicated(&self.fields)
     }
+}
+
+/// The fields of `fields` that are sent, in mask-bit order.
+pub fn replicated<'b, 'a>(fields: &'b [Field<'a>]) -> impl Iterator<Item = &'b Field<'a>> {
+    fields.iter().filter(|field| field.is_replicated())
 }
 
 /// One field of a struct or variant.
@@ -72,18 +78,22 @@ pub struct Field<'a> {
 }
 
 impl<'a> Container<'a> {
-    /// Builds the model, recording attribute errors in `cx`. Always returns
-    /// a container so that later checks still run and every error is shown.
-    pub fn from_ast(cx: &Ctxt, input: &'a syn::DeriveInput) -> Self {
-        let attrs = attr::Container::from_ast(cx, input);
-        let (style, fields, variants) = match &input.data {
+    /// Builds the model, recording attribute errors in `cx`: a model with
+    /// attribute errors is still returned, so that later checks run and
+    /// every mistake is shown at once. A union has no model: the error
+    /// saying so is returned, for the caller to report after those in `cx`.
+    pub fn from_ast(
+        cx: &Ctxt,
+        input: &'a syn::DeriveInput,
+        attrs: attr::Container,
+    ) -> Result<Self, syn::Error> {
+        let data = match &input.data {
             syn::Data::Struct(data) => {
                 let (style, fields) = style_and_fields(cx, &data.fields);
-                (style, fields, Vec::new())
+                Data::Struct(style, fields)
             }
-            syn::Data::Enum(data) => {
-                let variants = data
-                    .variants
+            syn::Data::Enum(data) => Data::Enum(
+                data.variants
                     .iter()
                     .map(|variant| {
                         let (style, fields) = style_and_fields(cx, &variant.fields);
@@ -93,20 +103,22 @@ impl<'a> Container<'a> {
                             fields,
                         }
                     })
-                    .collect();
-                (Style::Enum, Vec::new(), variants)
+                    .collect(),
+            ),
+            syn::Data::Union(data) => {
+                return Err(syn::Error::new_spanned(
+                    data.union_token,
+                    "`#[derive(Replicate)]` does not support unions",
+                ));
             }
-            syn::Data::Union(_) => (Style::Union, Vec::new(), Vec::new()),
         };
-        Container {
+        Ok(Container {
             ident: &input.ident,
             generics: &input.generics,
-            style,
-            fields,
-            variants,
+            data,
             attrs,
             original: input,
-        }
+        })
     }
 
     /// The type's name without any `r#`: its `TYPE_NAME`, and the start of
@@ -117,14 +129,13 @@ impl<'a> Container<'a> {
 
     /// Every field of the struct, or of every variant of the enum.
     pub fn all_fields(&self) -> impl Iterator<Item = &Field<'a>> {
-        self.fields
+        let (fields, variants): (&[Field<'a>], &[Variant<'a>]) = match &self.data {
+            Data::Struct(_, fields) => (fields, &[]),
+            Data::Enum(variants) => (&[], variants),
+        };
+        fields
             .iter()
-            .chain(self.variants.iter().flat_map(|variant| &variant.fields))
-    }
-
-    /// The fields that are sent, in mask-bit order.
-    pub fn replicated(&self) -> impl Iterator<Item = &Field<'a>> {
-        self.fields.iter().filter(|field| field.is_replicated())
+            .chain(variants.iter().flat_map(|variant| &variant.fields))
     }
 
     /// Whether the field's type names a type or const parameter of the

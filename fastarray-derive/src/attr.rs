@@ -7,53 +7,14 @@
 //! span on the offending tokens, and parsing carries on so that one build
 //! shows every mistake.
 
+mod value;
+
 use crate::ctxt::Ctxt;
-use proc_macro2::TokenStream;
+use crate::symbol::*;
 use quote::ToTokens;
-use std::fmt::{self, Display};
 use syn::meta::ParseNestedMeta;
-use syn::{Expr, ExprLit, Lit, LitStr, Token};
-
-/// A name that can appear in (or as) a `#[replicate(...)]` attribute.
-#[derive(Copy, Clone, PartialEq, Eq)]
-pub struct Symbol(&'static str);
-
-/// The attribute itself: `#[replicate(...)]`.
-const REPLICATE: Symbol = Symbol("replicate");
-/// `#[replicate(crate = "path")]` on the type: where the runtime is.
-const CRATE: Symbol = Symbol("crate");
-/// `#[replicate(skip)]` on a field: not replicated.
-const SKIP: Symbol = Symbol("skip");
-/// `#[replicate(bits = N)]` on an integer field.
-const BITS: Symbol = Symbol("bits");
-/// `#[replicate(varint)]` on an integer field.
-const VARINT: Symbol = Symbol("varint");
-/// `#[replicate(quantize(min = A, max = B, bits = N))]` on a float field.
-const QUANTIZE: Symbol = Symbol("quantize");
-/// `min = A` inside `quantize(...)`.
-const MIN: Symbol = Symbol("min");
-/// `max = B` inside `quantize(...)`.
-const MAX: Symbol = Symbol("max");
-/// `#[replicate(with = path)]`: user encode/decode functions.
-const WITH: Symbol = Symbol("with");
-/// `#[replicate(serde)]`: through serde.
-const SERDE: Symbol = Symbol("serde");
-/// `#[replicate(nested)]`: a `Replicate` field whose own fields are diffed.
-const NESTED: Symbol = Symbol("nested");
-/// `#[replicate(array)]`: a `FastArray` field of a replicated object.
-const ARRAY: Symbol = Symbol("array");
-
-impl PartialEq<Symbol> for syn::Path {
-    fn eq(&self, word: &Symbol) -> bool {
-        self.is_ident(word.0)
-    }
-}
-
-impl Display for Symbol {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.0)
-    }
-}
+use syn::{Expr, ExprLit, Lit};
+use value::{assigned_value, float_value, int_value, skip_value, string_value, take_value};
 
 /// Parses the value (if any) of one attribute into the builder `B`.
 type Parser<B> = fn(&Ctxt, &ParseNestedMeta, &mut B) -> syn::Result<()>;
@@ -69,9 +30,22 @@ const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
     (QUANTIZE, parse_quantize),
     (WITH, parse_with),
     (SERDE, parse_serde),
-    (NESTED, parse_nested),
+    (FLATTEN, parse_flatten),
     (ARRAY, parse_array),
 ];
+
+/// Old names of field attributes, each with the name it has now: an old
+/// name parses as the new one, and the expansion makes it a deprecation
+/// warning at the old name.
+const RENAMED_FIELD_ATTRS: &[(Symbol, Symbol)] = &[(NESTED, FLATTEN)];
+
+/// An attribute written with its old name.
+pub struct Renamed {
+    /// The old name, as written (the warning points at it).
+    pub old: syn::Ident,
+    /// The name it has now.
+    pub new: Symbol,
+}
 
 /// Attributes of the deriving type.
 pub struct Container {
@@ -84,6 +58,7 @@ impl Container {
     /// error in `cx`.
     pub fn from_ast(cx: &Ctxt, input: &syn::DeriveInput) -> Self {
         let mut container = Container { crate_path: None };
+        // No container attribute has been renamed, so nothing is returned.
         parse_attrs(
             cx,
             &input.attrs,
@@ -126,9 +101,9 @@ pub enum Encoding {
     With(syn::Path),
     /// `#[replicate(serde)]`: any `Serialize + DeserializeOwned` type.
     Serde,
-    /// `#[replicate(nested)]`: a `Replicate` type whose fields are leaves
+    /// `#[replicate(flatten)]`: a `Replicate` type whose fields are leaves
     /// of the parent's mask, so a change sends only the changed leaves.
-    Nested,
+    Flatten,
     /// `#[replicate(array)]`: a `FastArray` field, replicated by id as part
     /// of a `Replicated` object rather than as a field of the mask.
     Array,
@@ -138,6 +113,8 @@ pub enum Encoding {
 pub struct Field {
     /// `Natural` unless an attribute chose another encoding.
     encoding: Encoding,
+    /// The attributes written with an old name.
+    renamed: Vec<Renamed>,
 }
 
 impl Field {
@@ -145,17 +122,32 @@ impl Field {
     /// error in `cx`.
     pub fn from_ast(cx: &Ctxt, field: &syn::Field) -> Self {
         let mut builder = FieldBuilder { encoding: None };
-        parse_attrs(cx, &field.attrs, FIELD_ATTRS, &mut builder, Place::Field);
+        let renamed = parse_attrs(cx, &field.attrs, FIELD_ATTRS, &mut builder, Place::Field);
         Field {
             encoding: builder
                 .encoding
                 .map_or(Encoding::Natural, |(_, encoding)| encoding),
+            renamed,
         }
     }
 
     /// How the field is written.
     pub fn encoding(&self) -> &Encoding {
         &self.encoding
+    }
+
+    /// The attributes written with an old name, in the order written.
+    pub fn renamed(&self) -> &[Renamed] {
+        &self.renamed
+    }
+
+    /// How the user wrote the attribute now called `name`: its old name
+    /// if that is what they wrote.
+    pub fn written(&self, name: Symbol) -> String {
+        self.renamed
+            .iter()
+            .find(|renamed| renamed.new == name)
+            .map_or_else(|| name.to_string(), |renamed| renamed.old.to_string())
     }
 }
 
@@ -177,10 +169,13 @@ impl FieldBuilder {
         match &self.encoding {
             None => self.encoding = Some((name, encoding)),
             Some((previous, _)) if *previous == name => {
-                cx.error_spanned_by(
-                    &meta.path,
-                    format!("duplicate replicate attribute `{name}`"),
-                );
+                let written = meta.path.to_token_stream().to_string();
+                let message = if written == name.to_string() {
+                    format!("duplicate replicate attribute `{name}`")
+                } else {
+                    format!("duplicate replicate attribute `{name}` (`{written}` is its old name)")
+                };
+                cx.error_spanned_by(&meta.path, message);
             }
             Some((previous, _)) => cx.error_spanned_by(
                 &meta.path,
@@ -200,11 +195,19 @@ enum Place {
 }
 
 impl Place {
-    /// The names accepted here.
+    /// The names accepted here (old names aside).
     fn names(self) -> Vec<Symbol> {
         match self {
             Place::Container => CONTAINER_ATTRS.iter().map(|(name, _)| *name).collect(),
             Place::Field => FIELD_ATTRS.iter().map(|(name, _)| *name).collect(),
+        }
+    }
+
+    /// The old names accepted here, each with its new name.
+    fn renamed(self) -> &'static [(Symbol, Symbol)] {
+        match self {
+            Place::Container => &[],
+            Place::Field => RENAMED_FIELD_ATTRS,
         }
     }
 
@@ -217,17 +220,31 @@ impl Place {
     }
 }
 
-/// Runs the parser of every name in every `#[replicate(...)]` of `attrs`.
+/// Runs the parser of every name in every `#[replicate(...)]` of `attrs`
+/// (an old name runs the parser of its new name), and returns the names
+/// written with an old name.
 fn parse_attrs<B>(
     cx: &Ctxt,
     attrs: &[syn::Attribute],
     table: &[(Symbol, Parser<B>)],
     builder: &mut B,
     place: Place,
-) {
+) -> Vec<Renamed> {
+    let mut renamed = Vec::new();
     for attr in attrs.iter().filter(|attr| *attr.path() == REPLICATE) {
         let parsed = attr.parse_nested_meta(|meta| {
-            if let Some((_, parse)) = table.iter().find(|(name, _)| meta.path == *name) {
+            let rename = place.renamed().iter().find(|(old, _)| meta.path == *old);
+            if let (Some(&(_, new)), Some(old)) = (rename, meta.path.get_ident()) {
+                renamed.push(Renamed {
+                    old: old.clone(),
+                    new,
+                });
+            }
+            let row = table.iter().find(|(name, _)| match rename {
+                Some((_, new)) => name == new,
+                None => meta.path == *name,
+            });
+            if let Some((_, parse)) = row {
                 parse(cx, &meta, builder)
             } else {
                 cx.error_spanned_by(&meta.path, not_accepted(&meta.path, place));
@@ -238,6 +255,7 @@ fn parse_attrs<B>(
             cx.syn_error(error);
         }
     }
+    renamed
 }
 
 /// Why `path` is not accepted in `place`: it belongs elsewhere, or it is
@@ -248,7 +266,9 @@ fn not_accepted(path: &syn::Path, place: Place) -> String {
         Place::Container => Place::Field,
         Place::Field => Place::Container,
     };
-    if other.names().iter().any(|name| path == name) {
+    let elsewhere = other.names().iter().any(|name| path == name)
+        || other.renamed().iter().any(|(old, _)| path == old);
+    if elsewhere {
         return format!(
             "`{shown}` goes on {}, not on {}",
             other.describe(),
@@ -265,27 +285,6 @@ fn not_accepted(path: &syn::Path, place: Place) -> String {
         "unknown replicate attribute `{shown}` on {}; expected {expected}",
         place.describe()
     )
-}
-
-/// Consumes whatever value follows a name that is being rejected
-/// (`= expr` or `(...)`), so the names after it are still parsed.
-fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
-    take_value(meta).map(drop)
-}
-
-/// Consumes `= expr` or a parenthesized group after a name, if present.
-fn take_value(meta: &ParseNestedMeta) -> syn::Result<Option<TokenStream>> {
-    let input = meta.input;
-    if input.peek(Token![=]) {
-        let eq: Token![=] = input.parse()?;
-        let value: Expr = input.parse()?;
-        Ok(Some(quote::quote!(#eq #value)))
-    } else if input.peek(syn::token::Paren) {
-        let group: proc_macro2::TokenTree = input.parse()?;
-        Ok(Some(group.into_token_stream()))
-    } else {
-        Ok(None)
-    }
 }
 
 /// `skip`: a bare word.
@@ -322,9 +321,9 @@ fn parse_varint(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> 
     parse_word(cx, meta, field, VARINT, Encoding::Varint)
 }
 
-/// `nested`: a bare word.
-fn parse_nested(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
-    parse_word(cx, meta, field, NESTED, Encoding::Nested)
+/// `flatten` (or its old name `nested`): a bare word.
+fn parse_flatten(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    parse_word(cx, meta, field, FLATTEN, Encoding::Flatten)
 }
 
 /// `array`: a bare word.
@@ -453,92 +452,6 @@ fn parse_with(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     Ok(())
 }
 
-/// The expression after `name =`, or `None` after recording `expected`
-/// (and skipping whatever value was written instead).
-fn assigned_value(cx: &Ctxt, meta: &ParseNestedMeta, expected: &str) -> syn::Result<Option<Expr>> {
-    if !meta.input.peek(Token![=]) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, expected);
-        return Ok(None);
-    }
-    meta.input.parse::<Token![=]>()?;
-    meta.input.parse().map(Some)
-}
-
-/// The integer in `name = N`, or `None` after recording an error.
-fn int_value(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    name: Symbol,
-    example: &str,
-) -> syn::Result<Option<syn::LitInt>> {
-    let expected = format!("expected `{name} = {example}`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(lit), ..
-        }) => Ok(Some(lit)),
-        other => {
-            cx.error_spanned_by(
-                other,
-                format!("{expected}: the value must be an integer literal"),
-            );
-            Ok(None)
-        }
-    }
-}
-
-/// The number in `name = -1.5` (float or integer literal, optionally
-/// negated), or `None` after recording an error.
-fn float_value(cx: &Ctxt, meta: &ParseNestedMeta, name: &str) -> syn::Result<Option<(f64, Expr)>> {
-    let expected = format!("expected `{name} = <number>`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    let expr = value;
-    let (negative, lit) = match &expr {
-        Expr::Lit(ExprLit { lit, .. }) => (false, lit),
-        Expr::Unary(syn::ExprUnary {
-            op: syn::UnOp::Neg(_),
-            expr: inner,
-            ..
-        }) => match &**inner {
-            Expr::Lit(ExprLit { lit, .. }) => (true, lit),
-            _ => {
-                cx.error_spanned_by(
-                    &expr,
-                    format!("{expected}: the value must be a number literal"),
-                );
-                return Ok(None);
-            }
-        },
-        _ => {
-            cx.error_spanned_by(
-                &expr,
-                format!("{expected}: the value must be a number literal"),
-            );
-            return Ok(None);
-        }
-    };
-    let value = match lit {
-        Lit::Float(f) => f.base10_parse::<f64>().ok(),
-        Lit::Int(i) => i.base10_parse::<f64>().ok(),
-        _ => None,
-    };
-    match value {
-        Some(v) if v.is_finite() => Ok(Some((if negative { -v } else { v }, expr))),
-        _ => {
-            cx.error_spanned_by(
-                &expr,
-                format!("{expected}: the value must be a finite number literal"),
-            );
-            Ok(None)
-        }
-    }
-}
-
 /// `crate = "path"`: a path, written as a string as in serde.
 fn parse_crate(cx: &Ctxt, meta: &ParseNestedMeta, container: &mut Container) -> syn::Result<()> {
     let Some(lit) = string_value(cx, meta, CRATE, "path::to::fastarray")? else {
@@ -558,29 +471,4 @@ fn parse_crate(cx: &Ctxt, meta: &ParseNestedMeta, container: &mut Container) -> 
         container.crate_path = Some(path);
     }
     Ok(())
-}
-
-/// The string in `name = "..."`, or `None` after recording an error.
-fn string_value(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    name: Symbol,
-    example: &str,
-) -> syn::Result<Option<LitStr>> {
-    let expected = format!("expected `{name} = \"{example}\"`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(lit), ..
-        }) => Ok(Some(lit)),
-        other => {
-            cx.error_spanned_by(
-                other,
-                format!("{expected}: the value must be a string literal"),
-            );
-            Ok(None)
-        }
-    }
 }

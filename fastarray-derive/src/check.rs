@@ -1,35 +1,43 @@
 //! Rules about the input as a whole, checked after its attributes are
 //! parsed: what kind of type it is and how many fields it replicates.
 
-use crate::ast::Container;
+use crate::ast::{Container, Data, Field, Variant, replicated};
 use crate::attr::Encoding;
 use crate::ctxt::Ctxt;
+use crate::symbol::FLATTEN;
 
 /// The most replicated fields a struct can have: one per bit of a `FieldMask`.
 const MAX_FIELDS: usize = 64;
 
 /// Records every rule `cont` breaks in `cx`.
 pub fn check(cx: &Ctxt, cont: &Container) {
-    check_style(cx, cont);
+    check_has_variants(cx, cont);
     check_field_count(cx, cont);
     check_bit_widths(cx, cont);
-    check_nested_placement(cx, cont);
+    check_variant_field_attrs(cx, cont);
 }
 
-/// `nested` flattens a struct's fields into its parent's mask; inside an
-/// enum variant the mask positions would depend on the variant.
-fn check_nested_placement(cx: &Ctxt, cont: &Container) {
-    for field in cont.variants.iter().flat_map(|variant| &variant.fields) {
+/// `flatten` makes a field's own fields leaves of its parent's mask; inside
+/// an enum variant their mask positions would depend on the variant. An
+/// `array` field belongs to a replicated object, which an enum is not.
+fn check_variant_field_attrs(cx: &Ctxt, cont: &Container) {
+    let Data::Enum(variants) = &cont.data else {
+        return;
+    };
+    for field in variants.iter().flat_map(|variant| &variant.fields) {
         if matches!(field.attrs.encoding(), Encoding::Array) {
             cx.error_spanned_by(
                 field.span_tokens(),
                 "`#[replicate(array)]` is not supported on enum variant fields; use it on a struct held in a `Replicated`",
             );
         }
-        if matches!(field.attrs.encoding(), Encoding::Nested) {
+        if matches!(field.attrs.encoding(), Encoding::Flatten) {
+            let written = field.attrs.written(FLATTEN);
             cx.error_spanned_by(
                 field.span_tokens(),
-                "`#[replicate(nested)]` is not supported on enum variant fields; the field is sent whole when it changes (remove `nested`)",
+                format!(
+                    "`#[replicate({written})]` is not supported on enum variant fields; the field is sent whole when it changes (remove `{written}`)"
+                ),
             );
         }
     }
@@ -74,25 +82,29 @@ fn check_bit_widths(cx: &Ctxt, cont: &Container) {
     }
 }
 
-/// Structs and enums with at least one variant; no unions.
-fn check_style(cx: &Ctxt, cont: &Container) {
-    match &cont.original.data {
-        syn::Data::Enum(data) if data.variants.is_empty() => cx.error_spanned_by(
-            data.enum_token,
-            "`#[derive(Replicate)]` needs an enum with at least one variant: a value of an empty enum cannot exist",
-        ),
-        syn::Data::Enum(_) => {}
-        syn::Data::Union(data) => cx.error_spanned_by(
-            data.union_token,
-            "`#[derive(Replicate)]` does not support unions",
-        ),
-        syn::Data::Struct(_) => {}
+/// An enum needs a variant: a value of an empty enum cannot exist.
+fn check_has_variants(cx: &Ctxt, cont: &Container) {
+    if let (Data::Enum(variants), syn::Data::Enum(data)) = (&cont.data, &cont.original.data) {
+        if variants.is_empty() {
+            cx.error_spanned_by(
+                data.enum_token,
+                "`#[derive(Replicate)]` needs an enum with at least one variant: a value of an empty enum cannot exist",
+            );
+        }
     }
 }
 
 /// A field mask has 64 bits; an enum's bit 0 is its variant.
 fn check_field_count(cx: &Ctxt, cont: &Container) {
-    for variant in &cont.variants {
+    match &cont.data {
+        Data::Struct(_, fields) => check_struct_field_count(cx, cont, fields),
+        Data::Enum(variants) => check_variant_field_counts(cx, variants),
+    }
+}
+
+/// A variant's replicated fields are bits `1..64` of the enum's mask.
+fn check_variant_field_counts(cx: &Ctxt, variants: &[Variant]) {
+    for variant in variants {
         let replicated = variant.replicated().count();
         if let Some(first_extra) = variant.replicated().nth(MAX_FIELDS - 1) {
             cx.error_spanned_by(
@@ -105,13 +117,17 @@ fn check_field_count(cx: &Ctxt, cont: &Container) {
             );
         }
     }
-    let replicated = cont.replicated().count();
-    if let Some(first_extra) = cont.replicated().nth(MAX_FIELDS) {
+}
+
+/// A struct's replicated fields are bits `0..64` of its mask.
+fn check_struct_field_count(cx: &Ctxt, cont: &Container, fields: &[Field]) {
+    if let Some(first_extra) = replicated(fields).nth(MAX_FIELDS) {
+        let replicated = replicated(fields).count();
         cx.error_spanned_by(
             first_extra.span_tokens(),
             format!(
                 "`{}` has {replicated} replicated fields; at most {MAX_FIELDS} are supported (a FieldMask has {MAX_FIELDS} bits) \
-                 — group some into a nested `#[derive(Replicate)]` struct or mark some `#[replicate(skip)]`",
+                 — move some into a field of another `#[derive(Replicate)]` type (sent whole when it changes) or mark some `#[replicate(skip)]`",
                 cont.name(),
             ),
         );

@@ -58,6 +58,19 @@ impl Ctxt {
         }
         Err(combined)
     }
+
+    /// Consumes the context when the input was rejected outright with
+    /// `error` (no model could be built): every error recorded so far, then
+    /// `error`, so the user still sees all of them in one build.
+    pub fn check_rejected(self, error: syn::Error) -> syn::Error {
+        match self.check() {
+            Ok(()) => error,
+            Err(mut combined) => {
+                combined.combine(error);
+                combined
+            }
+        }
+    }
 }
 
 impl Drop for Ctxt {
@@ -86,6 +99,19 @@ mod tests {
             .map(|e| e.to_string())
             .collect();
         assert_eq!(messages, ["first", "second"]);
+    }
+
+    #[test]
+    fn a_rejection_comes_after_the_recorded_errors() {
+        let cx = Ctxt::new();
+        cx.syn_error(syn::Error::new(Span::call_site(), "attribute"));
+        let rejected = syn::Error::new(Span::call_site(), "union");
+        let messages: Vec<String> = cx
+            .check_rejected(rejected)
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages, ["attribute", "union"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The where-clause of the generated impls.
 
 use super::at_type;
-use super::codec::FieldCodec;
+use super::codec;
 use crate::ast::Container;
 use proc_macro2::TokenStream;
 use syn::parse_quote_spanned;
@@ -30,7 +30,8 @@ pub fn with_bounds(cont: &Container, private: &TokenStream) -> syn::Generics {
             for param in cont.type_params_in(field) {
                 predicates.push(parse_quote_spanned!(span=> #param: #private::BitCodec));
             }
-        } else if let Some(bound) = FieldCodec::new(field, 0, private).bound() {
+        } else {
+            let bound = codec::bound(field.attrs.encoding(), private);
             predicates.push(parse_quote_spanned!(span=> #ty: #bound));
         }
     }

@@ -5,7 +5,7 @@ use super::at_type;
 use crate::ast::Field;
 use crate::attr::Encoding;
 use proc_macro2::{Literal, Span, TokenStream};
-use quote::{ToTokens as _, format_ident, quote, quote_spanned};
+use quote::{ToTokens as _, quote, quote_spanned};
 
 /// The code for one replicated field's encoding.
 pub struct FieldCodec<'a> {
@@ -19,14 +19,16 @@ pub struct FieldCodec<'a> {
 }
 
 impl<'a> FieldCodec<'a> {
-    /// The codec of replicated field `field`, the `bit`-th.
-    pub fn new(field: &'a Field<'a>, bit: u32, private: &TokenStream) -> Self {
+    /// The codec of replicated field `field`; `quantizer` names its
+    /// `Quantizer` constant, if it needs one, and must be unique among the
+    /// container's fields.
+    pub fn new(field: &'a Field<'a>, quantizer: syn::Ident, private: &TokenStream) -> Self {
         FieldCodec {
             ty: field.ty,
             encoding: field.attrs.encoding(),
             private: private.clone(),
             span: at_type(field.ty),
-            quantizer: format_ident!("__QUANTIZER_{}", bit),
+            quantizer,
         }
     }
 
@@ -47,7 +49,7 @@ impl<'a> FieldCodec<'a> {
     pub fn encode(&self, value: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::encode(#value, __writer))
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=> {
@@ -69,7 +71,7 @@ impl<'a> FieldCodec<'a> {
     pub fn decode(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::decode(__reader))
             }
             Encoding::Bits(_, bits) => {
@@ -89,7 +91,7 @@ impl<'a> FieldCodec<'a> {
     pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::same(#a, #b))
             }
             Encoding::Quantize { .. } => {
@@ -106,7 +108,7 @@ impl<'a> FieldCodec<'a> {
     pub fn min_bits(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::MIN_BITS)
             }
             Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
@@ -123,7 +125,7 @@ impl<'a> FieldCodec<'a> {
     pub fn type_hash(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
         match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Nested | Encoding::Array => {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
                 quote_spanned!(span=> <#ty as #p::BitCodec>::TYPE_HASH)
             }
             Encoding::Bits(_, bits) => quote_spanned! {span=>
@@ -149,15 +151,15 @@ impl<'a> FieldCodec<'a> {
     }
 
     /// Whether the field's own fields are leaves of the parent's mask.
-    pub fn is_nested(&self) -> bool {
-        matches!(self.encoding, Encoding::Nested)
+    pub fn is_flattened(&self) -> bool {
+        matches!(self.encoding, Encoding::Flatten)
     }
 
     /// A `u32` constant expression: how many mask bits the field takes
-    /// (its leaves: 1, or a nested type's `FIELD_COUNT`).
+    /// (its leaves: 1, or a flattened type's `FIELD_COUNT`).
     pub fn width(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
-        if self.is_nested() {
+        if self.is_flattened() {
             quote_spanned!(span=> <#ty as #p::Replicate>::FIELD_COUNT)
         } else {
             quote!(1u32)
@@ -167,23 +169,22 @@ impl<'a> FieldCodec<'a> {
     /// The type of the field's slot in the parent's patch (inside `Option`).
     pub fn slot_ty(&self, ty: TokenStream) -> TokenStream {
         let (p, span) = (&self.private, self.span);
-        if self.is_nested() {
+        if self.is_flattened() {
             quote_spanned!(span=> <#ty as #p::Replicate>::Patch)
         } else {
             ty
         }
     }
+}
 
-    /// The trait a generic field type must implement for this encoding.
-    pub fn bound(&self) -> Option<TokenStream> {
-        let p = &self.private;
-        match self.encoding {
-            Encoding::Natural | Encoding::Skip | Encoding::Array => Some(quote!(#p::BitCodec)),
-            Encoding::Nested => Some(quote!(#p::Replicate)),
-            Encoding::Bits(..) => Some(quote!(#p::FixedBits)),
-            Encoding::Varint => Some(quote!(#p::VarInt)),
-            Encoding::Quantize { .. } => Some(quote!(#p::Quantize)),
-            Encoding::With(_) | Encoding::Serde => Some(quote!(::core::cmp::PartialEq)),
-        }
+/// The trait a generic field type must implement for `encoding`.
+pub fn bound(encoding: &Encoding, p: &TokenStream) -> TokenStream {
+    match encoding {
+        Encoding::Natural | Encoding::Skip | Encoding::Array => quote!(#p::BitCodec),
+        Encoding::Flatten => quote!(#p::Replicate),
+        Encoding::Bits(..) => quote!(#p::FixedBits),
+        Encoding::Varint => quote!(#p::VarInt),
+        Encoding::Quantize { .. } => quote!(#p::Quantize),
+        Encoding::With(_) | Encoding::Serde => quote!(::core::cmp::PartialEq),
     }
 }

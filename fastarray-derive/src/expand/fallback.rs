@@ -1,85 +1,59 @@
 //! What is emitted when the input was rejected: the errors, and stub impls
 //! of both traits so that code using the type reports nothing else.
 
-use super::private_path;
-use crate::ast::Container;
+use super::impls::{self, BitCodecItems, ReplicateItems, Target};
 use proc_macro2::TokenStream;
 use quote::quote;
+use syn::ext::IdentExt as _;
 
-/// The compile errors in `errors`, followed by impls that type-check
-/// whatever the fields are and never run.
-pub fn expand(cont: &Container, errors: syn::Error) -> TokenStream {
+/// The compile errors in `errors`, followed by impls for `input` that
+/// type-check whatever its fields are and never run (the build fails on
+/// the errors). They need no model, so they also stand in for inputs that
+/// have none (a union).
+pub fn expand(input: &syn::DeriveInput, private: &TokenStream, errors: syn::Error) -> TokenStream {
     let errors = errors.into_compile_error();
-    let private = private_path(cont);
-    let ident = cont.ident;
-    let name = cont.name();
-    let (impl_generics, ty_generics, where_clause) = cont.generics.split_for_impl();
-
+    let target = Target {
+        private,
+        ident: &input.ident,
+        generics: &input.generics,
+    };
+    let stub = quote!(::core::panic!(
+        "`#[derive(Replicate)]` failed: see its compile errors"
+    ));
+    let bit_codec = impls::bit_codec(
+        &target,
+        BitCodecItems {
+            min_bits: quote!(0),
+            type_hash: quote!(0),
+            encode: stub.clone(),
+            decode: stub.clone(),
+            same: stub.clone(),
+        },
+    );
+    let replicate = impls::replicate(
+        &target,
+        ReplicateItems {
+            field_count: quote!(0),
+            schema_hash: quote!(0),
+            type_name: input.ident.unraw().to_string(),
+            consts: TokenStream::new(),
+            patch: quote!(()),
+            extra: TokenStream::new(),
+            diff_attrs: TokenStream::new(),
+            diff: stub.clone(),
+            encode_fields: stub.clone(),
+            decode_fields: stub.clone(),
+            into_patch: stub.clone(),
+            retain_fields: stub.clone(),
+            apply_patch: stub,
+        },
+    );
     quote! {
         #errors
 
         const _: () = {
-            #[automatically_derived]
-            impl #impl_generics #private::BitCodec for #ident #ty_generics #where_clause {
-                const MIN_BITS: ::core::primitive::u64 = 0;
-                const TYPE_HASH: ::core::primitive::u64 = 0;
-
-                fn encode(
-                    &self,
-                    __writer: &mut #private::BitWriter<'_>,
-                ) -> #private::Result<(), #private::EncodeError> {
-                    ::core::unreachable!()
-                }
-
-                fn decode(
-                    __reader: &mut #private::BitReader<'_>,
-                ) -> #private::Result<Self, #private::DecodeError> {
-                    ::core::unreachable!()
-                }
-
-                fn same(&self, __other: &Self) -> ::core::primitive::bool {
-                    ::core::unreachable!()
-                }
-            }
-
-            #[automatically_derived]
-            impl #impl_generics #private::Replicate for #ident #ty_generics #where_clause {
-                const FIELD_COUNT: ::core::primitive::u32 = 0;
-                const SCHEMA_HASH: ::core::primitive::u64 = 0;
-                const TYPE_NAME: &'static ::core::primitive::str = #name;
-                type Patch = ();
-
-                fn diff(&self, __other: &Self) -> #private::FieldMask {
-                    ::core::unreachable!()
-                }
-
-                fn encode_fields(
-                    &self,
-                    __mask: #private::FieldMask,
-                    __writer: &mut #private::BitWriter<'_>,
-                ) -> #private::Result<(), #private::EncodeError> {
-                    ::core::unreachable!()
-                }
-
-                fn decode_fields(
-                    __mask: #private::FieldMask,
-                    __reader: &mut #private::BitReader<'_>,
-                ) -> #private::Result<(), #private::DecodeError> {
-                    ::core::unreachable!()
-                }
-
-                fn into_patch(self) {
-                    ::core::unreachable!()
-                }
-
-                fn retain_fields(__patch: &mut (), __keep: #private::FieldMask) {
-                    ::core::unreachable!()
-                }
-
-                fn apply_patch(&mut self, __patch: ()) -> #private::FieldMask {
-                    ::core::unreachable!()
-                }
-            }
+            #bit_codec
+            #replicate
         };
     }
 }

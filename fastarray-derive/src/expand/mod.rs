@@ -1,13 +1,18 @@
 //! Code generation: from a checked [`Container`] to the two impls, or to
 //! the errors plus a stub impl when the input was rejected.
 
+mod body;
 mod bound;
 mod codec;
+mod deprecated;
 mod enums;
 mod fallback;
+mod impls;
+mod object;
 mod structs;
 
-use crate::ast::Container;
+use crate::ast::{Container, Data};
+use crate::attr;
 use crate::check;
 use crate::ctxt::Ctxt;
 use proc_macro2::{Span, TokenStream};
@@ -22,21 +27,32 @@ use syn::spanned::Spanned as _;
 /// implemented" errors on top of the real ones.
 pub fn derive(input: &syn::DeriveInput) -> TokenStream {
     let cx = Ctxt::new();
-    let cont = Container::from_ast(&cx, input);
-    check::check(&cx, &cont);
-    match cx.check() {
-        Ok(()) => match cont.style {
-            crate::ast::Style::Enum => enums::expand(&cont),
-            _ => structs::expand(&cont),
-        },
-        Err(errors) => fallback::expand(&cont, errors),
+    let attrs = attr::Container::from_ast(&cx, input);
+    let private = private_path(&attrs);
+    let checked = match Container::from_ast(&cx, input, attrs) {
+        Ok(cont) => {
+            check::check(&cx, &cont);
+            cx.check().map(|()| cont)
+        }
+        Err(rejected) => Err(cx.check_rejected(rejected)),
+    };
+    match checked {
+        Ok(cont) => {
+            let impls = match &cont.data {
+                Data::Struct(style, fields) => structs::expand(&cont, *style, fields),
+                Data::Enum(variants) => enums::expand(&cont, variants),
+            };
+            let warnings = deprecated::warnings(&cont);
+            quote!(#impls #warnings)
+        }
+        Err(errors) => fallback::expand(input, &private, errors),
     }
 }
 
 /// The path through which generated code names the runtime:
 /// `::fastarray::__private` unless the type says `#[replicate(crate = "...")]`.
-fn private_path(cont: &Container) -> TokenStream {
-    let krate = cont.attrs.crate_path();
+fn private_path(attrs: &attr::Container) -> TokenStream {
+    let krate = attrs.crate_path();
     quote!(#krate::__private)
 }
 
@@ -45,25 +61,4 @@ fn private_path(cont: &Container) -> TokenStream {
 /// so lints about the user's own code do not fire on it.
 fn at_type(ty: &syn::Type) -> Span {
     Span::call_site().located_at(ty.span())
-}
-
-/// The first statements of a derived `decode` or `decode_fields`: enter one
-/// more level of derived value (an error past `MAX_DEPTH`, so a recursive
-/// type cannot recurse without bound on a hostile message) and read through
-/// the guard, which leaves the level on every return path.
-fn nest_reader(private: &TokenStream) -> TokenStream {
-    quote! {
-        let mut __nested = #private::BitReader::nest(__reader)?;
-        let __reader: &mut #private::BitReader<'_> = &mut __nested;
-    }
-}
-
-/// The first statements of a derived `encode` or `encode_fields`: the
-/// writer's side of [`nest_reader`], so a sender refuses what a receiver
-/// would.
-fn nest_writer(private: &TokenStream) -> TokenStream {
-    quote! {
-        let mut __nested = #private::BitWriter::nest(__writer)?;
-        let __writer: &mut #private::BitWriter<'_> = &mut __nested;
-    }
 }

@@ -37,11 +37,11 @@ pub enum Shape {
     Label(String),
 }
 
-/// A struct with a nested enum (a variant change is structural).
+/// A struct with a flattened enum (a variant change is structural).
 #[derive(Replicate, Clone, Debug, PartialEq)]
 pub struct Thing {
     hp: u16,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     shape: Shape,
     #[replicate(varint)]
     score: u32,

@@ -2,7 +2,7 @@ use fastarray::Replicate;
 
 #[derive(Replicate)]
 struct S {
-    #[replicate(nested)]
+    #[replicate(flatten)]
     x: u32,
 }
 

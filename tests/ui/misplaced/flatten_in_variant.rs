@@ -8,7 +8,7 @@ struct Point {
 #[derive(Replicate)]
 enum Target {
     None,
-    At(#[replicate(nested)] Point),
+    At(#[replicate(flatten)] Point),
 }
 
 fn main() {}

@@ -1,5 +1,5 @@
-//! Nested `Replicate` fields: a changed leaf sends its path (one leaf index)
-//! and its value, not the whole nested struct.
+//! Flattened `Replicate` fields: a changed leaf sends its path (one leaf
+//! index) and its value, not the whole flattened struct.
 
 use fastarray::{BitCodec, BitReader, BitWriter, FastArray, FieldMask, Replicate, SendState};
 use fastarray_testkit::{drive, exchange, link};
@@ -13,9 +13,9 @@ struct Vec3 {
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Transform {
-    #[replicate(nested)]
+    #[replicate(flatten)]
     position: Vec3,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     velocity: Vec3,
     heading: u16,
 }
@@ -29,10 +29,10 @@ enum Stance {
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {
     hp: u8,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     transform: Transform,
     name: String,
-    #[replicate(nested)]
+    #[replicate(flatten)]
     stance: Stance,
 }
 
@@ -67,7 +67,54 @@ fn leaves_are_numbered_depth_first() {
     assert_eq!(
         Unit::STRUCTURE,
         FieldMask::single(9),
-        "the nested enum's variant"
+        "the flattened enum's variant"
+    );
+}
+
+/// `nested`, the old name of `flatten`, still works (with a deprecation
+/// warning, allowed here), and means the same.
+mod old_name {
+    #![allow(deprecated)]
+
+    use super::{Stance, Transform, Vec3};
+    use fastarray::Replicate;
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Unit {
+        pub hp: u8,
+        #[replicate(nested)]
+        pub transform: Transform,
+        pub name: String,
+        #[replicate(nested)]
+        pub stance: Stance,
+    }
+
+    /// `#[allow(deprecated)]` on the type silences the warning too.
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    #[allow(deprecated)]
+    pub struct Moved {
+        #[replicate(nested)]
+        pub to: Vec3,
+    }
+}
+
+#[test]
+fn the_old_name_nested_means_flatten() {
+    assert_eq!(old_name::Unit::FIELD_COUNT, Unit::FIELD_COUNT);
+    assert_eq!(old_name::Unit::STRUCTURE, Unit::STRUCTURE);
+    assert_eq!(old_name::Unit::SCHEMA_HASH, Unit::SCHEMA_HASH);
+    assert_eq!(old_name::Moved::FIELD_COUNT, 3);
+    let old = |u: Unit| old_name::Unit {
+        hp: u.hp,
+        transform: u.transform,
+        name: u.name,
+        stance: u.stance,
+    };
+    let (before, mut after) = (unit(1), unit(1));
+    after.transform.velocity.y = 9.0;
+    assert_eq!(
+        old(after.clone()).diff(&old(before.clone())),
+        after.diff(&before)
     );
 }
 
@@ -110,7 +157,7 @@ fn one_changed_leaf_sends_its_index_and_value() {
 }
 
 #[test]
-fn a_variant_change_in_a_nested_enum_sends_the_whole_item() {
+fn a_variant_change_in_a_flattened_enum_sends_the_whole_item() {
     let mut server = FastArray::new();
     let id = server.push(unit(1));
     let (mut conn, mut client) = (SendState::new(), FastArray::new());
@@ -126,7 +173,7 @@ fn a_variant_change_in_a_nested_enum_sends_the_whole_item() {
 }
 
 #[test]
-fn whole_nested_values_encode_like_their_fields() {
+fn whole_flattened_values_encode_like_their_fields() {
     let value = unit(3);
     let mut bytes = Vec::new();
     let mut writer = BitWriter::new(&mut bytes);
@@ -137,7 +184,7 @@ fn whole_nested_values_encode_like_their_fields() {
 }
 
 #[test]
-fn nested_leaves_converge_over_lossy_links() {
+fn flattened_leaves_converge_over_lossy_links() {
     use rand::Rng;
 
     for profile in link::LinkProfile::all_for_tests() {

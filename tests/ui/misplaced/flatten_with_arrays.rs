@@ -13,7 +13,7 @@ struct Squad {
 
 #[derive(Replicate, Clone)]
 struct Army {
-    #[replicate(nested)]
+    #[replicate(flatten)]
     squad: Squad,
 }
 
