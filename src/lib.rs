@@ -33,7 +33,7 @@ pub mod wire_format {}
 /// | [`skip`](#skip) | a field of any `Default` type | not sent, no mask bit; `Default` on the receiver | none |
 /// | [`flatten`](#flatten) | a struct's field of a `#[derive(Replicate)]` type without array fields | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
 /// | [`array`](#array-replicated-objects) | a struct's `FastArray<U>` field (the struct is an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
-/// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private` instead of `::fastarray::__private` | — |
+/// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private_0_1` instead of `::fastarray::__private_0_1` | — |
 ///
 /// `flatten` was called `nested`; that spelling still works, with a
 /// deprecation warning at it.
@@ -354,16 +354,16 @@ pub mod wire_format {}
 /// # `crate = "path"`
 ///
 /// On the type. Generated code names the runtime only through
-/// `::fastarray::__private`; when the `fastarray` crate is renamed, used
+/// `::fastarray::__private_0_1`; when the `fastarray` crate is renamed, used
 /// through its runtime crate `fastarray_core` directly, or re-exported by
 /// another crate, say where it is. The path is resolved where the type is
 /// defined, like any path written there: `"fastarray_core"`, or a module
-/// that contains `pub use fastarray::__private;` (a re-exporting crate
+/// that contains `pub use fastarray::__private_0_1;` (a re-exporting crate
 /// does the same).
 ///
 /// ```
 /// mod rt {
-///     pub use fastarray::__private;
+///     pub use fastarray::__private_0_1;
 /// }
 ///
 /// #[derive(fastarray::Replicate)]

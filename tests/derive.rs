@@ -457,10 +457,10 @@ fn schema_hash_tracks_names_types_and_order() {
 }
 
 /// `#[replicate(crate = "...")]` names the runtime by another path: the
-/// runtime crate itself, or any module that re-exports its `__private`.
+/// runtime crate itself, or any module that re-exports its `__private_0_1`.
 mod crate_override {
     pub mod rt {
-        pub use ::fastarray::__private;
+        pub use ::fastarray::__private_0_1;
     }
 
     #[derive(fastarray::Replicate, Clone, Debug, PartialEq)]

@@ -65,14 +65,16 @@ pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, Oversized, SendState};
 pub use store::ItemMut;
 
-// Lets the derive's generated code (which names `::fastarray::__private`)
+// Lets the derive's generated code (which names `::fastarray::__private_0_1`)
 // compile inside this crate's own tests.
 #[cfg(test)]
 extern crate self as fastarray;
 
-/// What `#[derive(Replicate)]` expands to refers to; not a public API.
+/// What `#[derive(Replicate)]` expands to refers to; not a public API. Its
+/// name carries the version, so a derive of another version fails to
+/// compile instead of calling into a runtime it was not written for.
 #[doc(hidden)]
-pub mod __private {
+pub mod __private_0_1 {
     pub use crate::bits::{BitReader, BitWriter};
     pub use crate::codec::BitCodec;
     pub use crate::codec::encodings::{
@@ -80,7 +82,7 @@ pub mod __private {
         encode_bits, encode_quantized, encode_varint, varint_type_hash,
     };
     pub use crate::error::{DecodeError, EncodeError};
-    pub use crate::inner::InnerArray as ArrayField;
+    pub use crate::inner::InnerArray;
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
     pub use crate::replicated::Object;

@@ -82,7 +82,7 @@ impl FieldMask {
     }
 
     /// The mask moved `by` fields up: field `i` becomes field `i + by`
-    /// (fields pushed past 63 are dropped). A nested struct's mask inside
+    /// (fields pushed past 63 are dropped). A flattened struct's mask inside
     /// its parent's.
     #[inline]
     #[must_use]
@@ -94,7 +94,7 @@ impl FieldMask {
     }
 
     /// Fields `from..from + width` of the mask, moved down to start at 0: a
-    /// nested struct's own mask, out of its parent's.
+    /// flattened struct's own mask, out of its parent's.
     #[inline]
     #[must_use]
     pub const fn window(self, from: u32, width: u32) -> Self {

@@ -102,7 +102,7 @@ pub trait Replicate: BitCodec {
     /// not the same as [`diff`](Self::diff) compares them (its encoding's
     /// notion of sameness: [`BitCodec::same`], or the quantized value for a
     /// `quantize` field), so a patch carrying the values `self` already
-    /// holds returns an empty mask. A nested field's leaves are named at
+    /// holds returns an empty mask. A flattened field's leaves are named at
     /// their place in the mask. For an enum, a whole value of another
     /// variant replaces `self` and the result is what `diff` names for a
     /// change of variant (the variant and every field of the new one); a

@@ -84,7 +84,7 @@ const ID: ReplicationId = ReplicationId::from_raw(0);
 pub struct Replicated<T> {
     /// The object as the single item `ID` of an array: its plain fields
     /// use the item machinery (history, retirement, per-field frames) and
-    /// its array fields the nested-array machinery of any item.
+    /// its array fields the inner-array machinery of any item.
     item: FastArray<T>,
 }
 

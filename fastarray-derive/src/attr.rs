@@ -70,7 +70,7 @@ impl Container {
     }
 
     /// The path through which generated code names the runtime
-    /// (`#path::__private::...`).
+    /// (`#path::__private_0_1::...`).
     pub fn crate_path(&self) -> syn::Path {
         self.crate_path
             .clone()

@@ -4,7 +4,7 @@
 //! (`#[replicate(varint)]`) and quantized floats
 //! (`#[replicate(quantize(min = A, max = B, bits = N))]`).
 //!
-//! The derive calls these through `__private`; they are public so that
+//! The derive calls these through `__private_0_1`; they are public so that
 //! hand-written codecs can use the same encodings.
 
 use super::collections::try_array;

@@ -32,7 +32,7 @@ pub struct Replicated<'a> {
     pub width: TokenStream,
     /// Its `Option` in the patch, and the local it is decoded into.
     pub slot: syn::Ident,
-    /// The path of the runtime's `__private` module.
+    /// The path of the runtime's `__private_0_1` module.
     private: TokenStream,
 }
 

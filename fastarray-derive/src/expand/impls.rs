@@ -9,7 +9,7 @@ use quote::quote;
 
 /// The type the impls are for.
 pub struct Target<'a> {
-    /// The path of the runtime's `__private` module.
+    /// The path of the runtime's `__private_0_1` module.
     pub private: &'a TokenStream,
     /// The type's name.
     pub ident: &'a syn::Ident,

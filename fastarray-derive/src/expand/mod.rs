@@ -50,10 +50,10 @@ pub fn derive(input: &syn::DeriveInput) -> TokenStream {
 }
 
 /// The path through which generated code names the runtime:
-/// `::fastarray::__private` unless the type says `#[replicate(crate = "...")]`.
+/// `::fastarray::__private_0_1` unless the type says `#[replicate(crate = "...")]`.
 fn private_path(attrs: &attr::Container) -> TokenStream {
     let krate = attrs.crate_path();
-    quote!(#krate::__private)
+    quote!(#krate::__private_0_1)
 }
 
 /// A span located at a field's type, for errors about the type (a missing

@@ -25,7 +25,7 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, 
         if field.is_replicated() {
             quote_spanned!(at_type(ty)=> <#ty as ::core::clone::Clone>::clone(&self.#member))
         } else if field.is_array() {
-            quote_spanned!(at_type(ty)=> <#ty as #private::ArrayField>::empty_like(&self.#member))
+            quote_spanned!(at_type(ty)=> <#ty as #private::InnerArray>::empty_like(&self.#member))
         } else {
             default(ty)
         }
@@ -60,18 +60,18 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, 
             #private::Some(<Self as #private::Object>::capture(self))
         }
 
-        fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
+        fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
             #(#visits)*
         }
 
         fn for_each_array_mut(
             &mut self,
-            __visit: &mut dyn ::core::ops::FnMut(&mut dyn #private::ArrayField),
+            __visit: &mut dyn ::core::ops::FnMut(&mut dyn #private::InnerArray),
         ) {
             #(#visits_mut)*
         }
 
-        fn for_each_empty_array(__visit: &mut dyn ::core::ops::FnMut(&dyn #private::ArrayField)) {
+        fn for_each_empty_array(__visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
             #(#empties)*
         }
     };

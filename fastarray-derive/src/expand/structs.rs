@@ -4,7 +4,7 @@
 //! field `__field{i}` of the patch and takes the mask bits from its offset:
 //! bit `i` when no field is flattened, otherwise the leaves of the fields
 //! before it. Every runtime item is named through `#private`
-//! (`::fastarray::__private` by default) and every std item through
+//! (`::fastarray::__private_0_1` by default) and every std item through
 //! `::core`, so the output compiles whatever the caller has in scope.
 
 use super::body::{self, PatchGenerics, Replicated, nest_reader, nest_writer};
