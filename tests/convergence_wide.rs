@@ -537,12 +537,12 @@ fn difference<T: Replicate + PartialEq + std::fmt::Debug>(
 }
 
 /// A `FastArray<Outer>`: arrays inside items two levels deep.
-struct Nested {
+struct InnerWorld {
     server: FastArray<Outer>,
     hot: Vec<Hot>,
 }
 
-impl Nested {
+impl InnerWorld {
     /// Six outers, committed `start` times (see [`age`]).
     fn new(rng: &mut ChaCha8Rng, start: u32) -> Self {
         let mut server = FastArray::new();
@@ -551,7 +551,7 @@ impl Nested {
             server.push(outer(rng, mids));
         }
         age(&mut server, start);
-        Nested {
+        InnerWorld {
             server,
             hot: Vec::new(),
         }
@@ -588,7 +588,7 @@ fn start_frames(seed: u64) -> u32 {
     if seed % 4 == 1 { (1 << 15) - 90 } else { 0 }
 }
 
-impl World for Nested {
+impl World for InnerWorld {
     type Mirror = FastArray<Outer>;
 
     fn mutate(&mut self, rng: &mut ChaCha8Rng, tick: u32) {
@@ -750,7 +750,7 @@ const TICKS: u32 = 260;
 /// The smallest budget for a world with arrays inside items: the chain of
 /// entries down to one leaf (outer, mid and leaf headers, ids and flags,
 /// the leaf) fits it.
-const NESTED_MIN_BUDGET: u64 = 192;
+const INNER_MIN_BUDGET: u64 = 192;
 
 /// The smallest budget for units: a header, an id and a whole unit fit 64
 /// bits.
@@ -830,7 +830,7 @@ fn rejoin(rng: &mut ChaCha8Rng, on: bool, joined: u32) -> Option<u32> {
     on.then(|| rng.random_range((joined + 10).max(150)..TICKS - 10))
 }
 
-fn nested_run(case: &Case<'_>) -> Tally {
+fn inner_run(case: &Case<'_>) -> Tally {
     let seed = case.seed;
     let mut rng = seeded(seed, 1);
     let conns = [
@@ -840,28 +840,32 @@ fn nested_run(case: &Case<'_>) -> Tally {
         },
         ConnSpec {
             rejoin: rejoin(&mut rng, seed % 3 == 1, 0),
-            ..ConnSpec::new(Budget::Range(NESTED_MIN_BUDGET, MTU))
+            ..ConnSpec::new(Budget::Range(INNER_MIN_BUDGET, MTU))
         },
         ConnSpec {
             join: Some(join_tick(&mut rng, seed % 4 < 2)),
             ..ConnSpec::new(if seed % 2 == 0 {
                 Budget::None
             } else {
-                Budget::Range(NESTED_MIN_BUDGET, 2_000)
+                Budget::Range(INNER_MIN_BUDGET, 2_000)
             })
         },
     ];
-    case.run(1, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(
+        1,
+        &mut InnerWorld::new(&mut rng, start_frames(seed)),
+        &conns,
+    )
 }
 
 fn budget_run(case: &Case<'_>) -> Tally {
     let seed = case.seed;
     let mut rng = seeded(seed, 2);
     let conns = [
-        ConnSpec::new(Budget::Fixed(NESTED_MIN_BUDGET)),
+        ConnSpec::new(Budget::Fixed(INNER_MIN_BUDGET)),
         ConnSpec {
             quiet: quiet(&mut rng, seed % 3 == 0),
-            ..ConnSpec::new(Budget::Range(NESTED_MIN_BUDGET, MTU))
+            ..ConnSpec::new(Budget::Range(INNER_MIN_BUDGET, MTU))
         },
     ];
     let join = join_tick(&mut rng, seed % 2 == 0);
@@ -871,10 +875,14 @@ fn budget_run(case: &Case<'_>) -> Tally {
         ConnSpec {
             join: Some(join),
             rejoin: rejoin(&mut rng, seed % 3 == 1, join),
-            ..ConnSpec::new(Budget::Range(NESTED_MIN_BUDGET, 600))
+            ..ConnSpec::new(Budget::Range(INNER_MIN_BUDGET, 600))
         },
     ];
-    case.run(2, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(
+        2,
+        &mut InnerWorld::new(&mut rng, start_frames(seed)),
+        &conns,
+    )
 }
 
 fn flat_run(case: &Case<'_>) -> Tally {
@@ -945,7 +953,7 @@ fn joiners_run(case: &Case<'_>) -> Tally {
         if (seed + n) % 2 == 0 {
             Budget::None
         } else {
-            Budget::Range(NESTED_MIN_BUDGET, MTU)
+            Budget::Range(INNER_MIN_BUDGET, MTU)
         }
     };
     let early = rng.random_range(0..120);
@@ -964,7 +972,11 @@ fn joiners_run(case: &Case<'_>) -> Tally {
             ..ConnSpec::new(budget(seed / 2))
         },
     ];
-    case.run(5, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(
+        5,
+        &mut InnerWorld::new(&mut rng, start_frames(seed)),
+        &conns,
+    )
 }
 
 /// Budgets too small for some items while the links are lossy (those are
@@ -976,11 +988,11 @@ fn growing_budget_run(case: &Case<'_>) -> Tally {
     let join = join_tick(&mut rng, seed % 2 == 0);
     let conns = [
         ConnSpec {
-            settle_budget: Some(Budget::Range(NESTED_MIN_BUDGET, MTU)),
+            settle_budget: Some(Budget::Range(INNER_MIN_BUDGET, MTU)),
             ..ConnSpec::new(Budget::Range(40, 400))
         },
         ConnSpec {
-            settle_budget: Some(Budget::Fixed(NESTED_MIN_BUDGET)),
+            settle_budget: Some(Budget::Fixed(INNER_MIN_BUDGET)),
             quiet: quiet(&mut rng, seed % 3 == 0),
             ..ConnSpec::new(Budget::Fixed(100))
         },
@@ -990,7 +1002,11 @@ fn growing_budget_run(case: &Case<'_>) -> Tally {
             ..ConnSpec::new(Budget::Range(48, 160))
         },
     ];
-    case.run(6, &mut Nested::new(&mut rng, start_frames(seed)), &conns)
+    case.run(
+        6,
+        &mut InnerWorld::new(&mut rng, start_frames(seed)),
+        &conns,
+    )
 }
 
 /// The same with units, from 24 bits.
@@ -1038,9 +1054,9 @@ fn assert_link_exercised(name: &str, t: &Tally) {
 /// (1) Arrays inside items two levels deep, inner arrays past frame 64;
 /// three connections (no budget, budgets up to an MTU, a snapshot joiner).
 #[test]
-fn nested_arrays_two_levels_converge() {
-    let t = over_profiles("nested", wide_drive::seeds(4), TICKS, nested_run);
-    assert_link_exercised("nested", &t);
+fn inner_arrays_two_levels_converge() {
+    let t = over_profiles("inner", wide_drive::seeds(4), TICKS, inner_run);
+    assert_link_exercised("inner", &t);
     assert!(
         t.inner_past_64 >= t.runs,
         "mids arrays past frame 64: {t:?}"
@@ -1056,11 +1072,11 @@ fn nested_arrays_two_levels_converge() {
 /// (2) Arrays inside items under budgets from the smallest that holds a
 /// leaf's chain of entries up to an MTU, on every connection.
 #[test]
-fn nested_arrays_converge_under_budgets() {
-    let t = over_profiles("nested budgets", wide_drive::seeds(3), TICKS, budget_run);
-    assert_link_exercised("nested budgets", &t);
+fn inner_arrays_converge_under_budgets() {
+    let t = over_profiles("inner budgets", wide_drive::seeds(3), TICKS, budget_run);
+    assert_link_exercised("inner budgets", &t);
     assert_eq!(t.budgeted, t.writes);
-    assert_eq!(t.min_budget, Some(NESTED_MIN_BUDGET));
+    assert_eq!(t.min_budget, Some(INNER_MIN_BUDGET));
     assert!(t.deferred * 10 > t.budgeted, "few writes deferred: {t:?}");
     assert!(t.resynced > 0 && t.rejoins > 0 && t.older_than_snapshot > 0);
 }
@@ -1319,8 +1335,8 @@ fn soak() {
     let ticks = 400;
     type Runner = fn(&Case<'_>) -> Tally;
     let cases: [(&str, Runner); 7] = [
-        ("nested", nested_run),
-        ("nested budgets", budget_run),
+        ("inner", inner_run),
+        ("inner budgets", budget_run),
         ("flat budgets", flat_run),
         ("objects", objects_run),
         ("joiners", joiners_run),

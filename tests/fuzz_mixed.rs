@@ -526,7 +526,7 @@ fn mutate_squads(server: &mut FastArray<Squad>, rng: &mut ChaCha8Rng, next: &mut
 /// The same with items holding `#[replicate(array)]` fields (the inner
 /// arrays share their messages across outer frames).
 #[test]
-fn fuzz_nested_arrays_converge() {
+fn fuzz_inner_arrays_converge() {
     let variants = [
         BASE,
         Knobs {
@@ -560,6 +560,6 @@ fn fuzz_nested_arrays_converge() {
             totals.0 += s;
             totals.1 += r;
         }
-        assert!(totals.1 > 0, "nested variant {v}: no resync was taken");
+        assert!(totals.1 > 0, "inner-array variant {v}: no resync was taken");
     }
 }

@@ -10,7 +10,7 @@
 //! |---|---|---|
 //! | `snapshot` | selector byte, snapshot | a snapshot that decodes re-encodes to one that decodes to an equal array |
 //! | `delta` | selector, prefix, message | on a mirror that applied the first `prefix` genuine messages, a bad message is an `Err` that leaves the mirror unchanged; nothing panics |
-//! | `nested` | the same | the same, for items with `#[replicate(array)]` fields |
+//! | `inner` | the same | the same, for items with `#[replicate(array)]` fields |
 //! | `object` | the same | the same for a `Replicated<T>`, and `get()` works after every `Ok` |
 //! | `stateful` | a script ([`Op`]) | genuine packets delivered in any order apply; after healing every mirror equals the server |
 
@@ -20,14 +20,14 @@ use fastarray::{FastArray, Replicate, Replicated, SendState};
 
 /// The targets, by name: the directory names under `fuzz/corpus/` and
 /// `fuzz/regressions/`.
-pub const TARGETS: [&str; 5] = ["snapshot", "delta", "nested", "object", "stateful"];
+pub const TARGETS: [&str; 5] = ["snapshot", "delta", "inner", "object", "stateful"];
 
 /// Runs target `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
     match name {
         "snapshot" => snapshot(data),
         "delta" => delta(data),
-        "nested" => nested(data),
+        "inner" => inner(data),
         "object" => object(data),
         "stateful" => stateful(data),
         _ => panic!("no fuzz target named {name:?}"),
@@ -214,14 +214,14 @@ fn equal_to_itself<T: PartialEq>(value: &T) -> bool {
 }
 
 // ---------------------------------------------------------------------------
-// Targets `delta` and `nested`
+// Targets `delta` and `inner`
 // ---------------------------------------------------------------------------
 
 /// The item types of the `delta` target, by selector byte.
 pub const DELTA_TYPES: [&str; 3] = ["Unit", "Thing", "Named"];
 
-/// The item types of the `nested` target, by selector byte.
-pub const NESTED_TYPES: [&str; 2] = ["Squad", "Platoon"];
+/// The item types of the `inner` target, by selector byte.
+pub const INNER_TYPES: [&str; 2] = ["Squad", "Platoon"];
 
 /// `data[0]` picks the item type, `data[1]` how many genuine messages the
 /// mirror applied first, the rest is a message. See [`delta_case`].
@@ -237,11 +237,11 @@ pub fn delta(data: &[u8]) {
 }
 
 /// [`delta`] for item types with `#[replicate(array)]` fields.
-pub fn nested(data: &[u8]) {
+pub fn inner(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else {
         return;
     };
-    match usize::from(selector) % NESTED_TYPES.len() {
+    match usize::from(selector) % INNER_TYPES.len() {
         0 => delta_case::<Squad>(rest),
         _ => delta_case::<Platoon>(rest),
     }

@@ -96,7 +96,7 @@ pub fn seed_corpus() -> Vec<Seed> {
     members.commit();
     snapshots(8, &[snapshot_of(&members)]);
 
-    // delta, nested: each genuine message on the mirror that applied the
+    // delta, inner: each genuine message on the mirror that applied the
     // ones before it, and a few late ones.
     let mut deltas = |target: &'static str, selector: u8, name: &str, messages: &[Vec<u8>]| {
         let len = messages.len();
@@ -112,8 +112,8 @@ pub fn seed_corpus() -> Vec<Seed> {
     deltas("delta", 0, "unit", &Unit::history().messages);
     deltas("delta", 1, "thing", &Thing::history().messages);
     deltas("delta", 2, "named", &Named::history().messages);
-    deltas("nested", 0, "squad", &Squad::history().messages);
-    deltas("nested", 1, "platoon", &Platoon::history().messages);
+    deltas("inner", 0, "squad", &Squad::history().messages);
+    deltas("inner", 1, "platoon", &Platoon::history().messages);
     deltas("object", 0, "world", World::messages());
     deltas("object", 1, "lobby", Lobby::messages());
 

@@ -465,7 +465,7 @@ fn squad_logic(squads: &mut FastArray<Squad>, rng: &mut ChaCha8Rng) {
 }
 
 #[test]
-fn nested_arrays_converge_over_lossy_links() {
+fn inner_arrays_converge_over_lossy_links() {
     for profile in link::LinkProfile::all_for_tests() {
         for seed in 0..drive::seeds() {
             let label = format!("{} seed {seed}", profile.name);
