@@ -24,8 +24,9 @@
 //!   packets still in the network; enum variant changes (whole values);
 //! * three or four connections per server over independent links.
 //!
-//! The checks of each run are in `fastarray_testkit::wide_drive`; the link
-//! in `fastarray_testkit::wide_link`. Each case also checks, from the
+//! The checks of each run are in `fastarray_testkit::wide_drive`; the
+//! links' profiles in `fastarray_testkit::wide_link` (the testkit's one
+//! channel, with ghosts and held packets). Each case also checks, from the
 //! counts of what its runs went through, that it exercised what it claims.
 //!
 //! `FASTARRAY_SEEDS` sets the seeds per profile (the default, 2 to 4,
@@ -805,7 +806,7 @@ fn over_profiles(name: &str, seeds: u64, ticks: u32, case: fn(&Case<'_>) -> Tall
     let mut total = Tally::default();
     for profile in WideProfile::all() {
         for seed in 0..seeds {
-            let label = format!("{name}, {}, seed {seed}", profile.name);
+            let label = format!("{name}, {}, seed {seed}", profile.link.name);
             total.add(&case(&Case {
                 profile: &profile,
                 seed,
