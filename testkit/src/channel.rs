@@ -314,17 +314,12 @@ impl<P: Clone + AsRef<[u8]>> Channel<P> {
     /// not yet returned), in arrival order; duplicates appear as separate
     /// copies.
     pub fn deliver(&mut self, now: u32) -> Vec<Arrival<P>> {
-        let mut out = Vec::new();
-        let mut held = Vec::new();
-        while let Some(entry) = self.in_flight.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let (key, flight) = entry.remove_entry();
-            if flight.fate == Fate::LateAfterLoss && self.awaiting_report.contains(&flight.n) {
-                held.push((key, flight));
-                continue;
-            }
+        let awaiting_report = &self.awaiting_report;
+        let copies = due(&mut self.in_flight, now, |flight| {
+            flight.fate == Fate::LateAfterLoss && awaiting_report.contains(&flight.n)
+        });
+        let mut out = Vec::with_capacity(copies.len());
+        for flight in copies {
             self.awaiting_delivery.remove(&flight.n);
             self.stats.link.delivered += 1;
             out.push(Arrival {
@@ -335,34 +330,24 @@ impl<P: Clone + AsRef<[u8]>> Channel<P> {
                 payload: flight.payload,
             });
         }
-        self.in_flight.extend(held);
         out
     }
 
-    /// Reports that reach the sender by tick `now`, an ack only once the
-    /// copy it acknowledges has been delivered.
+    /// Reports that reach the sender by tick `now`, an ack only once a copy
+    /// of its packet has been delivered.
     pub fn reports(&mut self, now: u32) -> Vec<Report> {
-        let mut out = Vec::new();
-        let mut held = Vec::new();
-        while let Some(entry) = self.pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let (key, pending) = entry.remove_entry();
-            match pending.report {
-                Report::Acked(_) if self.awaiting_delivery.contains(&pending.n) => {
-                    held.push((key, pending));
-                    continue;
-                }
-                Report::Lost(_) => {
-                    self.reported_lost.insert(pending.n);
-                    self.awaiting_report.remove(&pending.n);
-                }
-                Report::Acked(_) => {}
+        let awaiting_delivery = &self.awaiting_delivery;
+        let reports = due(&mut self.pending, now, |pending| {
+            matches!(pending.report, Report::Acked(_)) && awaiting_delivery.contains(&pending.n)
+        });
+        let mut out = Vec::with_capacity(reports.len());
+        for pending in reports {
+            if let Report::Lost(_) = pending.report {
+                self.reported_lost.insert(pending.n);
+                self.awaiting_report.remove(&pending.n);
             }
             out.push(pending.report);
         }
-        self.pending.extend(held);
         out
     }
 
@@ -452,6 +437,28 @@ struct Sent {
     packet: u32,
     /// The tick it was sent.
     now: u32,
+}
+
+/// Takes from `queue` (keyed by `(tick, order)`) the entries due by tick
+/// `now`, in order, but those that `waits` holds back: they stay where
+/// they are, for a later call. (What the caller does with the entries it
+/// takes never changes what `waits` says.)
+fn due<V>(queue: &mut BTreeMap<(u32, u64), V>, now: u32, waits: impl Fn(&V) -> bool) -> Vec<V> {
+    let mut out = Vec::new();
+    let mut held = Vec::new();
+    while let Some(entry) = queue.first_entry() {
+        if entry.key().0 > now {
+            break;
+        }
+        let (key, value) = entry.remove_entry();
+        if waits(&value) {
+            held.push((key, value));
+        } else {
+            out.push(value);
+        }
+    }
+    queue.extend(held);
+    out
 }
 
 /// The upper bound of a `[min, max]` range given in either order.
