@@ -14,9 +14,11 @@
 //! | `[T; N]` | the N elements, no length |
 //! | tuples up to 4, `()` | the elements in order |
 //! | `Box<T>` | as `T` |
+//! | [`ReplicationId`](crate::ReplicationId) | [varint](crate::BitWriter::write_varint) of the raw id: 1 bit for `#0`, 5 for `#3` |
 
 mod collections;
 pub(crate) mod encodings;
+mod id;
 mod scalar;
 #[cfg(feature = "serde")]
 mod serde;
