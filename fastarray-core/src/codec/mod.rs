@@ -9,7 +9,9 @@
 //! | `f32`, `f64` | raw IEEE-754 bits; `same` compares bits, so `NaN` is stable and `-0.0 ≠ 0.0` |
 //! | `char` | 21 bits (every Unicode scalar value fits), validated on decode |
 //! | `String` | varint byte length, then the bytes; UTF-8 validated on decode |
-//! | `Vec<T>` | varint length, then the elements |
+//! | `Vec<T>`, `VecDeque<T>` | varint length, then the elements |
+//! | `BTreeSet<T>`, `HashSet<T, S>` | varint length, then the elements; a hash set sorted by the elements' encodings, so equal sets encode alike (see `std_collections`) |
+//! | `BTreeMap<K, V>`, `HashMap<K, V, S>` | varint length, then each key and its value; a hash map sorted by the keys' encodings |
 //! | `Option<T>` | 1 bit, then the value if present |
 //! | `[T; N]` | the N elements, no length |
 //! | tuples up to 4, `()` | the elements in order |
@@ -22,6 +24,7 @@ mod id;
 mod scalar;
 #[cfg(feature = "serde")]
 mod serde;
+mod std_collections;
 
 #[cfg(feature = "serde")]
 pub use self::serde::{serde_decode, serde_encode};
