@@ -16,11 +16,16 @@
 //! | `[T; N]` | the N elements, no length |
 //! | tuples up to 4, `()` | the elements in order |
 //! | `Box<T>` | as `T` |
+//! | glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4`, `Quat`, `DQuat` (feature `glam`) | the components' raw floats |
 //! | [`ReplicationId`](crate::ReplicationId) | [varint](crate::BitWriter::write_varint) of the raw id: 1 bit for `#0`, 5 for `#3` |
 
 mod collections;
 pub(crate) mod encodings;
+#[cfg(feature = "glam")]
+mod glam;
 mod id;
+pub(crate) mod quantize;
+pub(crate) mod rotation;
 mod scalar;
 #[cfg(feature = "serde")]
 mod serde;
@@ -42,7 +47,9 @@ use crate::error::{DecodeError, EncodeError};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be replicated",
     label = "no bit encoding for `{Self}`",
-    note = "add `#[derive(Replicate)]` to `{Self}`, or mark the field `#[replicate(skip)]`"
+    note = "a type of your own: add `#[derive(Replicate)]` to `{Self}`",
+    note = "a type of another crate: mark the field `#[replicate(with = path::to::module)]` (your `encode` and `decode` functions), or `#[replicate(serde)]` if it implements serde's traits (feature `serde`), or wrap it in a newtype that implements `BitCodec`; glam's vectors and quaternions need the `glam` feature of fastarray",
+    note = "not replicated at all: mark the field `#[replicate(skip)]`"
 )]
 pub trait BitCodec: Sized {
     /// The fewest bits any value of this type encodes to. Decoders of
