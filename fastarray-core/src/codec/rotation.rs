@@ -34,7 +34,7 @@ const HALF_SQRT2: f64 = core::f64::consts::FRAC_1_SQRT_2;
 /// the distance between the received quaternion and the normalized input
 /// (taken with the sign that makes its largest component positive), as
 /// 4-vectors, plus a few `f64` rounding errors. About `2·√3·e` for `N` of 8
-/// or more: `4.8e-3` at `N = 10`. The rotations then differ by an angle of
+/// or more: `2.4e-3` at `N = 10`. The rotations then differ by an angle of
 /// at most `4·asin(max_error / 2)` radians (0.28° at `N = 10`). An `f32`
 /// quaternion adds the rounding of its four components to `f32`, at most
 /// `2^−24` in all.
@@ -249,6 +249,18 @@ mod tests {
                 assert_eq!(back, exact.map(|c| sign * c + 0.0), "{bits} bits");
             }
         }
+    }
+
+    #[test]
+    fn the_documented_numbers_hold() {
+        let q = SmallestThree::new(10);
+        assert_eq!(q.wire_bits(), 32);
+        // About √6 / (2^N − 2), as the docs say: 2.4e-3 at N = 10, and an
+        // angle of 0.28°.
+        assert!((q.max_error() / (6f64.sqrt() / 1022.0) - 1.0).abs() < 0.01);
+        assert!((q.max_error() - 2.4e-3).abs() < 1e-4);
+        let degrees = (4.0 * (q.max_error() / 2.0).asin()).to_degrees();
+        assert!((degrees - 0.28).abs() < 0.005, "{degrees}");
     }
 
     #[test]
