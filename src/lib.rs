@@ -244,12 +244,14 @@ pub mod wire_format {}
 ///
 /// # `array`: replicated objects
 ///
-/// A struct with `FastArray` fields marked `array` is a replicated object:
-/// wrap it in a [`Replicated`], which has the life cycle of a `FastArray`
-/// (`get_mut`, `commit`, `write_delta`, `apply_delta`). Its plain fields go
-/// out as field-level deltas through the same history ring and retirement
-/// list as an array item; each array field as per-id deltas of its own, in
-/// the same packet, sharing the connection's acks and losses.
+/// Any `#[derive(Replicate)]` struct can be a replicated object: wrap it
+/// in a [`Replicated`], which has the life cycle and the methods of a
+/// `FastArray` (`get_mut`, `commit`, `write_delta` and its budgeted and
+/// bit-stream forms, `apply_delta`, snapshots). Its plain fields go out as
+/// field-level deltas through the same history ring and retirement list as
+/// an array item; each `FastArray` field marked `array`, as per-id deltas
+/// of its own, in the same packet, sharing the connection's acks and
+/// losses.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, Replicated, SendState};
@@ -257,7 +259,7 @@ pub mod wire_format {}
 /// #[derive(Replicate, Clone, Debug, PartialEq)]
 /// struct Player { score: u32 }
 ///
-/// #[derive(Replicate, Debug, Default)]
+/// #[derive(Replicate, Clone, Debug, Default)]
 /// struct Lobby {
 ///     countdown: u8,
 ///     #[replicate(array)]

@@ -224,15 +224,6 @@ impl<T> FastArray<T> {
     pub fn ids(&self) -> impl ExactSizeIterator<Item = ReplicationId> + '_ {
         self.store.slots().iter().map(|slot| slot.id)
     }
-
-    /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
-    pub(crate) fn get_mut_with(
-        &mut self,
-        id: ReplicationId,
-        capture: fn(&T) -> T,
-    ) -> Option<ItemMut<'_, T>> {
-        self.store.get_mut_with(id, capture)
-    }
 }
 
 impl<T: Replicate> FastArray<T> {
@@ -608,6 +599,24 @@ impl<T: Replicate> FastArray<T> {
         }
         array.mirror = Some(Box::new(Mirror::object()));
         array
+    }
+
+    /// A replicated object's mirror from a snapshot read from `reader`
+    /// (see [`from_snapshot_bits`](Self::from_snapshot_bits)): refused
+    /// unless it holds exactly item `#0`.
+    pub(crate) fn object_from_snapshot_bits(
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError> {
+        let mut array = Self::from_snapshot_bits(reader)?;
+        let object = ReplicationId::from_raw(0);
+        if let Some(id) = array.ids().find(|&id| id != object) {
+            return Err(DecodeError::NotAnObjectChange { id });
+        }
+        if array.is_empty() {
+            return Err(DecodeError::MissingObject);
+        }
+        array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
+        Ok(array)
     }
 
     /// The schema hash of the item type: a `#[replicate(array)]` field's

@@ -59,8 +59,6 @@ pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
 pub use receive::{ApplyReport, Callbacks};
 pub use replicate::Replicate;
-#[doc(hidden)]
-pub use replicated::Object;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, Oversized, SendState};
 pub use store::ItemMut;
@@ -85,7 +83,6 @@ pub mod __private_0_1 {
     pub use crate::inner::InnerArray;
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
-    pub use crate::replicated::Object;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};

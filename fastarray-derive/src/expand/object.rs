@@ -1,7 +1,6 @@
-//! A struct with `#[replicate(array)]` fields is a replicated object: the
-//! `Object` impl (a cheap pre-image), the `Replicate` items that expose its
-//! arrays, and the arrays' part of the schema hash. Nothing for any other
-//! struct.
+//! A struct with `#[replicate(array)]` fields: the `Replicate` items that
+//! expose its arrays and make its cheap pre-image, and the arrays' part of
+//! the schema hash. Nothing for any other struct.
 
 use super::at_type;
 use super::body::{construct, default};
@@ -10,16 +9,15 @@ use crate::ast::{Field, Style};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
-/// The `Object` impl (plain fields cloned, arrays left empty) and the
-/// `Replicate` items for the arrays (their count, the pre-image, visitors),
-/// or nothing if no field is an array.
-pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, TokenStream) {
+/// The `Replicate` items for the arrays (their count, the pre-image with
+/// the plain fields cloned and the arrays left empty, visitors), or nothing
+/// if no field is an array.
+pub fn expand(target: &Target, style: Style, fields: &[Field]) -> TokenStream {
     let arrays: Vec<&Field> = fields.iter().filter(|field| field.is_array()).collect();
     if arrays.is_empty() {
-        return (TokenStream::new(), TokenStream::new());
+        return TokenStream::new();
     }
-    let Target { private, ident, .. } = target;
-    let (impl_generics, ty_generics, where_clause) = target.generics.split_for_impl();
+    let private = &target.private;
     let captured = construct(quote!(Self), style, fields, |field| {
         let (member, ty) = (&field.member, field.ty);
         if field.is_replicated() {
@@ -45,19 +43,11 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, 
         let ty = field.ty;
         quote_spanned!(*span=> __visit(&<#ty as ::core::default::Default>::default());)
     });
-    let object = quote! {
-        #[automatically_derived]
-        impl #impl_generics #private::Object for #ident #ty_generics #where_clause {
-            fn capture(&self) -> Self {
-                #captured
-            }
-        }
-    };
-    let replicate_items = quote! {
+    quote! {
         const ARRAY_FIELDS: ::core::primitive::u32 = #count;
 
         fn pre_image(&self) -> #private::Option<Self> {
-            #private::Some(<Self as #private::Object>::capture(self))
+            #private::Some(#captured)
         }
 
         fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
@@ -74,8 +64,7 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, 
         fn for_each_empty_array(__visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
             #(#empties)*
         }
-    };
-    (object, replicate_items)
+    }
 }
 
 /// Statements folding each array field into `__hash`: its name, then the
