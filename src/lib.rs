@@ -4,7 +4,9 @@
 
 pub use fastarray_core::*;
 /// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
-/// an enum.
+/// an enum. Its attributes (`skip`, `bits`, `varint`, `quantize`, `with`,
+/// `serde`, `flatten`, `array`, `crate`) are described in the
+/// [`attributes`] module, with an example each.
 pub use fastarray_derive::Replicate;
 
 /// The wire format and the reliability design, with a worked example in
@@ -69,7 +71,9 @@ pub mod wire_format {}
 /// attributes, two encodings on one field, `bits` outside 1..=64 or wider
 /// than the field's type, an empty `quantize` range or `quantize` bits
 /// outside 1..=32, more than 64 replicated fields (63 per enum variant),
-/// `flatten` or `array` in an enum variant, empty enums and unions.
+/// `flatten` or `array` in an enum variant, empty enums and unions. A
+/// field marked `array` whose type is not a `FastArray<T>` is an error at
+/// that type: "array fields must be `FastArray<T>`".
 ///
 /// # `bits = N`
 ///

@@ -618,11 +618,6 @@ impl<T: Replicate> FastArray<T> {
         array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
         Ok(array)
     }
-
-    /// The schema hash of the item type: a `#[replicate(array)]` field's
-    /// part in its owner's schema hash.
-    #[doc(hidden)]
-    pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
 }
 
 /// Writes with `write` into `out`, returning the bits written; on error

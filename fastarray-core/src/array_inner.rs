@@ -1,10 +1,11 @@
 //! A `FastArray` as an array inside an item (a `#[replicate(array)]`
-//! field): the [`InnerArray`] its owner drives.
+//! field): the [`ArrayField`] the derive requires and the [`InnerArray`]
+//! its owner drives.
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::inner::{InnerArray, InnerDelta, Lineage};
+use crate::inner::{ArrayField, InnerArray, InnerDelta, Lineage};
 use crate::receive::decode::{Decoded, skip_delta};
 use crate::receive::events::ApplyReport;
 use crate::replicate::Replicate;
@@ -12,12 +13,29 @@ use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 use crate::snapshot;
 
-/// A `FastArray` as an array inside an item, driven by its owner.
-impl<U: Replicate + 'static> InnerArray for FastArray<U> {
+/// A `FastArray` of any item type is what an array field may be.
+impl<U: Replicate + 'static> ArrayField for FastArray<U> {
+    const ELEMENT_SCHEMA_HASH: u64 = U::SCHEMA_HASH;
+
     fn empty_like(&self) -> Self {
         Self::from_store(self.store().empty_like())
     }
 
+    fn empty() -> Self {
+        Self::new()
+    }
+
+    fn as_inner(&self) -> &dyn InnerArray {
+        self
+    }
+
+    fn as_inner_mut(&mut self) -> &mut dyn InnerArray {
+        self
+    }
+}
+
+/// A `FastArray` as an array inside an item, driven by its owner.
+impl<U: Replicate + 'static> InnerArray for FastArray<U> {
     fn lineage(&self) -> Lineage {
         self.store().lineage()
     }

@@ -80,7 +80,7 @@ pub mod __private_0_1 {
         encode_bits, encode_quantized, encode_varint, varint_type_hash,
     };
     pub use crate::error::{DecodeError, EncodeError};
-    pub use crate::inner::InnerArray;
+    pub use crate::inner::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
     pub use crate::schema;

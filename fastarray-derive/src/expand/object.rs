@@ -23,25 +23,25 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> TokenStream {
         if field.is_replicated() {
             quote_spanned!(at_type(ty)=> <#ty as ::core::clone::Clone>::clone(&self.#member))
         } else if field.is_array() {
-            quote_spanned!(at_type(ty)=> <#ty as #private::InnerArray>::empty_like(&self.#member))
+            quote_spanned!(at_type(ty)=> <#ty as #private::ArrayField>::empty_like(&self.#member))
         } else {
             default(ty)
         }
     });
     let count = arrays.len() as u32;
-    let members: Vec<_> = arrays.iter().map(|field| &field.member).collect();
-    let spans: Vec<_> = arrays.iter().map(|field| at_type(field.ty)).collect();
-    let visits = members
-        .iter()
-        .zip(&spans)
-        .map(|(member, span)| quote_spanned!(*span=> __visit(&self.#member);));
-    let visits_mut = members
-        .iter()
-        .zip(&spans)
-        .map(|(member, span)| quote_spanned!(*span=> __visit(&mut self.#member);));
-    let empties = arrays.iter().zip(&spans).map(|(field, span)| {
+    // Every use of an array field names it as an `ArrayField`: a field of
+    // another type is that one error, at the field's type.
+    let visits = arrays.iter().map(|field| {
+        let (member, ty) = (&field.member, field.ty);
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner(&self.#member));)
+    });
+    let visits_mut = arrays.iter().map(|field| {
+        let (member, ty) = (&field.member, field.ty);
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner_mut(&mut self.#member));)
+    });
+    let empties = arrays.iter().map(|field| {
         let ty = field.ty;
-        quote_spanned!(*span=> __visit(&<#ty as ::core::default::Default>::default());)
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner(&<#ty as #private::ArrayField>::empty()));)
     });
     quote! {
         const ARRAY_FIELDS: ::core::primitive::u32 = #count;
@@ -77,7 +77,7 @@ pub fn schema_steps(fields: &[Field], private: &TokenStream) -> Vec<TokenStream>
             let (name, ty) = (field.schema_name(), field.ty);
             quote_spanned! {at_type(ty)=>
                 __hash = #private::schema::str(__hash, #name);
-                __hash = #private::schema::u64(__hash, #private::schema::named("array", &[<#ty>::ELEMENT_SCHEMA_HASH]));
+                __hash = #private::schema::u64(__hash, #private::schema::named("array", &[<#ty as #private::ArrayField>::ELEMENT_SCHEMA_HASH]));
             }
         })
         .collect()
