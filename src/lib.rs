@@ -293,10 +293,13 @@ pub mod wire_format {}
 /// inside sends the outer id, the inner id and the changed fields, never the
 /// inner array, and losses are repaired at every level. (Unreal turns a fast
 /// array inside a fast array's item into a plain struct property.) The
-/// owner's `commit` commits the inner arrays of the items it touched; the
-/// mirror's `post_change` reports an item whose arrays alone changed with an
-/// empty field mask. Such a type cannot be a `flatten` field, whose value
-/// is sent field by field: that is a compile-time error.
+/// owner's `commit` commits the inner arrays of the items it touched. The
+/// mirror's [`Callbacks::inner_event`] reports each item added to, changed
+/// in or removed from an inner array, with the owning item's id and the
+/// array field's name ([`InnerEvent`]), next to the owner's own events; its
+/// `post_change` reports an item whose arrays alone changed with an empty
+/// field mask. Such a type cannot be a `flatten` field, whose value is sent
+/// field by field: that is a compile-time error.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, SendState};

@@ -11,7 +11,7 @@ use crate::error::{DecodeError, EncodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::receive::decode::Decoded;
-use crate::receive::events::{ApplyReport, Callbacks};
+use crate::receive::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
@@ -409,7 +409,7 @@ impl<T: Replicate> FastArray<T> {
         let mut reader = BitReader::new(bytes);
         let decoded = self.decode_delta(&mut reader)?;
         reader.expect_end()?;
-        Ok(self.apply_decoded(decoded, callbacks))
+        Ok(self.apply_decoded(decoded, callbacks, None))
     }
 
     /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
@@ -421,7 +421,7 @@ impl<T: Replicate> FastArray<T> {
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         let decoded = self.decode_delta(reader)?;
-        Ok(self.apply_decoded(decoded, callbacks))
+        Ok(self.apply_decoded(decoded, callbacks, None))
     }
 
     /// Decodes one delta and validates it against this mirror.
@@ -435,14 +435,16 @@ impl<T: Replicate> FastArray<T> {
         }
     }
 
-    /// Applies what [`decode_delta`](Self::decode_delta) returned.
+    /// Applies what [`decode_delta`](Self::decode_delta) returned. `at` is
+    /// this array, if it is inside an item (the path its inner events name).
     pub(crate) fn apply_decoded(
         &mut self,
         decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,
+        at: Option<&ArrayPath<'_>>,
     ) -> ApplyReport {
         let mirror = self.mirror.get_or_insert_with(Box::default);
-        mirror.apply(&mut self.store, decoded, callbacks)
+        mirror.apply(&mut self.store, decoded, callbacks, at)
     }
 
     /// Appends a snapshot message of the whole array to `out` and returns

@@ -11,7 +11,7 @@ use core::any::Any;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::receive::events::ApplyReport;
+use crate::receive::events::{ApplyReport, ArrayPath, InnerEvent};
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 
@@ -72,8 +72,23 @@ pub trait InnerArray {
     /// Reads past one delta whose owner is being dropped: nothing is
     /// checked or kept.
     fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
-    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
-    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport;
+    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned,
+    /// telling `sink` what it did to this array's items (and to the items
+    /// of the arrays inside them), this array being the one at `at`.
+    fn apply_decoded_delta(
+        &mut self,
+        decoded: InnerDelta,
+        at: &ArrayPath<'_>,
+        sink: &mut dyn FnMut(&InnerEvent<'_>),
+    ) -> ApplyReport;
+    /// Tells `sink` that every item is `Added`, each before the items of
+    /// the arrays inside it: what a mirror says of the arrays of an item
+    /// it adds.
+    fn announce(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
+    /// Tells `sink` that every item is `Removed`, each after the items of
+    /// the arrays inside it: what a mirror says of the arrays of an item
+    /// it removes.
+    fn retire(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
     /// The send state of a client that holds it as a snapshot of it now
     /// would give it.
     fn snapshot_state(&self) -> SendState;

@@ -57,7 +57,7 @@ pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
-pub use receive::{ApplyReport, Callbacks};
+pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, Oversized, SendState};

@@ -43,8 +43,10 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> TokenStream {
         let ty = field.ty;
         quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner(&<#ty as #private::ArrayField>::empty()));)
     });
+    let names = arrays.iter().map(|field| field.schema_name());
     quote! {
         const ARRAY_FIELDS: ::core::primitive::u32 = #count;
+        const ARRAY_FIELD_NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
 
         fn pre_image(&self) -> #private::Option<Self> {
             #private::Some(#captured)
