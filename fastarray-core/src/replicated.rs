@@ -275,7 +275,9 @@ impl<T: Replicate> Replicated<T> {
     ///
     /// `callbacks` hear about the object as item `#0`: `post_change` with
     /// the plain fields that changed (an empty mask means only its arrays
-    /// did).
+    /// did), after an [`inner_event`](Callbacks::inner_event) for each item
+    /// added to, changed in or removed from its `#[replicate(array)]`
+    /// fields (owned by `#0`).
     pub fn apply_delta(
         &mut self,
         bytes: &[u8],
