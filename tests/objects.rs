@@ -125,13 +125,15 @@ fn every_truncation_fails_and_leaves_the_mirror_unchanged() {
     server
         .write_delta(&mut SendState::new(), 0, &mut bytes)
         .unwrap();
+    let fresh = Replicated::<Match>::mirror();
     for len in 0..8 * bytes.len() {
         let mut prefix = bytes[..len.div_ceil(8)].to_vec();
         if len % 8 != 0 {
             *prefix.last_mut().unwrap() &= (1u8 << (len % 8)) - 1;
         }
-        let mut client = Replicated::<Match>::mirror();
+        let mut client = fresh.clone();
         if client.apply_delta(&prefix, &mut ()).is_err() {
+            assert_eq!(client, fresh, "{len} bits");
             assert_eq!(client.get(), &Match::default(), "{len} bits");
         }
     }
@@ -384,7 +386,11 @@ fn a_plain_object_sends_only_its_changed_fields() {
     // header, id 0, not whole, a field handle of 4 fields, the u16
     assert_eq!(stats.bits, 2 + 16 + 1 + (2 + 1) + 1 + 1 + (1 + 1 + 2) + 16);
     client.apply_delta(&bytes, &mut ()).unwrap();
-    assert_eq!(client.get(), server.get());
+    assert_eq!(client, server);
+    assert_eq!(
+        format!("{client:?}"),
+        "Replicated(Rules { round: 0, time_left: 300, motd: \"\", score: 0 })"
+    );
 }
 
 /// `Match`es after 50 ticks of play, started from `seed`.

@@ -11,6 +11,7 @@
 //! method delegates to that one-item array, so it has the array's
 //! semantics.
 
+use core::fmt;
 use core::ops::{Deref, DerefMut};
 
 use crate::array::FastArray;
@@ -102,6 +103,32 @@ pub struct Replicated<T> {
     /// use the item machinery (history, retirement, per-field frames) and
     /// its array fields the inner-array machinery of any item.
     item: FastArray<T>,
+}
+
+/// A copy of the object and of its history, as [`FastArray`]'s `Clone`.
+impl<T: Clone> Clone for Replicated<T> {
+    fn clone(&self) -> Self {
+        Self {
+            item: self.item.clone(),
+        }
+    }
+}
+
+/// Equal when the objects are equal.
+impl<T: PartialEq> PartialEq for Replicated<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.item == other.item
+    }
+}
+
+/// The object.
+impl<T: fmt::Debug> fmt::Debug for Replicated<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.item.get(ID) {
+            Some(value) => f.debug_tuple("Replicated").field(value).finish(),
+            None => unreachable!("a Replicated always holds its object"),
+        }
+    }
 }
 
 /// The object's life cycle on the server, and reading it anywhere.
