@@ -232,7 +232,7 @@ impl<T: Replicate> FastArray<T> {
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
     ///
     /// For an item type with `#[replicate(array)]` fields the pre-image is
-    /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
+    /// the plain fields only: the arrays inside
     /// track their own changes, and this array's commit commits them.
     /// Edit those arrays in place: an array replaced by another one (a new
     /// `FastArray`, another item's, an old copy) would restart its frames

@@ -62,7 +62,7 @@ pub trait Callbacks<T> {
 
     /// Fields of an item changed: `changed` names exactly the fields whose
     /// value on the mirror is now different, compared as
-    /// [`Replicate::diff`] compares them (a field that arrived from a newer
+    /// [`Replicate::diff`](crate::Replicate::diff) compares them (a field that arrived from a newer
     /// frame with the value the mirror held is not named, nor a `quantize`
     /// field whose new value quantizes the same). An empty `changed` means
     /// only the item's `#[replicate(array)]` fields did. An entry that
