@@ -50,6 +50,12 @@ pub enum DecodeError {
         /// Bit offset of the first byte of the string.
         bit_offset: u64,
     },
+    /// A set or map whose encoding holds the same key twice: no sender
+    /// writes one.
+    DuplicateKey {
+        /// Bit offset of the second occurrence of the key.
+        bit_offset: u64,
+    },
     /// The message header names a kind this decoder does not take here.
     UnexpectedMessageKind {
         /// Bit offset of the kind bits.
@@ -108,12 +114,17 @@ pub enum DecodeError {
         id: crate::ReplicationId,
     },
     /// A message for a replicated object ([`Replicated`](crate::Replicated))
-    /// that removes the object or names another item: an object is item
-    /// `#0` alone, and is never removed.
+    /// that removes the object or names another item (a delta), or holds
+    /// another item (a snapshot): an object is item `#0` alone, and is
+    /// never removed.
     NotAnObjectChange {
         /// The id the message named.
         id: crate::ReplicationId,
     },
+    /// A snapshot read as a replicated object's
+    /// ([`Replicated::from_snapshot`](crate::Replicated::from_snapshot))
+    /// that holds no item: it is an empty array's.
+    MissingObject,
     /// Bits left over after the message that are not zero padding.
     TrailingData {
         /// Bit offset where the message ended.
@@ -176,6 +187,12 @@ impl fmt::Display for DecodeError {
             Self::InvalidUtf8 { bit_offset } => {
                 write!(f, "string at bit {bit_offset} is not valid UTF-8")
             }
+            Self::DuplicateKey { bit_offset } => {
+                write!(
+                    f,
+                    "the key at bit {bit_offset} is already in the set or map"
+                )
+            }
             Self::UnexpectedMessageKind {
                 bit_offset,
                 expected,
@@ -222,6 +239,10 @@ impl fmt::Display for DecodeError {
             Self::NotAnObjectChange { id } => write!(
                 f,
                 "a replicated object's message names item {id}: it may only change the object (#0), never remove it or add another item"
+            ),
+            Self::MissingObject => write!(
+                f,
+                "a replicated object's snapshot holds no object (it is an empty array's snapshot)"
             ),
             Self::TrailingData {
                 bit_offset,

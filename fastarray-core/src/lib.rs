@@ -49,18 +49,22 @@ pub use array::FastArray;
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
-pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};
+pub use codec::encodings::{FixedBits, VarInt};
+pub use codec::quantize::{Quantize, Quantizer, Quantizers};
+pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use error::{DecodeError, EncodeError, SendError};
+/// The glam crate whose types have codecs here (feature `glam`): name
+/// them through this path to use the same version.
+#[cfg(feature = "glam")]
+pub use glam;
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use mask::FieldMask;
-pub use receive::{ApplyReport, Callbacks};
+pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
-#[doc(hidden)]
-pub use replicated::Object;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, Oversized, SendState};
 pub use store::ItemMut;
@@ -78,14 +82,15 @@ pub mod __private_0_1 {
     pub use crate::bits::{BitReader, BitWriter};
     pub use crate::codec::BitCodec;
     pub use crate::codec::encodings::{
-        FixedBits, Quantize, Quantizer, VarInt, bits_type_hash, decode_bits, decode_varint,
-        encode_bits, encode_quantized, encode_varint, varint_type_hash,
+        FixedBits, VarInt, bits_type_hash, decode_bits, decode_varint, encode_bits, encode_varint,
+        varint_type_hash,
     };
+    pub use crate::codec::quantize::{Quantize, Quantizer, Quantizers};
+    pub use crate::codec::rotation::{QuantizeRotation, SmallestThree};
     pub use crate::error::{DecodeError, EncodeError};
-    pub use crate::inner::InnerArray;
+    pub use crate::inner::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
-    pub use crate::replicated::Object;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};

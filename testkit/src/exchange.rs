@@ -6,8 +6,7 @@
 //! late) writes the steps out.
 
 use fastarray::{
-    ApplyReport, DecodeError, DeltaStats, FastArray, Object, Replicate, Replicated, SendError,
-    SendState,
+    ApplyReport, DecodeError, DeltaStats, FastArray, Replicate, Replicated, SendError, SendState,
 };
 
 /// Commits `server`, writes packet `packet` for `conn`, applies it on
@@ -31,7 +30,7 @@ pub fn exchange<T: Replicate>(
 /// [`exchange`] for a [`Replicated`] object: commits `server`, writes
 /// packet `packet` for `conn`, applies it on `client` and acknowledges it;
 /// returns the message's bits. Panics if the write or the apply fails.
-pub fn exchange_object<T: Object + 'static>(
+pub fn exchange_object<T: Replicate>(
     server: &mut Replicated<T>,
     conn: &mut SendState,
     client: &mut Replicated<T>,

@@ -1,13 +1,12 @@
-//! The encodings a field attribute can choose instead of the type's own
-//! [`BitCodec`](super::BitCodec): integers in a declared number of bits
-//! (`#[replicate(bits = N)]`), variable-length integers
-//! (`#[replicate(varint)]`) and quantized floats
-//! (`#[replicate(quantize(min = A, max = B, bits = N))]`).
+//! The integer encodings a field attribute can choose instead of the
+//! type's own [`BitCodec`](super::BitCodec): integers in a declared number
+//! of bits (`#[replicate(bits = N)]`) and variable-length integers
+//! (`#[replicate(varint)]`). Quantized floats are in `quantize`, quantized
+//! rotations in `rotation`.
 //!
 //! The derive calls these through `__private_0_1`; they are public so that
 //! hand-written codecs can use the same encodings.
 
-use super::collections::try_array;
 use crate::bits::{BitReader, BitWriter, zigzag_decode, zigzag_encode};
 use crate::error::{DecodeError, EncodeError};
 use crate::schema;
@@ -205,218 +204,6 @@ pub const fn varint_type_hash(type_hash: u64) -> u64 {
     schema::named("varint", &[type_hash])
 }
 
-/// A float quantization: values are clamped into `[min, max]` and sent as
-/// one of the `2^bits` evenly spaced values there (`SendPropFloat` with a
-/// low value, a high value and a bit count). The receiver gets the
-/// quantized value; the most it differs from the sender's value (once
-/// clamped) is [`max_error`](Self::max_error) = (max − min) / (2^bits − 1) / 2.
-/// `NaN` is sent as `min`.
-///
-/// ```
-/// use fastarray_core::Quantizer;
-///
-/// const Q: Quantizer = Quantizer::new(-100.0, 100.0, 12);
-/// let sent = Q.dequantize(Q.quantize(12.3456));
-/// assert!((sent - 12.3456).abs() <= Q.max_error());
-/// assert_eq!(Q.dequantize(Q.quantize(1e9)), 100.0); // clamped
-/// assert_eq!(Q.quantize(12.3456), Q.quantize(12.3456 + Q.max_error() / 10.0));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Quantizer {
-    min: f64,
-    max: f64,
-    bits: u32,
-}
-
-impl Quantizer {
-    /// A quantization of `[min, max]` (finite, `min < max`) in `bits` bits
-    /// (1..=32).
-    ///
-    /// # Panics
-    /// On a bad range or bit count; in a `const` this is a compile error.
-    pub const fn new(min: f64, max: f64, bits: u32) -> Self {
-        assert!(
-            min.is_finite() && max.is_finite() && min < max,
-            "quantize needs finite min < max"
-        );
-        assert!(bits >= 1 && bits <= 32, "quantize needs 1..=32 bits");
-        Self { min, max, bits }
-    }
-
-    /// Bits per value.
-    pub const fn bits(&self) -> u32 {
-        self.bits
-    }
-
-    /// The largest difference between a value in `[min, max]` and what the
-    /// receiver gets: half a step.
-    pub fn max_error(&self) -> f64 {
-        (self.max - self.min) / self.steps() / 2.0
-    }
-
-    fn steps(&self) -> f64 {
-        ((1u64 << self.bits) - 1) as f64
-    }
-
-    /// The step index of `value` (clamped; `NaN` is step 0).
-    pub fn quantize(&self, value: f64) -> u64 {
-        let clamped = value.clamp(self.min, self.max);
-        let step = ((clamped - self.min) / (self.max - self.min) * self.steps()).round();
-        // `as` saturates, and maps NaN to 0.
-        step as u64
-    }
-
-    /// The value of step index `step`.
-    pub fn dequantize(&self, step: u64) -> f64 {
-        let t = step as f64 / self.steps();
-        if t >= 1.0 {
-            self.max
-        } else {
-            self.min + (self.max - self.min) * t
-        }
-    }
-
-    /// The schema hash of this quantization of a type with hash `type_hash`.
-    pub const fn type_hash(&self, type_hash: u64) -> u64 {
-        schema::named(
-            "quantize",
-            &[
-                type_hash,
-                self.min.to_bits(),
-                self.max.to_bits(),
-                self.bits as u64,
-            ],
-        )
-    }
-}
-
-/// A float, or a fixed group of floats, that can be quantized
-/// (`#[replicate(quantize(...))]` on `f32`, `f64`, `[f32; N]`, tuples of
-/// floats). Every float of the group uses the same [`Quantizer`].
-#[diagnostic::on_unimplemented(
-    message = "`#[replicate(quantize(...))]` needs `f32`, `f64`, or an array or tuple of them, not `{Self}`",
-    label = "cannot be quantized"
-)]
-pub trait Quantize: Sized {
-    /// How many floats the value holds.
-    const FLOATS: u32;
-    /// The schema hash of the unquantized type.
-    const TYPE_HASH: u64;
-
-    /// Writes every float as its step index.
-    fn write_quantized(&self, quantizer: &Quantizer, writer: &mut BitWriter<'_>);
-
-    /// Reads the quantized values.
-    fn read_quantized(
-        quantizer: &Quantizer,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Self, DecodeError>;
-
-    /// Whether both quantize to the same steps: the change test, so jitter
-    /// below the resolution is not a change.
-    fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool;
-}
-
-impl Quantize for f32 {
-    const FLOATS: u32 = 1;
-    const TYPE_HASH: u64 = schema::named("f32", &[]);
-
-    fn write_quantized(&self, quantizer: &Quantizer, writer: &mut BitWriter<'_>) {
-        writer.write_bits(quantizer.quantize(f64::from(*self)), quantizer.bits);
-    }
-
-    fn read_quantized(
-        quantizer: &Quantizer,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Self, DecodeError> {
-        Ok(quantizer.dequantize(reader.read_bits(quantizer.bits)?) as f32)
-    }
-
-    fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-        // Most values a commit compares did not change at all.
-        self.to_bits() == other.to_bits()
-            || quantizer.quantize(f64::from(*self)) == quantizer.quantize(f64::from(*other))
-    }
-}
-
-impl Quantize for f64 {
-    const FLOATS: u32 = 1;
-    const TYPE_HASH: u64 = schema::named("f64", &[]);
-
-    fn write_quantized(&self, quantizer: &Quantizer, writer: &mut BitWriter<'_>) {
-        writer.write_bits(quantizer.quantize(*self), quantizer.bits);
-    }
-
-    fn read_quantized(
-        quantizer: &Quantizer,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Self, DecodeError> {
-        Ok(quantizer.dequantize(reader.read_bits(quantizer.bits)?))
-    }
-
-    fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-        self.to_bits() == other.to_bits() || quantizer.quantize(*self) == quantizer.quantize(*other)
-    }
-}
-
-impl<T: Quantize, const N: usize> Quantize for [T; N] {
-    const FLOATS: u32 = T::FLOATS * N as u32;
-    const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
-
-    fn write_quantized(&self, quantizer: &Quantizer, writer: &mut BitWriter<'_>) {
-        self.iter()
-            .for_each(|v| v.write_quantized(quantizer, writer));
-    }
-
-    fn read_quantized(
-        quantizer: &Quantizer,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Self, DecodeError> {
-        try_array(|| T::read_quantized(quantizer, reader))
-    }
-
-    fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-        self.iter()
-            .zip(other)
-            .all(|(a, b)| a.same_quantized(b, quantizer))
-    }
-}
-
-macro_rules! quantize_tuple {
-    ($($name:ident $index:tt),+) => {
-        impl<$($name: Quantize),+> Quantize for ($($name,)+) {
-            const FLOATS: u32 = 0 $(+ $name::FLOATS)+;
-            const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
-
-            fn write_quantized(&self, quantizer: &Quantizer, writer: &mut BitWriter<'_>) {
-                $(self.$index.write_quantized(quantizer, writer);)+
-            }
-
-            fn read_quantized(quantizer: &Quantizer, reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-                Ok(($($name::read_quantized(quantizer, reader)?,)+))
-            }
-
-            fn same_quantized(&self, other: &Self, quantizer: &Quantizer) -> bool {
-                true $(&& self.$index.same_quantized(&other.$index, quantizer))+
-            }
-        }
-    };
-}
-
-quantize_tuple!(A 0, B 1);
-quantize_tuple!(A 0, B 1, C 2);
-quantize_tuple!(A 0, B 1, C 2, D 3);
-
-/// Writes a quantized value (the `Result` keeps every field encoder alike).
-pub fn encode_quantized<T: Quantize>(
-    value: &T,
-    quantizer: &Quantizer,
-    writer: &mut BitWriter<'_>,
-) -> Result<(), EncodeError> {
-    value.write_quantized(quantizer, writer);
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,17 +233,5 @@ mod tests {
             i64::MIN.to_bits(64).map(|r| i64::from_bits(r, 64)),
             Ok(i64::MIN)
         );
-    }
-
-    #[test]
-    fn quantizer_endpoints_are_exact() {
-        let q = Quantizer::new(-2.0, 6.0, 3);
-        assert_eq!(q.quantize(-2.0), 0);
-        assert_eq!(q.quantize(6.0), 7);
-        assert_eq!(q.dequantize(0), -2.0);
-        assert_eq!(q.dequantize(7), 6.0);
-        assert_eq!(q.quantize(f64::NAN), 0);
-        assert_eq!(q.quantize(f64::INFINITY), 7);
-        assert_eq!(q.max_error(), 8.0 / 7.0 / 2.0);
     }
 }
