@@ -141,7 +141,7 @@ fn squads_come_and_go_with_their_members() {
         let first = squad.members.ids().next().unwrap();
         squad.members.remove(first);
         squad.members.push(Member { hp: 1, rank: 9 });
-        let last = squad.members.ids().last().unwrap();
+        let last = squad.members.ids().next_back().unwrap();
         squad.members.get_mut(last).unwrap().rank = 3;
     }
     exchange(&mut server, &mut conn, &mut client, 3);

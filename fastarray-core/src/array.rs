@@ -10,6 +10,7 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::iter::{Ids, Iter, IterMut};
 use crate::receive::decode::Decoded;
 use crate::receive::events::{ApplyReport, Callbacks};
 use crate::receive::mirror::Mirror;
@@ -216,13 +217,30 @@ impl<T> FastArray<T> {
     }
 
     /// The items in their current order, with their ids.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (ReplicationId, &T)> + '_ {
-        self.store.slots().iter().map(|slot| (slot.id, &slot.value))
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter::new(self.store.slots())
     }
 
     /// The ids in the items' current order.
-    pub fn ids(&self) -> impl ExactSizeIterator<Item = ReplicationId> + '_ {
-        self.store.slots().iter().map(|slot| slot.id)
+    ///
+    /// The iterator keeps the array borrowed only while it is used, so an
+    /// id taken from it can be used to mutate at once:
+    ///
+    /// ```
+    /// # use fastarray_core::FastArray;
+    /// # use fastarray_derive::Replicate;
+    /// # #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// # #[replicate(crate = "fastarray_core")]
+    /// # struct Unit { hp: u16 }
+    /// let mut units = FastArray::new();
+    /// units.push(Unit { hp: 10 });
+    /// if let Some(id) = units.ids().next() {
+    ///     units.get_mut(id).unwrap().hp = 0;
+    /// }
+    /// assert_eq!(units.iter().next().unwrap().1.hp, 0);
+    /// ```
+    pub fn ids(&self) -> Ids<'_, T> {
+        Ids::new(self.store.slots())
     }
 
     /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
@@ -252,9 +270,46 @@ impl<T: Replicate> FastArray<T> {
     where
         T: Clone,
     {
-        self.store.get_mut_with(id, |value| {
-            value.pre_image().unwrap_or_else(|| value.clone())
-        })
+        self.store.get_mut_with(id, pre_image)
+    }
+
+    /// Every item with its id, in the items' order, each behind a guard
+    /// that records its change exactly as [`get_mut`](Self::get_mut)'s does
+    /// (a pre-image on the first write, nothing for an item only read). The
+    /// guards may be kept alive together.
+    ///
+    /// Costs O(len) to start (one pre-image cell per item not yet written
+    /// this frame, in a list the array keeps from frame to frame) and
+    /// nothing per item beyond what [`get_mut`](Self::get_mut) costs: no
+    /// allocation, and an item is copied only when first written.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, FieldMask};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16, poisoned: bool }
+    ///
+    /// let mut units = FastArray::new();
+    /// let a = units.push(Unit { hp: 10, poisoned: true });
+    /// let b = units.push(Unit { hp: 10, poisoned: false });
+    /// units.commit();
+    ///
+    /// for (_, mut unit) in units.iter_mut() {
+    ///     if unit.poisoned {
+    ///         unit.hp -= 1; // recorded: only `hp` of `a` changed
+    ///     }
+    /// }
+    /// assert_eq!(units.commit().changed(), [(a, FieldMask::single(0))]);
+    /// # let _ = b;
+    /// ```
+    pub fn iter_mut(&mut self) -> IterMut<'_, T>
+    where
+        T: Clone,
+    {
+        let (slots, cells) = self.store.lend();
+        IterMut::new(slots, cells, pre_image)
     }
 
     /// Ends the frame: works out what was added, removed and changed since
@@ -614,6 +669,12 @@ impl<T: Replicate> FastArray<T> {
     /// part in its owner's schema hash.
     #[doc(hidden)]
     pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
+}
+
+/// What a guard keeps of an item before its first write in a frame: the
+/// plain fields (see [`Replicate::pre_image`]), or a whole copy.
+fn pre_image<T: Replicate + Clone>(value: &T) -> T {
+    value.pre_image().unwrap_or_else(|| value.clone())
 }
 
 /// Writes with `write` into `out`, returning the bits written; on error
