@@ -154,7 +154,7 @@ fn main() -> ExitCode {
         .map(|(profile, seed)| Client {
             link: Link::new(profile, seed),
             conn: SendState::new(),
-            mirror: FastArray::new(),
+            mirror: FastArray::mirror(),
             bytes: 0,
             packets: 0,
         })

@@ -310,7 +310,7 @@ pub mod wire_format {}
 /// let ann = members.push(Member { hp: 100 });
 /// let red = squads.push(Squad { tag: 1, members });
 /// squads.commit();
-/// let (mut conn, mut mirror) = (SendState::new(), FastArray::new());
+/// let (mut conn, mut mirror) = (SendState::new(), FastArray::mirror());
 /// let mut packet = Vec::new();
 /// squads.write_delta(&mut conn, 0, &mut packet).unwrap();
 /// mirror.apply_delta(&packet, &mut ()).unwrap(); // the squad with its members

@@ -53,7 +53,7 @@ fn filled(n: u32) -> FastArray<Agent> {
 fn mutation_through_iter_mut_is_replicated_exactly_like_get_mut() {
     let (mut by_id, mut by_iter) = (filled(200), filled(200));
     let (mut conn_id, mut conn_iter) = (SendState::new(), SendState::new());
-    let (mut client_id, mut client_iter) = (FastArray::new(), FastArray::new());
+    let (mut client_id, mut client_iter) = (FastArray::mirror(), FastArray::mirror());
     exchange(&mut by_id, &mut conn_id, &mut client_id, 0);
     exchange(&mut by_iter, &mut conn_iter, &mut client_iter, 0);
 

@@ -426,7 +426,7 @@ pub fn server_array(agents: &[Agent]) -> FastArray<Agent> {
 /// mirror.
 pub fn caught_up(server: &mut FastArray<Agent>, packet: u32) -> (SendState, FastArray<Agent>) {
     let mut conn = SendState::new();
-    let mut mirror = FastArray::new();
+    let mut mirror = FastArray::mirror();
     let mut bytes = Vec::new();
     server
         .write_delta(&mut conn, packet, &mut bytes)

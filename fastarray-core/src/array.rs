@@ -21,6 +21,8 @@ use crate::send::stats::{Budget, DeltaStats};
 use crate::snapshot;
 use crate::store::{ItemMut, Store};
 
+mod role;
+
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
 ///
@@ -38,8 +40,23 @@ use crate::store::{ItemMut, Store};
 /// replicated: [`swap`], [`sort_by`] and the slot moves done by [`remove`]
 /// never count as changes.
 ///
-/// The same type is the client's mirror: [`apply_delta`] and
-/// [`from_snapshot`] follow a server's array.
+/// # Authority or mirror
+///
+/// The same type is the client's mirror. An array is either an
+/// *authority* — a server's array: it has items or commits of its own and
+/// writes deltas — or a *mirror* — a client's array: it follows an
+/// authority through [`apply_delta`] and has no changes of its own, since
+/// the next delta would overwrite them (a local [`push`] would take an id
+/// the server hands out to another item). [`FastArray::mirror`] and
+/// [`from_snapshot`] make mirrors; a [`new`] array becomes an authority at
+/// its first [`push`], [`commit`] or write, and a mirror when a delta is
+/// first applied to it ([`is_mirror`] tells which). Each side refuses the
+/// other's work: local changes to a mirror ([`push`], [`get_mut`],
+/// [`iter_mut`], [`remove`], [`retain`], [`clear`], [`commit`]) panic, and
+/// its writes return [`SendError::NotAnAuthority`]; a delta or snapshot
+/// applied to an authority returns [`DecodeError::NotAMirror`] and
+/// changes nothing. Reordering ([`swap`], [`sort_by`]) is local to each
+/// side and allowed on both: order is never replicated.
 ///
 /// ```
 /// use fastarray_core::{FastArray, FieldMask};
@@ -72,6 +89,10 @@ use crate::store::{ItemMut, Store};
 /// [`len`]: FastArray::len
 /// [`apply_delta`]: FastArray::apply_delta
 /// [`from_snapshot`]: FastArray::from_snapshot
+/// [`new`]: FastArray::new
+/// [`is_mirror`]: FastArray::is_mirror
+/// [`iter_mut`]: FastArray::iter_mut
+/// [`clear`]: FastArray::clear
 pub struct FastArray<T> {
     /// The items, and what this frame did to them.
     store: Store<T>,
@@ -102,7 +123,9 @@ impl<T> Default for FastArray<T> {
 }
 
 impl<T> FastArray<T> {
-    /// An empty array.
+    /// An empty array: a server's authority from its first [`push`](Self::push)
+    /// or [`commit`](Self::commit) on, or a client's mirror from the first
+    /// delta applied to it (see [`mirror`](Self::mirror)).
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
@@ -141,8 +164,11 @@ impl<T> FastArray<T> {
     /// Adds an item at the end and returns its new id.
     ///
     /// # Panics
-    /// After 2⁶⁴ pushes to one array, because ids are never reused.
+    /// On a [mirror](Self::is_mirror) (its ids are the server's). After
+    /// 2⁶⁴ pushes to one array, because ids are never reused.
+    #[track_caller]
     pub fn push(&mut self, value: T) -> ReplicationId {
+        self.expect_authority("FastArray::push");
         self.store.push(value)
     }
 
@@ -190,28 +216,46 @@ impl<T> FastArray<T> {
     /// Removes the item and returns it. O(1): the last item moves into its
     /// place, like [`Vec::swap_remove`] (positions are not replicated; use
     /// [`retain`](Self::retain) to remove while keeping the order).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items.
+    #[track_caller]
     pub fn remove(&mut self, id: ReplicationId) -> Option<T> {
+        self.expect_authority("FastArray::remove");
         self.store.remove(id)
     }
 
     /// Keeps the items for which `keep(id, &item)` is true, in order, and
     /// removes the rest. O(len).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items.
+    #[track_caller]
     pub fn retain(&mut self, keep: impl FnMut(ReplicationId, &T) -> bool) {
+        self.expect_authority("FastArray::retain");
         self.store.retain(keep);
     }
 
     /// Removes every item.
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items (to
+    /// start a client over, replace it with a new [`mirror`](Self::mirror)).
+    #[track_caller]
     pub fn clear(&mut self) {
+        self.expect_authority("FastArray::clear");
         self.store.retain(|_, _| false);
     }
 
     /// Exchanges the positions of two items. Returns `false` (and does
-    /// nothing) if either id is absent. Never a change.
+    /// nothing) if either id is absent. Never a change, so a mirror may
+    /// reorder its items too.
     pub fn swap(&mut self, a: ReplicationId, b: ReplicationId) -> bool {
         self.store.swap(a, b)
     }
 
-    /// Sorts the items with a comparator (stable). Never a change.
+    /// Sorts the items with a comparator (stable). Never a change, so a
+    /// mirror may sort its items too.
     pub fn sort_by(&mut self, compare: impl FnMut(&T, &T) -> Ordering) {
         self.store.sort_by(compare);
     }
@@ -266,10 +310,16 @@ impl<T: Replicate> FastArray<T> {
     /// and ids while every mirror keeps the old array's, so
     /// [`commit`](Self::commit) refuses it with a panic. An edited clone of
     /// the array written back in the same frame is an edit.
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): the next delta would overwrite the
+    /// change.
+    #[track_caller]
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
         T: Clone,
     {
+        self.expect_authority("FastArray::get_mut");
         self.store.get_mut_with(id, pre_image)
     }
 
@@ -304,10 +354,16 @@ impl<T: Replicate> FastArray<T> {
     /// assert_eq!(units.commit().changed(), [(a, FieldMask::single(0))]);
     /// # let _ = b;
     /// ```
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): the next delta would overwrite the
+    /// changes.
+    #[track_caller]
     pub fn iter_mut(&mut self) -> IterMut<'_, T>
     where
         T: Clone,
     {
+        self.expect_authority("FastArray::iter_mut");
         let (slots, cells) = self.store.lend();
         IterMut::new(slots, cells, pre_image)
     }
@@ -324,8 +380,11 @@ impl<T: Replicate> FastArray<T> {
     /// # Panics
     /// If an `#[replicate(array)]` field of an item written through a guard
     /// this frame was replaced by another `FastArray` (see
-    /// [`get_mut`](Self::get_mut)): mirrors could not follow it.
+    /// [`get_mut`](Self::get_mut)): mirrors could not follow it. On a
+    /// [mirror](Self::is_mirror), which has no changes of its own.
+    #[track_caller]
     pub fn commit(&mut self) -> &Changeset {
+        self.expect_authority("FastArray::commit");
         let sender = self.sender.get_or_insert_with(Box::default);
         self.store.commit(&mut sender.history);
         self.last_changeset()
@@ -358,7 +417,7 @@ impl<T: Replicate> FastArray<T> {
     /// let id = server.push(Unit { hp: 100, team: 1 });
     /// server.commit();
     /// let mut conn = SendState::new();
-    /// let mut client = FastArray::new();
+    /// let mut client = FastArray::mirror();
     ///
     /// let mut packet = Vec::new();
     /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
@@ -411,7 +470,7 @@ impl<T: Replicate> FastArray<T> {
     /// }
     /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
     /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::new());
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::mirror());
     ///
     /// let mut packet = Vec::new();
     /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
@@ -455,6 +514,7 @@ impl<T: Replicate> FastArray<T> {
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
+        self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.write(&mut self.store, conn, packet, writer, budget)
     }
@@ -463,8 +523,12 @@ impl<T: Replicate> FastArray<T> {
     /// this mirror, calling `callbacks` for what changed. The whole message
     /// is decoded and checked first: on error the mirror is unchanged.
     ///
-    /// A mirror is a `FastArray` that only receives: ids come from the
-    /// server, and it should not be mutated locally.
+    /// A mirror only receives: ids come from the server, and local changes
+    /// are refused (see [Authority or mirror](Self#authority-or-mirror)). A
+    /// [new](Self::new) array becomes a mirror here; an authority (an array
+    /// that has held items or committed) returns
+    /// [`DecodeError::NotAMirror`] and is left as it was, since the delta
+    /// would overwrite its own items.
     pub fn apply_delta(
         &mut self,
         bytes: &[u8],
@@ -493,6 +557,7 @@ impl<T: Replicate> FastArray<T> {
         &self,
         reader: &mut BitReader<'_>,
     ) -> Result<Decoded<T>, DecodeError> {
+        self.expect_receiver()?;
         match &self.mirror {
             Some(mirror) => mirror.decode(&self.store, reader),
             None => Mirror::default().decode(&self.store, reader),
@@ -604,6 +669,7 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<(), SendError> {
+        self.expect_writer()?;
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
@@ -630,9 +696,12 @@ impl<T: Replicate> FastArray<T> {
         Self::decode_snapshot_body(reader)
     }
 
-    /// Replaces this array's contents with a snapshot that fills all of
-    /// `bytes`. On error the array is unchanged.
+    /// Replaces this mirror's contents with a snapshot that fills all of
+    /// `bytes`. On error the array is unchanged; an authority (an array
+    /// that has held items or committed) returns
+    /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.expect_receiver()?;
         *self = Self::from_snapshot(bytes)?;
         Ok(())
     }
@@ -658,10 +727,10 @@ impl<T: Replicate> FastArray<T> {
             array
                 .store
                 .insert_replicated(ReplicationId::from_raw(0), 0, value);
+            array.mirror = Some(Box::new(Mirror::object()));
         } else {
             array.store.push(value);
         }
-        array.mirror = Some(Box::new(Mirror::object()));
         array
     }
 

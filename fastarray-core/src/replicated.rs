@@ -97,7 +97,11 @@ impl<T: Object + 'static> Replicated<T> {
     }
 
     /// A client-side mirror, to [`apply_delta`](Self::apply_delta) to: a
-    /// default value until the server's first message arrives.
+    /// default value until the server's first message arrives. It refuses
+    /// local changes ([`get_mut`](Self::get_mut), [`commit`](Self::commit)
+    /// panic, writes return [`SendError::NotAnAuthority`]), which the next
+    /// delta would overwrite; an object made with [`new`](Self::new)
+    /// refuses deltas ([`DecodeError::NotAMirror`]).
     pub fn mirror() -> Self
     where
         T: Default,
@@ -105,6 +109,12 @@ impl<T: Object + 'static> Replicated<T> {
         Self {
             item: FastArray::for_object(T::default(), true),
         }
+    }
+
+    /// Whether this is a client's mirror (from [`mirror`](Self::mirror)),
+    /// not a server's object (from [`new`](Self::new)).
+    pub fn is_mirror(&self) -> bool {
+        self.item.is_mirror()
     }
 
     /// The object.
@@ -118,7 +128,13 @@ impl<T: Object + 'static> Replicated<T> {
     /// The object, behind a guard that keeps a copy of the plain fields the
     /// first time it is written in a frame (arrays are not copied: they
     /// track their own changes).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::mirror): the next delta would overwrite the
+    /// change.
+    #[track_caller]
     pub fn get_mut(&mut self) -> ObjectMut<'_, T> {
+        self.item.expect_authority("Replicated::get_mut");
         match self.item.get_mut_with(ID, T::capture) {
             Some(item) => ObjectMut { item },
             None => unreachable!("a Replicated always holds its object"),
@@ -127,7 +143,12 @@ impl<T: Object + 'static> Replicated<T> {
 
     /// Ends the frame: works out which plain fields changed since the last
     /// commit, and commits every array field.
+    ///
+    /// # Panics
+    /// On a [mirror](Self::mirror), which has no changes of its own.
+    #[track_caller]
     pub fn commit(&mut self) {
+        self.item.expect_authority("Replicated::commit");
         self.item.commit();
     }
 
@@ -153,8 +174,10 @@ impl<T: Object + 'static> Replicated<T> {
         self.item.write_delta_bits(conn, packet, writer, None)
     }
 
-    /// Applies a message written by [`write_delta`](Self::write_delta).
-    /// Everything is decoded and checked first; on error nothing changes.
+    /// Applies a message written by [`write_delta`](Self::write_delta) to
+    /// this [mirror](Self::mirror). Everything is decoded and checked
+    /// first; on error nothing changes. A server's object (from
+    /// [`new`](Self::new)) returns [`DecodeError::NotAMirror`].
     /// `callbacks` hear about the object as item `#0` (an empty field mask
     /// in `post_change` means only its arrays changed); the arrays' own
     /// items are applied without callbacks.

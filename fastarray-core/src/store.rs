@@ -201,6 +201,12 @@ impl<T> Store<T> {
             && self.work.touched.iter().all(|(_, pre)| pre.is_none()))
     }
 
+    /// Whether this store never had an item of its own (no id was ever
+    /// assigned or received).
+    pub(crate) fn never_held_items(&self) -> bool {
+        self.next_id == 0
+    }
+
     /// Adds an item with the next id.
     pub(crate) fn push(&mut self, value: T) -> ReplicationId {
         let id = ReplicationId::from_raw(self.next_id);

@@ -96,7 +96,7 @@ where
         Self {
             server,
             conn: SendState::new(),
-            client: FastArray::new(),
+            client: FastArray::mirror(),
             callbacks,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xa5a5),
             logic,

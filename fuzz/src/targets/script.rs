@@ -224,7 +224,7 @@ impl<T: Fixture> Session<T> {
         let conns = (0..header.conns)
             .map(|_| Conn {
                 state: SendState::new(),
-                mirror: FastArray::new(),
+                mirror: FastArray::mirror(),
                 sent: Vec::new(),
                 ack_on_arrival: false,
             })
