@@ -251,7 +251,7 @@ fn main() -> ExitCode {
     let mut all_match = true;
     for (n, client) in clients.iter().enumerate() {
         let stats = client.link.stats();
-        let matches = client.mirror == server;
+        let matches = client.mirror.wire_eq(&server);
         all_match &= matches;
         println!(
             "{n:>6}  {:<9}  {:>10.0}  {:>7}  {:>5}  {:>4}  {:>4}  {}",

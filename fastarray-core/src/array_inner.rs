@@ -1,6 +1,8 @@
 //! A `FastArray` as an array inside an item (a `#[replicate(array)]`
 //! field): the [`InnerArray`] its owner drives.
 
+use core::any::Any;
+
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
@@ -28,6 +30,17 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
 
     fn commit_changes(&mut self) -> bool {
         !self.commit().is_empty()
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn wire_eq_array(&self, other: &dyn InnerArray) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<Self>()
+            .is_some_and(|other| self.wire_eq(other))
     }
 
     fn write_delta_into(

@@ -30,6 +30,11 @@ pub trait InnerArray {
     fn has_uncommitted_work(&self) -> bool;
     /// Commits its changes; returns whether anything changed.
     fn commit_changes(&mut self) -> bool;
+    /// The array, to tell its type.
+    fn as_any(&self) -> &dyn Any;
+    /// Whether `other` is an array of the same type that holds the same
+    /// ids with items equal on the wire (`FastArray::wire_eq`).
+    fn wire_eq_array(&self, other: &dyn InnerArray) -> bool;
     /// Writes its delta for a connection into the owner's message, within
     /// `budget` if given.
     fn write_delta_into(

@@ -174,6 +174,14 @@ impl<T: Object + 'static> Replicated<T> {
         self.item.write_delta_bits(conn, packet, writer, None)
     }
 
+    /// Whether both objects are equal *as the wire sees them*: their plain
+    /// fields encode to the same bits and their arrays hold the same ids
+    /// with items equal in the same sense ([`Replicate::wire_eq`]). Compare
+    /// a mirror with its server with this: quantized fields make `==` fail.
+    pub fn wire_eq(&self, other: &Self) -> bool {
+        self.get().wire_eq(other.get())
+    }
+
     /// Applies a message written by [`write_delta`](Self::write_delta) to
     /// this [mirror](Self::mirror). Everything is decoded and checked
     /// first; on error nothing changes. A server's object (from
