@@ -184,7 +184,7 @@ fn main() -> ExitCode {
 
         let mut tick_bytes = Vec::with_capacity(clients.len());
         for client in &mut clients {
-            if live || !client.conn.is_settled() {
+            if live || !server.is_settled(&client.conn) {
                 let mut packet = Vec::new();
                 if let Err(error) =
                     server.write_delta(&mut client.conn, u32::from(sequence), &mut packet)
@@ -218,7 +218,9 @@ fn main() -> ExitCode {
                 server.len(),
             );
         }
-        let settled = clients.iter().all(|c| c.conn.is_settled() && c.link.idle());
+        let settled = clients
+            .iter()
+            .all(|c| server.is_settled(&c.conn) && c.link.idle());
         if !live && settled {
             println!(
                 "links healed; all clients settled {} ticks later",

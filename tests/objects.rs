@@ -234,7 +234,7 @@ impl drive::Session for ObjectSession {
     }
 
     fn settled(&self) -> bool {
-        self.conn.is_settled()
+        self.server.is_settled(&self.conn)
     }
 }
 

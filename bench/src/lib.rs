@@ -433,7 +433,7 @@ pub fn caught_up(server: &mut FastArray<Agent>, packet: u32) -> (SendState, Fast
         .expect("initial write");
     mirror.apply_delta(&bytes, &mut ()).expect("initial apply");
     conn.on_ack(packet);
-    assert!(conn.is_settled());
+    assert!(server.is_settled(&conn));
     (conn, mirror)
 }
 

@@ -22,6 +22,7 @@ use crate::snapshot;
 use crate::store::{ItemMut, Store};
 
 mod role;
+mod settle;
 mod wire_eq;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that

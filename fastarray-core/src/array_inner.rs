@@ -73,6 +73,10 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         }
     }
 
+    fn is_settled_for(&self, conn: &SendState) -> bool {
+        self.is_settled(conn)
+    }
+
     fn snapshot_state(&self) -> SendState {
         snapshot::snapshot_state(self.store())
     }

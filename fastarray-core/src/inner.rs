@@ -56,6 +56,9 @@ pub trait InnerArray {
     fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
     /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
     fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport;
+    /// Whether the client of `conn` holds every change this array
+    /// committed (see `FastArray::is_settled`).
+    fn is_settled_for(&self, conn: &SendState) -> bool;
     /// The send state of a client that holds it as a snapshot of it now
     /// would give it.
     fn snapshot_state(&self) -> SendState;

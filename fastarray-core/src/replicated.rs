@@ -182,6 +182,13 @@ impl<T: Object + 'static> Replicated<T> {
         self.get().wire_eq(other.get())
     }
 
+    /// Whether `conn`'s client holds everything this object has committed,
+    /// its arrays included: every change written and every packet that
+    /// carried one acknowledged (see [`FastArray::is_settled`]).
+    pub fn is_settled(&self, conn: &SendState) -> bool {
+        self.item.is_settled(conn)
+    }
+
     /// Applies a message written by [`write_delta`](Self::write_delta) to
     /// this [mirror](Self::mirror). Everything is decoded and checked
     /// first; on error nothing changes. A server's object (from

@@ -20,7 +20,8 @@ pub trait Session {
     fn report(&mut self, report: Report);
     /// Commits without writing (the sender has nothing in flight or due).
     fn idle_commit(&mut self);
-    /// Whether the sender has nothing in flight and nothing due.
+    /// Whether the client holds everything the server committed, every
+    /// packet that carried it acknowledged (`FastArray::is_settled`).
     fn settled(&self) -> bool;
 }
 
@@ -142,6 +143,6 @@ where
     }
 
     fn settled(&self) -> bool {
-        self.conn.is_settled()
+        self.server.is_settled(&self.conn)
     }
 }
