@@ -173,10 +173,7 @@ pub trait Replicate: BitCodec {
     /// assert!(server != client && server.wire_eq(&client));
     /// assert!(!server.wire_eq(&Dot { x: 1.06, trail: vec![] })); // step 27
     /// ```
-    fn wire_eq(&self, other: &Self) -> bool
-    where
-        Self: Sized,
-    {
+    fn wire_eq(&self, other: &Self) -> bool {
         same_encoding(self, other) && same_arrays(self, other)
     }
 

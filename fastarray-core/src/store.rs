@@ -426,7 +426,8 @@ impl<T> Holdings for Store<T> {
 }
 
 /// Write access to one item of a [`FastArray`](crate::FastArray), from
-/// [`FastArray::get_mut`](crate::FastArray::get_mut).
+/// [`FastArray::get_mut`](crate::FastArray::get_mut) or
+/// [`FastArray::iter_mut`](crate::FastArray::iter_mut).
 ///
 /// The first mutable access in a frame copies the item's current value, so
 /// the next [`commit`](crate::FastArray::commit) can tell which fields
