@@ -4,7 +4,9 @@
 
 pub use fastarray_core::*;
 /// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
-/// an enum.
+/// an enum. Its attributes (`skip`, `bits`, `varint`, `quantize`, `with`,
+/// `serde`, `flatten`, `array`, `crate`) are described in the
+/// [`attributes`] module, with an example each.
 pub use fastarray_derive::Replicate;
 
 /// The wire format and the reliability design, with a worked example in
@@ -69,7 +71,9 @@ pub mod wire_format {}
 /// attributes, two encodings on one field, `bits` outside 1..=64 or wider
 /// than the field's type, an empty `quantize` range or `quantize` bits
 /// outside 1..=32, more than 64 replicated fields (63 per enum variant),
-/// `flatten` or `array` in an enum variant, empty enums and unions.
+/// `flatten` or `array` in an enum variant, empty enums and unions. A
+/// field marked `array` whose type is not a `FastArray<T>` is an error at
+/// that type: "array fields must be `FastArray<T>`".
 ///
 /// # `bits = N`
 ///
@@ -252,12 +256,14 @@ pub mod wire_format {}
 ///
 /// # `array`: replicated objects
 ///
-/// A struct with `FastArray` fields marked `array` is a replicated object:
-/// wrap it in a [`Replicated`], which has the life cycle of a `FastArray`
-/// (`get_mut`, `commit`, `write_delta`, `apply_delta`). Its plain fields go
-/// out as field-level deltas through the same history ring and retirement
-/// list as an array item; each array field as per-id deltas of its own, in
-/// the same packet, sharing the connection's acks and losses.
+/// Any `#[derive(Replicate)]` struct can be a replicated object: wrap it
+/// in a [`Replicated`], which has the life cycle and the methods of a
+/// `FastArray` (`get_mut`, `commit`, `write_delta` and its budgeted and
+/// bit-stream forms, `apply_delta`, snapshots). Its plain fields go out as
+/// field-level deltas through the same history ring and retirement list as
+/// an array item; each `FastArray` field marked `array`, as per-id deltas
+/// of its own, in the same packet, sharing the connection's acks and
+/// losses.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, Replicated, SendState};
@@ -265,7 +271,7 @@ pub mod wire_format {}
 /// #[derive(Replicate, Clone, Debug, PartialEq)]
 /// struct Player { score: u32 }
 ///
-/// #[derive(Replicate, Debug, Default)]
+/// #[derive(Replicate, Clone, Debug, Default)]
 /// struct Lobby {
 ///     countdown: u8,
 ///     #[replicate(array)]
@@ -295,10 +301,13 @@ pub mod wire_format {}
 /// inside sends the outer id, the inner id and the changed fields, never the
 /// inner array, and losses are repaired at every level. (Unreal turns a fast
 /// array inside a fast array's item into a plain struct property.) The
-/// owner's `commit` commits the inner arrays of the items it touched; the
-/// mirror's `post_change` reports an item whose arrays alone changed with an
-/// empty field mask. Such a type cannot be a `flatten` field, whose value
-/// is sent field by field: that is a compile-time error.
+/// owner's `commit` commits the inner arrays of the items it touched. The
+/// mirror's [`Callbacks::inner_event`] reports each item added to, changed
+/// in or removed from an inner array, with the owning item's id and the
+/// array field's name ([`InnerEvent`]), next to the owner's own events; its
+/// `post_change` reports an item whose arrays alone changed with an empty
+/// field mask. Such a type cannot be a `flatten` field, whose value is sent
+/// field by field: that is a compile-time error.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, SendState};

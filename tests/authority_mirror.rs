@@ -16,7 +16,7 @@ struct Unit {
     name: String,
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct Match {
     round: u8,
     #[replicate(array)]
@@ -241,7 +241,9 @@ fn a_replicated_mirror_refuses_local_changes_and_a_server_object_refuses_deltas(
         message.starts_with("Replicated::get_mut on a mirror of `"),
         "{message}"
     );
-    let message = panic_message(|| client.commit());
+    let message = panic_message(|| {
+        client.commit();
+    });
     assert!(
         message.starts_with("Replicated::commit on a mirror of `"),
         "{message}"

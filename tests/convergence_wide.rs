@@ -135,7 +135,7 @@ struct Unit {
     mark: Mark,
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct Arena {
     round: u8,
     clock: u16,

@@ -138,7 +138,7 @@ pub enum Command<T: ::std::clone::Clone> {
 }
 
 /// A replicated object: plain fields and an array field.
-#[derive(DeriveReplicate, ::std::fmt::Debug, ::std::default::Default)]
+#[derive(DeriveReplicate, ::std::clone::Clone, ::std::fmt::Debug, ::std::default::Default)]
 pub struct Room {
     /// A plain field.
     lights: bool,
@@ -230,7 +230,7 @@ fn hostile_caller_compiles_and_runs() {
     let mut room = ::fastarray::Replicated::new(<Room as ::std::default::Default>::default());
     room.get_mut().lights = true;
     let _ = room.get_mut().people.push(Unit);
-    room.commit();
+    let _ = room.commit();
     let mut conn = ::fastarray::SendState::new();
     let mut bytes = ::std::vec::Vec::new();
     let _ = room.write_delta(&mut conn, 0, &mut bytes).unwrap();

@@ -389,7 +389,7 @@ fn every_truncation_and_bit_flip_is_all_or_nothing() {
     }
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct World {
     round: u16,
     #[replicate(array)]

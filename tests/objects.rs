@@ -1,7 +1,10 @@
 //! Replicated objects: plain fields and `FastArray` fields in one value.
 
 use fastarray::{FastArray, Replicate, Replicated, SendError, SendState};
+use fastarray_testkit::drive::ObjectSession;
 use fastarray_testkit::{drive, exchange_object, link};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {
@@ -17,7 +20,7 @@ struct Shot {
     kind: u8,
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct Match {
     round: u8,
     #[replicate(array)]
@@ -122,13 +125,15 @@ fn every_truncation_fails_and_leaves_the_mirror_unchanged() {
     server
         .write_delta(&mut SendState::new(), 0, &mut bytes)
         .unwrap();
+    let fresh = Replicated::<Match>::mirror();
     for len in 0..8 * bytes.len() {
         let mut prefix = bytes[..len.div_ceil(8)].to_vec();
         if len % 8 != 0 {
             *prefix.last_mut().unwrap() &= (1u8 << (len % 8)) - 1;
         }
-        let mut client = Replicated::<Match>::mirror();
+        let mut client = fresh.clone();
         if client.apply_delta(&prefix, &mut ()).is_err() {
+            assert_eq!(client, fresh, "{len} bits");
             assert_eq!(client.get(), &Match::default(), "{len} bits");
         }
     }
@@ -155,107 +160,63 @@ fn array_element_types_are_part_of_the_schema() {
     assert_ne!(Match::SCHEMA_HASH, other::Match::SCHEMA_HASH);
 }
 
-/// A `Replicated<Match>` and its mirror, for the shared lossy-link driver.
-struct ObjectSession {
-    server: Replicated<Match>,
-    conn: SendState,
-    client: Replicated<Match>,
-    rng: rand_chacha::ChaCha8Rng,
-    label: String,
-}
-
-impl drive::Session for ObjectSession {
-    fn mutate(&mut self, _tick: u32) {
-        use rand::Rng;
-        let rng = &mut self.rng;
-        let mut m = self.server.get_mut();
-        for _ in 0..rng.random_range(0..4) {
-            match rng.random_range(0..8) {
-                0 => m.round = rng.random(),
-                1 => m.clock += 1,
-                2 => {
-                    m.units.push(Unit {
-                        hp: rng.random(),
-                        x: rng.random_range(-100.0..100.0),
-                    });
+/// One tick of game logic on a `Match`: up to three random edits.
+fn play(server: &mut Replicated<Match>, rng: &mut ChaCha8Rng) {
+    let mut m = server.get_mut();
+    for _ in 0..rng.random_range(0..4) {
+        match rng.random_range(0..8) {
+            0 => m.round = rng.random(),
+            1 => m.clock += 1,
+            2 => {
+                m.units.push(Unit {
+                    hp: rng.random(),
+                    x: rng.random_range(-100.0..100.0),
+                });
+            }
+            3 => {
+                let first = m.units.ids().next();
+                if let Some(id) = first {
+                    m.units.remove(id);
                 }
-                3 => {
-                    let first = m.units.ids().next();
-                    if let Some(id) = first {
-                        m.units.remove(id);
-                    }
+            }
+            4 | 5 => {
+                let ids: Vec<_> = m.units.ids().collect();
+                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                    m.units.get_mut(id).unwrap().hp = rng.random();
                 }
-                4 | 5 => {
-                    let ids: Vec<_> = m.units.ids().collect();
-                    if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
-                        m.units.get_mut(id).unwrap().hp = rng.random();
-                    }
-                }
-                6 => {
-                    m.shots.push(Shot {
-                        from: rng.random(),
-                        kind: rng.random_range(0..8),
-                    });
-                }
-                _ => {
-                    let ids: Vec<_> = m.shots.ids().collect();
-                    if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
-                        m.shots.remove(id);
-                    }
+            }
+            6 => {
+                m.shots.push(Shot {
+                    from: rng.random(),
+                    kind: rng.random_range(0..8),
+                });
+            }
+            _ => {
+                let ids: Vec<_> = m.shots.ids().collect();
+                if let Some(&id) = ids.get(rng.random_range(0..ids.len().max(1))) {
+                    m.shots.remove(id);
                 }
             }
         }
-    }
-
-    fn write(&mut self, packet: u32) -> Vec<u8> {
-        self.server.commit();
-        let mut bytes = Vec::new();
-        self.server
-            .write_delta(&mut self.conn, packet, &mut bytes)
-            .unwrap();
-        bytes
-    }
-
-    fn apply(&mut self, bytes: &[u8]) {
-        self.client
-            .apply_delta(bytes, &mut ())
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-    }
-
-    fn report(&mut self, report: link::Report) {
-        match report {
-            link::Report::Acked(p) => self.conn.on_ack(p),
-            link::Report::Lost(p) => self.conn.on_loss(p),
-        };
-    }
-
-    fn idle_commit(&mut self) {
-        self.server.commit();
-    }
-
-    fn settled(&self) -> bool {
-        self.server.is_settled(&self.conn)
     }
 }
 
 #[test]
 fn objects_converge_over_lossy_links() {
-    use rand::SeedableRng;
-
     for profile in link::LinkProfile::all_for_tests() {
         for seed in 0..drive::seeds() {
-            let mut session = ObjectSession {
-                server: Replicated::new(Match::default()),
-                conn: SendState::new(),
-                client: Replicated::mirror(),
-                rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
-                label: format!("{} seed {seed}", profile.name),
-            };
+            let start = (
+                Replicated::new(Match::default()),
+                SendState::new(),
+                Replicated::mirror(),
+            );
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = ObjectSession::new(start, seed, label, play, ());
             drive::drive(&profile, seed, 120, &mut session);
             assert!(
                 mirrored(&session.server, &session.client),
-                "{}: {:?} vs {:?}",
-                session.label,
+                "{} seed {seed}: {:?} vs {:?}",
+                profile.name,
                 session.server.get(),
                 session.client.get()
             );
@@ -358,4 +319,347 @@ fn a_message_70_frames_late_is_ignored_whole() {
     let report = client.apply_delta(&late, &mut ()).unwrap();
     assert!(report.stale);
     assert!(mirrored(&server, &client));
+}
+
+// Any `#[derive(Replicate)]` struct is an object, with the whole surface of
+// a `FastArray` (issue 12).
+
+/// An object without array fields.
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
+struct Rules {
+    round: u8,
+    time_left: u16,
+    motd: String,
+    #[replicate(varint)]
+    score: i64,
+}
+
+/// One tick of game logic on the `Rules`.
+fn referee(server: &mut Replicated<Rules>, rng: &mut ChaCha8Rng) {
+    let mut rules = server.get_mut();
+    match rng.random_range(0..5) {
+        0 => rules.round = rng.random(),
+        1 => rules.time_left = rules.time_left.wrapping_sub(1),
+        2 => rules.motd = format!("round {}", rng.random::<u8>()),
+        3 => rules.score += rng.random_range(-5..5),
+        _ => {} // written, and nothing changed
+    }
+}
+
+#[test]
+fn a_plain_object_converges_over_lossy_links() {
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds() {
+            let start = (
+                Replicated::new(Rules::default()),
+                SendState::new(),
+                Replicated::mirror(),
+            );
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = ObjectSession::new(start, seed, label, referee, ());
+            drive::drive(&profile, seed, 120, &mut session);
+            assert_eq!(
+                session.client.get(),
+                session.server.get(),
+                "{} seed {seed}",
+                profile.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_plain_object_sends_only_its_changed_fields() {
+    let mut server = Replicated::new(Rules::default());
+    let (mut conn, mut client) = (SendState::new(), Replicated::<Rules>::mirror());
+    exchange_object(&mut server, &mut conn, &mut client, 0);
+    assert!(!server.commit(), "nothing written: nothing changed");
+    let key = server.key();
+
+    server.get_mut().time_left = 300;
+    assert!(server.has_uncommitted_work());
+    assert!(server.commit());
+    assert_ne!(server.key(), key);
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
+    assert_eq!((stats.added, stats.changed), (0, 1));
+    // header, id 0, not whole, a field handle of 4 fields, the u16
+    assert_eq!(stats.bits, 2 + 16 + 1 + (2 + 1) + 1 + 1 + (1 + 1 + 2) + 16);
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(client, server);
+    assert_eq!(
+        format!("{client:?}"),
+        "Replicated(Rules { round: 0, time_left: 300, motd: \"\", score: 0 })"
+    );
+}
+
+/// `Match`es after 50 ticks of play, started from `seed`.
+fn played(seed: u64) -> Replicated<Match> {
+    use rand::SeedableRng;
+    let mut server = Replicated::new(Match::default());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..50 {
+        play(&mut server, &mut rng);
+        server.commit();
+    }
+    server
+}
+
+#[test]
+fn a_late_joiner_starts_from_a_snapshot_then_follows_deltas() {
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds().div_ceil(4) {
+            let mut server = played(seed);
+            let mut conn = SendState::new();
+            let mut snapshot = Vec::new();
+            server.write_snapshot_for(&mut conn, &mut snapshot).unwrap();
+            let client = Replicated::<Match>::from_snapshot(&snapshot).unwrap();
+            assert!(mirrored(&server, &client));
+
+            // The connection knows what the snapshot holds: nothing due.
+            server.commit();
+            let mut bytes = Vec::new();
+            let stats = server.write_delta(&mut conn, 7, &mut bytes).unwrap();
+            assert_eq!(stats.bits, 1, "an empty message");
+            conn.on_ack(7);
+
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = ObjectSession::new((server, conn, client), seed, label, play, ());
+            drive::drive(&profile, seed, 120, &mut session);
+            assert!(
+                mirrored(&session.server, &session.client),
+                "{} seed {seed}",
+                profile.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_plain_object_joins_from_a_snapshot_without_default() {
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    struct Clock {
+        tick: u32,
+    }
+    let mut server = Replicated::new(Clock { tick: 5 });
+    server.commit();
+    let mut conn = SendState::new();
+    let mut snapshot = Vec::new();
+    let bits = server.write_snapshot_for(&mut conn, &mut snapshot).unwrap();
+    // kind, schema, frame 1, one item, id gap 0, the u32
+    assert_eq!(bits, 2 + 64 + 4 + 4 + 1 + 32);
+    let mut client = Replicated::<Clock>::from_snapshot(&snapshot).unwrap();
+    assert_eq!(client.get(), &Clock { tick: 5 });
+    assert_eq!(client.frame(), server.frame());
+
+    server.get_mut().tick = 6;
+    server.commit();
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(client.get(), &Clock { tick: 6 });
+
+    // A snapshot taken later replaces what the mirror holds.
+    server.get_mut().tick = 9;
+    server.commit();
+    let mut later = Vec::new();
+    server.write_snapshot(&mut later).unwrap();
+    client.apply_snapshot(&later).unwrap();
+    assert_eq!(client.get(), &Clock { tick: 9 });
+    // The delta of before is now older than the snapshot: ignored whole.
+    assert!(client.apply_delta(&bytes, &mut ()).unwrap().stale);
+    assert_eq!(client.get(), &Clock { tick: 9 });
+}
+
+#[test]
+fn a_snapshot_that_is_not_one_object_is_refused() {
+    use fastarray::{DecodeError, ReplicationId};
+
+    let snapshot_of = |array: &FastArray<Rules>| {
+        let mut bytes = Vec::new();
+        array.write_snapshot(&mut bytes).unwrap();
+        bytes
+    };
+    let mut array = FastArray::new();
+    assert_eq!(
+        Replicated::<Rules>::from_snapshot(&snapshot_of(&array)).err(),
+        Some(DecodeError::MissingObject)
+    );
+    let first = array.push(Rules::default());
+    array.push(Rules::default());
+    array.commit();
+    assert_eq!(
+        Replicated::<Rules>::from_snapshot(&snapshot_of(&array)).err(),
+        Some(DecodeError::NotAnObjectChange {
+            id: ReplicationId::from_raw(1)
+        })
+    );
+    array.remove(first);
+    array.commit();
+    assert_eq!(
+        Replicated::<Rules>::from_snapshot(&snapshot_of(&array)).err(),
+        Some(DecodeError::NotAnObjectChange {
+            id: ReplicationId::from_raw(1)
+        })
+    );
+
+    // Another type's snapshot, and every truncation of a good one.
+    let mut server = Replicated::new(Rules {
+        motd: "hello".into(),
+        ..Rules::default()
+    });
+    server.commit();
+    let mut good = Vec::new();
+    server.write_snapshot(&mut good).unwrap();
+    assert!(matches!(
+        Replicated::<Match>::from_snapshot(&good),
+        Err(DecodeError::SchemaMismatch { .. })
+    ));
+    let mut client = Replicated::<Rules>::mirror();
+    for len in 0..good.len() {
+        assert!(client.apply_snapshot(&good[..len]).is_err(), "{len} bytes");
+        assert_eq!(client.get(), &Rules::default());
+    }
+    client.apply_snapshot(&good).unwrap();
+    assert_eq!(client.get(), server.get());
+}
+
+/// A `Match` with 300 units and 100 shots, committed.
+fn crowded() -> Replicated<Match> {
+    let mut server = Replicated::new(Match::default());
+    {
+        let mut m = server.get_mut();
+        m.round = 1;
+        for hp in 0..300 {
+            m.units.push(Unit {
+                hp,
+                x: f32::from(hp % 200) - 100.0,
+            });
+        }
+        for from in 0..100 {
+            m.shots.push(Shot { from, kind: 3 });
+        }
+    }
+    server.commit();
+    server
+}
+
+#[test]
+fn a_budgeted_write_splits_the_object_over_packets() {
+    let mut server = crowded();
+    let mut whole = Vec::new();
+    let whole_bits = server
+        .write_delta(&mut SendState::new(), 0, &mut whole)
+        .unwrap()
+        .bits;
+
+    let (mut conn, mut client) = (SendState::new(), Replicated::<Match>::mirror());
+    let budget = 1_000;
+    let mut packet = 0;
+    // (A new connection has nothing in flight yet: write before asking.)
+    loop {
+        let mut bytes = Vec::new();
+        let stats = server
+            .write_delta_with_budget(&mut conn, packet, &mut bytes, budget)
+            .unwrap();
+        assert!(stats.bits <= budget, "packet {packet}: {} bits", stats.bits);
+        assert!(
+            stats.added + stats.changed > 0,
+            "packet {packet} carries work"
+        );
+        assert_eq!(stats.oversized, None);
+        if packet == 0 {
+            assert!(stats.deferred > 0);
+        }
+        client.apply_delta(&bytes, &mut ()).unwrap();
+        conn.on_ack(packet);
+        packet += 1;
+        if server.is_settled(&conn) {
+            break;
+        }
+        assert!(packet < 100, "not settled after 100 packets");
+    }
+    assert!(
+        u64::from(packet) >= whole_bits / budget,
+        "{whole_bits} bits in {packet} packets"
+    );
+    assert!(mirrored(&server, &client));
+}
+
+#[test]
+fn budgeted_objects_converge_over_lossy_links() {
+    for profile in link::LinkProfile::all_for_tests() {
+        for seed in 0..drive::seeds().div_ceil(4) {
+            let start = (crowded(), SendState::new(), Replicated::mirror());
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = ObjectSession::new(start, seed, label, play, ());
+            session.budget = Some(600);
+            drive::drive(&profile, seed, 60, &mut session);
+            assert!(
+                mirrored(&session.server, &session.client),
+                "{} seed {seed}",
+                profile.name
+            );
+        }
+    }
+}
+
+#[test]
+fn an_object_delta_reads_from_between_other_fields() {
+    use fastarray::{BitReader, BitWriter};
+
+    let mut game = crowded();
+    let mut rules = Replicated::new(Rules::default());
+    rules.commit();
+    let (mut game_conn, mut rules_conn) = (SendState::new(), SendState::new());
+    let mut game_mirror = Replicated::<Match>::mirror();
+    let mut rules_mirror = Replicated::<Rules>::mirror();
+    for packet in 0..3u32 {
+        rules.get_mut().time_left = 300 - packet as u16;
+        rules.commit();
+        game.get_mut().clock = packet;
+        game.commit();
+
+        // One packet: a sequence number, both objects' deltas, a trailer.
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        writer.write_bits(u64::from(packet), 5);
+        rules
+            .write_delta_bits(&mut rules_conn, packet, &mut writer, None)
+            .unwrap();
+        game.write_delta_bits(&mut game_conn, packet, &mut writer, Some(2_000))
+            .unwrap();
+        writer.write_bits(0x2a5, 11);
+        writer.finish();
+
+        let mut reader = BitReader::new(&bytes);
+        assert_eq!(reader.read_bits(5).unwrap(), u64::from(packet));
+        rules_mirror.apply_delta_bits(&mut reader, &mut ()).unwrap();
+        game_mirror.apply_delta_bits(&mut reader, &mut ()).unwrap();
+        assert_eq!(reader.read_bits(11).unwrap(), 0x2a5);
+        reader.expect_end().unwrap();
+        rules_conn.on_ack(packet);
+        game_conn.on_ack(packet);
+        assert_eq!(rules_mirror.get(), rules.get());
+        assert_eq!(game_mirror.get().clock, packet);
+    }
+
+    // Snapshots share a stream the same way.
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    writer.write_bits(1, 1);
+    rules
+        .write_snapshot_for_bits(&mut rules_conn, &mut writer)
+        .unwrap();
+    game.write_snapshot_bits(&mut writer).unwrap();
+    writer.write_bits(1, 1);
+    writer.finish();
+    let mut reader = BitReader::new(&bytes);
+    assert_eq!(reader.read_bits(1).unwrap(), 1);
+    let joined = Replicated::<Rules>::from_snapshot_bits(&mut reader).unwrap();
+    let joined_game = Replicated::<Match>::from_snapshot_bits(&mut reader).unwrap();
+    assert_eq!(reader.read_bits(1).unwrap(), 1);
+    reader.expect_end().unwrap();
+    assert_eq!(joined.get(), rules.get());
+    assert!(mirrored(&game, &joined_game));
 }

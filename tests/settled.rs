@@ -21,7 +21,7 @@ struct Squad {
     members: FastArray<Unit>,
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct Match {
     round: u8,
     #[replicate(array)]

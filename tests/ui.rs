@@ -17,6 +17,7 @@ fn ui() {
         "union",
         "unknown-attribute",
         "unsupported-type",
+        "array-field",
         "bits-out-of-range",
         "quantize-bad-range",
     ] {

@@ -29,7 +29,7 @@ struct Fleet {
     ships: FastArray<Ship>,
 }
 
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 struct World {
     #[replicate(quantize(min = 0.0, max = 24.0, bits = 10))]
     clock: f32,

@@ -12,7 +12,7 @@ use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::iter::{Ids, Iter, IterMut};
 use crate::receive::decode::Decoded;
-use crate::receive::events::{ApplyReport, Callbacks};
+use crate::receive::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
@@ -288,15 +288,6 @@ impl<T> FastArray<T> {
     pub fn ids(&self) -> Ids<'_, T> {
         Ids::new(self.store.slots())
     }
-
-    /// [`get_mut`](Self::get_mut) with the pre-image made by `capture`.
-    pub(crate) fn get_mut_with(
-        &mut self,
-        id: ReplicationId,
-        capture: fn(&T) -> T,
-    ) -> Option<ItemMut<'_, T>> {
-        self.store.get_mut_with(id, capture)
-    }
 }
 
 impl<T: Replicate> FastArray<T> {
@@ -305,7 +296,7 @@ impl<T: Replicate> FastArray<T> {
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
     ///
     /// For an item type with `#[replicate(array)]` fields the pre-image is
-    /// the plain fields only ([`Replicate::pre_image`]): the arrays inside
+    /// the plain fields only: the arrays inside
     /// track their own changes, and this array's commit commits them.
     /// Edit those arrays in place: an array replaced by another one (a new
     /// `FastArray`, another item's, an old copy) would restart its frames
@@ -539,7 +530,7 @@ impl<T: Replicate> FastArray<T> {
         let mut reader = BitReader::new(bytes);
         let decoded = self.decode_delta(&mut reader)?;
         reader.expect_end()?;
-        Ok(self.apply_decoded(decoded, callbacks))
+        Ok(self.apply_decoded(decoded, callbacks, None))
     }
 
     /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
@@ -551,7 +542,7 @@ impl<T: Replicate> FastArray<T> {
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         let decoded = self.decode_delta(reader)?;
-        Ok(self.apply_decoded(decoded, callbacks))
+        Ok(self.apply_decoded(decoded, callbacks, None))
     }
 
     /// Decodes one delta and validates it against this mirror.
@@ -566,14 +557,16 @@ impl<T: Replicate> FastArray<T> {
         }
     }
 
-    /// Applies what [`decode_delta`](Self::decode_delta) returned.
+    /// Applies what [`decode_delta`](Self::decode_delta) returned. `at` is
+    /// this array, if it is inside an item (the path its inner events name).
     pub(crate) fn apply_decoded(
         &mut self,
         decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,
+        at: Option<&ArrayPath<'_>>,
     ) -> ApplyReport {
         let mirror = self.mirror.get_or_insert_with(Box::default);
-        mirror.apply(&mut self.store, decoded, callbacks)
+        mirror.apply(&mut self.store, decoded, callbacks, at)
     }
 
     /// Appends a snapshot message of the whole array to `out` and returns
@@ -736,10 +729,23 @@ impl<T: Replicate> FastArray<T> {
         array
     }
 
-    /// The schema hash of the item type: a `#[replicate(array)]` field's
-    /// part in its owner's schema hash.
-    #[doc(hidden)]
-    pub const ELEMENT_SCHEMA_HASH: u64 = T::SCHEMA_HASH;
+    /// A replicated object's mirror from a snapshot read from `reader`
+    /// (see [`from_snapshot_bits`](Self::from_snapshot_bits)): refused
+    /// unless it holds exactly item `#0`.
+    pub(crate) fn object_from_snapshot_bits(
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError> {
+        let mut array = Self::from_snapshot_bits(reader)?;
+        let object = ReplicationId::from_raw(0);
+        if let Some(id) = array.ids().find(|&id| id != object) {
+            return Err(DecodeError::NotAnObjectChange { id });
+        }
+        if array.is_empty() {
+            return Err(DecodeError::MissingObject);
+        }
+        array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
+        Ok(array)
+    }
 }
 
 /// What a guard keeps of an item before its first write in a frame: the

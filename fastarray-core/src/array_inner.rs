@@ -1,25 +1,44 @@
 //! A `FastArray` as an array inside an item (a `#[replicate(array)]`
-//! field): the [`InnerArray`] its owner drives.
+//! field): the [`ArrayField`] the derive requires and the [`InnerArray`]
+//! its owner drives.
 
 use core::any::Any;
 
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::inner::{InnerArray, InnerDelta, Lineage};
+use crate::inner::{ArrayField, InnerArray, InnerDelta, Lineage};
+use crate::receive::apply::report_whole;
 use crate::receive::decode::{Decoded, skip_delta};
-use crate::receive::events::ApplyReport;
+use crate::receive::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 use crate::snapshot;
 
-/// A `FastArray` as an array inside an item, driven by its owner.
-impl<U: Replicate + 'static> InnerArray for FastArray<U> {
+/// A `FastArray` of any item type is what an array field may be.
+impl<U: Replicate + 'static> ArrayField for FastArray<U> {
+    const ELEMENT_SCHEMA_HASH: u64 = U::SCHEMA_HASH;
+
     fn empty_like(&self) -> Self {
         Self::from_store(self.store().empty_like())
     }
 
+    fn empty() -> Self {
+        Self::new()
+    }
+
+    fn as_inner(&self) -> &dyn InnerArray {
+        self
+    }
+
+    fn as_inner_mut(&mut self) -> &mut dyn InnerArray {
+        self
+    }
+}
+
+/// A `FastArray` as an array inside an item, driven by its owner.
+impl<U: Replicate + 'static> InnerArray for FastArray<U> {
     fn lineage(&self) -> Lineage {
         self.store().lineage()
     }
@@ -65,9 +84,14 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         skip_delta::<U>(reader)
     }
 
-    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport {
+    fn apply_decoded_delta(
+        &mut self,
+        decoded: InnerDelta,
+        at: &ArrayPath<'_>,
+        sink: &mut dyn FnMut(&InnerEvent<'_>),
+    ) -> ApplyReport {
         match decoded.take::<Decoded<U>>() {
-            Some(decoded) => self.apply_decoded(decoded, &mut ()),
+            Some(decoded) => self.apply_decoded(decoded, &mut Forward { at, sink }, Some(at)),
             // Only `decode_delta_from` of this same array makes it.
             None => ApplyReport::default(),
         }
@@ -75,6 +99,18 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
 
     fn is_settled_for(&self, conn: &SendState) -> bool {
         self.is_settled(conn)
+    }
+
+    fn announce(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>)) {
+        for (id, item) in self.iter() {
+            report_whole(id, item, at, InnerChange::Added, sink);
+        }
+    }
+
+    fn retire(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>)) {
+        for (id, item) in self.iter() {
+            report_whole(id, item, at, InnerChange::Removed, sink);
+        }
     }
 
     fn snapshot_state(&self) -> SendState {

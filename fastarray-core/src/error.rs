@@ -108,12 +108,17 @@ pub enum DecodeError {
         id: crate::ReplicationId,
     },
     /// A message for a replicated object ([`Replicated`](crate::Replicated))
-    /// that removes the object or names another item: an object is item
-    /// `#0` alone, and is never removed.
+    /// that removes the object or names another item (a delta), or holds
+    /// another item (a snapshot): an object is item `#0` alone, and is
+    /// never removed.
     NotAnObjectChange {
         /// The id the message named.
         id: crate::ReplicationId,
     },
+    /// A snapshot read as a replicated object's
+    /// ([`Replicated::from_snapshot`](crate::Replicated::from_snapshot))
+    /// that holds no item: it is an empty array's.
+    MissingObject,
     /// A delta or snapshot applied to an authority: an array that has held
     /// items or committed on its own (a server's), whose items the message
     /// would silently overwrite. Clients apply messages to a mirror
@@ -232,6 +237,10 @@ impl fmt::Display for DecodeError {
             Self::NotAnObjectChange { id } => write!(
                 f,
                 "a replicated object's message names item {id}: it may only change the object (#0), never remove it or add another item"
+            ),
+            Self::MissingObject => write!(
+                f,
+                "a replicated object's snapshot holds no object (it is an empty array's snapshot)"
             ),
             Self::NotAMirror { type_name } => write!(
                 f,

@@ -11,20 +11,43 @@ use core::any::Any;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::receive::events::ApplyReport;
+use crate::receive::events::{ApplyReport, ArrayPath, InnerEvent};
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
+
+/// What `#[derive(Replicate)]` requires of the type of a
+/// `#[replicate(array)]` field: that it be a `FastArray` (whose items'
+/// schema joins the owner's), and the typed ways in to its
+/// [`InnerArray`]. Every use the derive makes of such a field goes
+/// through this trait, so a field of another type is one error that says
+/// what to write instead.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "array fields must be `FastArray<T>`: `{Self}` is not a `FastArray`",
+    label = "`#[replicate(array)]` on a field of type `{Self}`",
+    note = "an array field is a `FastArray<T>` (with `T: Replicate`), replicated by id: use `FastArray<T>`, or remove `#[replicate(array)]` to send the field as a plain value"
+)]
+pub trait ArrayField: Sized {
+    /// The schema hash of the array's item type: the field's part of its
+    /// owner's schema hash.
+    const ELEMENT_SCHEMA_HASH: u64;
+    /// An empty array of the same type that carries this one's identity
+    /// and frame: the pre-image of an array field, against which a commit
+    /// checks that the array was edited, not replaced.
+    fn empty_like(&self) -> Self;
+    /// A new, empty array.
+    fn empty() -> Self;
+    /// The array, as its owner drives it.
+    fn as_inner(&self) -> &dyn InnerArray;
+    /// The array, as its owner drives it, mutably.
+    fn as_inner_mut(&mut self) -> &mut dyn InnerArray;
+}
 
 /// An array inside an item, as its owner drives it.
 #[doc(hidden)]
 pub trait InnerArray {
-    /// An empty array of the same type that carries this one's identity
-    /// and frame: the pre-image of an array field, against which a commit
-    /// checks that the array was edited, not replaced.
-    fn empty_like(&self) -> Self
-    where
-        Self: Sized;
-    /// Which array this is, for that check.
+    /// Which array this is, for the check that an array field was edited,
+    /// not replaced (see [`ArrayField::empty_like`]).
     fn lineage(&self) -> Lineage;
     /// Whether it has changes since its last commit.
     fn has_uncommitted_work(&self) -> bool;
@@ -54,8 +77,23 @@ pub trait InnerArray {
     /// Reads past one delta whose owner is being dropped: nothing is
     /// checked or kept.
     fn skip_delta_from(&self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
-    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned.
-    fn apply_decoded_delta(&mut self, decoded: InnerDelta) -> ApplyReport;
+    /// Applies what [`decode_delta_from`](Self::decode_delta_from) returned,
+    /// telling `sink` what it did to this array's items (and to the items
+    /// of the arrays inside them), this array being the one at `at`.
+    fn apply_decoded_delta(
+        &mut self,
+        decoded: InnerDelta,
+        at: &ArrayPath<'_>,
+        sink: &mut dyn FnMut(&InnerEvent<'_>),
+    ) -> ApplyReport;
+    /// Tells `sink` that every item is `Added`, each before the items of
+    /// the arrays inside it: what a mirror says of the arrays of an item
+    /// it adds.
+    fn announce(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
+    /// Tells `sink` that every item is `Removed`, each after the items of
+    /// the arrays inside it: what a mirror says of the arrays of an item
+    /// it removes.
+    fn retire(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
     /// Whether the client of `conn` holds every change this array
     /// committed (see `FastArray::is_settled`).
     fn is_settled_for(&self, conn: &SendState) -> bool;

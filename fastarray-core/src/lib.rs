@@ -59,10 +59,8 @@ pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use iter::{Ids, Iter, IterMut};
 pub use mask::FieldMask;
-pub use receive::{ApplyReport, Callbacks};
+pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
-#[doc(hidden)]
-pub use replicated::Object;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, Oversized, SendState};
 pub use store::ItemMut;
@@ -84,10 +82,9 @@ pub mod __private_0_1 {
         encode_bits, encode_quantized, encode_varint, varint_type_hash,
     };
     pub use crate::error::{DecodeError, EncodeError};
-    pub use crate::inner::InnerArray;
+    pub use crate::inner::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
     pub use crate::replicate::Replicate;
-    pub use crate::replicated::Object;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};

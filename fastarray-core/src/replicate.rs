@@ -196,6 +196,11 @@ pub trait Replicate: BitCodec {
     /// Zero unless the type has such fields.
     const ARRAY_FIELDS: u32 = 0;
 
+    /// The names of the `#[replicate(array)]` fields, in declaration order
+    /// (what [`ArrayOwner::field`](crate::ArrayOwner::field) says).
+    #[doc(hidden)]
+    const ARRAY_FIELD_NAMES: &'static [&'static str] = &[];
+
     /// For a type with array fields: a copy of the replicated plain fields
     /// with empty arrays, which is all a change needs to be diffed against
     /// (the arrays track their own changes). `None`, the default, means

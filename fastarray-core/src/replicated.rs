@@ -1,58 +1,82 @@
 //! [`Replicated`]: one replicated object (game state, a match, a player's
-//! inventory) with plain fields and `FastArray` fields, and the life cycle
-//! of a `FastArray`.
+//! inventory) with the life cycle and the whole replication surface of a
+//! `FastArray`: deltas (budgeted or not, into bytes or a shared bit
+//! stream), snapshots, events.
 //!
-//! A struct marked up with `#[replicate(array)]` on its `FastArray` fields
-//! implements [`Object`]. In a [`Replicated`] wrapper its plain fields are
-//! replicated as the changed fields of a single item (through the same
-//! history ring, retirement list and per-field frames as any `FastArray`
-//! item), and each array field as a `FastArray` of its own (per-id deltas),
-//! all in one message per packet.
+//! Any `#[derive(Replicate)]` struct can be the object. Its plain fields
+//! are replicated as the changed fields of a single item, `#0` (through
+//! the same history ring, retirement list and per-field frames as any
+//! `FastArray` item), and each `#[replicate(array)]` field as an array
+//! inside that item (per-id deltas), all in one message per packet. Each
+//! method delegates to that one-item array, so it has the array's
+//! semantics.
 
+use core::fmt;
 use core::ops::{Deref, DerefMut};
 
 use crate::array::FastArray;
-use crate::bits::BitWriter;
-use crate::error::{DecodeError, SendError};
-use crate::id::ReplicationId;
+use crate::bits::{BitReader, BitWriter};
+use crate::error::{DecodeError, EncodeError, SendError};
+use crate::id::{ReplicationId, ReplicationKey};
 use crate::receive::events::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
 use crate::send::stats::DeltaStats;
 use crate::store::ItemMut;
 
-/// A struct with `FastArray` fields (`#[replicate(array)]`) besides its
-/// plain replicated fields: implemented by `#[derive(Replicate)]` for such
-/// structs, and used through [`Replicated`]. Its array fields are reached
-/// through [`Replicate::for_each_array`].
-#[doc(hidden)]
-pub trait Object: Replicate {
-    /// A copy of the replicated plain fields, with empty arrays (that keep
-    /// the arrays' identity, see [`InnerArray::empty_like`](crate::inner::InnerArray::empty_like)) and default
-    /// skipped fields: the pre-image a change is diffed against. Cheap: the
-    /// arrays are not cloned.
-    fn capture(&self) -> Self;
-}
-
 /// The single item's id inside a [`Replicated`].
 const ID: ReplicationId = ReplicationId::from_raw(0);
 
 /// One replicated object (game state, a match, a player's inventory) with
-/// the life cycle of a [`FastArray`]: mutate, [`commit`](Self::commit),
+/// the life cycle of a [`FastArray`]: mutate through
+/// [`get_mut`](Self::get_mut), [`commit`](Self::commit),
 /// [`write_delta`](Self::write_delta) per connection, report acks and
 /// losses to the [`SendState`], and [`apply_delta`](Self::apply_delta) on
-/// the client's mirror. Plain fields send only the fields that changed;
-/// `#[replicate(array)]` fields send per-id deltas of their items.
+/// the client's mirror. A client that joins late can start from a
+/// snapshot ([`write_snapshot_for`](Self::write_snapshot_for)).
+///
+/// The object is any `#[derive(Replicate)]` struct. Its plain fields send
+/// only the fields that changed; its `#[replicate(array)]` fields send
+/// per-id deltas of their items. Every method has the name, the arguments
+/// and the meaning of the [`FastArray`] method of the same name, the
+/// object being that array's one item, `#0`.
+///
+/// ```
+/// use fastarray_core::{Replicated, SendState};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// struct Rules { round: u8, time_left: u16 }
+///
+/// let mut server = Replicated::new(Rules { round: 1, time_left: 300 });
+/// server.commit();
+/// let (mut conn, mut client) = (SendState::new(), Replicated::<Rules>::mirror());
+/// let mut packet = Vec::new();
+/// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// conn.on_ack(1);
+///
+/// server.get_mut().time_left -= 1;
+/// server.commit();
+/// let mut packet = Vec::new();
+/// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
+/// assert_eq!(stats.changed, 1); // `time_left` only
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(client.get(), server.get());
+/// ```
+///
+/// With array fields:
 ///
 /// ```
 /// use fastarray_core::{FastArray, Replicated, SendState};
 /// use fastarray_derive::Replicate;
 ///
 /// #[derive(Replicate, Clone, Debug, PartialEq)]
-/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// #[replicate(crate = "fastarray_core")]
 /// struct Unit { hp: u16 }
 ///
-/// #[derive(Replicate, Debug, PartialEq, Default)]
+/// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
 /// #[replicate(crate = "fastarray_core")]
 /// struct Match {
 ///     round: u8,
@@ -72,13 +96,6 @@ const ID: ReplicationId = ReplicationId::from_raw(0);
 /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut ()).unwrap();
 /// conn.on_ack(1);
-///
-/// server.get_mut().round = 2;
-/// server.commit();
-/// let mut packet = Vec::new();
-/// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
-/// assert_eq!(stats.changed, 1); // `round` only
-/// client.apply_delta(&packet, &mut ()).unwrap();
 /// assert_eq!(client.get(), server.get());
 /// ```
 pub struct Replicated<T> {
@@ -88,7 +105,34 @@ pub struct Replicated<T> {
     item: FastArray<T>,
 }
 
-impl<T: Object + 'static> Replicated<T> {
+/// A copy of the object and of its history, as [`FastArray`]'s `Clone`.
+impl<T: Clone> Clone for Replicated<T> {
+    fn clone(&self) -> Self {
+        Self {
+            item: self.item.clone(),
+        }
+    }
+}
+
+/// Equal when the objects are equal.
+impl<T: PartialEq> PartialEq for Replicated<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.item == other.item
+    }
+}
+
+/// The object.
+impl<T: fmt::Debug> fmt::Debug for Replicated<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.item.get(ID) {
+            Some(value) => f.debug_tuple("Replicated").field(value).finish(),
+            None => unreachable!("a Replicated always holds its object"),
+        }
+    }
+}
+
+/// The object's life cycle on the server, and reading it anywhere.
+impl<T: Replicate> Replicated<T> {
     /// A server-side object. Its first [`commit`](Self::commit) announces it.
     pub fn new(value: T) -> Self {
         Self {
@@ -97,11 +141,14 @@ impl<T: Object + 'static> Replicated<T> {
     }
 
     /// A client-side mirror, to [`apply_delta`](Self::apply_delta) to: a
-    /// default value until the server's first message arrives. It refuses
-    /// local changes ([`get_mut`](Self::get_mut), [`commit`](Self::commit)
-    /// panic, writes return [`SendError::NotAnAuthority`]), which the next
-    /// delta would overwrite; an object made with [`new`](Self::new)
-    /// refuses deltas ([`DecodeError::NotAMirror`]).
+    /// default value until the server's first message arrives. (A client
+    /// that starts from a snapshot uses
+    /// [`from_snapshot`](Self::from_snapshot) instead, which needs no
+    /// `Default`.) A mirror refuses local changes, which the next delta
+    /// would overwrite ([`get_mut`](Self::get_mut) and
+    /// [`commit`](Self::commit) panic, writes return
+    /// [`SendError::NotAnAuthority`]); an object made with
+    /// [`new`](Self::new) refuses deltas ([`DecodeError::NotAMirror`]).
     pub fn mirror() -> Self
     where
         T: Default,
@@ -111,67 +158,11 @@ impl<T: Object + 'static> Replicated<T> {
         }
     }
 
-    /// Whether this is a client's mirror (from [`mirror`](Self::mirror)),
-    /// not a server's object (from [`new`](Self::new)).
+    /// Whether this is a client's mirror (from [`mirror`](Self::mirror)
+    /// or [`from_snapshot`](Self::from_snapshot)), not a server's object
+    /// (from [`new`](Self::new)).
     pub fn is_mirror(&self) -> bool {
         self.item.is_mirror()
-    }
-
-    /// The object.
-    pub fn get(&self) -> &T {
-        match self.item.get(ID) {
-            Some(value) => value,
-            None => unreachable!("a Replicated always holds its object"),
-        }
-    }
-
-    /// The object, behind a guard that keeps a copy of the plain fields the
-    /// first time it is written in a frame (arrays are not copied: they
-    /// track their own changes).
-    ///
-    /// # Panics
-    /// On a [mirror](Self::mirror): the next delta would overwrite the
-    /// change.
-    #[track_caller]
-    pub fn get_mut(&mut self) -> ObjectMut<'_, T> {
-        self.item.expect_authority("Replicated::get_mut");
-        match self.item.get_mut_with(ID, T::capture) {
-            Some(item) => ObjectMut { item },
-            None => unreachable!("a Replicated always holds its object"),
-        }
-    }
-
-    /// Ends the frame: works out which plain fields changed since the last
-    /// commit, and commits every array field.
-    ///
-    /// # Panics
-    /// On a [mirror](Self::mirror), which has no changes of its own.
-    #[track_caller]
-    pub fn commit(&mut self) {
-        self.item.expect_authority("Replicated::commit");
-        self.item.commit();
-    }
-
-    /// Appends to `out` the delta bringing `conn`'s client up to date:
-    /// the changed plain fields, then each array field's per-id delta.
-    /// On error nothing is written and nothing is recorded for `packet`.
-    pub fn write_delta(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        out: &mut Vec<u8>,
-    ) -> Result<DeltaStats, SendError> {
-        self.item.write_delta(conn, packet, out)
-    }
-
-    /// Writes the delta into a shared bit stream.
-    pub fn write_delta_bits(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-    ) -> Result<DeltaStats, SendError> {
-        self.item.write_delta_bits(conn, packet, writer, None)
     }
 
     /// Whether both objects are equal *as the wire sees them*: their plain
@@ -182,26 +173,328 @@ impl<T: Object + 'static> Replicated<T> {
         self.get().wire_eq(other.get())
     }
 
-    /// Whether `conn`'s client holds everything this object has committed,
-    /// its arrays included: every change written and every packet that
-    /// carried one acknowledged (see [`FastArray::is_settled`]).
+    /// The object.
+    pub fn get(&self) -> &T {
+        match self.item.get(ID) {
+            Some(value) => value,
+            None => unreachable!("a Replicated always holds its object"),
+        }
+    }
+
+    /// The object, behind a guard that records its pre-image the first
+    /// time it is written in a frame, as [`FastArray::get_mut`] does for an
+    /// item: a clone of a plain object; only the plain fields of an object
+    /// with `#[replicate(array)]` fields (the arrays track their own
+    /// changes, and are not cloned).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::mirror): the next delta would overwrite the
+    /// change.
+    #[track_caller]
+    pub fn get_mut(&mut self) -> ObjectMut<'_, T>
+    where
+        T: Clone,
+    {
+        self.item.expect_authority("Replicated::get_mut");
+        match self.item.get_mut(ID) {
+            Some(item) => ObjectMut { item },
+            None => unreachable!("a Replicated always holds its object"),
+        }
+    }
+
+    /// Ends the frame: works out which plain fields changed since the last
+    /// commit, and commits every array field. Returns whether the object
+    /// changed (a plain field, or an array's item).
+    ///
+    /// # Panics
+    /// As [`FastArray::commit`]: if an array field was replaced by another
+    /// `FastArray` rather than edited. On a [mirror](Self::mirror), which
+    /// has no changes of its own.
+    #[track_caller]
+    pub fn commit(&mut self) -> bool {
+        self.item.expect_authority("Replicated::commit");
+        !self.item.commit().is_empty()
+    }
+
+    /// Whether the object was written through [`get_mut`](Self::get_mut)
+    /// since the last commit (writes that restored equal values included).
+    pub fn has_uncommitted_work(&self) -> bool {
+        self.item.has_uncommitted_work()
+    }
+
+    /// Number of commits so far (the frame the last commit ended).
+    pub fn frame(&self) -> u64 {
+        self.item.frame()
+    }
+
+    /// The object's version: bumped by each commit that found it changed.
+    pub fn key(&self) -> ReplicationKey {
+        match self.item.key(ID) {
+            Some(key) => key,
+            None => unreachable!("a Replicated always holds its object"),
+        }
+    }
+}
+
+/// Sending deltas: see the [`FastArray`] methods of the same names.
+impl<T: Replicate> Replicated<T> {
+    /// Whether `conn`'s client holds what this object holds, its arrays
+    /// included: nothing uncommitted, every change written and every packet
+    /// that carried one acknowledged (see [`FastArray::is_settled`]).
     pub fn is_settled(&self, conn: &SendState) -> bool {
         self.item.is_settled(conn)
     }
 
-    /// Applies a message written by [`write_delta`](Self::write_delta) to
-    /// this [mirror](Self::mirror). Everything is decoded and checked
-    /// first; on error nothing changes. A server's object (from
-    /// [`new`](Self::new)) returns [`DecodeError::NotAMirror`].
-    /// `callbacks` hear about the object as item `#0` (an empty field mask
-    /// in `post_change` means only its arrays changed); the arrays' own
-    /// items are applied without callbacks.
+    /// Appends to `out` the delta bringing `conn`'s client up to date (the
+    /// changed plain fields, then each array field's per-id delta) and
+    /// records that packet `packet` carries it, as
+    /// [`FastArray::write_delta`]. Then report the packet's fate with
+    /// [`SendState::on_ack`] or [`SendState::on_loss`]. On error nothing is
+    /// written and nothing is recorded for `packet`.
+    pub fn write_delta(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<DeltaStats, SendError> {
+        self.item.write_delta(conn, packet, out)
+    }
+
+    /// Like [`write_delta`](Self::write_delta), but the message takes at
+    /// most `max_bits` bits, as [`FastArray::write_delta_with_budget`]: the
+    /// plain fields and the arrays' items that fit go now, the rest stays
+    /// due for the next packets ([`DeltaStats::deferred`]). Every packet
+    /// whose budget holds an array item carries one, so a large object
+    /// arrives over several packets.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, Replicated, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Tile { kind: u32 }
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    /// #[replicate(crate = "fastarray_core")]
+    /// struct Map {
+    ///     #[replicate(array)]
+    ///     tiles: FastArray<Tile>,
+    /// }
+    ///
+    /// let mut server = Replicated::new(Map::default());
+    /// for kind in 0..1_000 {
+    ///     server.get_mut().tiles.push(Tile { kind });
+    /// }
+    /// server.commit();
+    /// let (mut conn, mut client) = (SendState::new(), Replicated::<Map>::mirror());
+    /// let mut packets = 0;
+    /// loop {
+    ///     let mut packet = Vec::new();
+    ///     server.write_delta_with_budget(&mut conn, packets, &mut packet, 8_000).unwrap();
+    ///     assert!(packet.len() <= 1_000);
+    ///     client.apply_delta(&packet, &mut ()).unwrap();
+    ///     conn.on_ack(packets);
+    ///     packets += 1;
+    ///     if server.is_settled(&conn) {
+    ///         break; // everything written is acknowledged, nothing is due
+    ///     }
+    /// }
+    /// assert!(packets > 4);
+    /// assert_eq!(client.get(), server.get());
+    /// ```
+    pub fn write_delta_with_budget(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+        max_bits: u64,
+    ) -> Result<DeltaStats, SendError> {
+        self.item
+            .write_delta_with_budget(conn, packet, out, max_bits)
+    }
+
+    /// [`write_delta`](Self::write_delta) into a shared bit stream (several
+    /// objects and arrays can share one packet, unaligned), within
+    /// `max_bits` if given, as [`FastArray::write_delta_bits`].
+    pub fn write_delta_bits(
+        &mut self,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        max_bits: Option<u64>,
+    ) -> Result<DeltaStats, SendError> {
+        self.item.write_delta_bits(conn, packet, writer, max_bits)
+    }
+}
+
+/// Applying deltas on a mirror: see the [`FastArray`] methods of the same
+/// names.
+impl<T: Replicate> Replicated<T> {
+    /// Applies a delta that fills all of `bytes` (up to zero padding),
+    /// written by [`write_delta`](Self::write_delta), to this
+    /// [mirror](Self::mirror). Everything is decoded and checked first; on
+    /// error nothing changes. A server's object (from [`new`](Self::new))
+    /// returns [`DecodeError::NotAMirror`].
+    ///
+    /// `callbacks` hear about the object as item `#0`: `post_change` with
+    /// the plain fields that changed (an empty mask means only its arrays
+    /// did), after an [`inner_event`](Callbacks::inner_event) for each item
+    /// added to, changed in or removed from its `#[replicate(array)]`
+    /// fields (owned by `#0`).
     pub fn apply_delta(
         &mut self,
         bytes: &[u8],
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         self.item.apply_delta(bytes, callbacks)
+    }
+
+    /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
+    /// bit stream (the message may sit between other data). On error the
+    /// mirror is unchanged.
+    ///
+    /// ```
+    /// use fastarray_core::{BitReader, BitWriter, Replicated, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Rules { round: u8 }
+    ///
+    /// let mut server = Replicated::new(Rules { round: 3 });
+    /// server.commit();
+    /// let mut conn = SendState::new();
+    /// let mut packet = Vec::new();
+    /// let mut writer = BitWriter::new(&mut packet);
+    /// writer.write_bits(0b101, 3); // the transport's own header
+    /// server.write_delta_bits(&mut conn, 1, &mut writer, None).unwrap();
+    /// writer.write_bits(0xbeef, 16); // whatever follows
+    /// writer.finish();
+    ///
+    /// let mut client = Replicated::<Rules>::mirror();
+    /// let mut reader = BitReader::new(&packet);
+    /// assert_eq!(reader.read_bits(3).unwrap(), 0b101);
+    /// client.apply_delta_bits(&mut reader, &mut ()).unwrap();
+    /// assert_eq!(reader.read_bits(16).unwrap(), 0xbeef);
+    /// assert_eq!(client.get().round, 3);
+    /// ```
+    pub fn apply_delta_bits(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
+        self.item.apply_delta_bits(reader, callbacks)
+    }
+}
+
+/// Snapshots: see the [`FastArray`] methods of the same names. An
+/// object's snapshot is its one-item array's: the object as item `#0`,
+/// its arrays with it.
+impl<T: Replicate> Replicated<T> {
+    /// Appends a snapshot of the object (plain fields and arrays) to `out`
+    /// and returns its size in bits, as [`FastArray::write_snapshot`]. On
+    /// error `out` is left as it was.
+    pub fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError> {
+        self.item.write_snapshot(out)
+    }
+
+    /// [`write_snapshot`](Self::write_snapshot) into a shared bit stream
+    /// (on error, the bits written so far stay).
+    pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        self.item.write_snapshot_bits(writer)
+    }
+
+    /// Appends a snapshot of the object to `out` for a client that joins,
+    /// and makes `conn` the connection of a client that holds exactly that
+    /// snapshot, as [`FastArray::write_snapshot_for`]: the next deltas for
+    /// `conn` carry only what changes after it. The client applies the
+    /// snapshot before any later delta. Everything must be committed. On
+    /// error `out` and `conn` are left as they were.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, Replicated, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Player { score: u32 }
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    /// #[replicate(crate = "fastarray_core")]
+    /// struct Lobby {
+    ///     countdown: u8,
+    ///     #[replicate(array)]
+    ///     players: FastArray<Player>,
+    /// }
+    ///
+    /// let mut server = Replicated::new(Lobby::default());
+    /// let ann = server.get_mut().players.push(Player { score: 0 });
+    /// server.get_mut().countdown = 10;
+    /// server.commit();
+    ///
+    /// // A client joins: one snapshot, and a connection that knows it.
+    /// let mut conn = SendState::new();
+    /// let mut packet = Vec::new();
+    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+    /// let mut client = Replicated::<Lobby>::from_snapshot(&packet).unwrap();
+    /// assert_eq!(client.get(), server.get());
+    ///
+    /// server.get_mut().players.get_mut(ann).unwrap().score = 5;
+    /// server.commit();
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// assert_eq!(stats.added, 0); // the client holds the object already
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert_eq!(client.get(), server.get());
+    /// ```
+    pub fn write_snapshot_for(
+        &self,
+        conn: &mut SendState,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        self.item.write_snapshot_for(conn, out)
+    }
+
+    /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
+    /// stream. On error `conn` is unchanged (the bits written so far stay).
+    pub fn write_snapshot_for_bits(
+        &self,
+        conn: &mut SendState,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), SendError> {
+        self.item.write_snapshot_for_bits(conn, writer)
+    }
+
+    /// Decodes a snapshot that fills all of `bytes` (up to zero padding): a
+    /// mirror holding the object, that ignores every delta no newer than
+    /// the snapshot. A snapshot of another type is refused
+    /// ([`DecodeError::SchemaMismatch`]), and so is an array's snapshot
+    /// that does not hold exactly the object, item `#0`
+    /// ([`DecodeError::NotAnObjectChange`], [`DecodeError::MissingObject`]).
+    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
+        let mut reader = BitReader::new(bytes);
+        let object = Self::from_snapshot_bits(&mut reader)?;
+        reader.expect_end()?;
+        Ok(object)
+    }
+
+    /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a
+    /// shared bit stream.
+    pub fn from_snapshot_bits(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        Ok(Self {
+            item: FastArray::object_from_snapshot_bits(reader)?,
+        })
+    }
+
+    /// Replaces this mirror's object with a snapshot that fills all of
+    /// `bytes`. On error the mirror is unchanged; a server's object (from
+    /// [`new`](Self::new)) returns [`DecodeError::NotAMirror`].
+    pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.item.expect_receiver()?;
+        *self = Self::from_snapshot(bytes)?;
+        Ok(())
     }
 }
 

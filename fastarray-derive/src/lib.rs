@@ -22,9 +22,9 @@ mod symbol;
 use proc_macro::TokenStream;
 use syn::{DeriveInput, parse_macro_input};
 
-/// Implements `BitCodec` and `Replicate` for a struct or an enum. Its
-/// attributes are described, with an example each, in the [`attributes`
-/// module of fastarray](https://docs.rs/fastarray/latest/fastarray/attributes/index.html).
+/// The code it generates calls into the runtime of the `fastarray` crate,
+/// which re-exports this derive as `fastarray::Replicate` and documents
+/// its attributes.
 #[proc_macro_derive(Replicate, attributes(replicate))]
 pub fn derive_replicate(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);

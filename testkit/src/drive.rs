@@ -1,8 +1,9 @@
 //! Drives one server → client replication session over a lossy [`Link`]
 //! until the link heals and the sender settles: the loop the convergence
-//! tests share.
+//! tests share, and ready-made sessions for a `FastArray`
+//! ([`ArraySession`]) and a `Replicated` object ([`ObjectSession`]).
 
-use fastarray::{Callbacks, FastArray, Replicate, SendState};
+use fastarray::{Callbacks, FastArray, Replicate, Replicated, SendState};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -122,6 +123,99 @@ where
         self.server
             .write_delta(&mut self.conn, packet, &mut bytes)
             .unwrap_or_else(|e| panic!("{}: write failed: {e}", self.label));
+        bytes
+    }
+
+    fn apply(&mut self, bytes: &[u8]) {
+        self.client
+            .apply_delta(bytes, &mut self.callbacks)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+    }
+
+    fn report(&mut self, report: Report) {
+        match report {
+            Report::Acked(p) => self.conn.on_ack(p),
+            Report::Lost(p) => self.conn.on_loss(p),
+        };
+    }
+
+    fn idle_commit(&mut self) {
+        self.server.commit();
+    }
+
+    fn settled(&self) -> bool {
+        self.server.is_settled(&self.conn)
+    }
+}
+
+/// A `Replicated` object replicated to one mirror, with game logic `logic`
+/// and client callbacks `callbacks`, each delta within `budget` bits if
+/// set.
+pub struct ObjectSession<T, L, C = ()> {
+    /// The server's object.
+    pub server: Replicated<T>,
+    /// The server's state for the client.
+    pub conn: SendState,
+    /// The client's mirror.
+    pub client: Replicated<T>,
+    /// What the mirror's callbacks saw.
+    pub callbacks: C,
+    /// The bit budget of every delta, if any.
+    pub budget: Option<u64>,
+    rng: ChaCha8Rng,
+    logic: L,
+    label: String,
+}
+
+impl<T, L, C> ObjectSession<T, L, C>
+where
+    T: Replicate + Clone,
+    L: FnMut(&mut Replicated<T>, &mut ChaCha8Rng),
+    C: Callbacks<T>,
+{
+    /// A session from `server` to `client` over `conn` (a new connection
+    /// and a new mirror, or a snapshot's), with logic seeded by `seed`.
+    pub fn new(
+        (server, conn, client): (Replicated<T>, SendState, Replicated<T>),
+        seed: u64,
+        label: String,
+        logic: L,
+        callbacks: C,
+    ) -> Self {
+        Self {
+            server,
+            conn,
+            client,
+            callbacks,
+            budget: None,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x5a5a),
+            logic,
+            label,
+        }
+    }
+}
+
+impl<T, L, C> Session for ObjectSession<T, L, C>
+where
+    T: Replicate + Clone,
+    L: FnMut(&mut Replicated<T>, &mut ChaCha8Rng),
+    C: Callbacks<T>,
+{
+    fn mutate(&mut self, _tick: u32) {
+        (self.logic)(&mut self.server, &mut self.rng);
+    }
+
+    fn write(&mut self, packet: u32) -> Vec<u8> {
+        self.server.commit();
+        let mut bytes = Vec::new();
+        let written = match self.budget {
+            Some(bits) => {
+                self.server
+                    .write_delta_with_budget(&mut self.conn, packet, &mut bytes, bits)
+            }
+            None => self.server.write_delta(&mut self.conn, packet, &mut bytes),
+        };
+        written.unwrap_or_else(|e| panic!("{}: write failed: {e}", self.label));
         bytes
     }
 

@@ -5,7 +5,7 @@
 //! in between (loses the packet, reads its bytes or stats, delivers it
 //! late) writes the steps out.
 
-use fastarray::{FastArray, Object, Replicate, Replicated, SendState};
+use fastarray::{FastArray, Replicate, Replicated, SendState};
 
 /// Commits `server`, writes packet `packet` for `conn`, applies it on
 /// `client` and acknowledges it, over a perfect link; returns the
@@ -27,7 +27,7 @@ pub fn exchange<T: Replicate>(
 /// [`exchange`] for a [`Replicated`] object: commits `server`, writes
 /// packet `packet` for `conn`, applies it on `client` and acknowledges it;
 /// returns the message's bits. Panics if the write or the apply fails.
-pub fn exchange_object<T: Object + 'static>(
+pub fn exchange_object<T: Replicate>(
     server: &mut Replicated<T>,
     conn: &mut SendState,
     client: &mut Replicated<T>,

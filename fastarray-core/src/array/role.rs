@@ -74,7 +74,7 @@ impl<T: Replicate> FastArray<T> {
 
     /// Refuses to apply a message to an authority, whose own items it
     /// would overwrite.
-    pub(super) fn expect_receiver(&self) -> Result<(), DecodeError> {
+    pub(crate) fn expect_receiver(&self) -> Result<(), DecodeError> {
         if self.is_authority() {
             return Err(DecodeError::NotAMirror {
                 type_name: T::TYPE_NAME,

@@ -13,8 +13,8 @@ use super::{BitReader, BitWriter};
 /// on the wire, so without a bound a short message could make the decoder
 /// recurse until the thread's stack overflows, which aborts the process.
 /// Past this depth a [`BitReader`] refuses the value with
-/// [`DecodeError::TooDeep`], and a [`BitWriter`] refuses to write it with
-/// [`EncodeError::TooDeep`], so a sender never writes what a receiver
+/// [`DecodeError::TooDeep`](crate::DecodeError::TooDeep), and a [`BitWriter`] refuses to write it with
+/// [`EncodeError::TooDeep`](crate::EncodeError::TooDeep), so a sender never writes what a receiver
 /// refuses. 128 is serde_json's recursion limit: far more than game state
 /// nests, and few enough that decoding (and dropping) the deepest value
 /// accepted fits a small thread stack.

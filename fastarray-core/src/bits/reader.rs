@@ -1,11 +1,11 @@
-//! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter) wrote them,
+//! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter)(super::BitWriter) wrote them,
 //! never past the end and never panicking.
 
 use super::depth::{MAX_DEPTH, NestedReader};
 use super::zigzag_decode;
 use crate::error::DecodeError;
 
-/// Reads bits written by [`BitWriter`], counting them, never reading past
+/// Reads bits written by [`BitWriter`](super::BitWriter), counting them, never reading past
 /// the end of its input and never panicking.
 ///
 /// # Nesting depth
@@ -129,7 +129,7 @@ impl<'a> BitReader<'a> {
         })
     }
 
-    /// Reads a value written by [`BitWriter::write_varint`].
+    /// Reads a value written by [`BitWriter::write_varint`](super::BitWriter::write_varint).
     pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut zeros = 0u32;
@@ -146,7 +146,7 @@ impl<'a> BitReader<'a> {
         self.finish_elias(start, n)
     }
 
-    /// Reads a value written by [`BitWriter::write_gamma`].
+    /// Reads a value written by [`BitWriter::write_gamma`](super::BitWriter::write_gamma).
     pub fn read_gamma(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut zeros = 0u32;
@@ -177,7 +177,7 @@ impl<'a> BitReader<'a> {
         Ok(((1u64 << (n - 1)) | low) - 1)
     }
 
-    /// Reads a value written by [`BitWriter::write_varint_signed`].
+    /// Reads a value written by [`BitWriter::write_varint_signed`](super::BitWriter::write_varint_signed).
     pub fn read_varint_signed(&mut self) -> Result<i64, DecodeError> {
         self.read_varint().map(zigzag_decode)
     }
@@ -226,7 +226,7 @@ impl<'a> BitReader<'a> {
     }
 
     /// Checks that what is left of the input is only zero padding to the
-    /// next byte boundary (as [`BitWriter::finish`] writes it).
+    /// next byte boundary (as [`BitWriter::finish`](super::BitWriter::finish) writes it).
     pub fn expect_end(&mut self) -> Result<(), DecodeError> {
         let end = self.pos;
         let remaining = self.remaining_bits();

@@ -1,22 +1,28 @@
 //! Applying a decoded delta to a mirror: removals (leaving tombstones),
 //! adds, then each field that is newer than the one the mirror holds, with
-//! the events in Unreal's order.
+//! the events in Unreal's order, and the events of the arrays inside the
+//! items beside their owners' (see [`Callbacks`]).
 
 use super::decode::{ArrayDelta, Decoded, Entry};
-use super::events::{ApplyReport, Callbacks};
+use super::events::{ApplyReport, ArrayOwner, ArrayPath, Callbacks, InnerChange, InnerEvent};
 use super::mirror::Mirror;
+use crate::id::ReplicationId;
+use crate::inner::InnerArray;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::store::Store;
 
 impl Mirror {
     /// Applies a message decoded by [`decode`](Mirror::decode) to this
-    /// mirror and its items, `store`, reporting to `callbacks`.
+    /// mirror and its items, `store`, reporting to `callbacks`. `up` is the
+    /// array this mirror is, if it is an array inside an item: the path
+    /// the inner events of its items' arrays name.
     pub(crate) fn apply<T: Replicate>(
         &mut self,
         store: &mut Store<T>,
         decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,
+        up: Option<&ArrayPath<'_>>,
     ) -> ApplyReport {
         let mut report = ApplyReport {
             frame: decoded.frame,
@@ -36,6 +42,9 @@ impl Mirror {
 
         for id in decoded.removals {
             if let Some(item) = store.get(id) {
+                each_array(id, item, up, &mut |array, at| {
+                    array.retire(at, &mut |event| callbacks.inner_event(event));
+                });
                 callbacks.pre_remove(id, item);
                 store.remove_replicated(id);
                 report.removed += 1;
@@ -43,25 +52,36 @@ impl Mirror {
             self.tombstone(id, frame);
         }
 
-        let mut changes = Vec::new();
+        // Held items whose entry applied: their changed plain fields, and
+        // (in `later`, by index in `held`) their arrays' deltas, applied
+        // once every add has been reported.
+        let mut held = Vec::new();
+        let mut later = Vec::new();
         let mut inner = decoded.inner.into_iter().peekable();
         for (index, (id, entry)) in decoded.entries.into_iter().enumerate() {
             let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
             let Some(slot) = store.slot_mut(id) else {
                 // Validation let through only whole items for unknown ids.
                 if let Entry::Whole(mut value) = entry {
-                    apply_inner(&mut *value, &mut deltas);
+                    // Its arrays fill from empty: reported after its add.
+                    for delta in &mut deltas {
+                        apply_array(&mut *value, id, delta, up, &mut |_| {});
+                    }
                     store.insert_replicated(id, frame, *value);
                     if let Some(item) = store.get(id) {
                         callbacks.post_add(id, item);
+                        each_array(id, item, up, &mut |array, at| {
+                            array.announce(at, &mut |event| callbacks.inner_event(event));
+                        });
                     }
                     report.added += 1;
                 }
                 continue;
             };
-            // The arrays' deltas carry frames of their own, and apply
-            // whatever happens to the entry's plain fields.
-            let arrays_changed = apply_inner(&mut slot.value, &mut deltas);
+            later.extend(deltas.map(|delta| ArrayDelta {
+                entry: held.len(),
+                ..delta
+            }));
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
@@ -109,17 +129,28 @@ impl Mirror {
                     slot.value.apply_patch(patch)
                 }
             };
-            if !changed.is_empty() || arrays_changed {
-                changes.push((id, changed));
-            } else {
-                report.skipped += 1;
-            }
+            held.push((id, changed));
         }
-        for (id, mask) in changes {
-            if let Some(item) = store.get(id) {
-                callbacks.post_change(id, item, mask);
+
+        // The arrays' deltas carry frames of their own, and apply whatever
+        // happened to the entry's plain fields; their events come before
+        // their owner's `post_change`.
+        let mut later = later.into_iter().peekable();
+        for (index, (id, changed)) in held.into_iter().enumerate() {
+            let mut arrays_changed = false;
+            while let Some(delta) = later.next_if(|delta| delta.entry == index) {
+                if let Some(slot) = store.slot_mut(id) {
+                    let mut sink = |event: &InnerEvent<'_>| callbacks.inner_event(event);
+                    arrays_changed |= apply_array(&mut slot.value, id, delta, up, &mut sink);
+                }
             }
-            report.changed += 1;
+            match store.get(id) {
+                Some(item) if !changed.is_empty() || arrays_changed => {
+                    callbacks.post_change(id, item, changed);
+                    report.changed += 1;
+                }
+                _ => report.skipped += 1,
+            }
         }
 
         if advanced {
@@ -130,25 +161,81 @@ impl Mirror {
     }
 }
 
-/// Applies the decoded deltas of an item's array fields (in field
-/// order); returns whether any of them added, changed or removed something.
-fn apply_inner<T: Replicate>(value: &mut T, deltas: &mut impl Iterator<Item = ArrayDelta>) -> bool {
-    if T::ARRAY_FIELDS == 0 {
-        return false;
-    }
-    let mut next = deltas.next();
-    if next.is_none() {
-        return false;
-    }
+/// Applies the decoded delta of one of the array fields of item `id`,
+/// `value`, telling `sink` what it did; returns whether it added, changed
+/// or removed something.
+fn apply_array<T: Replicate>(
+    value: &mut T,
+    id: ReplicationId,
+    delta: ArrayDelta,
+    up: Option<&ArrayPath<'_>>,
+    sink: &mut dyn FnMut(&InnerEvent<'_>),
+) -> bool {
+    let at = ArrayPath {
+        owner: owner::<T>(id, delta.field),
+        up,
+    };
     let mut field = 0;
     let mut changed = false;
+    let mut delta = Some(delta);
     value.for_each_array_mut(&mut |array| {
-        if let Some(delta) = next.take_if(|delta| delta.field == field) {
-            let report = array.apply_decoded_delta(delta.delta);
+        if let Some(delta) = delta.take_if(|delta| delta.field == field) {
+            let report = array.apply_decoded_delta(delta.delta, &at, sink);
             changed |= report.added + report.changed + report.removed > 0;
-            next = deltas.next();
         }
         field += 1;
     });
     changed
+}
+
+/// Calls `visit` with each array field of item `id`, `value`, and its
+/// path (inside `up`, if the item is itself an inner item).
+pub(crate) fn each_array<T: Replicate>(
+    id: ReplicationId,
+    value: &T,
+    up: Option<&ArrayPath<'_>>,
+    visit: &mut dyn FnMut(&dyn InnerArray, &ArrayPath<'_>),
+) {
+    if T::ARRAY_FIELDS == 0 {
+        return;
+    }
+    let mut field = 0;
+    value.for_each_array(&mut |array| {
+        let at = ArrayPath {
+            owner: owner::<T>(id, field),
+            up,
+        };
+        visit(array, &at);
+        field += 1;
+    });
+}
+
+/// Array field `field` of item `id`, a `T`.
+fn owner<T: Replicate>(id: ReplicationId, field: usize) -> ArrayOwner {
+    ArrayOwner {
+        id,
+        field: T::ARRAY_FIELD_NAMES.get(field).copied().unwrap_or_default(),
+    }
+}
+
+/// Tells `sink` about item `id`, `value`, of the array at `at` (`Added`
+/// or `Removed`), and about the items of the arrays inside it: an added
+/// item before them, a removed one after them.
+pub(crate) fn report_whole<T: Replicate + 'static>(
+    id: ReplicationId,
+    value: &T,
+    at: &ArrayPath<'_>,
+    change: InnerChange,
+    sink: &mut dyn FnMut(&InnerEvent<'_>),
+) {
+    if change == InnerChange::Added {
+        sink(&InnerEvent::new(at, id, change, value));
+    }
+    each_array(id, value, Some(at), &mut |array, inner| match change {
+        InnerChange::Removed => array.retire(inner, sink),
+        _ => array.announce(inner, sink),
+    });
+    if change == InnerChange::Removed {
+        sink(&InnerEvent::new(at, id, change, value));
+    }
 }

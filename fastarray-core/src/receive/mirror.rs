@@ -42,6 +42,14 @@ impl Mirror {
         }
     }
 
+    /// This mirror, as a replicated object's (see [`object`](Self::object)).
+    pub(crate) fn into_object(self) -> Self {
+        Self {
+            object: true,
+            ..self
+        }
+    }
+
     /// The newest frame applied.
     pub(crate) fn newest(&self) -> Option<u64> {
         self.newest

@@ -17,4 +17,4 @@ pub(crate) mod events;
 pub(crate) mod mirror;
 pub(crate) mod tombstones;
 
-pub use events::{ApplyReport, Callbacks};
+pub use events::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};

@@ -1,7 +1,6 @@
-//! A struct with `#[replicate(array)]` fields is a replicated object: the
-//! `Object` impl (a cheap pre-image), the `Replicate` items that expose its
-//! arrays, and the arrays' part of the schema hash. Nothing for any other
-//! struct.
+//! A struct with `#[replicate(array)]` fields: the `Replicate` items that
+//! expose its arrays and make its cheap pre-image, and the arrays' part of
+//! the schema hash. Nothing for any other struct.
 
 use super::at_type;
 use super::body::{construct, default};
@@ -10,54 +9,47 @@ use crate::ast::{Field, Style};
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 
-/// The `Object` impl (plain fields cloned, arrays left empty) and the
-/// `Replicate` items for the arrays (their count, the pre-image, visitors),
-/// or nothing if no field is an array.
-pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, TokenStream) {
+/// The `Replicate` items for the arrays (their count, the pre-image with
+/// the plain fields cloned and the arrays left empty, visitors), or nothing
+/// if no field is an array.
+pub fn expand(target: &Target, style: Style, fields: &[Field]) -> TokenStream {
     let arrays: Vec<&Field> = fields.iter().filter(|field| field.is_array()).collect();
     if arrays.is_empty() {
-        return (TokenStream::new(), TokenStream::new());
+        return TokenStream::new();
     }
-    let Target { private, ident, .. } = target;
-    let (impl_generics, ty_generics, where_clause) = target.generics.split_for_impl();
+    let private = &target.private;
     let captured = construct(quote!(Self), style, fields, |field| {
         let (member, ty) = (&field.member, field.ty);
         if field.is_replicated() {
             quote_spanned!(at_type(ty)=> <#ty as ::core::clone::Clone>::clone(&self.#member))
         } else if field.is_array() {
-            quote_spanned!(at_type(ty)=> <#ty as #private::InnerArray>::empty_like(&self.#member))
+            quote_spanned!(at_type(ty)=> <#ty as #private::ArrayField>::empty_like(&self.#member))
         } else {
             default(ty)
         }
     });
     let count = arrays.len() as u32;
-    let members: Vec<_> = arrays.iter().map(|field| &field.member).collect();
-    let spans: Vec<_> = arrays.iter().map(|field| at_type(field.ty)).collect();
-    let visits = members
-        .iter()
-        .zip(&spans)
-        .map(|(member, span)| quote_spanned!(*span=> __visit(&self.#member);));
-    let visits_mut = members
-        .iter()
-        .zip(&spans)
-        .map(|(member, span)| quote_spanned!(*span=> __visit(&mut self.#member);));
-    let empties = arrays.iter().zip(&spans).map(|(field, span)| {
-        let ty = field.ty;
-        quote_spanned!(*span=> __visit(&<#ty as ::core::default::Default>::default());)
+    // Every use of an array field names it as an `ArrayField`: a field of
+    // another type is that one error, at the field's type.
+    let visits = arrays.iter().map(|field| {
+        let (member, ty) = (&field.member, field.ty);
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner(&self.#member));)
     });
-    let object = quote! {
-        #[automatically_derived]
-        impl #impl_generics #private::Object for #ident #ty_generics #where_clause {
-            fn capture(&self) -> Self {
-                #captured
-            }
-        }
-    };
-    let replicate_items = quote! {
+    let visits_mut = arrays.iter().map(|field| {
+        let (member, ty) = (&field.member, field.ty);
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner_mut(&mut self.#member));)
+    });
+    let empties = arrays.iter().map(|field| {
+        let ty = field.ty;
+        quote_spanned!(at_type(ty)=> __visit(<#ty as #private::ArrayField>::as_inner(&<#ty as #private::ArrayField>::empty()));)
+    });
+    let names = arrays.iter().map(|field| field.schema_name());
+    quote! {
         const ARRAY_FIELDS: ::core::primitive::u32 = #count;
+        const ARRAY_FIELD_NAMES: &'static [&'static ::core::primitive::str] = &[#(#names),*];
 
         fn pre_image(&self) -> #private::Option<Self> {
-            #private::Some(<Self as #private::Object>::capture(self))
+            #private::Some(#captured)
         }
 
         fn for_each_array(&self, __visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
@@ -74,8 +66,7 @@ pub fn expand(target: &Target, style: Style, fields: &[Field]) -> (TokenStream, 
         fn for_each_empty_array(__visit: &mut dyn ::core::ops::FnMut(&dyn #private::InnerArray)) {
             #(#empties)*
         }
-    };
-    (object, replicate_items)
+    }
 }
 
 /// Statements folding each array field into `__hash`: its name, then the
@@ -88,7 +79,7 @@ pub fn schema_steps(fields: &[Field], private: &TokenStream) -> Vec<TokenStream>
             let (name, ty) = (field.schema_name(), field.ty);
             quote_spanned! {at_type(ty)=>
                 __hash = #private::schema::str(__hash, #name);
-                __hash = #private::schema::u64(__hash, #private::schema::named("array", &[<#ty>::ELEMENT_SCHEMA_HASH]));
+                __hash = #private::schema::u64(__hash, #private::schema::named("array", &[<#ty as #private::ArrayField>::ELEMENT_SCHEMA_HASH]));
             }
         })
         .collect()

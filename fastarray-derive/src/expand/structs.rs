@@ -14,8 +14,7 @@ use crate::ast::{Container, Field, Style};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
-/// Both impls (and the `Object` impl of a struct with array fields), in an
-/// anonymous const so that nothing leaks into the caller's namespace.
+/// Both impls, in an anonymous const so that nothing leaks into the caller's namespace.
 pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStream {
     let private = private_path(&cont.attrs);
     let fields = body::lay_out(all_fields, 0, &private, |i| {
@@ -37,7 +36,7 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
         bit_codec_items(&private, style, all_fields, &fields),
     );
     let items = fields.iter().map(|field| field.codec.items());
-    let (object, array_items) = object::expand(&target, style, all_fields);
+    let array_items = object::expand(&target, style, all_fields);
     let replicate = impls::replicate(
         &target,
         replicate_items(
@@ -55,7 +54,6 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
             #patch
             #bit_codec
             #replicate
-            #object
         };
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 use std::sync::OnceLock;
 
-use fastarray::{FastArray, Object, Replicate, ReplicationId};
+use fastarray::{FastArray, Replicate, ReplicationId};
 
 use super::{History, object_messages};
 
@@ -103,7 +103,7 @@ pub struct Chain {
 }
 
 /// A replicated object with plain fields and two array fields.
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 pub struct World {
     round: u16,
     #[replicate(array)]
@@ -114,7 +114,7 @@ pub struct World {
 }
 
 /// A replicated object with an optional string and one array field.
-#[derive(Replicate, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
 pub struct Lobby {
     host: Option<String>,
     #[replicate(array)]
@@ -368,7 +368,9 @@ impl Fixture for Platoon {
 }
 
 /// A replicated object type the `object` target knows how to change.
-pub trait ObjectFixture: Object + Default + PartialEq + Debug + Send + Sync + 'static {
+pub trait ObjectFixture:
+    Replicate + Clone + Default + PartialEq + Debug + Send + Sync + 'static
+{
     /// The changes of step `step` of the genuine session.
     fn step(&mut self, step: u8);
     /// This type's genuine messages, built once.

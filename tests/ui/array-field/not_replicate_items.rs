@@ -1,0 +1,9 @@
+use fastarray::{FastArray, Replicate};
+
+#[derive(Replicate, Clone)]
+struct Chat {
+    #[replicate(array)]
+    lines: FastArray<String>,
+}
+
+fn main() {}
