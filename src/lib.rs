@@ -29,7 +29,8 @@ pub mod wire_format {}
 /// | none | a field of any [`BitCodec`] type | the type's own encoding | [`BitCodec::same`] |
 /// | [`bits = N`](#bits--n) | a `u8`..`u64` or `i8`..`i64` field | `N` bits (1..=64, at most the type's width); a value that does not fit is an [`EncodeError::ValueOutOfRange`] | `==` |
 /// | [`varint`](#varint) | an integer field | [varint](BitWriter::write_varint), zig-zag for signed | `==` |
-/// | [`quantize(min = A, max = B, bits = N)`](#quantizemin--a-max--b-bits--n) | an `f32` or `f64` field, or arrays and tuples of them | `N` bits (1..=32) per float over `[A, B]`, clamped | quantized values |
+/// | [`quantize(min = A, max = B, bits = N)`](#quantizemin--a-max--b-bits--n) | an `f32` or `f64` field, arrays and tuples of them, glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4` (feature `glam`) | `N` bits (1..=32) per float over `[A, B]`, clamped; any of `A`, `B`, `N` may be a list, one per axis (`min = [-512.0, 0.0, -512.0]`) | quantized values |
+/// | [`quantize(bits = N)`](#quantizebits--n-quaternions) | a glam `Quat` or `DQuat` (feature `glam`) | smallest-three: `2 + 3·N` bits (`N` in 4..=32), a unit quaternion arrives | quantized values (`q` and `−q` alike) |
 /// | [`with = path`](#with--path) | a field of any `PartialEq` type | `path::encode` / `path::decode` | `==` |
 /// | [`serde`](#serde) | a field of any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
 /// | [`skip`](#skip) | a field of any `Default` type | not sent, no mask bit; `Default` on the receiver | none |
@@ -57,6 +58,20 @@ pub mod wire_format {}
 ///
 /// # Field types
 ///
+/// Without an attribute a field needs a [`BitCodec`] type: the integers,
+/// floats, `bool`, `char`, `String`, `Option`, `Box`, arrays, tuples,
+/// `Vec`, `VecDeque`, `BTreeMap`, `HashMap`, `BTreeSet`, `HashSet` (a hash
+/// collection is written in an order that depends only on its contents),
+/// [`ReplicationId`], with feature `glam` glam's vectors and quaternions at
+/// full precision, and any `#[derive(Replicate)]` type. A type of another
+/// crate takes [`with = path`](#with--path), [`serde`](#serde), or a
+/// newtype of your own that implements [`BitCodec`].
+///
+/// A [`ReplicationId`] field refers to an item: the mirror holds every item
+/// under the server's id, so `mirror.get(id)` resolves the reference on the
+/// client as `get` does on the server (an id is the varint of its raw
+/// value: 1 bit for `#0`, 5 for `#3`; ids are per array).
+///
 /// Every replicated field type must implement what its attribute needs
 /// (the "on" column) and every skipped one `Default`. For a field whose
 /// type mentions a generic parameter the impls carry that as a bound
@@ -70,10 +85,12 @@ pub mod wire_format {}
 /// them reported in one build: unknown, misplaced, duplicate or malformed
 /// attributes, two encodings on one field, `bits` outside 1..=64 or wider
 /// than the field's type, an empty `quantize` range or `quantize` bits
-/// outside 1..=32, more than 64 replicated fields (63 per enum variant),
-/// `flatten` or `array` in an enum variant, empty enums and unions. A
-/// field marked `array` whose type is not a `FastArray<T>` is an error at
-/// that type: "array fields must be `FastArray<T>`".
+/// outside 1..=32, per-axis lists of different lengths or that do not
+/// divide the field's floats, a range on a quaternion or none on a vector,
+/// quaternion bits outside 4..=32, more than 64 replicated fields (63 per
+/// enum variant), `flatten` or `array` in an enum variant, empty enums and
+/// unions. A field marked `array` whose type is not a `FastArray<T>` is an
+/// error at that type: "array fields must be `FastArray<T>`".
 ///
 /// # `bits = N`
 ///
@@ -157,6 +174,66 @@ pub mod wire_format {}
 /// let held = Body { position: [Q.dequantize(Q.quantize(1.3)) as f32, 0.0, 0.0] };
 /// assert!(sent.position != held.position && sent.wire_eq(&held));
 /// ```
+///
+/// ## A range per axis
+///
+/// Any of `min`, `max` and `bits` may be a list: axis `i` of the value
+/// takes element `i` of each list (a single number serves every axis).
+/// The lists must be as long as each other, and the value's floats a
+/// multiple of them: the list starts over for each element of an array, so
+/// three ranges serve every point of a `[[f32; 3]; 8]` or a `[Vec3; 8]`.
+/// Each axis is then within half a step of its own range.
+///
+/// ```
+/// use fastarray::{BitCodec, BitReader, BitWriter, Replicate};
+///
+/// #[derive(Replicate, Debug)]
+/// struct Walker {
+///     // x and z over a 1 km square, y up to a 64 m ceiling, in fewer bits.
+///     #[replicate(quantize(min = [-512.0, 0.0, -512.0], max = [512.0, 64.0, 512.0], bits = [16, 10, 16]))]
+///     position: [f32; 3],
+/// }
+///
+/// let mut bytes = Vec::new();
+/// let mut writer = BitWriter::new(&mut bytes);
+/// Walker { position: [100.0, 80.0, -3.0] }.encode(&mut writer).unwrap();
+/// assert_eq!(writer.finish(), 16 + 10 + 16);
+/// let back = Walker::decode(&mut BitReader::new(&bytes)).unwrap();
+/// assert_eq!(back.position[1], 64.0); // clamped to its own axis's range
+/// assert!((back.position[0] - 100.0).abs() <= 1024.0 / 65535.0 / 2.0);
+/// ```
+///
+/// With the `glam` feature, glam's `Vec2`, `Vec3`, `Vec3A`, `Vec4` and
+/// `DVec2`..`DVec4` quantize as the arrays of their axes: `position: Vec3`
+/// takes the attribute above unchanged. (glam 0.34; name its types through
+/// `fastarray::glam` to use the same version.)
+///
+/// # `quantize(bits = N)`: quaternions
+///
+/// A glam `Quat` or `DQuat` (feature `glam`) in smallest-three
+/// ([`SmallestThree`]): the index of its largest component in 2 bits, the
+/// other three in `N` bits each over `[−1/√2, 1/√2]`, the sign chosen so the
+/// largest is positive; `N` in 4..=32. The input is normalized first; the
+/// identity arrives exactly; the received quaternion is within
+/// [`SmallestThree::max_error`] of the sent one as a 4-vector (about
+/// `2.45 / (2^N − 2)`: 0.28° of rotation at `N = 10`). `min` and `max` are
+/// not taken: the range is the quaternion's.
+///
+/// ```ignore
+/// use fastarray::glam::{Quat, Vec3};
+///
+/// #[derive(Replicate, Clone, PartialEq)]
+/// struct Transform {
+///     #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 18))]
+///     translation: Vec3,            // 54 bits
+///     #[replicate(quantize(bits = 10))]
+///     rotation: Quat,               // 32 bits
+///     scale: Vec3,                  // full precision: 96 bits
+/// }
+/// ```
+///
+/// (Run as tests in `fastarray-core/tests/glam.rs`, which `cargo test
+/// --workspace` builds with the feature.)
 ///
 /// # `with = path`
 ///

@@ -5,7 +5,8 @@
 //! the step it was sent as, so a mirror is always `wire_eq` its server.
 
 use fastarray::{
-    BitReader, BitWriter, FastArray, Quantize, Quantizer, Replicate, Replicated, SendState,
+    BitReader, BitWriter, FastArray, Quantize, Quantizer, Quantizers, Replicate, Replicated,
+    SendState,
 };
 use fastarray_testkit::{exchange, exchange_object};
 use rand::{Rng, SeedableRng};
@@ -298,11 +299,12 @@ fn a_decoded_quantized_value_re_encodes_to_the_same_step() {
 
 /// `value` quantized with `q`, written and read back.
 fn decode_quantized<F: Quantize>(q: &Quantizer, value: &F) -> F {
+    let axes = Quantizers::new(core::slice::from_ref(q));
     let mut bytes = Vec::new();
     let mut writer = BitWriter::new(&mut bytes);
-    value.write_quantized(q, &mut writer);
+    value.write_quantized(axes, &mut writer);
     writer.finish();
-    F::read_quantized(q, &mut BitReader::new(&bytes)).unwrap()
+    F::read_quantized(axes, &mut BitReader::new(&bytes)).unwrap()
 }
 
 /// The same over random quantizations, from ranges near zero to ranges far
@@ -330,6 +332,35 @@ fn random_quantizations_round_trip_every_reachable_step() {
             let sent = q.quantize(f64::from(v32));
             let back: f32 = decode_quantized(&q, &v32);
             assert_eq!(q.quantize(f64::from(back)), sent, "{q:?}: f32 {v32}");
+        }
+    }
+}
+
+/// Known limit, in the smallest-three rotation encoding
+/// (`quantize(bits = N)` on a quaternion, `codec/rotation.rs`): a decoded
+/// rotation does not always re-encode to the bits it came from, so a
+/// mirror's quaternion field may not be `wire_eq` its server's. The
+/// rebuilt largest component can come out smaller than a quantized small
+/// one (near ties, coarse bits: about 1 in 650 random rotations at 10
+/// bits, 1 in 7 at 4), the rescaling of an over-long quantized vector moves
+/// the small ones, and an `f32` quaternion cannot hold steps finer than
+/// its own spacing (nearly every rotation at 28 bits or more). The fix
+/// belongs to that encoding's decoder (or encoder: choose an encoding that
+/// decodes to itself); this test says when it holds.
+#[test]
+#[ignore = "known limit: smallest-three rotations are not yet re-encode stable (see the doc comment)"]
+fn a_decoded_rotation_re_encodes_to_the_same_bits() {
+    use fastarray::SmallestThree;
+    let mut rng = ChaCha8Rng::seed_from_u64(56);
+    for bits in [4, 10, 16, 24, 32] {
+        let q = SmallestThree::new(bits);
+        for _ in 0..20_000 {
+            let v: [f64; 4] = core::array::from_fn(|_| rng.random::<f64>() * 2.0 - 1.0);
+            let sent = q.quantize(v);
+            let back = q.dequantize(sent.0, sent.1);
+            assert_eq!(q.quantize(back), sent, "{bits} bits, f64: {v:?}");
+            let back32 = back.map(|c| f64::from(c as f32));
+            assert_eq!(q.quantize(back32), sent, "{bits} bits, f32: {v:?}");
         }
     }
 }

@@ -50,6 +50,12 @@ pub enum DecodeError {
         /// Bit offset of the first byte of the string.
         bit_offset: u64,
     },
+    /// A set or map whose encoding holds the same key twice: no sender
+    /// writes one.
+    DuplicateKey {
+        /// Bit offset of the second occurrence of the key.
+        bit_offset: u64,
+    },
     /// The message header names a kind this decoder does not take here.
     UnexpectedMessageKind {
         /// Bit offset of the kind bits.
@@ -190,6 +196,12 @@ impl fmt::Display for DecodeError {
             }
             Self::InvalidUtf8 { bit_offset } => {
                 write!(f, "string at bit {bit_offset} is not valid UTF-8")
+            }
+            Self::DuplicateKey { bit_offset } => {
+                write!(
+                    f,
+                    "the key at bit {bit_offset} is already in the set or map"
+                )
             }
             Self::UnexpectedMessageKind {
                 bit_offset,

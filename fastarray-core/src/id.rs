@@ -7,6 +7,39 @@ use core::fmt;
 /// Assigned by the array when the item is pushed, from a 64-bit counter that
 /// never goes back: an id is never reused, so no delta meant for a removed
 /// item can reach a new one. Items are always found by id, never by position.
+///
+/// # Ids as fields: references between items
+///
+/// A mirror holds every item under the id the server gave it, so an id
+/// sent as a field (`owner: ReplicationId`, `target: Option<ReplicationId>`)
+/// resolves on the client with `mirror.get(id)`, exactly as on the server.
+/// On the wire an id is a [varint](crate::BitWriter::write_varint) of its
+/// raw value (ids count up from 0: `#3` takes 5 bits). Each array counts
+/// its own ids, so an id means something only in the array that assigned
+/// it and that array's mirrors; a reference to an item that has been
+/// removed (or has not reached this mirror yet) finds `None`.
+///
+/// ```
+/// use fastarray_core::{FastArray, ReplicationId, SendState};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// struct Unit { hp: u8, target: Option<ReplicationId> }
+///
+/// let mut server = FastArray::new();
+/// let ann = server.push(Unit { hp: 10, target: None });
+/// let bob = server.push(Unit { hp: 20, target: Some(ann) });
+/// server.commit();
+///
+/// let (mut conn, mut mirror) = (SendState::new(), FastArray::<Unit>::new());
+/// let mut packet = Vec::new();
+/// server.write_delta(&mut conn, 0, &mut packet).unwrap();
+/// mirror.apply_delta(&packet, &mut ()).unwrap();
+///
+/// let target = mirror.get(bob).unwrap().target.unwrap();
+/// assert_eq!(mirror.get(target).unwrap().hp, 10); // the client's copy of `ann`
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ReplicationId(u64);
 

@@ -50,10 +50,16 @@ pub use array::FastArray;
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
-pub use codec::encodings::{FixedBits, Quantize, Quantizer, VarInt};
+pub use codec::encodings::{FixedBits, VarInt};
+pub use codec::quantize::{Quantize, Quantizer, Quantizers};
+pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use error::{DecodeError, EncodeError, SendError};
+/// The glam crate whose types have codecs here (feature `glam`): name
+/// them through this path to use the same version.
+#[cfg(feature = "glam")]
+pub use glam;
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
@@ -78,9 +84,11 @@ pub mod __private_0_1 {
     pub use crate::bits::{BitReader, BitWriter};
     pub use crate::codec::BitCodec;
     pub use crate::codec::encodings::{
-        FixedBits, Quantize, Quantizer, VarInt, bits_type_hash, decode_bits, decode_varint,
-        encode_bits, encode_quantized, encode_varint, varint_type_hash,
+        FixedBits, VarInt, bits_type_hash, decode_bits, decode_varint, encode_bits, encode_varint,
+        varint_type_hash,
     };
+    pub use crate::codec::quantize::{Quantize, Quantizer, Quantizers};
+    pub use crate::codec::rotation::{QuantizeRotation, SmallestThree};
     pub use crate::error::{DecodeError, EncodeError};
     pub use crate::inner::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;

@@ -7,14 +7,16 @@
 //! span on the offending tokens, and parsing carries on so that one build
 //! shows every mistake.
 
+mod quantize;
 mod value;
 
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
+use quantize::parse_quantize;
 use quote::ToTokens;
 use syn::meta::ParseNestedMeta;
 use syn::{Expr, ExprLit, Lit};
-use value::{assigned_value, float_value, int_value, skip_value, string_value, take_value};
+use value::{assigned_value, int_value, skip_value, string_value, take_value};
 
 /// Parses the value (if any) of one attribute into the builder `B`.
 type Parser<B> = fn(&Ctxt, &ParseNestedMeta, &mut B) -> syn::Result<()>;
@@ -88,13 +90,19 @@ pub enum Encoding {
     Bits(syn::LitInt, u32),
     /// `#[replicate(varint)]`: an integer as a (zig-zag) varint.
     Varint,
-    /// `#[replicate(quantize(...))]`: floats quantized over `[min, max]`.
+    /// `#[replicate(quantize(min = .., max = .., bits = ..))]`: floats
+    /// quantized over a range, one for all or one per axis.
     Quantize {
-        /// Lower bound of the range.
-        min: f64,
-        /// Upper bound of the range.
-        max: f64,
-        /// Bits per float.
+        /// The range of each axis, in order (one: every float's); a value's
+        /// floats take them in turn, starting over when they run out.
+        axes: Vec<AxisRange>,
+        /// The first per-axis list as written, if any (for errors).
+        list: Option<proc_macro2::TokenStream>,
+    },
+    /// `#[replicate(quantize(bits = N))]`: a unit quaternion in
+    /// smallest-three, `N` bits per component.
+    Rotation {
+        /// Bits per component (4..=32).
         bits: u32,
     },
     /// `#[replicate(with = path)]`: `path::encode` and `path::decode`.
@@ -107,6 +115,16 @@ pub enum Encoding {
     /// `#[replicate(array)]`: a `FastArray` field, replicated by id as part
     /// of a `Replicated` object rather than as a field of the mask.
     Array,
+}
+
+/// The range and bits of one axis of a quantized value.
+pub struct AxisRange {
+    /// Lower bound.
+    pub min: f64,
+    /// Upper bound, above `min`.
+    pub max: f64,
+    /// Bits per float (1..=32).
+    pub bits: u32,
 }
 
 /// Attributes of one field.
@@ -344,84 +362,6 @@ fn parse_bits(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     match lit.base10_parse::<u32>() {
         Ok(bits @ 1..=64) => field.set_encoding(cx, meta, BITS, Encoding::Bits(lit, bits)),
         _ => cx.error_spanned_by(&lit, "`bits` must be between 1 and 64"),
-    }
-    Ok(())
-}
-
-/// `quantize(min = A, max = B, bits = N)`: finite `A < B`, `N` in 1..=32.
-fn parse_quantize(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
-    const EXAMPLE: &str = "expected `quantize(min = -100.0, max = 100.0, bits = 16)`";
-    if !meta.input.peek(syn::token::Paren) {
-        let span = take_value(meta)?.unwrap_or_else(|| meta.path.to_token_stream());
-        cx.error_spanned_by(span, EXAMPLE);
-        return Ok(());
-    }
-    let (mut min, mut max, mut bits) = (None, None, None);
-    let mut max_lit = None;
-    let errors_before = cx.error_count();
-    let parsed = meta.parse_nested_meta(|inner| {
-        let slot = if inner.path == MIN {
-            &mut min
-        } else if inner.path == MAX {
-            &mut max
-        } else if inner.path == BITS {
-            let Some(lit) = int_value(cx, &inner, BITS, "16")? else {
-                return Ok(());
-            };
-            match lit.base10_parse::<u32>() {
-                Ok(n @ 1..=32) if bits.is_none() => bits = Some(n),
-                Ok(1..=32) => cx.error_spanned_by(&inner.path, "duplicate `bits` in `quantize`"),
-                _ => cx.error_spanned_by(&lit, "quantize `bits` must be between 1 and 32"),
-            }
-            return Ok(());
-        } else {
-            let shown = inner.path.to_token_stream().to_string();
-            cx.error_spanned_by(
-                &inner.path,
-                format!("unknown `quantize` parameter `{shown}`; expected `min`, `max`, `bits`"),
-            );
-            return skip_value(&inner);
-        };
-        let name = inner.path.to_token_stream().to_string();
-        let Some((value, expr)) = float_value(cx, &inner, &name)? else {
-            return Ok(());
-        };
-        if slot.is_some() {
-            cx.error_spanned_by(&inner.path, format!("duplicate `{name}` in `quantize`"));
-        } else {
-            *slot = Some(value);
-            if inner.path == MAX {
-                max_lit = Some(expr);
-            }
-        }
-        Ok(())
-    });
-    if let Err(error) = parsed {
-        cx.syn_error(error);
-        return Ok(());
-    }
-    match (min, max, bits) {
-        (Some(min), Some(max), Some(bits)) => {
-            if min < max {
-                field.set_encoding(cx, meta, QUANTIZE, Encoding::Quantize { min, max, bits });
-            } else {
-                let span =
-                    max_lit.map_or_else(|| meta.path.to_token_stream(), |e| e.to_token_stream());
-                cx.error_spanned_by(
-                    span,
-                    format!(
-                        "quantize range is empty: `max` ({max}) must be greater than `min` ({min})"
-                    ),
-                );
-            }
-        }
-        _ if cx.error_count() == errors_before => {
-            cx.error_spanned_by(
-                &meta.path,
-                format!("`quantize` needs `min`, `max` and `bits`; {EXAMPLE}"),
-            );
-        }
-        _ => {}
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_has_variants(cx, cont);
     check_field_count(cx, cont);
     check_bit_widths(cx, cont);
+    check_quantize_shapes(cx, cont);
     check_variant_field_attrs(cx, cont);
 }
 
@@ -78,6 +79,108 @@ fn check_bit_widths(cx: &Ctxt, cont: &Container) {
                 lit,
                 format!("`bits = {bits}` does not fit in `{ident}`, which has {width} bits"),
             );
+        }
+    }
+}
+
+/// What a field type is, as far as `quantize` cares, when its spelling
+/// says so: a number of floats, or a quaternion.
+enum Shape {
+    Floats(u32),
+    Quaternion,
+}
+
+/// The shape of `ty` if it is spelled as a float, a glam vector or
+/// quaternion (`Vec3`, `glam::Vec3`), or an array (of literal length) or
+/// tuple of those; `None` for anything else (an alias, a generic), which
+/// the trait bounds and the generated assertion check instead.
+fn shape(ty: &syn::Type) -> Option<Shape> {
+    match ty {
+        syn::Type::Paren(inner) => shape(&inner.elem),
+        syn::Type::Group(inner) => shape(&inner.elem),
+        syn::Type::Array(array) => {
+            let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(len),
+                ..
+            }) = &array.len
+            else {
+                return None;
+            };
+            let len = len.base10_parse::<u32>().ok()?;
+            match shape(&array.elem)? {
+                Shape::Floats(n) => n.checked_mul(len).map(Shape::Floats),
+                Shape::Quaternion => None,
+            }
+        }
+        syn::Type::Tuple(tuple) => {
+            let mut total = 0u32;
+            for elem in &tuple.elems {
+                match shape(elem)? {
+                    Shape::Floats(n) => total = total.checked_add(n)?,
+                    Shape::Quaternion => return None,
+                }
+            }
+            Some(Shape::Floats(total))
+        }
+        syn::Type::Path(path) if path.qself.is_none() => {
+            let last = path.path.segments.last()?;
+            if !last.arguments.is_none() {
+                return None;
+            }
+            let segments = path.path.segments.len();
+            let in_glam = segments == 1 || path.path.segments[segments - 2].ident == "glam";
+            let name = last.ident.to_string();
+            match name.as_str() {
+                "f32" | "f64" if segments == 1 => Some(Shape::Floats(1)),
+                "Vec2" | "DVec2" if in_glam => Some(Shape::Floats(2)),
+                "Vec3" | "Vec3A" | "DVec3" if in_glam => Some(Shape::Floats(3)),
+                "Vec4" | "DVec4" if in_glam => Some(Shape::Floats(4)),
+                "Quat" | "DQuat" if in_glam => Some(Shape::Quaternion),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// `quantize` must suit the field's type where its spelling shows it: a
+/// quaternion takes `quantize(bits = N)`, other floats a range, and
+/// per-axis lists must divide the floats evenly.
+fn check_quantize_shapes(cx: &Ctxt, cont: &Container) {
+    for field in cont.all_fields() {
+        let shown = || {
+            quote::ToTokens::to_token_stream(field.ty)
+                .to_string()
+                .replace(' ', "")
+        };
+        match (field.attrs.encoding(), shape(field.ty)) {
+            (Encoding::Quantize { .. }, Some(Shape::Quaternion)) => cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "a quaternion is quantized with `quantize(bits = N)` (smallest-three: 2 + 3·N bits), without `min` and `max`; `{}` has no axes to give ranges to",
+                    shown()
+                ),
+            ),
+            (Encoding::Quantize { axes, list: Some(list) }, Some(Shape::Floats(floats)))
+                if floats as usize % axes.len() != 0 =>
+            {
+                cx.error_spanned_by(
+                    list,
+                    format!(
+                        "`{}` holds {floats} float(s), not a multiple of the {} per-axis ranges: give one range per axis, or one for all",
+                        shown(),
+                        axes.len()
+                    ),
+                );
+            }
+            (Encoding::Rotation { .. }, Some(Shape::Floats(_))) => cx.error_spanned_by(
+                field.ty,
+                format!(
+                    "`quantize(bits = N)` without `min` and `max` is for quaternions; `{}` needs a range: `quantize(min = -100.0, max = 100.0, bits = 16)`",
+                    shown()
+                ),
+            ),
+            _ => {}
         }
     }
 }

@@ -55,6 +55,15 @@ impl<'a> BitWriter<'a> {
         }
     }
 
+    /// A writer that appends to `out`, at this writer's nesting depth: for
+    /// a codec that encodes parts of a value on the side (to sort them)
+    /// and copies them in, so the depth bound still counts every level.
+    pub(crate) fn beside<'b>(&self, out: &'b mut Vec<u8>) -> BitWriter<'b> {
+        let mut writer = BitWriter::new(out);
+        writer.depth = self.depth;
+        writer
+    }
+
     /// Enters one more level of derived value: what `#[derive(Replicate)]`
     /// calls at the start of `encode` and `encode_fields`, writing through
     /// the returned guard, which leaves the level when dropped (on every

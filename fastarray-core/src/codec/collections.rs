@@ -38,12 +38,7 @@ impl<T: BitCodec> BitCodec for Vec<T> {
     /// (`()`, `[T; 0]`, a struct with no replicated field) is refused: its
     /// length could not be checked against the input when decoding.
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        if T::MIN_BITS == 0 && !self.is_empty() {
-            return Err(EncodeError::Custom {
-                message: "Vec elements that encode to zero bits cannot be replicated",
-            });
-        }
-        writer.write_varint(self.len() as u64);
+        write_len(writer, self.len(), T::MIN_BITS)?;
         self.iter().try_for_each(|item| item.encode(writer))
     }
 
@@ -53,15 +48,7 @@ impl<T: BitCodec> BitCodec for Vec<T> {
     /// ([`DecodeError::LengthTooLarge`]): no sender writes one, and it
     /// would let a few bits claim a large collection.
     fn decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let claimed = reader.read_varint()?;
-        if T::MIN_BITS == 0 && claimed > 0 {
-            return Err(DecodeError::LengthTooLarge {
-                bit_offset: reader.bit_offset(),
-                claimed,
-                remaining_bits: reader.remaining_bits(),
-            });
-        }
-        let len = reader.check_len(claimed, T::MIN_BITS)?;
+        let len = read_len(reader, T::MIN_BITS)?;
         let mut items = Vec::with_capacity(prealloc::<T>(len));
         for _ in 0..len {
             items.push(T::decode(reader)?);
@@ -72,6 +59,41 @@ impl<T: BitCodec> BitCodec for Vec<T> {
     fn same(&self, other: &Self) -> bool {
         self.len() == other.len() && self.iter().zip(other).all(|(a, b)| a.same(b))
     }
+}
+
+/// Writes the length of a collection whose elements take at least
+/// `min_bits_each` bits; a non-empty collection of elements that can take
+/// zero bits is refused (its decoder could not bound its length).
+pub(super) fn write_len(
+    writer: &mut BitWriter<'_>,
+    len: usize,
+    min_bits_each: u64,
+) -> Result<(), EncodeError> {
+    if min_bits_each == 0 && len > 0 {
+        return Err(EncodeError::Custom {
+            message: "collection elements that encode to zero bits cannot be replicated",
+        });
+    }
+    writer.write_varint(len as u64);
+    Ok(())
+}
+
+/// Reads a length written by [`write_len`], checked against the input
+/// before anything is allocated: the elements it claims, at
+/// `min_bits_each` bits each, must fit in the bits that remain.
+pub(super) fn read_len(
+    reader: &mut BitReader<'_>,
+    min_bits_each: u64,
+) -> Result<usize, DecodeError> {
+    let claimed = reader.read_varint()?;
+    if min_bits_each == 0 && claimed > 0 {
+        return Err(DecodeError::LengthTooLarge {
+            bit_offset: reader.bit_offset(),
+            claimed,
+            remaining_bits: reader.remaining_bits(),
+        });
+    }
+    reader.check_len(claimed, min_bits_each)
 }
 
 impl<T: BitCodec> BitCodec for Option<T> {

@@ -9,17 +9,27 @@
 //! | `f32`, `f64` | raw IEEE-754 bits; `same` compares bits, so `NaN` is stable and `-0.0 ≠ 0.0` |
 //! | `char` | 21 bits (every Unicode scalar value fits), validated on decode |
 //! | `String` | varint byte length, then the bytes; UTF-8 validated on decode |
-//! | `Vec<T>` | varint length, then the elements |
+//! | `Vec<T>`, `VecDeque<T>` | varint length, then the elements |
+//! | `BTreeSet<T>`, `HashSet<T, S>` | varint length, then the elements; a hash set sorted by the elements' encodings, so equal sets encode alike (see `std_collections`) |
+//! | `BTreeMap<K, V>`, `HashMap<K, V, S>` | varint length, then each key and its value; a hash map sorted by the keys' encodings |
 //! | `Option<T>` | 1 bit, then the value if present |
 //! | `[T; N]` | the N elements, no length |
 //! | tuples up to 4, `()` | the elements in order |
 //! | `Box<T>` | as `T` |
+//! | glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4`, `Quat`, `DQuat` (feature `glam`) | the components' raw floats |
+//! | [`ReplicationId`](crate::ReplicationId) | [varint](crate::BitWriter::write_varint) of the raw id: 1 bit for `#0`, 5 for `#3` |
 
 mod collections;
 pub(crate) mod encodings;
+#[cfg(feature = "glam")]
+mod glam;
+mod id;
+pub(crate) mod quantize;
+pub(crate) mod rotation;
 mod scalar;
 #[cfg(feature = "serde")]
 mod serde;
+mod std_collections;
 
 #[cfg(feature = "serde")]
 pub use self::serde::{serde_decode, serde_encode};
@@ -37,7 +47,9 @@ use crate::error::{DecodeError, EncodeError};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be replicated",
     label = "no bit encoding for `{Self}`",
-    note = "add `#[derive(Replicate)]` to `{Self}`, or mark the field `#[replicate(skip)]`"
+    note = "a type of your own: add `#[derive(Replicate)]` to `{Self}`",
+    note = "a type of another crate: mark the field `#[replicate(with = path::to::module)]` (your `encode` and `decode` functions), or `#[replicate(serde)]` if it implements serde's traits (feature `serde`), or wrap it in a newtype that implements `BitCodec`; glam's vectors and quaternions need the `glam` feature of fastarray",
+    note = "not replicated at all: mark the field `#[replicate(skip)]`"
 )]
 pub trait BitCodec: Sized {
     /// The fewest bits any value of this type encodes to. Decoders of

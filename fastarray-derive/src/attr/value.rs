@@ -71,19 +71,10 @@ pub fn int_value(
     }
 }
 
-/// The number in `name = -1.5` (float or integer literal, optionally
-/// negated), or `None` after recording an error.
-pub fn float_value(
-    cx: &Ctxt,
-    meta: &ParseNestedMeta,
-    name: &str,
-) -> syn::Result<Option<(f64, Expr)>> {
-    let expected = format!("expected `{name} = <number>`");
-    let Some(value) = assigned_value(cx, meta, &expected)? else {
-        return Ok(None);
-    };
-    let expr = value;
-    let (negative, lit) = match &expr {
+/// The finite number `expr` spells (a float or integer literal, optionally
+/// negated), or `None` after recording `expected` with what is wrong.
+pub fn float_of(cx: &Ctxt, expr: &Expr, expected: &str) -> Option<f64> {
+    let (negative, lit) = match expr {
         Expr::Lit(ExprLit { lit, .. }) => (false, lit),
         Expr::Unary(syn::ExprUnary {
             op: syn::UnOp::Neg(_),
@@ -93,18 +84,18 @@ pub fn float_value(
             Expr::Lit(ExprLit { lit, .. }) => (true, lit),
             _ => {
                 cx.error_spanned_by(
-                    &expr,
+                    expr,
                     format!("{expected}: the value must be a number literal"),
                 );
-                return Ok(None);
+                return None;
             }
         },
         _ => {
             cx.error_spanned_by(
-                &expr,
+                expr,
                 format!("{expected}: the value must be a number literal"),
             );
-            return Ok(None);
+            return None;
         }
     };
     let value = match lit {
@@ -113,13 +104,13 @@ pub fn float_value(
         _ => None,
     };
     match value {
-        Some(v) if v.is_finite() => Ok(Some((if negative { -v } else { v }, expr))),
+        Some(v) if v.is_finite() => Some(if negative { -v } else { v }),
         _ => {
             cx.error_spanned_by(
-                &expr,
+                expr,
                 format!("{expected}: the value must be a finite number literal"),
             );
-            Ok(None)
+            None
         }
     }
 }

@@ -40,6 +40,7 @@ pub struct Replicated<'a> {
 /// `names(i)` gives the `i`-th one's patch slot and the name of its
 /// quantizer constant (unique in the container).
 pub fn lay_out<'a>(
+    cont: &Container,
     fields: &'a [Field<'a>],
     first: u32,
     private: &TokenStream,
@@ -53,7 +54,7 @@ pub fn lay_out<'a>(
                 field,
                 index,
                 slot,
-                FieldCodec::new(field, quantizer, private),
+                FieldCodec::new(field, quantizer, private, cont.is_generic(field)),
             )
         })
         .collect();

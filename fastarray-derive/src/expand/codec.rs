@@ -16,19 +16,28 @@ pub struct FieldCodec<'a> {
     span: Span,
     /// The name of the field's `Quantizer` constant, if it has one.
     quantizer: syn::Ident,
+    /// Whether the field's type mentions a generic parameter of the
+    /// container (then what depends on it is checked per instance).
+    generic: bool,
 }
 
 impl<'a> FieldCodec<'a> {
     /// The codec of replicated field `field`; `quantizer` names its
     /// `Quantizer` constant, if it needs one, and must be unique among the
     /// container's fields.
-    pub fn new(field: &'a Field<'a>, quantizer: syn::Ident, private: &TokenStream) -> Self {
+    pub fn new(
+        field: &'a Field<'a>,
+        quantizer: syn::Ident,
+        private: &TokenStream,
+        generic: bool,
+    ) -> Self {
         FieldCodec {
             ty: field.ty,
             encoding: field.attrs.encoding(),
             private: private.clone(),
             span: at_type(field.ty),
             quantizer,
+            generic,
         }
     }
 
@@ -36,10 +45,35 @@ impl<'a> FieldCodec<'a> {
     pub fn items(&self) -> TokenStream {
         let p = &self.private;
         match self.encoding {
-            Encoding::Quantize { min, max, bits } => {
-                let (min, max) = (Literal::f64_suffixed(*min), Literal::f64_suffixed(*max));
+            Encoding::Quantize { axes, .. } => {
+                let count = axes.len();
+                let axes = axes.iter().map(|axis| {
+                    let (min, max) = (
+                        Literal::f64_suffixed(axis.min),
+                        Literal::f64_suffixed(axis.max),
+                    );
+                    let bits = axis.bits;
+                    quote!(#p::Quantizer::new(#min, #max, #bits))
+                });
                 let name = &self.quantizer;
-                quote!(const #name: #p::Quantizer = #p::Quantizer::new(#min, #max, #bits);)
+                let constant = quote!(const #name: [#p::Quantizer; #count] = [#(#axes),*];);
+                if count == 1 || self.generic {
+                    // One range fits any value; a generic type is checked
+                    // in `encode`, once it is known.
+                    return constant;
+                }
+                let (ty, span) = (self.ty, self.span);
+                let check = quote_spanned! {span=>
+                    const _: () = ::core::assert!(
+                        #p::Quantizers::new(&#name).fits(<#ty as #p::Quantize>::FLOATS),
+                        "the field's float count is not a multiple of the number of per-axis `quantize` ranges"
+                    );
+                };
+                quote!(#constant #check)
+            }
+            Encoding::Rotation { bits } => {
+                let name = &self.quantizer;
+                quote!(const #name: #p::SmallestThree = #p::SmallestThree::new(#bits);)
             }
             _ => TokenStream::new(),
         }
@@ -58,9 +92,35 @@ impl<'a> FieldCodec<'a> {
                 #p::encode_bits::<#ty>(#value, #bits, __writer)
             }},
             Encoding::Varint => quote_spanned!(span=> #p::encode_varint::<#ty>(#value, __writer)),
+            Encoding::Quantize { axes, .. } if self.generic && axes.len() > 1 => {
+                let q = &self.quantizer;
+                // Checked in `items` for a concrete type.
+                quote_spanned! {span=> {
+                    const {
+                        ::core::assert!(
+                            #p::Quantizers::new(&#q).fits(<#ty as #p::Quantize>::FLOATS),
+                            "the field's float count is not a multiple of the number of per-axis `quantize` ranges"
+                        )
+                    };
+                    <#ty as #p::Quantize>::write_quantized(#value, #p::Quantizers::new(&#q), __writer);
+                    #p::Ok(())
+                }}
+            }
             Encoding::Quantize { .. } => {
                 let q = &self.quantizer;
-                quote_spanned!(span=> #p::encode_quantized::<#ty>(#value, &#q, __writer))
+                // Through the trait, like every other use, so that a type
+                // that is not `Quantize` gets one error, not one per use.
+                quote_spanned! {span=> {
+                    <#ty as #p::Quantize>::write_quantized(#value, #p::Quantizers::new(&#q), __writer);
+                    #p::Ok(())
+                }}
+            }
+            Encoding::Rotation { .. } => {
+                let q = &self.quantizer;
+                quote_spanned! {span=> {
+                    <#ty as #p::QuantizeRotation>::write_rotation(#value, &#q, __writer);
+                    #p::Ok(())
+                }}
             }
             Encoding::With(path) => quote_spanned!(span=> #path::encode(#value, __writer)),
             Encoding::Serde => quote_spanned!(span=> #p::serde_encode::<#ty>(#value, __writer)),
@@ -80,7 +140,11 @@ impl<'a> FieldCodec<'a> {
             Encoding::Varint => quote_spanned!(span=> #p::decode_varint::<#ty>(__reader)),
             Encoding::Quantize { .. } => {
                 let q = &self.quantizer;
-                quote_spanned!(span=> <#ty as #p::Quantize>::read_quantized(&#q, __reader))
+                quote_spanned!(span=> <#ty as #p::Quantize>::read_quantized(#p::Quantizers::new(&#q), __reader))
+            }
+            Encoding::Rotation { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> <#ty as #p::QuantizeRotation>::read_rotation(&#q, __reader))
             }
             Encoding::With(path) => quote_spanned!(span=> #path::decode(__reader)),
             Encoding::Serde => quote_spanned!(span=> #p::serde_decode::<#ty>(__reader)),
@@ -96,7 +160,11 @@ impl<'a> FieldCodec<'a> {
             }
             Encoding::Quantize { .. } => {
                 let q = &self.quantizer;
-                quote_spanned!(span=> <#ty as #p::Quantize>::same_quantized(#a, #b, &#q))
+                quote_spanned!(span=> <#ty as #p::Quantize>::same_quantized(#a, #b, #p::Quantizers::new(&#q)))
+            }
+            Encoding::Rotation { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> <#ty as #p::QuantizeRotation>::same_rotation(#a, #b, &#q))
             }
             Encoding::Bits(..) | Encoding::Varint | Encoding::With(_) | Encoding::Serde => {
                 quote_spanned!(span=> <#ty as ::core::cmp::PartialEq>::eq(#a, #b))
@@ -113,9 +181,13 @@ impl<'a> FieldCodec<'a> {
             }
             Encoding::Bits(_, bits) => quote!(#bits as ::core::primitive::u64),
             Encoding::Varint => quote!(1u64),
-            Encoding::Quantize { bits, .. } => quote_spanned! {span=>
-                (<#ty as #p::Quantize>::FLOATS as ::core::primitive::u64) * (#bits as ::core::primitive::u64)
-            },
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned! {span=>
+                    #p::Quantizers::new(&#q).bits_for(<#ty as #p::Quantize>::FLOATS)
+                }
+            }
+            Encoding::Rotation { bits } => quote!((2 + 3 * #bits) as ::core::primitive::u64),
             // Unknown: zero is the safe lower bound.
             Encoding::With(_) | Encoding::Serde => quote!(0u64),
         }
@@ -136,7 +208,11 @@ impl<'a> FieldCodec<'a> {
             },
             Encoding::Quantize { .. } => {
                 let q = &self.quantizer;
-                quote_spanned!(span=> #q.type_hash(<#ty as #p::Quantize>::TYPE_HASH))
+                quote_spanned!(span=> #p::Quantizers::new(&#q).type_hash(<#ty as #p::Quantize>::TYPE_HASH))
+            }
+            Encoding::Rotation { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> #q.type_hash(<#ty as #p::QuantizeRotation>::TYPE_HASH))
             }
             Encoding::With(path) => {
                 let written = format!("with {}", path.to_token_stream()).replace(' ', "");
@@ -185,6 +261,7 @@ pub fn bound(encoding: &Encoding, p: &TokenStream) -> TokenStream {
         Encoding::Bits(..) => quote!(#p::FixedBits),
         Encoding::Varint => quote!(#p::VarInt),
         Encoding::Quantize { .. } => quote!(#p::Quantize),
+        Encoding::Rotation { .. } => quote!(#p::QuantizeRotation),
         Encoding::With(_) | Encoding::Serde => quote!(::core::cmp::PartialEq),
     }
 }

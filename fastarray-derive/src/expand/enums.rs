@@ -52,7 +52,7 @@ pub fn expand(cont: &Container, variants: &[Variant]) -> TokenStream {
             variant,
             tag,
             patch_variant: format_ident!("__V{}", tag),
-            fields: body::lay_out(&variant.fields, 1, &private, |i| {
+            fields: body::lay_out(cont, &variant.fields, 1, &private, |i| {
                 (
                     format_ident!("__patch_{}", i),
                     format_ident!("__QUANTIZER_{}_{}", tag, 1 + i),

@@ -17,7 +17,7 @@ use quote::{format_ident, quote, quote_spanned};
 /// Both impls, in an anonymous const so that nothing leaks into the caller's namespace.
 pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStream {
     let private = private_path(&cont.attrs);
-    let fields = body::lay_out(all_fields, 0, &private, |i| {
+    let fields = body::lay_out(cont, all_fields, 0, &private, |i| {
         (
             format_ident!("__field{}", i),
             format_ident!("__QUANTIZER_{}", i),

@@ -1,0 +1,456 @@
+//! Quantized floats (`#[replicate(quantize(min = A, max = B, bits = N))]`):
+//! the [`Quantizer`] of one float, the [`Quantizers`] of a value's floats
+//! (one range for all, or one per axis), and the [`Quantize`] trait of the
+//! types whose floats can be quantized.
+//!
+//! The derive calls these through `__private_0_1`; they are public so that
+//! hand-written codecs can use the same encodings.
+
+use super::collections::try_array;
+use crate::bits::{BitReader, BitWriter};
+use crate::error::DecodeError;
+use crate::schema;
+
+/// A float quantization: values are clamped into `[min, max]` and sent as
+/// one of the `2^bits` evenly spaced values there (`SendPropFloat` with a
+/// low value, a high value and a bit count). The receiver gets the
+/// quantized value; the most it differs from the sender's value (once
+/// clamped) is [`max_error`](Self::max_error) = (max − min) / (2^bits − 1) / 2.
+/// `NaN` is sent as `min`.
+///
+/// What the receiver gets quantizes back to the step it was sent as, as an
+/// `f64` and as an `f32` ([`read_f32`](Self::read_f32)), so a mirror's
+/// value re-encodes to the server's bits: that is what
+/// [`Replicate::wire_eq`](crate::Replicate::wire_eq) compares.
+///
+/// ```
+/// use fastarray_core::Quantizer;
+///
+/// const Q: Quantizer = Quantizer::new(-100.0, 100.0, 12);
+/// let sent = Q.dequantize(Q.quantize(12.3456));
+/// assert!((sent - 12.3456).abs() <= Q.max_error());
+/// assert_eq!(Q.dequantize(Q.quantize(1e9)), 100.0); // clamped
+/// assert_eq!(Q.quantize(12.3456), Q.quantize(12.3456 + Q.max_error() / 10.0));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Quantizer {
+    min: f64,
+    max: f64,
+    bits: u32,
+}
+
+impl Quantizer {
+    /// A quantization of `[min, max]` (finite, `min < max`) in `bits` bits
+    /// (1..=32).
+    ///
+    /// # Panics
+    /// On a bad range or bit count; in a `const` this is a compile error.
+    pub const fn new(min: f64, max: f64, bits: u32) -> Self {
+        assert!(
+            min.is_finite() && max.is_finite() && min < max,
+            "quantize needs finite min < max"
+        );
+        assert!(bits >= 1 && bits <= 32, "quantize needs 1..=32 bits");
+        Self { min, max, bits }
+    }
+
+    /// Bits per value.
+    pub const fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// The largest difference between a value in `[min, max]` and what the
+    /// receiver gets: half a step.
+    pub fn max_error(&self) -> f64 {
+        (self.max - self.min) / self.steps() / 2.0
+    }
+
+    fn steps(&self) -> f64 {
+        ((1u64 << self.bits) - 1) as f64
+    }
+
+    /// The step index of `value` (clamped; `NaN` is step 0).
+    pub fn quantize(&self, value: f64) -> u64 {
+        let clamped = value.clamp(self.min, self.max);
+        let step = ((clamped - self.min) / (self.max - self.min) * self.steps()).round();
+        // `as` saturates, and maps NaN to 0.
+        step as u64
+    }
+
+    /// The value of step index `step`. It quantizes back to `step`
+    /// whenever an `f64` does (`tests/wire_eq.rs` searches for
+    /// counter-examples).
+    pub fn dequantize(&self, step: u64) -> f64 {
+        let t = step as f64 / self.steps();
+        if t >= 1.0 {
+            self.max
+        } else {
+            self.min + (self.max - self.min) * t
+        }
+    }
+
+    /// The value of step index `step` as an `f32` that quantizes back to
+    /// `step`: the nearest one to [`dequantize`](Self::dequantize)'s, or a
+    /// neighbour when rounding to `f32` crossed into another step (the
+    /// range's ends need not be `f32` values, and a fine quantization's
+    /// steps are narrower than the `f32`s around them).
+    pub fn dequantize_f32(&self, step: u64) -> f32 {
+        let value = self.dequantize(step) as f32;
+        settle(value, step, |v| self.quantize(f64::from(v)))
+    }
+
+    /// The schema hash of this quantization of a type with hash `type_hash`.
+    pub const fn type_hash(&self, type_hash: u64) -> u64 {
+        schema::named(
+            "quantize",
+            &[
+                type_hash,
+                self.min.to_bits(),
+                self.max.to_bits(),
+                self.bits as u64,
+            ],
+        )
+    }
+
+    /// Writes `value` as its step index.
+    #[inline]
+    pub fn write(&self, value: f64, writer: &mut BitWriter<'_>) {
+        writer.write_bits(self.quantize(value), self.bits);
+    }
+
+    /// Reads a value written by [`write`](Self::write).
+    #[inline]
+    pub fn read(&self, reader: &mut BitReader<'_>) -> Result<f64, DecodeError> {
+        Ok(self.dequantize(reader.read_bits(self.bits)?))
+    }
+
+    /// Reads a value written by [`write`](Self::write) as an `f32` that
+    /// [`write`](Self::write)s the same bits again
+    /// ([`dequantize_f32`](Self::dequantize_f32)).
+    #[inline]
+    pub fn read_f32(&self, reader: &mut BitReader<'_>) -> Result<f32, DecodeError> {
+        Ok(self.dequantize_f32(reader.read_bits(self.bits)?))
+    }
+}
+
+/// How many neighbouring `f32`s [`settle`] tries: one is enough wherever
+/// a sender's value can land in the step (`tests/wire_eq.rs` searches for
+/// counter-examples); the rest is margin.
+const SETTLE_TRIES: u32 = 4;
+
+/// `value`, or the nearest `f32` to it that quantizes to `step`: a value
+/// on the wrong side of a step boundary moves one `f32` at a time toward
+/// the step (quantizing is monotonic). If none within [`SETTLE_TRIES`]
+/// does (a step no `f32` reaches), `value` as it was.
+fn settle(value: f32, step: u64, quantize: impl Fn(f32) -> u64) -> f32 {
+    let mut candidate = value;
+    for _ in 0..SETTLE_TRIES {
+        let got = quantize(candidate);
+        if got == step {
+            return candidate;
+        }
+        candidate = next_f32(candidate, got < step);
+    }
+    value
+}
+
+/// The next `f32` above (`up`) or below a finite `value`.
+fn next_f32(value: f32, up: bool) -> f32 {
+    if value == 0.0 {
+        let tiny = f32::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    let bits = value.to_bits();
+    // Away from zero is one more in the magnitude's bits.
+    let away = (value > 0.0) == up;
+    f32::from_bits(if away { bits + 1 } else { bits - 1 })
+}
+
+/// The quantizers of the floats of one value, in order: a single
+/// [`Quantizer`] for every float, or a list that gives each axis its own
+/// range and bits and starts over when it runs out, so three quantizers
+/// serve a `Vec3` (x, y, z) and every point of a `[Vec3; 8]` alike.
+///
+/// What `#[replicate(quantize(min = [..], max = [..], bits = [..]))]`
+/// builds; a value's float count must be a multiple of the list's length
+/// ([`fits`](Self::fits), checked at compile time by the derive).
+///
+/// ```
+/// use fastarray_core::{Quantizer, Quantizers};
+///
+/// const XYZ: [Quantizer; 3] = [
+///     Quantizer::new(-512.0, 512.0, 16),
+///     Quantizer::new(0.0, 64.0, 10), // height: a smaller range, fewer bits
+///     Quantizer::new(-512.0, 512.0, 16),
+/// ];
+/// let axes = Quantizers::new(&XYZ);
+/// assert_eq!(axes.at(1).bits(), 10);
+/// assert_eq!(axes.at(4).bits(), 10); // the second point's y
+/// assert_eq!(axes.bits_for(6), 2 * (16 + 10 + 16));
+/// assert!(axes.fits(6) && !axes.fits(4));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Quantizers<'a> {
+    list: &'a [Quantizer],
+    /// Which quantizer the value's first float takes.
+    first: usize,
+}
+
+impl<'a> Quantizers<'a> {
+    /// The quantizers `list`, the first for the first float.
+    ///
+    /// # Panics
+    /// On an empty list; in a `const` this is a compile error.
+    pub const fn new(list: &'a [Quantizer]) -> Self {
+        assert!(!list.is_empty(), "quantize needs at least one range");
+        Self { list, first: 0 }
+    }
+
+    /// The quantizer of float `index` of the value.
+    #[inline]
+    pub fn at(&self, index: usize) -> &'a Quantizer {
+        &self.list[(self.first + index) % self.list.len()]
+    }
+
+    /// The quantizers of what follows the first `floats` floats: what an
+    /// array or tuple hands its next element.
+    #[inline]
+    #[must_use]
+    pub fn skip(&self, floats: usize) -> Self {
+        Self {
+            list: self.list,
+            first: (self.first + floats) % self.list.len(),
+        }
+    }
+
+    /// Whether a value of `floats` floats takes the list a whole number of
+    /// times (a single quantizer fits anything).
+    pub const fn fits(&self, floats: u32) -> bool {
+        floats as usize % self.list.len() == 0
+    }
+
+    /// The bits `floats` floats take, from the first.
+    pub const fn bits_for(&self, floats: u32) -> u64 {
+        let mut total = 0u64;
+        let mut i = 0;
+        while i < floats as usize {
+            total += self.list[(self.first + i) % self.list.len()].bits as u64;
+            i += 1;
+        }
+        total
+    }
+
+    /// The schema hash of this quantization of a type with hash
+    /// `type_hash`; for a single quantizer, [`Quantizer::type_hash`].
+    pub const fn type_hash(&self, type_hash: u64) -> u64 {
+        if self.list.len() == 1 {
+            return self.list[0].type_hash(type_hash);
+        }
+        let mut hash = schema::u64(schema::str(schema::START, "quantize axes"), type_hash);
+        let mut i = 0;
+        while i < self.list.len() {
+            hash = schema::u64(hash, self.list[i].type_hash(0));
+            i += 1;
+        }
+        hash
+    }
+}
+
+/// A float, or a fixed group of floats, that can be quantized
+/// (`#[replicate(quantize(...))]` on `f32`, `f64`, `[f32; N]`, tuples of
+/// floats, and with the `glam` feature glam's vectors). Float `i` of the
+/// value uses [`Quantizers::at`]`(i)`.
+#[diagnostic::on_unimplemented(
+    message = "`#[replicate(quantize(min = .., max = .., bits = ..))]` needs `f32`, `f64`, a glam vector, or an array or tuple of them, not `{Self}`",
+    label = "cannot be quantized over a range",
+    note = "glam's `Vec2`..`Vec4` and `DVec2`..`DVec4` need the `glam` feature of fastarray; a glam `Quat` takes `quantize(bits = N)` without `min` and `max`"
+)]
+pub trait Quantize: Sized {
+    /// How many floats the value holds.
+    const FLOATS: u32;
+    /// The schema hash of the unquantized type.
+    const TYPE_HASH: u64;
+
+    /// Writes every float as its step index.
+    fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>);
+
+    /// Reads the quantized values.
+    fn read_quantized(
+        axes: Quantizers<'_>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError>;
+
+    /// Whether both quantize to the same steps: the change test, so jitter
+    /// below the resolution is not a change.
+    fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool;
+}
+
+impl Quantize for f32 {
+    const FLOATS: u32 = 1;
+    const TYPE_HASH: u64 = schema::named("f32", &[]);
+
+    fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
+        axes.at(0).write(f64::from(*self), writer);
+    }
+
+    fn read_quantized(
+        axes: Quantizers<'_>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError> {
+        axes.at(0).read_f32(reader)
+    }
+
+    fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
+        // Most values a commit compares did not change at all.
+        let q = axes.at(0);
+        self.to_bits() == other.to_bits()
+            || q.quantize(f64::from(*self)) == q.quantize(f64::from(*other))
+    }
+}
+
+impl Quantize for f64 {
+    const FLOATS: u32 = 1;
+    const TYPE_HASH: u64 = schema::named("f64", &[]);
+
+    fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
+        axes.at(0).write(*self, writer);
+    }
+
+    fn read_quantized(
+        axes: Quantizers<'_>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError> {
+        axes.at(0).read(reader)
+    }
+
+    fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
+        let q = axes.at(0);
+        self.to_bits() == other.to_bits() || q.quantize(*self) == q.quantize(*other)
+    }
+}
+
+impl<T: Quantize, const N: usize> Quantize for [T; N] {
+    const FLOATS: u32 = T::FLOATS * N as u32;
+    const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
+
+    fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
+        let each = T::FLOATS as usize;
+        for (i, item) in self.iter().enumerate() {
+            item.write_quantized(axes.skip(i * each), writer);
+        }
+    }
+
+    fn read_quantized(
+        axes: Quantizers<'_>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Self, DecodeError> {
+        let mut next = axes;
+        try_array(|| {
+            let item = T::read_quantized(next, reader);
+            next = next.skip(T::FLOATS as usize);
+            item
+        })
+    }
+
+    fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
+        let each = T::FLOATS as usize;
+        self.iter()
+            .zip(other)
+            .enumerate()
+            .all(|(i, (a, b))| a.same_quantized(b, axes.skip(i * each)))
+    }
+}
+
+macro_rules! quantize_tuple {
+    ($($name:ident $index:tt),+) => {
+        impl<$($name: Quantize),+> Quantize for ($($name,)+) {
+            const FLOATS: u32 = 0 $(+ $name::FLOATS)+;
+            const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
+
+            #[allow(unused_assignments)]
+            fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
+                let mut axes = axes;
+                $(
+                    self.$index.write_quantized(axes, writer);
+                    axes = axes.skip($name::FLOATS as usize);
+                )+
+            }
+
+            #[allow(unused_assignments)]
+            fn read_quantized(axes: Quantizers<'_>, reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+                let mut axes = axes;
+                Ok(($({
+                    let item = $name::read_quantized(axes, reader)?;
+                    axes = axes.skip($name::FLOATS as usize);
+                    item
+                },)+))
+            }
+
+            #[allow(unused_assignments)]
+            fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
+                let mut axes = axes;
+                $(
+                    if !self.$index.same_quantized(&other.$index, axes) {
+                        return false;
+                    }
+                    axes = axes.skip($name::FLOATS as usize);
+                )+
+                true
+            }
+        }
+    };
+}
+
+quantize_tuple!(A 0, B 1);
+quantize_tuple!(A 0, B 1, C 2);
+quantize_tuple!(A 0, B 1, C 2, D 3);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantizer_endpoints_are_exact() {
+        let q = Quantizer::new(-2.0, 6.0, 3);
+        assert_eq!(q.quantize(-2.0), 0);
+        assert_eq!(q.quantize(6.0), 7);
+        assert_eq!(q.dequantize(0), -2.0);
+        assert_eq!(q.dequantize(7), 6.0);
+        assert_eq!(q.quantize(f64::NAN), 0);
+        assert_eq!(q.quantize(f64::INFINITY), 7);
+        assert_eq!(q.max_error(), 8.0 / 7.0 / 2.0);
+    }
+
+    #[test]
+    fn axes_repeat_over_nested_values() {
+        const AXES: [Quantizer; 2] = [Quantizer::new(0.0, 1.0, 3), Quantizer::new(0.0, 100.0, 9)];
+        let axes = Quantizers::new(&AXES);
+        // [(x, y); 3]: every x in 3 bits, every y in 9.
+        let value = [(0.5f32, 50.0f32), (1.0, 100.0), (0.0, 0.0)];
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        value.write_quantized(axes, &mut writer);
+        assert_eq!(writer.finish(), 3 * (3 + 9));
+        assert_eq!(axes.bits_for(6), 3 * (3 + 9));
+        let back = <[(f32, f32); 3]>::read_quantized(axes, &mut BitReader::new(&bytes)).unwrap();
+        // Half a step, and the f32 rounding of what arrives.
+        let close =
+            |a: f32, b: f32, q: &Quantizer| f64::from((a - b).abs()) <= q.max_error() + 1e-5;
+        for ((x, y), (bx, by)) in value.iter().zip(back) {
+            assert!(close(*x, bx, &AXES[0]) && close(*y, by, &AXES[1]));
+        }
+        assert_eq!(back[1..], value[1..]); // the ends of the ranges are exact
+        // 0.01 more on an x (half a step: 1 / 7 / 2) is no change; 0.3
+        // more on a y from 0 (half a step: 100 / 511 / 2) is one.
+        let mut moved = value;
+        moved[2].0 += 0.01;
+        assert!(value.same_quantized(&moved, axes));
+        moved[2].1 += 0.3;
+        assert!(!value.same_quantized(&moved, axes));
+        assert_ne!(axes.type_hash(1), Quantizers::new(&AXES[..1]).type_hash(1));
+        assert_eq!(
+            Quantizers::new(&AXES[..1]).type_hash(1),
+            AXES[0].type_hash(1)
+        );
+    }
+}

@@ -1,0 +1,9 @@
+use fastarray::Replicate;
+use std::time::Duration;
+
+#[derive(Replicate)]
+struct Cooldown {
+    left: Duration,
+}
+
+fn main() {}
