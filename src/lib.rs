@@ -216,7 +216,8 @@ pub mod wire_format {}
 /// largest is positive; `N` in 4..=32. The input is normalized first; the
 /// identity arrives exactly; the received quaternion is within
 /// [`SmallestThree::max_error`] of the sent one as a 4-vector (about
-/// `2.45 / (2^N − 2)`: 0.28° of rotation at `N = 10`). `min` and `max` are
+/// `4.9 / (2^N − 2)`: 0.55° of rotation at `N = 10`; the code is settled
+/// so that a mirror's quaternion re-encodes to the bits it came from). `min` and `max` are
 /// not taken: the range is the quaternion's.
 ///
 /// ```ignore

@@ -336,31 +336,43 @@ fn random_quantizations_round_trip_every_reachable_step() {
     }
 }
 
-/// Known limit, in the smallest-three rotation encoding
-/// (`quantize(bits = N)` on a quaternion, `codec/rotation.rs`): a decoded
-/// rotation does not always re-encode to the bits it came from, so a
-/// mirror's quaternion field may not be `wire_eq` its server's. The
-/// rebuilt largest component can come out smaller than a quantized small
-/// one (near ties, coarse bits: about 1 in 650 random rotations at 10
-/// bits, 1 in 7 at 4), the rescaling of an over-long quantized vector moves
-/// the small ones, and an `f32` quaternion cannot hold steps finer than
-/// its own spacing (nearly every rotation at 28 bits or more). The fix
-/// belongs to that encoding's decoder (or encoder: choose an encoding that
-/// decodes to itself); this test says when it holds.
+/// A decoded rotation (`quantize(bits = N)` on a quaternion) re-encodes to
+/// the bits it came from, for `f64` and for `f32` receivers, so a mirror's
+/// quaternion field is `wire_eq` its server's. The nearest code does not
+/// always have that property (near ties the rebuilt largest component can
+/// come out below a small one, the rescaling moves the small ones, and an
+/// `f32` cannot hold steps finer than its own spacing: about 1 in 650
+/// random rotations at 10 bits, 1 in 7 at 4, nearly all `f32` ones at 28
+/// or more), so the encoder settles on a code that decodes to itself
+/// (for `f32` up to 30 bits, past which an `f32` holds no such code).
 #[test]
-#[ignore = "known limit: smallest-three rotations are not yet re-encode stable (see the doc comment)"]
 fn a_decoded_rotation_re_encodes_to_the_same_bits() {
     use fastarray::SmallestThree;
+    let as_f32 = |q: [f64; 4]| q.map(|c| f64::from(c as f32));
     let mut rng = ChaCha8Rng::seed_from_u64(56);
-    for bits in [4, 10, 16, 24, 32] {
+    for bits in [4, 5, 10, 16, 24, 28, 30, 31, 32] {
         let q = SmallestThree::new(bits);
-        for _ in 0..20_000 {
-            let v: [f64; 4] = core::array::from_fn(|_| rng.random::<f64>() * 2.0 - 1.0);
+        for n in 0..20_000 {
+            let mut v: [f64; 4] = core::array::from_fn(|_| rng.random::<f64>() * 2.0 - 1.0);
+            if n % 4 == 0 {
+                // Near a tie between the two largest components.
+                v[1] = v[0] * (1.0 + (rng.random::<f64>() - 0.5) * 1e-3);
+            }
             let sent = q.quantize(v);
             let back = q.dequantize(sent.0, sent.1);
             assert_eq!(q.quantize(back), sent, "{bits} bits, f64: {v:?}");
-            let back32 = back.map(|c| f64::from(c as f32));
-            assert_eq!(q.quantize(back32), sent, "{bits} bits, f32: {v:?}");
+            if bits > 30 {
+                // Past what an `f32` quaternion holds: not guaranteed
+                // (documented on `QuantizeRotation`); use `DQuat`.
+                continue;
+            }
+            let sent32 = q.quantize_as(v, as_f32);
+            let back32 = as_f32(q.dequantize(sent32.0, sent32.1));
+            assert_eq!(
+                q.quantize_as(back32, as_f32),
+                sent32,
+                "{bits} bits, f32: {v:?}"
+            );
         }
     }
 }

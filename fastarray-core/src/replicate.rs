@@ -152,10 +152,10 @@ pub trait Replicate: BitCodec {
     /// raw float compares its bits (`NaN` equals itself, `-0.0` differs
     /// from `0.0`). A value that cannot be encoded (an integer too wide
     /// for its `bits`) is equal to nothing: it never reaches a mirror.
-    /// Known limit: a quaternion sent as smallest-three
-    /// (`quantize(bits = N)`) does not always decode to a value that
-    /// re-encodes to its bits (near-tied components, coarse or, for `f32`,
-    /// very fine bits), so a mirror's may compare unequal.
+    /// A quaternion sent as smallest-three (`quantize(bits = N)`) is sent
+    /// as a code that decodes to a value re-encoding to it, so a mirror's
+    /// compares equal ([`SmallestThree::quantize_as`](crate::SmallestThree::quantize_as));
+    /// an `f32` `Quat` past 30 bits (finer than an `f32` holds) may not.
     ///
     /// The default encodes both values; there is no need to override it.
     ///
