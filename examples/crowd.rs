@@ -154,7 +154,7 @@ fn main() -> ExitCode {
         .map(|(profile, seed)| Client {
             link: Link::new(profile, seed),
             conn: SendState::new(),
-            mirror: FastArray::new(),
+            mirror: FastArray::mirror(),
             bytes: 0,
             packets: 0,
         })
@@ -184,7 +184,7 @@ fn main() -> ExitCode {
 
         let mut tick_bytes = Vec::with_capacity(clients.len());
         for client in &mut clients {
-            if live || !client.conn.is_settled() {
+            if live || !server.is_settled(&client.conn) {
                 let mut packet = Vec::new();
                 if let Err(error) =
                     server.write_delta(&mut client.conn, u32::from(sequence), &mut packet)
@@ -218,7 +218,9 @@ fn main() -> ExitCode {
                 server.len(),
             );
         }
-        let settled = clients.iter().all(|c| c.conn.is_settled() && c.link.idle());
+        let settled = clients
+            .iter()
+            .all(|c| server.is_settled(&c.conn) && c.link.idle());
         if !live && settled {
             println!(
                 "links healed; all clients settled {} ticks later",
@@ -251,7 +253,7 @@ fn main() -> ExitCode {
     let mut all_match = true;
     for (n, client) in clients.iter().enumerate() {
         let stats = client.link.stats();
-        let matches = client.mirror == server;
+        let matches = client.mirror.wire_eq(&server);
         all_match &= matches;
         println!(
             "{n:>6}  {:<9}  {:>10.0}  {:>7}  {:>5}  {:>4}  {:>4}  {}",

@@ -143,7 +143,10 @@ pub mod wire_format {}
 /// count. The receiver gets the quantized value, at most
 /// `(B − A) / (2^N − 1) / 2` away from the sender's (clamped) value, and
 /// the change test compares quantized values, so jitter below the
-/// resolution sends nothing.
+/// resolution sends nothing. A mirror's value is the step's, rarely `==`
+/// the server's: compare a mirror with its server with
+/// [`FastArray::wire_eq`] (or [`Replicate::wire_eq`](trait@Replicate) for
+/// one value), which compares the steps.
 ///
 /// ```
 /// use fastarray::{FastArray, Quantizer, Replicate};
@@ -165,6 +168,11 @@ pub mod wire_format {}
 /// assert!(world.commit().changed().is_empty()); // below the resolution
 /// world.get_mut(id).unwrap().position[0] += 1.0;
 /// assert_eq!(world.commit().changed().len(), 1);
+///
+/// // What a client holds of 1.3 is the nearest step: equal on the wire.
+/// let sent = Body { position: [1.3, 0.0, 0.0] };
+/// let held = Body { position: [Q.dequantize(Q.quantize(1.3)) as f32, 0.0, 0.0] };
+/// assert!(sent.position != held.position && sent.wire_eq(&held));
 /// ```
 ///
 /// ## A range per axis
@@ -208,7 +216,8 @@ pub mod wire_format {}
 /// largest is positive; `N` in 4..=32. The input is normalized first; the
 /// identity arrives exactly; the received quaternion is within
 /// [`SmallestThree::max_error`] of the sent one as a 4-vector (about
-/// `2.45 / (2^N − 2)`: 0.28° of rotation at `N = 10`). `min` and `max` are
+/// `4.9 / (2^N − 2)`: 0.55° of rotation at `N = 10`; the code is settled
+/// so that a mirror's quaternion re-encodes to the bits it came from). `min` and `max` are
 /// not taken: the range is the quaternion's.
 ///
 /// ```ignore
@@ -396,7 +405,7 @@ pub mod wire_format {}
 /// let ann = members.push(Member { hp: 100 });
 /// let red = squads.push(Squad { tag: 1, members });
 /// squads.commit();
-/// let (mut conn, mut mirror) = (SendState::new(), FastArray::new());
+/// let (mut conn, mut mirror) = (SendState::new(), FastArray::mirror());
 /// let mut packet = Vec::new();
 /// squads.write_delta(&mut conn, 0, &mut packet).unwrap();
 /// mirror.apply_delta(&packet, &mut ()).unwrap(); // the squad with its members

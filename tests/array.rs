@@ -108,7 +108,7 @@ fn sort_and_swap_reorder_items() {
     assert_eq!(order, [4, 3, 2, 1, 0]);
     array.swap(ids[4], ids[0]);
     assert_eq!(array.ids().next(), Some(ids[0]));
-    assert_eq!(array.ids().last(), Some(ids[4]));
+    assert_eq!(array.ids().next_back(), Some(ids[4]));
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn drain<T: Replicate>(
         client.apply_delta(&bytes, &mut ()).unwrap();
         conn.on_ack(packet);
         sent.push(stats.added + stats.changed);
-        if conn.pending_items() == 0 && conn.is_settled() {
+        if server.is_settled(conn) {
             return sent;
         }
     }

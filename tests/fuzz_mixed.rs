@@ -163,7 +163,7 @@ fn run_with<T: Replicate + Clone + PartialEq + std::fmt::Debug>(
             let write = if lossy {
                 c.quiet_until <= now
             } else {
-                now < ticks + 100 || !c.state.is_settled()
+                now < ticks + 100 || !server.is_settled(&c.state)
             };
             if write {
                 packet += 1;
@@ -253,7 +253,7 @@ fn run_with<T: Replicate + Clone + PartialEq + std::fmt::Debug>(
         if now > ticks + 100
             && cs
                 .iter()
-                .all(|c| c.flights.is_empty() && c.state.is_settled())
+                .all(|c| c.flights.is_empty() && server.is_settled(&c.state))
         {
             for (ci, c) in cs.iter().enumerate() {
                 assert_eq!(c.client, server, "seed {seed} conn {ci}: diverged");
@@ -356,7 +356,7 @@ fn budgets_hold_with_every_id_spacing() {
         let mut conn = SendState::new();
         let mut client = FastArray::new();
         let mut packet = 0;
-        while !conn.is_settled() || packet == 0 {
+        while !server.is_settled(&conn) {
             packet += 1;
             exchange(&mut server, &mut conn, &mut client, packet);
         }
@@ -387,7 +387,7 @@ fn budgets_hold_with_every_id_spacing() {
             );
             client.apply_delta(&bytes, &mut ()).unwrap();
             conn.on_ack(packet);
-            if conn.is_settled() {
+            if server.is_settled(&conn) {
                 break;
             }
             server.commit();

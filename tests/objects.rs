@@ -574,7 +574,7 @@ fn a_budgeted_write_splits_the_object_over_packets() {
         client.apply_delta(&bytes, &mut ()).unwrap();
         conn.on_ack(packet);
         packet += 1;
-        if conn.is_settled() {
+        if server.is_settled(&conn) {
             break;
         }
         assert!(packet < 100, "not settled after 100 packets");

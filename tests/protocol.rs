@@ -52,7 +52,7 @@ impl Setup {
         // An empty array sends an empty message, which needs no ack.
         assert_eq!(setup.conn.on_ack(packet), n > 0);
         assert_eq!(setup.client, setup.server);
-        assert!(setup.conn.is_settled());
+        assert!(setup.server.is_settled(&setup.conn));
         setup
     }
 

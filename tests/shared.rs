@@ -103,7 +103,7 @@ fn caught_up_connections_take_one_message_written_once() {
         assert_eq!(*shared, index > 0, "connection {index}");
     }
     for conn in &room.conns {
-        assert!(conn.is_settled());
+        assert!(room.server.is_settled(conn));
     }
     // The next frames too, while they stay caught up.
     for round in 0..5 {
@@ -197,7 +197,7 @@ fn a_lost_shared_message_is_resent_and_nothing_else() {
     room.clients[2].apply_delta(&repair, &mut ()).unwrap();
     room.conns[2].on_ack(8);
     assert_eq!(room.clients[2], room.server);
-    assert!(room.conns[2].is_settled());
+    assert!(room.server.is_settled(&room.conns[2]));
 }
 
 /// A connection that followed shared messages for a while, then fell more
@@ -288,7 +288,7 @@ fn run_many(seed: u64, ticks: u32) -> u64 {
         server.commit();
         let packet = u32::from((65_500 + now) as u16);
         for ((conn, link), client) in conns.iter_mut().zip(&mut links).zip(&mut clients) {
-            if now < ticks || !conn.is_settled() {
+            if now < ticks || !server.is_settled(conn) {
                 let mut bytes = Vec::new();
                 let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
                 shared += u64::from(stats.shared);
@@ -306,7 +306,8 @@ fn run_many(seed: u64, ticks: u32) -> u64 {
                 };
             }
         }
-        if now > ticks && links.iter().all(Link::idle) && conns.iter().all(SendState::is_settled) {
+        if now > ticks && links.iter().all(Link::idle) && conns.iter().all(|c| server.is_settled(c))
+        {
             for (client, profile) in clients.iter().zip(&profiles) {
                 assert_eq!(client, &server, "{} seed {seed}", profile.name);
             }

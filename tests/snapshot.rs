@@ -315,7 +315,7 @@ mod join {
                 let mut bytes = Vec::new();
                 server.write_snapshot_for(&mut conn, &mut bytes).unwrap();
                 let mut client = FastArray::<Squad>::from_snapshot(&bytes).unwrap();
-                assert!(conn.is_settled());
+                assert!(server.is_settled(&conn));
                 assert_eq!(conn.client_items(), 6);
 
                 // Removed and changed before any delta carries them.
@@ -340,7 +340,7 @@ mod join {
                     client.apply_delta(&bytes, &mut ()).unwrap();
                     conn.on_ack(packet);
                     server.commit();
-                    if conn.pending_items() == 0 && conn.is_settled() {
+                    if server.is_settled(&conn) {
                         break;
                     }
                 }

@@ -426,14 +426,14 @@ pub fn server_array(agents: &[Agent]) -> FastArray<Agent> {
 /// mirror.
 pub fn caught_up(server: &mut FastArray<Agent>, packet: u32) -> (SendState, FastArray<Agent>) {
     let mut conn = SendState::new();
-    let mut mirror = FastArray::new();
+    let mut mirror = FastArray::mirror();
     let mut bytes = Vec::new();
     server
         .write_delta(&mut conn, packet, &mut bytes)
         .expect("initial write");
     mirror.apply_delta(&bytes, &mut ()).expect("initial apply");
     conn.on_ack(packet);
-    assert!(conn.is_settled());
+    assert!(server.is_settled(&conn));
     (conn, mirror)
 }
 

@@ -10,6 +10,7 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::iter::{Ids, Iter, IterMut};
 use crate::receive::decode::Decoded;
 use crate::receive::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive::mirror::Mirror;
@@ -19,6 +20,10 @@ use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 use crate::snapshot;
 use crate::store::{ItemMut, Store};
+
+mod role;
+mod settle;
+mod wire_eq;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
@@ -37,8 +42,23 @@ use crate::store::{ItemMut, Store};
 /// replicated: [`swap`], [`sort_by`] and the slot moves done by [`remove`]
 /// never count as changes.
 ///
-/// The same type is the client's mirror: [`apply_delta`] and
-/// [`from_snapshot`] follow a server's array.
+/// # Authority or mirror
+///
+/// The same type is the client's mirror. An array is either an
+/// *authority* — a server's array: it has items or commits of its own and
+/// writes deltas — or a *mirror* — a client's array: it follows an
+/// authority through [`apply_delta`] and has no changes of its own, since
+/// the next delta would overwrite them (a local [`push`] would take an id
+/// the server hands out to another item). [`FastArray::mirror`] and
+/// [`from_snapshot`] make mirrors; a [`new`] array becomes an authority at
+/// its first [`push`], [`commit`] or write, and a mirror when a delta is
+/// first applied to it ([`is_mirror`] tells which). Each side refuses the
+/// other's work: local changes to a mirror ([`push`], [`get_mut`],
+/// [`iter_mut`], [`remove`], [`retain`], [`clear`], [`commit`]) panic, and
+/// its writes return [`SendError::NotAnAuthority`]; a delta or snapshot
+/// applied to an authority returns [`DecodeError::NotAMirror`] and
+/// changes nothing. Reordering ([`swap`], [`sort_by`]) is local to each
+/// side and allowed on both: order is never replicated.
 ///
 /// ```
 /// use fastarray_core::{FastArray, FieldMask};
@@ -71,6 +91,10 @@ use crate::store::{ItemMut, Store};
 /// [`len`]: FastArray::len
 /// [`apply_delta`]: FastArray::apply_delta
 /// [`from_snapshot`]: FastArray::from_snapshot
+/// [`new`]: FastArray::new
+/// [`is_mirror`]: FastArray::is_mirror
+/// [`iter_mut`]: FastArray::iter_mut
+/// [`clear`]: FastArray::clear
 pub struct FastArray<T> {
     /// The items, and what this frame did to them.
     store: Store<T>,
@@ -101,7 +125,9 @@ impl<T> Default for FastArray<T> {
 }
 
 impl<T> FastArray<T> {
-    /// An empty array.
+    /// An empty array: a server's authority from its first [`push`](Self::push)
+    /// or [`commit`](Self::commit) on, or a client's mirror from the first
+    /// delta applied to it (see [`mirror`](Self::mirror)).
     pub fn new() -> Self {
         Self::with_capacity(0)
     }
@@ -140,8 +166,11 @@ impl<T> FastArray<T> {
     /// Adds an item at the end and returns its new id.
     ///
     /// # Panics
-    /// After 2⁶⁴ pushes to one array, because ids are never reused.
+    /// On a [mirror](Self::is_mirror) (its ids are the server's). After
+    /// 2⁶⁴ pushes to one array, because ids are never reused.
+    #[track_caller]
     pub fn push(&mut self, value: T) -> ReplicationId {
+        self.expect_authority("FastArray::push");
         self.store.push(value)
     }
 
@@ -189,40 +218,75 @@ impl<T> FastArray<T> {
     /// Removes the item and returns it. O(1): the last item moves into its
     /// place, like [`Vec::swap_remove`] (positions are not replicated; use
     /// [`retain`](Self::retain) to remove while keeping the order).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items.
+    #[track_caller]
     pub fn remove(&mut self, id: ReplicationId) -> Option<T> {
+        self.expect_authority("FastArray::remove");
         self.store.remove(id)
     }
 
     /// Keeps the items for which `keep(id, &item)` is true, in order, and
     /// removes the rest. O(len).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items.
+    #[track_caller]
     pub fn retain(&mut self, keep: impl FnMut(ReplicationId, &T) -> bool) {
+        self.expect_authority("FastArray::retain");
         self.store.retain(keep);
     }
 
     /// Removes every item.
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): only its server removes items (to
+    /// start a client over, replace it with a new [`mirror`](Self::mirror)).
+    #[track_caller]
     pub fn clear(&mut self) {
+        self.expect_authority("FastArray::clear");
         self.store.retain(|_, _| false);
     }
 
     /// Exchanges the positions of two items. Returns `false` (and does
-    /// nothing) if either id is absent. Never a change.
+    /// nothing) if either id is absent. Never a change, so a mirror may
+    /// reorder its items too.
     pub fn swap(&mut self, a: ReplicationId, b: ReplicationId) -> bool {
         self.store.swap(a, b)
     }
 
-    /// Sorts the items with a comparator (stable). Never a change.
+    /// Sorts the items with a comparator (stable). Never a change, so a
+    /// mirror may sort its items too.
     pub fn sort_by(&mut self, compare: impl FnMut(&T, &T) -> Ordering) {
         self.store.sort_by(compare);
     }
 
     /// The items in their current order, with their ids.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (ReplicationId, &T)> + '_ {
-        self.store.slots().iter().map(|slot| (slot.id, &slot.value))
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter::new(self.store.slots())
     }
 
     /// The ids in the items' current order.
-    pub fn ids(&self) -> impl ExactSizeIterator<Item = ReplicationId> + '_ {
-        self.store.slots().iter().map(|slot| slot.id)
+    ///
+    /// The iterator keeps the array borrowed only while it is used, so an
+    /// id taken from it can be used to mutate at once:
+    ///
+    /// ```
+    /// # use fastarray_core::FastArray;
+    /// # use fastarray_derive::Replicate;
+    /// # #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// # #[replicate(crate = "fastarray_core")]
+    /// # struct Unit { hp: u16 }
+    /// let mut units = FastArray::new();
+    /// units.push(Unit { hp: 10 });
+    /// if let Some(id) = units.ids().next() {
+    ///     units.get_mut(id).unwrap().hp = 0;
+    /// }
+    /// assert_eq!(units.iter().next().unwrap().1.hp, 0);
+    /// ```
+    pub fn ids(&self) -> Ids<'_, T> {
+        Ids::new(self.store.slots())
     }
 }
 
@@ -239,13 +303,62 @@ impl<T: Replicate> FastArray<T> {
     /// and ids while every mirror keeps the old array's, so
     /// [`commit`](Self::commit) refuses it with a panic. An edited clone of
     /// the array written back in the same frame is an edit.
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): the next delta would overwrite the
+    /// change.
+    #[track_caller]
     pub fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>>
     where
         T: Clone,
     {
-        self.store.get_mut_with(id, |value| {
-            value.pre_image().unwrap_or_else(|| value.clone())
-        })
+        self.expect_authority("FastArray::get_mut");
+        self.store.get_mut_with(id, pre_image)
+    }
+
+    /// Every item with its id, in the items' order, each behind a guard
+    /// that records its change exactly as [`get_mut`](Self::get_mut)'s does
+    /// (a pre-image on the first write, nothing for an item only read). The
+    /// guards may be kept alive together.
+    ///
+    /// Costs O(len) to start (one pre-image cell per item not yet written
+    /// this frame, in a list the array keeps from frame to frame) and
+    /// nothing per item beyond what [`get_mut`](Self::get_mut) costs: no
+    /// allocation, and an item is copied only when first written.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, FieldMask};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16, poisoned: bool }
+    ///
+    /// let mut units = FastArray::new();
+    /// let a = units.push(Unit { hp: 10, poisoned: true });
+    /// let b = units.push(Unit { hp: 10, poisoned: false });
+    /// units.commit();
+    ///
+    /// for (_, mut unit) in units.iter_mut() {
+    ///     if unit.poisoned {
+    ///         unit.hp -= 1; // recorded: only `hp` of `a` changed
+    ///     }
+    /// }
+    /// assert_eq!(units.commit().changed(), [(a, FieldMask::single(0))]);
+    /// # let _ = b;
+    /// ```
+    ///
+    /// # Panics
+    /// On a [mirror](Self::is_mirror): the next delta would overwrite the
+    /// changes.
+    #[track_caller]
+    pub fn iter_mut(&mut self) -> IterMut<'_, T>
+    where
+        T: Clone,
+    {
+        self.expect_authority("FastArray::iter_mut");
+        let (slots, cells) = self.store.lend();
+        IterMut::new(slots, cells, pre_image)
     }
 
     /// Ends the frame: works out what was added, removed and changed since
@@ -260,8 +373,11 @@ impl<T: Replicate> FastArray<T> {
     /// # Panics
     /// If an `#[replicate(array)]` field of an item written through a guard
     /// this frame was replaced by another `FastArray` (see
-    /// [`get_mut`](Self::get_mut)): mirrors could not follow it.
+    /// [`get_mut`](Self::get_mut)): mirrors could not follow it. On a
+    /// [mirror](Self::is_mirror), which has no changes of its own.
+    #[track_caller]
     pub fn commit(&mut self) -> &Changeset {
+        self.expect_authority("FastArray::commit");
         let sender = self.sender.get_or_insert_with(Box::default);
         self.store.commit(&mut sender.history);
         self.last_changeset()
@@ -294,7 +410,7 @@ impl<T: Replicate> FastArray<T> {
     /// let id = server.push(Unit { hp: 100, team: 1 });
     /// server.commit();
     /// let mut conn = SendState::new();
-    /// let mut client = FastArray::new();
+    /// let mut client = FastArray::mirror();
     ///
     /// let mut packet = Vec::new();
     /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
@@ -347,7 +463,7 @@ impl<T: Replicate> FastArray<T> {
     /// }
     /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
     /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::new());
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::mirror());
     ///
     /// let mut packet = Vec::new();
     /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
@@ -391,6 +507,7 @@ impl<T: Replicate> FastArray<T> {
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
+        self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.write(&mut self.store, conn, packet, writer, budget)
     }
@@ -399,8 +516,12 @@ impl<T: Replicate> FastArray<T> {
     /// this mirror, calling `callbacks` for what changed. The whole message
     /// is decoded and checked first: on error the mirror is unchanged.
     ///
-    /// A mirror is a `FastArray` that only receives: ids come from the
-    /// server, and it should not be mutated locally.
+    /// A mirror only receives: ids come from the server, and local changes
+    /// are refused (see [Authority or mirror](Self#authority-or-mirror)). A
+    /// [new](Self::new) array becomes a mirror here; an authority (an array
+    /// that has held items or committed) returns
+    /// [`DecodeError::NotAMirror`] and is left as it was, since the delta
+    /// would overwrite its own items.
     pub fn apply_delta(
         &mut self,
         bytes: &[u8],
@@ -429,6 +550,7 @@ impl<T: Replicate> FastArray<T> {
         &self,
         reader: &mut BitReader<'_>,
     ) -> Result<Decoded<T>, DecodeError> {
+        self.expect_receiver()?;
         match &self.mirror {
             Some(mirror) => mirror.decode(&self.store, reader),
             None => Mirror::default().decode(&self.store, reader),
@@ -542,6 +664,7 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<(), SendError> {
+        self.expect_writer()?;
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
@@ -568,9 +691,12 @@ impl<T: Replicate> FastArray<T> {
         Self::decode_snapshot_body(reader)
     }
 
-    /// Replaces this array's contents with a snapshot that fills all of
-    /// `bytes`. On error the array is unchanged.
+    /// Replaces this mirror's contents with a snapshot that fills all of
+    /// `bytes`. On error the array is unchanged; an authority (an array
+    /// that has held items or committed) returns
+    /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.expect_receiver()?;
         *self = Self::from_snapshot(bytes)?;
         Ok(())
     }
@@ -596,10 +722,10 @@ impl<T: Replicate> FastArray<T> {
             array
                 .store
                 .insert_replicated(ReplicationId::from_raw(0), 0, value);
+            array.mirror = Some(Box::new(Mirror::object()));
         } else {
             array.store.push(value);
         }
-        array.mirror = Some(Box::new(Mirror::object()));
         array
     }
 
@@ -620,6 +746,12 @@ impl<T: Replicate> FastArray<T> {
         array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
         Ok(array)
     }
+}
+
+/// What a guard keeps of an item before its first write in a frame: the
+/// plain fields (see [`Replicate::pre_image`]), or a whole copy.
+fn pre_image<T: Replicate + Clone>(value: &T) -> T {
+    value.pre_image().unwrap_or_else(|| value.clone())
 }
 
 /// Writes with `write` into `out`, returning the bits written; on error

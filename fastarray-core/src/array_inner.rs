@@ -2,6 +2,8 @@
 //! field): the [`ArrayField`] the derive requires and the [`InnerArray`]
 //! its owner drives.
 
+use core::any::Any;
+
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
@@ -49,6 +51,17 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         !self.commit().is_empty()
     }
 
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn wire_eq_array(&self, other: &dyn InnerArray) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<Self>()
+            .is_some_and(|other| self.wire_eq(other))
+    }
+
     fn write_delta_into(
         &mut self,
         conn: &mut SendState,
@@ -82,6 +95,10 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
             // Only `decode_delta_from` of this same array makes it.
             None => ApplyReport::default(),
         }
+    }
+
+    fn is_settled_for(&self, conn: &SendState) -> bool {
+        self.is_settled(conn)
     }
 
     fn announce(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>)) {

@@ -125,6 +125,16 @@ pub enum DecodeError {
     /// ([`Replicated::from_snapshot`](crate::Replicated::from_snapshot))
     /// that holds no item: it is an empty array's.
     MissingObject,
+    /// A delta or snapshot applied to an authority: an array that has held
+    /// items or committed on its own (a server's), whose items the message
+    /// would silently overwrite. Clients apply messages to a mirror
+    /// ([`FastArray::mirror`](crate::FastArray::mirror),
+    /// [`Replicated::mirror`](crate::Replicated::mirror), a snapshot, or a
+    /// new array that never held an item). Nothing was read or changed.
+    NotAMirror {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// Bits left over after the message that are not zero padding.
     TrailingData {
         /// Bit offset where the message ended.
@@ -244,6 +254,12 @@ impl fmt::Display for DecodeError {
                 f,
                 "a replicated object's snapshot holds no object (it is an empty array's snapshot)"
             ),
+            Self::NotAMirror { type_name } => write!(
+                f,
+                "a message applied to an authority (an array of `{type_name}` that has held items or \
+                 committed on its own), whose items it would overwrite: apply messages to a mirror \
+                 (`mirror()`, a snapshot, or a new array that never held an item)"
+            ),
             Self::TrailingData {
                 bit_offset,
                 remaining_bits,
@@ -337,6 +353,12 @@ pub enum SendError {
         /// The budget given.
         budget: u64,
     },
+    /// A write asked of a mirror ([`FastArray::is_mirror`](crate::FastArray::is_mirror)),
+    /// which follows a server's array and has no changes of its own to send.
+    NotAnAuthority {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -359,6 +381,11 @@ impl fmt::Display for SendError {
             Self::BudgetTooSmall { budget } => {
                 write!(f, "a budget of {budget} bits cannot hold any message")
             }
+            Self::NotAnAuthority { type_name } => write!(
+                f,
+                "this array of `{type_name}` is a mirror: it applies its server's deltas and has \
+                 nothing of its own to send"
+            ),
             Self::Encode { id, error } => write!(f, "item {id}: {error}"),
         }
     }

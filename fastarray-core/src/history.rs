@@ -14,6 +14,8 @@ pub const HISTORY_LEN: usize = 64;
 #[derive(Clone, Debug, Default)]
 pub(crate) struct History {
     slots: VecDeque<Changeset>,
+    /// The frame of the newest commit that changed anything (0 before).
+    last_change: u64,
 }
 
 impl History {
@@ -36,7 +38,17 @@ impl History {
                 .back()
                 .is_none_or(|last| last.frame + 1 == changes.frame)
         );
+        if !changes.is_empty() {
+            self.last_change = changes.frame;
+        }
         self.slots.push_back(changes);
+    }
+
+    /// The frame of the newest commit that added, removed or changed
+    /// anything (0 if none did): a connection that has merged it holds
+    /// every change, whatever empty commits came after.
+    pub(crate) fn last_change(&self) -> u64 {
+        self.last_change
     }
 
     /// The newest changeset, if any commit happened.

@@ -53,6 +53,11 @@ pub trait InnerArray {
     fn has_uncommitted_work(&self) -> bool;
     /// Commits its changes; returns whether anything changed.
     fn commit_changes(&mut self) -> bool;
+    /// The array, to tell its type.
+    fn as_any(&self) -> &dyn Any;
+    /// Whether `other` is an array of the same type that holds the same
+    /// ids with items equal on the wire (`FastArray::wire_eq`).
+    fn wire_eq_array(&self, other: &dyn InnerArray) -> bool;
     /// Writes its delta for a connection into the owner's message, within
     /// `budget` if given.
     fn write_delta_into(
@@ -89,6 +94,9 @@ pub trait InnerArray {
     /// the arrays inside it: what a mirror says of the arrays of an item
     /// it removes.
     fn retire(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
+    /// Whether the client of `conn` holds every change this array
+    /// committed (see `FastArray::is_settled`).
+    fn is_settled_for(&self, conn: &SendState) -> bool;
     /// The send state of a client that holds it as a snapshot of it now
     /// would give it.
     fn snapshot_state(&self) -> SendState;

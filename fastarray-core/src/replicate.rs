@@ -6,6 +6,46 @@ use crate::error::{DecodeError, EncodeError};
 use crate::inner::InnerArray;
 use crate::mask::FieldMask;
 
+/// Whether `a` and `b` encode to the same bits (`false` if either cannot
+/// be encoded).
+fn same_encoding<T: BitCodec>(a: &T, b: &T) -> bool {
+    let encode = |value: &T| {
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        let encoded = value.encode(&mut writer);
+        let bits = writer.finish();
+        encoded.ok().map(|()| (bits, bytes))
+    };
+    match (encode(a), encode(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether the `#[replicate(array)]` fields of `a` and `b` are equal on
+/// the wire, field by field.
+fn same_arrays<T: Replicate>(a: &T, b: &T) -> bool {
+    if T::ARRAY_FIELDS == 0 {
+        return true;
+    }
+    let mut same = true;
+    let mut field = 0;
+    a.for_each_array(&mut |mine| {
+        let mut other_field = 0;
+        let mut found = false;
+        b.for_each_array(&mut |theirs| {
+            if other_field == field {
+                found = true;
+                same &= mine.wire_eq_array(theirs);
+            }
+            other_field += 1;
+        });
+        same &= found;
+        field += 1;
+    });
+    same
+}
+
 /// A struct whose replicated fields can be diffed and sent one by one.
 ///
 /// Implement it with `#[derive(Replicate)]`; the derive also implements
@@ -96,6 +136,50 @@ pub trait Replicate: BitCodec {
 
     /// Drops from `patch` every field not in `keep`.
     fn retain_fields(patch: &mut Self::Patch, keep: FieldMask);
+
+    /// Whether `self` and `other` are equal *as the wire sees them*: their
+    /// replicated fields encode to the same bits, and their
+    /// `#[replicate(array)]` fields hold the same ids with items equal in
+    /// the same sense ([`FastArray::wire_eq`](crate::FastArray::wire_eq)).
+    ///
+    /// This, not `==`, is what a mirror has of its server. `==` compares
+    /// the values held: a quantized field on the client holds the step the
+    /// server's value was sent as, so it is almost never `==` the server's,
+    /// and a skipped field holds the client's own value. Here a quantized
+    /// field compares as its step (values a step apart differ, values
+    /// within one do not; out-of-range values compare as the end they are
+    /// clamped to, `NaN` as `min`), a skipped field is not compared, and a
+    /// raw float compares its bits (`NaN` equals itself, `-0.0` differs
+    /// from `0.0`). A value that cannot be encoded (an integer too wide
+    /// for its `bits`) is equal to nothing: it never reaches a mirror.
+    /// A quaternion sent as smallest-three (`quantize(bits = N)`) is sent
+    /// as a code that decodes to a value re-encoding to it, so a mirror's
+    /// compares equal ([`SmallestThree::quantize_as`](crate::SmallestThree::quantize_as));
+    /// an `f32` `Quat` past 30 bits (finer than an `f32` holds) may not.
+    ///
+    /// The default encodes both values; there is no need to override it.
+    ///
+    /// ```
+    /// use fastarray_core::Replicate;
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Dot {
+    ///     #[replicate(quantize(min = 0.0, max = 10.0, bits = 8))] // steps of 10/255
+    ///     x: f32,
+    ///     #[replicate(skip)]
+    ///     trail: Vec<f32>,
+    /// }
+    ///
+    /// let server = Dot { x: 1.0, trail: vec![0.9] };
+    /// let client = Dot { x: 1.0196079, trail: vec![] }; // step 26 (of 255), as received
+    /// assert!(server != client && server.wire_eq(&client));
+    /// assert!(!server.wire_eq(&Dot { x: 1.06, trail: vec![] })); // step 27
+    /// ```
+    fn wire_eq(&self, other: &Self) -> bool {
+        same_encoding(self, other) && same_arrays(self, other)
+    }
 
     /// Overwrites the fields carried by `patch` and returns those whose
     /// value changed: a field is named if its old value and the patch's are

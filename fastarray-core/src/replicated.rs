@@ -144,7 +144,11 @@ impl<T: Replicate> Replicated<T> {
     /// default value until the server's first message arrives. (A client
     /// that starts from a snapshot uses
     /// [`from_snapshot`](Self::from_snapshot) instead, which needs no
-    /// `Default`.)
+    /// `Default`.) A mirror refuses local changes, which the next delta
+    /// would overwrite ([`get_mut`](Self::get_mut) and
+    /// [`commit`](Self::commit) panic, writes return
+    /// [`SendError::NotAnAuthority`]); an object made with
+    /// [`new`](Self::new) refuses deltas ([`DecodeError::NotAMirror`]).
     pub fn mirror() -> Self
     where
         T: Default,
@@ -152,6 +156,21 @@ impl<T: Replicate> Replicated<T> {
         Self {
             item: FastArray::for_object(T::default(), true),
         }
+    }
+
+    /// Whether this is a client's mirror (from [`mirror`](Self::mirror)
+    /// or [`from_snapshot`](Self::from_snapshot)), not a server's object
+    /// (from [`new`](Self::new)).
+    pub fn is_mirror(&self) -> bool {
+        self.item.is_mirror()
+    }
+
+    /// Whether both objects are equal *as the wire sees them*: their plain
+    /// fields encode to the same bits and their arrays hold the same ids
+    /// with items equal in the same sense ([`Replicate::wire_eq`]). Compare
+    /// a mirror with its server with this: quantized fields make `==` fail.
+    pub fn wire_eq(&self, other: &Self) -> bool {
+        self.get().wire_eq(other.get())
     }
 
     /// The object.
@@ -167,10 +186,16 @@ impl<T: Replicate> Replicated<T> {
     /// item: a clone of a plain object; only the plain fields of an object
     /// with `#[replicate(array)]` fields (the arrays track their own
     /// changes, and are not cloned).
+    ///
+    /// # Panics
+    /// On a [mirror](Self::mirror): the next delta would overwrite the
+    /// change.
+    #[track_caller]
     pub fn get_mut(&mut self) -> ObjectMut<'_, T>
     where
         T: Clone,
     {
+        self.item.expect_authority("Replicated::get_mut");
         match self.item.get_mut(ID) {
             Some(item) => ObjectMut { item },
             None => unreachable!("a Replicated always holds its object"),
@@ -183,8 +208,11 @@ impl<T: Replicate> Replicated<T> {
     ///
     /// # Panics
     /// As [`FastArray::commit`]: if an array field was replaced by another
-    /// `FastArray` rather than edited.
+    /// `FastArray` rather than edited. On a [mirror](Self::mirror), which
+    /// has no changes of its own.
+    #[track_caller]
     pub fn commit(&mut self) -> bool {
+        self.item.expect_authority("Replicated::commit");
         !self.item.commit().is_empty()
     }
 
@@ -210,6 +238,13 @@ impl<T: Replicate> Replicated<T> {
 
 /// Sending deltas: see the [`FastArray`] methods of the same names.
 impl<T: Replicate> Replicated<T> {
+    /// Whether `conn`'s client holds what this object holds, its arrays
+    /// included: nothing uncommitted, every change written and every packet
+    /// that carried one acknowledged (see [`FastArray::is_settled`]).
+    pub fn is_settled(&self, conn: &SendState) -> bool {
+        self.item.is_settled(conn)
+    }
+
     /// Appends to `out` the delta bringing `conn`'s client up to date (the
     /// changed plain fields, then each array field's per-id delta) and
     /// records that packet `packet` carries it, as
@@ -261,7 +296,7 @@ impl<T: Replicate> Replicated<T> {
     ///     client.apply_delta(&packet, &mut ()).unwrap();
     ///     conn.on_ack(packets);
     ///     packets += 1;
-    ///     if conn.is_settled() {
+    ///     if server.is_settled(&conn) {
     ///         break; // everything written is acknowledged, nothing is due
     ///     }
     /// }
@@ -297,8 +332,10 @@ impl<T: Replicate> Replicated<T> {
 /// names.
 impl<T: Replicate> Replicated<T> {
     /// Applies a delta that fills all of `bytes` (up to zero padding),
-    /// written by [`write_delta`](Self::write_delta). Everything is decoded
-    /// and checked first; on error nothing changes.
+    /// written by [`write_delta`](Self::write_delta), to this
+    /// [mirror](Self::mirror). Everything is decoded and checked first; on
+    /// error nothing changes. A server's object (from [`new`](Self::new))
+    /// returns [`DecodeError::NotAMirror`].
     ///
     /// `callbacks` hear about the object as item `#0`: `post_change` with
     /// the plain fields that changed (an empty mask means only its arrays
@@ -452,8 +489,10 @@ impl<T: Replicate> Replicated<T> {
     }
 
     /// Replaces this mirror's object with a snapshot that fills all of
-    /// `bytes`. On error the mirror is unchanged.
+    /// `bytes`. On error the mirror is unchanged; a server's object (from
+    /// [`new`](Self::new)) returns [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.item.expect_receiver()?;
         *self = Self::from_snapshot(bytes)?;
         Ok(())
     }

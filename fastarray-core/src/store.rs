@@ -45,6 +45,14 @@ pub(crate) struct Slot<T> {
     pub(crate) value: T,
 }
 
+impl<T> Slot<T> {
+    /// Whether the item was neither added nor written this frame (its
+    /// first write has to record a pre-image).
+    pub(crate) fn is_clean(&self) -> bool {
+        self.state == SlotState::Clean
+    }
+}
+
 /// What this frame has done to a slot so far.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SlotState {
@@ -56,12 +64,17 @@ enum SlotState {
     Touched,
 }
 
+/// A pre-image in `FrameWork::touched`: the item's value before its first
+/// write this frame. `None` is a cell lent to a guard of
+/// [`Store::lend`] that was never written (commit skips it).
+type PreImage<T> = (ReplicationId, Option<T>);
+
 /// This frame's uncommitted work: what `commit` has to look at.
 #[derive(Clone)]
 struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
-    touched: Vec<(ReplicationId, T)>,
+    touched: Vec<PreImage<T>>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -179,10 +192,19 @@ impl<T> Store<T> {
         self.slots.get_mut(pos)
     }
 
+    /// Whether anything was pushed, removed or written through a guard
+    /// since the last commit. Cells lent to guards that were not written
+    /// do not count (after commit, `touched` is empty and this is O(1)).
     pub(crate) fn has_uncommitted_work(&self) -> bool {
         !(self.work.added.is_empty()
             && self.work.removed.is_empty()
-            && self.work.touched.is_empty())
+            && self.work.touched.iter().all(|(_, pre)| pre.is_none()))
+    }
+
+    /// Whether this store never had an item of its own (no id was ever
+    /// assigned or received).
+    pub(crate) fn never_held_items(&self) -> bool {
+        self.next_id == 0
     }
 
     /// Adds an item with the next id.
@@ -245,9 +267,29 @@ impl<T> Store<T> {
         let pos = *self.index.get(&id)?;
         Some(ItemMut {
             slot: &mut self.slots[pos],
-            touched: &mut self.work.touched,
+            record: Record::Push(&mut self.work.touched),
             capture,
         })
+    }
+
+    /// Every slot, mutably and in order, with one pre-image cell per slot
+    /// not yet written this frame (in the same order): what the array's
+    /// `IterMut` hands to its guards, which can all
+    /// be alive at once because each owns its slot and its cell. Costs
+    /// O(len) and no allocation once `touched` has grown to the array's
+    /// size; cells of an earlier call that were never written are dropped
+    /// first.
+    pub(crate) fn lend(&mut self) -> (&mut [Slot<T>], &mut [PreImage<T>]) {
+        let touched = &mut self.work.touched;
+        touched.retain(|(_, pre)| pre.is_some());
+        let start = touched.len();
+        touched.extend(
+            self.slots
+                .iter()
+                .filter(|slot| slot.state == SlotState::Clean)
+                .map(|slot| (slot.id, None)),
+        );
+        (&mut self.slots, &mut touched[start..])
     }
 
     /// Puts a new item with a server-assigned id into a mirror, its fields
@@ -325,6 +367,8 @@ impl<T: Replicate> Store<T> {
             }
         }
         for (id, before) in self.work.touched.drain(..) {
+            // A lent cell whose guard was never written.
+            let Some(before) = before else { continue };
             if let Some(&pos) = self.index.get(&id) {
                 let slot = &mut self.slots[pos];
                 slot.state = SlotState::Clean;
@@ -382,19 +426,52 @@ impl<T> Holdings for Store<T> {
 }
 
 /// Write access to one item of a [`FastArray`](crate::FastArray), from
-/// [`FastArray::get_mut`](crate::FastArray::get_mut).
+/// [`FastArray::get_mut`](crate::FastArray::get_mut) or
+/// [`FastArray::iter_mut`](crate::FastArray::iter_mut).
 ///
 /// The first mutable access in a frame copies the item's current value, so
 /// the next [`commit`](crate::FastArray::commit) can tell which fields
 /// changed.
 pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
-    touched: &'a mut Vec<(ReplicationId, T)>,
+    /// Where the first write puts the pre-image.
+    record: Record<'a, T>,
     /// Makes the pre-image.
     capture: fn(&T) -> T,
 }
 
-impl<T> ItemMut<'_, T> {
+/// Where a guard puts the pre-image of its item's first write this frame.
+enum Record<'a, T> {
+    /// Appended to the frame's list ([`Store::get_mut_with`]: one guard at
+    /// a time).
+    Push(&'a mut Vec<PreImage<T>>),
+    /// Into a cell of that list lent to this guard alone ([`Store::lend`]:
+    /// many guards at once).
+    Cell(&'a mut Option<T>),
+    /// Nowhere: the item was already added or written this frame.
+    Done,
+}
+
+impl<'a, T> ItemMut<'a, T> {
+    /// A guard over `slot` from [`Store::lend`]: `cell` is the slot's
+    /// pre-image cell if it was not written yet this frame.
+    pub(crate) fn lent(
+        slot: &'a mut Slot<T>,
+        cell: Option<&'a mut Option<T>>,
+        capture: fn(&T) -> T,
+    ) -> Self {
+        debug_assert_eq!(cell.is_some(), slot.state == SlotState::Clean);
+        let record = match cell {
+            Some(cell) => Record::Cell(cell),
+            None => Record::Done,
+        };
+        Self {
+            slot,
+            record,
+            capture,
+        }
+    }
+
     /// The item's id.
     pub fn id(&self) -> ReplicationId {
         self.slot.id
@@ -414,8 +491,13 @@ impl<T> DerefMut for ItemMut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if self.slot.state == SlotState::Clean {
-            self.touched
-                .push((self.slot.id, (self.capture)(&self.slot.value)));
+            let before = Some((self.capture)(&self.slot.value));
+            match &mut self.record {
+                Record::Push(touched) => touched.push((self.slot.id, before)),
+                Record::Cell(cell) => **cell = before,
+                // A clean slot always comes with somewhere to record.
+                Record::Done => debug_assert!(false, "clean slot without a record"),
+            }
             self.slot.state = SlotState::Touched;
         }
         &mut self.slot.value

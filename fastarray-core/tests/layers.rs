@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["inner"],
     &["replicate"],
-    &["store"],
+    &["store", "iter"],
     &[
         "send::encode_cache",
         "send::caught_up",

@@ -76,7 +76,7 @@ impl<T: Fixture> History<T> {
             server.push(T::make(seed));
         }
         let mut conn = SendState::new();
-        let mut mirror = FastArray::new();
+        let mut mirror = FastArray::mirror();
         let mut history = History {
             messages: Vec::new(),
             mirrors: vec![mirror.clone()],

@@ -21,7 +21,8 @@ pub trait Session {
     fn report(&mut self, report: Report);
     /// Commits without writing (the sender has nothing in flight or due).
     fn idle_commit(&mut self);
-    /// Whether the sender has nothing in flight and nothing due.
+    /// Whether the client holds everything the server committed, every
+    /// packet that carried it acknowledged (`FastArray::is_settled`).
     fn settled(&self) -> bool;
 }
 
@@ -97,7 +98,7 @@ where
         Self {
             server,
             conn: SendState::new(),
-            client: FastArray::new(),
+            client: FastArray::mirror(),
             callbacks,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xa5a5),
             logic,
@@ -143,7 +144,7 @@ where
     }
 
     fn settled(&self) -> bool {
-        self.conn.is_settled()
+        self.server.is_settled(&self.conn)
     }
 }
 
@@ -236,6 +237,6 @@ where
     }
 
     fn settled(&self) -> bool {
-        self.conn.is_settled()
+        self.server.is_settled(&self.conn)
     }
 }

@@ -63,6 +63,9 @@ pub trait World {
     fn apply(mirror: &mut Self::Mirror, bytes: &[u8]) -> Result<ApplyReport, DecodeError>;
     /// How `mirror` differs from the server, if it does.
     fn difference(&self, mirror: &Self::Mirror) -> Option<String>;
+    /// Whether `conn`'s client holds everything the server committed,
+    /// every packet that carried it acknowledged (`FastArray::is_settled`).
+    fn settled(&self, conn: &SendState) -> bool;
     /// How many arrays inside items have passed frame 64, at depth 1 (an
     /// item's array) and deeper.
     fn inner_frames(&self) -> (usize, usize) {
@@ -268,8 +271,8 @@ struct Conn<M> {
 }
 
 impl<M> Conn<M> {
-    fn settled(&self) -> bool {
-        self.mirror.is_some() && self.state.is_settled() && self.state.pending_items() == 0
+    fn settled(&self, world: &impl World<Mirror = M>) -> bool {
+        self.mirror.is_some() && world.settled(&self.state)
     }
 }
 
@@ -372,7 +375,7 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
             let due = if lossy {
                 !conn.spec.quiet_at(now)
             } else {
-                !conn.settled()
+                !conn.settled(world)
             };
             if due {
                 write(world, conn, run, now, &mut tally, &mut problems, ci);
@@ -394,7 +397,7 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
         }
         tally.ticks += 1;
         tally.multi_commit_ticks += u64::from(run.commits_per_tick > 1);
-        if !lossy && conns.iter().all(|c| c.settled() && c.link.idle()) {
+        if !lossy && conns.iter().all(|c| c.settled(world) && c.link.idle()) {
             tally.slowest_settle = now - heal_at;
             break;
         }
@@ -407,7 +410,7 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
                 .map(|c| {
                     format!(
                         "settled {} pending {} in flight {}, in transit: {}",
-                        c.state.is_settled(),
+                        world.settled(&c.state),
                         c.state.pending_items(),
                         c.state.packets_in_flight(),
                         c.link.in_transit()

@@ -18,6 +18,11 @@ use crate::schema;
 /// clamped) is [`max_error`](Self::max_error) = (max − min) / (2^bits − 1) / 2.
 /// `NaN` is sent as `min`.
 ///
+/// What the receiver gets quantizes back to the step it was sent as, as an
+/// `f64` and as an `f32` ([`read_f32`](Self::read_f32)), so a mirror's
+/// value re-encodes to the server's bits: that is what
+/// [`Replicate::wire_eq`](crate::Replicate::wire_eq) compares.
+///
 /// ```
 /// use fastarray_core::Quantizer;
 ///
@@ -72,7 +77,9 @@ impl Quantizer {
         step as u64
     }
 
-    /// The value of step index `step`.
+    /// The value of step index `step`. It quantizes back to `step`
+    /// whenever an `f64` does (`tests/wire_eq.rs` searches for
+    /// counter-examples).
     pub fn dequantize(&self, step: u64) -> f64 {
         let t = step as f64 / self.steps();
         if t >= 1.0 {
@@ -80,6 +87,16 @@ impl Quantizer {
         } else {
             self.min + (self.max - self.min) * t
         }
+    }
+
+    /// The value of step index `step` as an `f32` that quantizes back to
+    /// `step`: the nearest one to [`dequantize`](Self::dequantize)'s, or a
+    /// neighbour when rounding to `f32` crossed into another step (the
+    /// range's ends need not be `f32` values, and a fine quantization's
+    /// steps are narrower than the `f32`s around them).
+    pub fn dequantize_f32(&self, step: u64) -> f32 {
+        let value = self.dequantize(step) as f32;
+        settle(value, step, |v| self.quantize(f64::from(v)))
     }
 
     /// The schema hash of this quantization of a type with hash `type_hash`.
@@ -106,6 +123,47 @@ impl Quantizer {
     pub fn read(&self, reader: &mut BitReader<'_>) -> Result<f64, DecodeError> {
         Ok(self.dequantize(reader.read_bits(self.bits)?))
     }
+
+    /// Reads a value written by [`write`](Self::write) as an `f32` that
+    /// [`write`](Self::write)s the same bits again
+    /// ([`dequantize_f32`](Self::dequantize_f32)).
+    #[inline]
+    pub fn read_f32(&self, reader: &mut BitReader<'_>) -> Result<f32, DecodeError> {
+        Ok(self.dequantize_f32(reader.read_bits(self.bits)?))
+    }
+}
+
+/// How many neighbouring `f32`s [`settle`] tries: one is enough wherever
+/// a sender's value can land in the step (`tests/wire_eq.rs` searches for
+/// counter-examples); the rest is margin.
+const SETTLE_TRIES: u32 = 4;
+
+/// `value`, or the nearest `f32` to it that quantizes to `step`: a value
+/// on the wrong side of a step boundary moves one `f32` at a time toward
+/// the step (quantizing is monotonic). If none within [`SETTLE_TRIES`]
+/// does (a step no `f32` reaches), `value` as it was.
+fn settle(value: f32, step: u64, quantize: impl Fn(f32) -> u64) -> f32 {
+    let mut candidate = value;
+    for _ in 0..SETTLE_TRIES {
+        let got = quantize(candidate);
+        if got == step {
+            return candidate;
+        }
+        candidate = next_f32(candidate, got < step);
+    }
+    value
+}
+
+/// The next `f32` above (`up`) or below a finite `value`.
+fn next_f32(value: f32, up: bool) -> f32 {
+    if value == 0.0 {
+        let tiny = f32::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    let bits = value.to_bits();
+    // Away from zero is one more in the magnitude's bits.
+    let away = (value > 0.0) == up;
+    f32::from_bits(if away { bits + 1 } else { bits - 1 })
 }
 
 /// The quantizers of the floats of one value, in order: a single
@@ -239,7 +297,7 @@ impl Quantize for f32 {
         axes: Quantizers<'_>,
         reader: &mut BitReader<'_>,
     ) -> Result<Self, DecodeError> {
-        Ok(axes.at(0).read(reader)? as f32)
+        axes.at(0).read_f32(reader)
     }
 
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {

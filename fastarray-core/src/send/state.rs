@@ -178,12 +178,27 @@ impl SendState {
         self.inner.values().map(Vec::len).sum()
     }
 
-    /// Whether every change written so far is acknowledged and nothing is
-    /// due: the client holds exactly what the array held at the last write.
-    pub fn is_settled(&self) -> bool {
-        self.retirement.is_empty()
-            && self.pending.is_empty()
-            && self.inner.values().flatten().all(SendState::is_settled)
+    /// Whether this connection has merged the changes of every frame up to
+    /// `last_change`, written them, and seen every packet it wrote
+    /// acknowledged: its client holds what the array held at that frame.
+    /// The states of arrays inside items are not looked at (see
+    /// [`each_inner`](Self::each_inner)).
+    ///
+    /// The state alone cannot answer "is the client up to date?": it does
+    /// not know what the array committed since its last write, which is
+    /// why the public question is
+    /// [`FastArray::is_settled`](crate::FastArray::is_settled).
+    pub(crate) fn has_delivered(&self, last_change: u64) -> bool {
+        self.cursor > last_change && self.pending.is_empty() && self.retirement.is_empty()
+    }
+
+    /// The send states of the arrays inside items the client may hold: per
+    /// item, one per array field (none for an item whose arrays were empty
+    /// when it joined with a snapshot).
+    pub(crate) fn each_inner(&self) -> impl Iterator<Item = (ReplicationId, &[SendState])> {
+        self.inner
+            .iter()
+            .map(|(&id, states)| (id, states.as_slice()))
     }
 
     // Joining with a snapshot.

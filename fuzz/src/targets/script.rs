@@ -224,7 +224,7 @@ impl<T: Fixture> Session<T> {
         let conns = (0..header.conns)
             .map(|_| Conn {
                 state: SendState::new(),
-                mirror: FastArray::new(),
+                mirror: FastArray::mirror(),
                 sent: Vec::new(),
                 ack_on_arrival: false,
             })
@@ -452,19 +452,14 @@ impl<T: Fixture> Session<T> {
             .map(|budget| self.feasible_budget(budget));
         for c in 0..self.conns.len() {
             let mut rounds = 0;
-            // At least one write: the last commits may be news to a
-            // connection that had settled before them.
-            loop {
+            while !self.server.is_settled(&self.conns[c].state) {
                 let i = self.write(c, budget);
                 self.deliver(c, i);
                 self.ack(c, i);
                 rounds += 1;
                 let state = &self.conns[c].state;
-                if state.is_settled() {
-                    break;
-                }
                 assert!(
-                    rounds < HEAL_ROUNDS,
+                    rounds < HEAL_ROUNDS || self.server.is_settled(state),
                     "conn {c}: not settled after {HEAL_ROUNDS} healing rounds \
                      (budget {budget:?}): {} packets in flight, {} items pending",
                     state.packets_in_flight(),

@@ -65,7 +65,7 @@ pub fn run_loss(workload: Workload, rate: f64) -> Loss {
             links[0].heal();
         }
         server.commit();
-        if loaded || !conn.is_settled() {
+        if loaded || !server.is_settled(&conn) {
             let mut bytes = Vec::new();
             let stats = server
                 .write_delta(&mut conn, now, &mut bytes)
@@ -105,7 +105,7 @@ pub fn run_loss(workload: Workload, rate: f64) -> Loss {
                 Report::Lost(p) => unreal.on_loss(p),
             }
         }
-        if !loaded && links[0].idle() && conn.is_settled() {
+        if !loaded && links[0].idle() && server.is_settled(&conn) {
             loss.settle_ticks = now - LOSS_TICKS;
             break;
         }
