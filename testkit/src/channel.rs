@@ -20,8 +20,9 @@
 //! [`Channel::deliver`] and [`Channel::reports`], even if it skips ticks:
 //!
 //! * a [`Report::Acked`] is held until a copy of its packet has been
-//!   returned by `deliver` (a duplicate always arrives after the copy it
-//!   duplicates): acknowledgements follow arrival;
+//!   returned by `deliver` (without extras, its first copy: a duplicate
+//!   arrives after the copy it duplicates): acknowledgements follow
+//!   arrival;
 //! * a copy that is delivered after its loss report (`late_after_loss`) is
 //!   held until that report has been returned by `reports`.
 
@@ -251,8 +252,8 @@ impl<P: Clone + AsRef<[u8]>> Channel<P> {
             .profile
             .outage
             .is_some_and(|(start, len)| now >= start && now - start < len);
-        // Drawn in an outage too, so that the fates after it do not depend
-        // on its length.
+        // The loss is drawn in an outage too: a `Link`'s seeds have always
+        // given runs with that draw, and keep giving the same runs.
         let loss = self.loss();
         let lost = self.chance(loss);
         if outage || lost {
