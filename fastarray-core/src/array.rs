@@ -7,7 +7,7 @@ use core::fmt;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::changeset::Changeset;
-use crate::error::{DecodeError, EncodeError, SendError};
+use crate::error::{DecodeError, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::iter::{Ids, Iter, IterMut};
@@ -18,11 +18,11 @@ use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
-use crate::snapshot;
 use crate::store::{ItemMut, Store};
 
 mod role;
 mod settle;
+mod snapshot;
 mod wire_eq;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
@@ -569,149 +569,6 @@ impl<T: Replicate> FastArray<T> {
         mirror.apply(&mut self.store, decoded, callbacks, at)
     }
 
-    /// Appends a snapshot message of the whole array to `out` and returns
-    /// its size in bits (before the zero padding of its last byte). On
-    /// error `out` is left as it was.
-    ///
-    /// It holds the items' current values and the current
-    /// [`frame`](Self::frame); take it after [`commit`](Self::commit). To
-    /// start a connection from it, use
-    /// [`write_snapshot_for`](Self::write_snapshot_for).
-    ///
-    /// ```
-    /// use fastarray_core::FastArray;
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Tag(u8);
-    ///
-    /// let mut server = FastArray::new();
-    /// for n in 0..3 {
-    ///     server.push(Tag(n));
-    /// }
-    /// server.commit();
-    /// let mut bytes = Vec::new();
-    /// let bits = server.write_snapshot(&mut bytes).unwrap();
-    /// // kind 2 + schema 64 + frame 4 + count 5 + 3 × (id gap 1 + 8)
-    /// assert_eq!(bits, 2 + 64 + 4 + 5 + 3 * 9);
-    /// let client = FastArray::<Tag>::from_snapshot(&bytes).unwrap();
-    /// assert_eq!(client, server);
-    /// ```
-    pub fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError> {
-        write_truncating(out, |writer| self.write_snapshot_bits(writer))
-    }
-
-    /// [`write_snapshot`](Self::write_snapshot) into a shared bit stream
-    /// (on error, the bits written so far stay).
-    pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        snapshot::write_header::<T>(writer);
-        snapshot::encode_body(&self.store, writer).map_err(|(_, error)| error)
-    }
-
-    /// Appends a snapshot of the whole array to `out` for a client that
-    /// joins, and makes `conn` the connection of a client that holds
-    /// exactly that snapshot: the next [`write_delta`](Self::write_delta)
-    /// for `conn` sends only what changes after it (removals of the
-    /// snapshot's items included), in short frames. Returns the snapshot's
-    /// size in bits.
-    ///
-    /// The client must apply the snapshot before any delta written after
-    /// it (send it reliably, or in the same packet first). Everything must
-    /// be committed. On error `out` and `conn` are left as they were.
-    ///
-    /// ```
-    /// use fastarray_core::{FastArray, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Unit { hp: u16 }
-    ///
-    /// let mut server = FastArray::new();
-    /// let gone = server.push(Unit { hp: 1 });
-    /// let kept = server.push(Unit { hp: 2 });
-    /// server.commit();
-    ///
-    /// // A client joins: one snapshot, and a connection that knows it.
-    /// let mut conn = SendState::new();
-    /// let mut packet = Vec::new();
-    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
-    /// let mut client = FastArray::<Unit>::from_snapshot(&packet).unwrap();
-    ///
-    /// server.remove(gone);
-    /// server.get_mut(kept).unwrap().hp = 3;
-    /// server.commit();
-    /// let mut packet = Vec::new();
-    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
-    /// assert_eq!((stats.removed, stats.changed, stats.added), (1, 1, 0));
-    /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
-    /// assert_eq!(client, server);
-    /// ```
-    pub fn write_snapshot_for(
-        &self,
-        conn: &mut SendState,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, SendError> {
-        write_truncating(out, |writer| self.write_snapshot_for_bits(conn, writer))
-    }
-
-    /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
-    /// stream. On error `conn` is unchanged (the bits written so far stay).
-    pub fn write_snapshot_for_bits(
-        &self,
-        conn: &mut SendState,
-        writer: &mut BitWriter<'_>,
-    ) -> Result<(), SendError> {
-        self.expect_writer()?;
-        if self.has_uncommitted_work() {
-            return Err(SendError::Uncommitted);
-        }
-        snapshot::write_header::<T>(writer);
-        snapshot::encode_body(&self.store, writer)
-            .map_err(|(id, error)| SendError::Encode { id, error })?;
-        *conn = snapshot::snapshot_state(&self.store);
-        Ok(())
-    }
-
-    /// Decodes a snapshot that fills all of `bytes` (up to zero padding):
-    /// a mirror that ignores every message no newer than the snapshot.
-    pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
-        let mut reader = BitReader::new(bytes);
-        let array = Self::from_snapshot_bits(&mut reader)?;
-        reader.expect_end()?;
-        Ok(array)
-    }
-
-    /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a
-    /// shared bit stream.
-    pub fn from_snapshot_bits(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        snapshot::read_header::<T>(reader)?;
-        Self::decode_snapshot_body(reader)
-    }
-
-    /// Replaces this mirror's contents with a snapshot that fills all of
-    /// `bytes`. On error the array is unchanged; an authority (an array
-    /// that has held items or committed) returns
-    /// [`DecodeError::NotAMirror`].
-    pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
-        self.expect_receiver()?;
-        *self = Self::from_snapshot(bytes)?;
-        Ok(())
-    }
-
-    /// A mirror of a snapshot's body: its items, and its frame as the
-    /// newest applied and the floor below which messages are ignored.
-    pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let (store, frame) = snapshot::decode_body(reader)?;
-        Ok(Self {
-            store,
-            sender: None,
-            mirror: Some(Box::new(Mirror::from_snapshot(frame))),
-        })
-    }
-
     /// A replicated object's array (see [`Replicated`](crate::Replicated)):
     /// `value` as item `#0`, pushed on a server; on a mirror, held as
     /// applied at frame 0, so that anything the server sends is newer. Its
@@ -727,24 +584,6 @@ impl<T: Replicate> FastArray<T> {
             array.store.push(value);
         }
         array
-    }
-
-    /// A replicated object's mirror from a snapshot read from `reader`
-    /// (see [`from_snapshot_bits`](Self::from_snapshot_bits)): refused
-    /// unless it holds exactly item `#0`.
-    pub(crate) fn object_from_snapshot_bits(
-        reader: &mut BitReader<'_>,
-    ) -> Result<Self, DecodeError> {
-        let mut array = Self::from_snapshot_bits(reader)?;
-        let object = ReplicationId::from_raw(0);
-        if let Some(id) = array.ids().find(|&id| id != object) {
-            return Err(DecodeError::NotAnObjectChange { id });
-        }
-        if array.is_empty() {
-            return Err(DecodeError::MissingObject);
-        }
-        array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
-        Ok(array)
     }
 }
 
