@@ -24,8 +24,9 @@
 //!   packets still in the network; enum variant changes (whole values);
 //! * three or four connections per server over independent links.
 //!
-//! The checks of each run are in `fastarray_testkit::wide_drive`; the link
-//! in `fastarray_testkit::wide_link`. Each case also checks, from the
+//! The checks of each run are in `fastarray_testkit::wide_drive`; the
+//! links' profiles in `fastarray_testkit::wide_link` (the testkit's one
+//! channel, with ghosts and held packets). Each case also checks, from the
 //! counts of what its runs went through, that it exercised what it claims.
 //!
 //! `FASTARRAY_SEEDS` sets the seeds per profile (the default, 2 to 4,
@@ -536,11 +537,54 @@ fn difference<T: Replicate + PartialEq + std::fmt::Debug>(
     Some(format!("mirror holds removed items {extra:?}"))
 }
 
-/// A `FastArray<Outer>`: arrays inside items two levels deep.
-struct InnerWorld {
-    server: FastArray<Outer>,
+/// A `FastArray` server and its game logic. The array worlds differ only
+/// in their items, in what their logic does each tick and in how many of
+/// their inner arrays have passed frame 64.
+struct ArrayWorld<L: Logic> {
+    server: FastArray<L::Item>,
+    logic: L,
+}
+
+/// What an [`ArrayWorld`]'s game logic does.
+trait Logic {
+    /// The array's items.
+    type Item: Replicate + Clone + PartialEq + std::fmt::Debug;
+    /// One tick of game logic on `array`.
+    fn mutate(&mut self, array: &mut FastArray<Self::Item>, rng: &mut ChaCha8Rng, tick: u32);
+    /// [`World::inner_frames`] of `array`.
+    fn inner_frames(&self, _array: &FastArray<Self::Item>) -> (usize, usize) {
+        (0, 0)
+    }
+}
+
+/// Outers with mids with leaves: arrays inside items two levels deep, and
+/// `hot` items touched every tick.
+struct Inner {
     hot: Vec<Hot>,
 }
+
+impl Logic for Inner {
+    type Item = Outer;
+    fn mutate(&mut self, array: &mut FastArray<Outer>, rng: &mut ChaCha8Rng, tick: u32) {
+        mutate_outers(array, &mut self.hot, rng, tick);
+    }
+    fn inner_frames(&self, array: &FastArray<Outer>) -> (usize, usize) {
+        frames_past_64(array)
+    }
+}
+
+/// Units: items without arrays.
+struct Flat;
+
+impl Logic for Flat {
+    type Item = Unit;
+    fn mutate(&mut self, array: &mut FastArray<Unit>, rng: &mut ChaCha8Rng, _tick: u32) {
+        mutate_units(array, rng);
+    }
+}
+
+/// A `FastArray<Outer>`: arrays inside items two levels deep.
+type InnerWorld = ArrayWorld<Inner>;
 
 impl InnerWorld {
     /// Six outers, committed `start` times (see [`age`]).
@@ -551,9 +595,9 @@ impl InnerWorld {
             server.push(outer(rng, mids));
         }
         age(&mut server, start);
-        InnerWorld {
+        ArrayWorld {
             server,
-            hot: Vec::new(),
+            logic: Inner { hot: Vec::new() },
         }
     }
 }
@@ -588,11 +632,11 @@ fn start_frames(seed: u64) -> u32 {
     if seed % 4 == 1 { (1 << 15) - 90 } else { 0 }
 }
 
-impl World for InnerWorld {
-    type Mirror = FastArray<Outer>;
+impl<L: Logic> World for ArrayWorld<L> {
+    type Mirror = FastArray<L::Item>;
 
     fn mutate(&mut self, rng: &mut ChaCha8Rng, tick: u32) {
-        mutate_outers(&mut self.server, &mut self.hot, rng, tick);
+        self.logic.mutate(&mut self.server, rng, tick);
     }
     fn commit(&mut self) {
         self.server.commit();
@@ -625,50 +669,7 @@ impl World for InnerWorld {
         self.server.is_settled(conn)
     }
     fn inner_frames(&self) -> (usize, usize) {
-        frames_past_64(&self.server)
-    }
-}
-
-/// A `FastArray<Unit>`: items without arrays.
-struct Flat {
-    server: FastArray<Unit>,
-}
-
-impl World for Flat {
-    type Mirror = FastArray<Unit>;
-
-    fn mutate(&mut self, rng: &mut ChaCha8Rng, _tick: u32) {
-        mutate_units(&mut self.server, rng);
-    }
-    fn commit(&mut self) {
-        self.server.commit();
-    }
-    fn frame(&self) -> u64 {
-        self.server.frame()
-    }
-    fn write(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        budget: Option<u64>,
-        out: &mut Vec<u8>,
-    ) -> Result<DeltaStats, SendError> {
-        budgeted(&mut self.server, conn, packet, budget, out)
-    }
-    fn join(&mut self, conn: &mut SendState) -> Result<Self::Mirror, String> {
-        snapshot(&self.server, conn)
-    }
-    fn fresh_mirror(&self) -> Self::Mirror {
-        FastArray::mirror()
-    }
-    fn apply(mirror: &mut Self::Mirror, bytes: &[u8]) -> Result<ApplyReport, DecodeError> {
-        mirror.apply_delta(bytes, &mut ())
-    }
-    fn difference(&self, mirror: &Self::Mirror) -> Option<String> {
-        difference(&self.server, mirror)
-    }
-    fn settled(&self, conn: &SendState) -> bool {
-        self.server.is_settled(conn)
+        self.logic.inner_frames(&self.server)
     }
 }
 
@@ -814,7 +815,7 @@ fn over_profiles(name: &str, seeds: u64, ticks: u32, case: fn(&Case<'_>) -> Tall
     let mut total = Tally::default();
     for profile in WideProfile::all() {
         for seed in 0..seeds {
-            let label = format!("{name}, {}, seed {seed}", profile.name);
+            let label = format!("{name}, {}, seed {seed}", profile.link.name);
             total.add(&case(&Case {
                 profile: &profile,
                 seed,
@@ -928,7 +929,14 @@ fn flat_run(case: &Case<'_>) -> Tally {
     for _ in 0..start_frames(seed) {
         server.commit();
     }
-    case.run(3, &mut Flat { server }, &conns)
+    case.run(
+        3,
+        &mut ArrayWorld {
+            server,
+            logic: Flat,
+        },
+        &conns,
+    )
 }
 
 fn objects_run(case: &Case<'_>) -> Tally {
@@ -1037,7 +1045,14 @@ fn flat_growing_budget_run(case: &Case<'_>) -> Tally {
     for _ in 0..20 {
         server.push(unit(&mut rng));
     }
-    case.run(7, &mut Flat { server }, &conns)
+    case.run(
+        7,
+        &mut ArrayWorld {
+            server,
+            logic: Flat,
+        },
+        &conns,
+    )
 }
 
 /// What every case's runs must have gone through over the profiles.

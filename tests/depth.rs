@@ -131,42 +131,37 @@ fn the_limit_is_documented_as_128() {
     assert_eq!(MAX_DEPTH, 128);
 }
 
+/// A `T` nested [`HOSTILE`] levels deep (`bits(depth)` writes one, `level`
+/// bits a level) is refused at the first level past the limit, in a
+/// snapshot and in a delta, and the mirror stays empty.
+fn refused_in_a_snapshot_and_a_delta<T, W>(bits: fn(u64) -> W, level: u64)
+where
+    T: Replicate + PartialEq + std::fmt::Debug,
+    W: FnOnce(&mut BitWriter<'_>),
+{
+    let (bytes, start) = snapshot::<T>(bits(HOSTILE));
+    assert_eq!(
+        FastArray::<T>::from_snapshot(&bytes),
+        Err(too_deep(start, level))
+    );
+
+    let (bytes, start) = delta(1, true, bits(HOSTILE));
+    let mut mirror = FastArray::<T>::new();
+    assert_eq!(
+        mirror.apply_delta(&bytes, &mut ()),
+        Err(too_deep(start, level))
+    );
+    assert!(mirror.is_empty());
+}
+
 #[test]
 fn a_deep_chain_is_refused_in_a_snapshot_and_a_delta() {
-    on_small_stack(|| {
-        let (bytes, start) = snapshot::<Chain>(chain_bits(HOSTILE));
-        assert_eq!(
-            FastArray::<Chain>::from_snapshot(&bytes),
-            Err(too_deep(start, CHAIN_LEVEL))
-        );
-
-        let (bytes, start) = delta(1, true, chain_bits(HOSTILE));
-        let mut mirror = FastArray::<Chain>::new();
-        assert_eq!(
-            mirror.apply_delta(&bytes, &mut ()),
-            Err(too_deep(start, CHAIN_LEVEL))
-        );
-        assert!(mirror.is_empty());
-    });
+    on_small_stack(|| refused_in_a_snapshot_and_a_delta::<Chain, _>(chain_bits, CHAIN_LEVEL));
 }
 
 #[test]
 fn a_deep_node_is_refused_in_a_snapshot_and_a_delta() {
-    on_small_stack(|| {
-        let (bytes, start) = snapshot::<Node>(node_bits(HOSTILE));
-        assert_eq!(
-            FastArray::<Node>::from_snapshot(&bytes),
-            Err(too_deep(start, NODE_LEVEL))
-        );
-
-        let (bytes, start) = delta(1, true, node_bits(HOSTILE));
-        let mut mirror = FastArray::<Node>::new();
-        assert_eq!(
-            mirror.apply_delta(&bytes, &mut ()),
-            Err(too_deep(start, NODE_LEVEL))
-        );
-        assert!(mirror.is_empty());
-    });
+    on_small_stack(|| refused_in_a_snapshot_and_a_delta::<Node, _>(node_bits, NODE_LEVEL));
 }
 
 #[test]

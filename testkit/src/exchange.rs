@@ -5,7 +5,9 @@
 //! in between (loses the packet, reads its bytes or stats, delivers it
 //! late) writes the steps out.
 
-use fastarray::{FastArray, Replicate, Replicated, SendState};
+use fastarray::{
+    ApplyReport, DecodeError, DeltaStats, FastArray, Replicate, Replicated, SendError, SendState,
+};
 
 /// Commits `server`, writes packet `packet` for `conn`, applies it on
 /// `client` and acknowledges it, over a perfect link; returns the
@@ -17,11 +19,12 @@ pub fn exchange<T: Replicate>(
     packet: u32,
 ) -> u64 {
     server.commit();
-    let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(packet);
-    stats.bits
+    dance(
+        conn,
+        packet,
+        |conn, out| server.write_delta(conn, packet, out),
+        |bytes| client.apply_delta(bytes, &mut ()),
+    )
 }
 
 /// [`exchange`] for a [`Replicated`] object: commits `server`, writes
@@ -34,9 +37,25 @@ pub fn exchange_object<T: Replicate>(
     packet: u32,
 ) -> u64 {
     server.commit();
+    dance(
+        conn,
+        packet,
+        |conn, out| server.write_delta(conn, packet, out),
+        |bytes| client.apply_delta(bytes, &mut ()),
+    )
+}
+
+/// The steps after the commit, whatever the server and mirror are: writes
+/// with `write`, applies with `apply`, acknowledges `packet`.
+fn dance(
+    conn: &mut SendState,
+    packet: u32,
+    write: impl FnOnce(&mut SendState, &mut Vec<u8>) -> Result<DeltaStats, SendError>,
+    apply: impl FnOnce(&[u8]) -> Result<ApplyReport, DecodeError>,
+) -> u64 {
     let mut bytes = Vec::new();
-    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-    client.apply_delta(&bytes, &mut ()).unwrap();
+    let stats = write(conn, &mut bytes).unwrap();
+    apply(&bytes).unwrap();
     conn.on_ack(packet);
     stats.bits
 }

@@ -4,10 +4,11 @@
 //!
 //! | module | what it holds | used by |
 //! |---|---|---|
-//! | [`link`] | [`Link`](link::Link): a seeded lossy link (loss, bursts, reordering, duplication, late delivery after a loss report, outages) | the convergence tests, `examples/crowd.rs`, the bandwidth report |
+//! | [`link`] | [`Link`](link::Link): a seeded lossy link (loss, bursts, reordering, duplication, late delivery after a loss report, outages), configured by a [`LinkProfile`](link::LinkProfile) | the convergence tests, `examples/crowd.rs`, the bandwidth report |
+//! | [`channel`] | [`Channel`](channel::Channel): the one simulation behind both links, a `LinkProfile`'s misbehaviours plus [`Extra`](channel::Extra) ones (ghosts, held packets) | [`link`], [`wide_link`] |
 //! | [`drive`] | [`drive`](drive::drive): one server → client session over a [`Link`](link::Link) until it heals and settles | the convergence tests, `tests/enums.rs`, `tests/inner_arrays.rs`, `tests/objects.rs` |
 //! | root | [`exchange`], [`exchange_object`]: the first-sync dance (commit, write, apply, acknowledge) over a perfect link, for a `FastArray` and for a `Replicated` object | most tests that need a synchronised client |
-//! | [`wide_link`] | [`WideLink`](wide_link::WideLink): a link that also reports delivered packets lost and holds packets past the 64-frame window | `tests/convergence_wide.rs` |
+//! | [`wide_link`] | [`WideProfile`](wide_link::WideProfile): the wide suite's links, which also report delivered packets lost and hold packets past the 64-frame window | `tests/convergence_wide.rs` |
 //! | [`wide_drive`] | [`run`](wide_drive::run): one server, several connections, budgets, joins by snapshot, every packet checked | `tests/convergence_wide.rs` |
 //! | [`counted`] | [`Counted`](counted::Counted): a field that counts its encodes and comparisons | `tests/array.rs`, `tests/protocol.rs` |
 //!
@@ -17,6 +18,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod channel;
 pub mod counted;
 pub mod drive;
 mod exchange;

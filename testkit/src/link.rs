@@ -3,9 +3,14 @@
 //! A [`Link`] models one direction of one connection (sender to receiver)
 //! plus the path that carries delivery reports back to the sender. Time is
 //! virtual, counted in ticks chosen by the caller; all randomness comes from
-//! a [`ChaCha8Rng`] seeded at construction, and every internal collection is
-//! ordered, so a run is fully determined by the profile, the seed and the
-//! sequence of calls.
+//! a [`ChaCha8Rng`](rand_chacha::ChaCha8Rng) seeded at construction, and
+//! every internal collection is ordered, so a run is fully determined by the
+//! profile, the seed and the sequence of calls.
+//!
+//! [`LinkProfile`] says how it misbehaves. The simulation itself is the
+//! crate's one [`Channel`], which the wide suite also uses with its extra
+//! misbehaviours on top ([`wide_link`](crate::wide_link)); a `Link` is a
+//! channel of byte payloads without them.
 //!
 //! Payloads are opaque `Vec<u8>` tagged with a caller-chosen `u32` packet id.
 //! Ids are treated as opaque labels: they may wrap or repeat over a long run,
@@ -28,10 +33,7 @@
 //! handed out, or a late copy that falls due before its loss report was
 //! handed out, waits for the other side to catch up.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use crate::channel::{Channel, Extra};
 
 /// Parameters of a Gilbert–Elliott two-state bursty loss channel.
 ///
@@ -238,306 +240,71 @@ pub struct LinkStats {
     pub late_after_loss: u64,
 }
 
-/// Which copy of which packet an in-flight payload is.
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    /// The first copy of packet number `n` (internal send counter).
-    First(u64),
-    /// A duplicate; no report depends on it.
-    Duplicate,
-    /// The only copy of packet number `n`, which is reported lost first.
-    Late(u64),
-}
-
-#[derive(Debug)]
-struct Flight {
-    copy: Kind,
-    payload: Vec<u8>,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct PendingReport {
-    /// Internal send counter of the packet.
-    n: u64,
-    report: Report,
-}
-
-/// One direction of one simulated connection plus its report path.
+/// One direction of one simulated connection plus its report path: a
+/// [`Channel`] of byte payloads without extras.
 #[derive(Debug)]
 pub struct Link {
-    profile: LinkProfile,
-    rng: ChaCha8Rng,
-    healed: bool,
-    /// Gilbert–Elliott state.
-    bad: bool,
-    /// Internal send counter; numbers packets independently of caller ids.
-    packets: u64,
-    /// Tie-breaker making scheduled events with equal ticks FIFO.
-    order: u64,
-    /// Payload copies by `(arrival tick, order)`.
-    in_flight: BTreeMap<(u32, u64), Flight>,
-    /// Reports by `(due tick, order)`.
-    pending: BTreeMap<(u32, u64), PendingReport>,
-    /// Packets to be acked whose first copy has not been delivered yet.
-    awaiting_delivery: BTreeSet<u64>,
-    /// Late packets whose loss report has not been returned yet.
-    awaiting_report: BTreeSet<u64>,
-    stats: LinkStats,
+    channel: Channel<Vec<u8>>,
 }
 
 impl Link {
     /// A fresh link with the given behaviour, deterministic in `seed`.
     pub fn new(profile: LinkProfile, seed: u64) -> Self {
         Link {
-            profile,
-            rng: ChaCha8Rng::seed_from_u64(seed),
-            healed: false,
-            bad: false,
-            packets: 0,
-            order: 0,
-            in_flight: BTreeMap::new(),
-            pending: BTreeMap::new(),
-            awaiting_delivery: BTreeSet::new(),
-            awaiting_report: BTreeSet::new(),
-            stats: LinkStats::default(),
+            channel: Channel::new(profile, Extra::NONE, seed),
         }
     }
 
     /// The profile the link was built with.
     pub fn profile(&self) -> &LinkProfile {
-        &self.profile
+        self.channel.profile()
     }
 
     /// Whether [`Link::heal`] has been called.
     pub fn is_healed(&self) -> bool {
-        self.healed
+        self.channel.is_healed()
     }
 
     /// The sender hands a packet to the link at tick `now`. An empty payload
     /// is still a packet. Its fate is decided here.
     pub fn send(&mut self, now: u32, packet_id: u32, payload: Vec<u8>) {
-        let n = self.packets;
-        self.packets += 1;
-        self.stats.sent += 1;
-        self.stats.bytes_sent += payload.len() as u64;
-
-        let arrival = now.saturating_add(self.draw(self.profile.delay));
-        let report_at = arrival.saturating_add(self.draw(self.profile.ack_delay));
-
-        if self.healed {
-            self.schedule_delivered(n, packet_id, arrival, report_at, payload, false);
-            return;
-        }
-
-        let in_outage = self
-            .profile
-            .outage
-            .is_some_and(|(start, len)| now >= start && now - start < len);
-        let loss = match self.profile.burst {
-            Some(ge) => {
-                let flip = if self.bad {
-                    ge.p_bad_to_good
-                } else {
-                    ge.p_good_to_bad
-                };
-                if self.chance(flip) {
-                    self.bad = !self.bad;
-                }
-                if self.bad {
-                    ge.loss_bad
-                } else {
-                    self.profile.loss
-                }
-            }
-            None => self.profile.loss,
-        };
-        let lost = self.chance(loss);
-
-        if in_outage || lost {
-            self.stats.lost += 1;
-            let report = PendingReport {
-                n,
-                report: Report::Lost(packet_id),
-            };
-            let key = self.key(report_at);
-            self.pending.insert(key, report);
-            if !in_outage && self.chance(self.profile.late_after_loss) {
-                self.stats.late_after_loss += 1;
-                // Strictly after the loss report, by up to a full extra
-                // one-way delay and a few ticks.
-                let spread = self
-                    .profile
-                    .delay
-                    .0
-                    .max(self.profile.delay.1)
-                    .saturating_add(4);
-                let extra = 1 + self.draw((0, spread));
-                let late = report_at.saturating_add(extra);
-                self.awaiting_report.insert(n);
-                let key = self.key(late);
-                self.in_flight.insert(
-                    key,
-                    Flight {
-                        copy: Kind::Late(n),
-                        payload,
-                    },
-                );
-            }
-            return;
-        }
-
-        let duplicate = self.chance(self.profile.duplicate);
-        self.schedule_delivered(n, packet_id, arrival, report_at, payload, duplicate);
+        self.channel.send(now, packet_id, payload);
     }
 
     /// Packets that arrive at the receiver by tick `now` (everything due at
     /// or before `now` not yet returned), in arrival order; duplicates appear
     /// as separate copies.
     pub fn deliver(&mut self, now: u32) -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        let mut held = Vec::new();
-        while let Some(entry) = self.in_flight.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let (key, flight) = entry.remove_entry();
-            match flight.copy {
-                Kind::Late(n) if self.awaiting_report.contains(&n) => {
-                    held.push((key, flight));
-                    continue;
-                }
-                Kind::First(n) => {
-                    self.awaiting_delivery.remove(&n);
-                }
-                Kind::Late(_) | Kind::Duplicate => {}
-            }
-            self.stats.delivered += 1;
-            out.push(flight.payload);
-        }
-        self.in_flight.extend(held);
-        out
+        let arrivals = self.channel.deliver(now);
+        arrivals.into_iter().map(|a| a.payload).collect()
     }
 
     /// Delivery reports that reach the sender by tick `now`: every sent
     /// packet gets exactly one, [`Report::Acked`] if its first copy was
     /// delivered, [`Report::Lost`] otherwise.
     pub fn reports(&mut self, now: u32) -> Vec<Report> {
-        let mut out = Vec::new();
-        let mut held = Vec::new();
-        while let Some(entry) = self.pending.first_entry() {
-            if entry.key().0 > now {
-                break;
-            }
-            let (key, pending) = entry.remove_entry();
-            match pending.report {
-                Report::Acked(_) if self.awaiting_delivery.contains(&pending.n) => {
-                    held.push((key, pending));
-                    continue;
-                }
-                Report::Lost(_) => {
-                    self.awaiting_report.remove(&pending.n);
-                }
-                Report::Acked(_) => {}
-            }
-            out.push(pending.report);
-        }
-        self.pending.extend(held);
-        out
+        self.channel.reports(now)
     }
 
     /// Stops all loss, duplication, late delivery and outages for packets
     /// sent from now on ("the link heals"), keeping delays. Packets and
     /// reports already in transit keep the fates they were given.
     pub fn heal(&mut self) {
-        self.healed = true;
+        self.channel.heal();
     }
 
     /// Whether anything (packets or reports) is still in transit.
     pub fn idle(&self) -> bool {
-        self.in_flight.is_empty() && self.pending.is_empty()
+        self.channel.idle()
     }
 
     /// The earliest tick at which a packet or report is due, if any.
     pub fn next_due(&self) -> Option<u32> {
-        let packet = self.in_flight.keys().next().map(|k| k.0);
-        let report = self.pending.keys().next().map(|k| k.0);
-        match (packet, report) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.channel.next_due()
     }
 
     /// Counters so far.
     pub fn stats(&self) -> LinkStats {
-        self.stats
-    }
-
-    fn schedule_delivered(
-        &mut self,
-        n: u64,
-        packet_id: u32,
-        arrival: u32,
-        report_at: u32,
-        payload: Vec<u8>,
-        duplicate: bool,
-    ) {
-        self.stats.acked += 1;
-        if duplicate {
-            self.stats.duplicated += 1;
-            let later = arrival
-                .saturating_add(1)
-                .saturating_add(self.draw(self.profile.delay));
-            let key = self.key(later);
-            self.in_flight.insert(
-                key,
-                Flight {
-                    copy: Kind::Duplicate,
-                    payload: payload.clone(),
-                },
-            );
-        }
-        let key = self.key(arrival);
-        self.in_flight.insert(
-            key,
-            Flight {
-                copy: Kind::First(n),
-                payload,
-            },
-        );
-        self.awaiting_delivery.insert(n);
-        let key = self.key(report_at);
-        self.pending.insert(
-            key,
-            PendingReport {
-                n,
-                report: Report::Acked(packet_id),
-            },
-        );
-    }
-
-    fn key(&mut self, tick: u32) -> (u32, u64) {
-        self.order += 1;
-        (tick, self.order)
-    }
-
-    /// Uniform in `[lo, hi]` (bounds in either order).
-    fn draw(&mut self, (lo, hi): (u32, u32)) -> u32 {
-        let (lo, hi) = (lo.min(hi), lo.max(hi));
-        if lo == hi {
-            lo
-        } else {
-            self.rng.random_range(lo..=hi)
-        }
-    }
-
-    /// True with probability `p` (clamped to `[0, 1]`).
-    fn chance(&mut self, p: f64) -> bool {
-        if p <= 0.0 {
-            false
-        } else if p >= 1.0 {
-            true
-        } else {
-            self.rng.random::<f64>() < p
-        }
+        self.channel.stats().link
     }
 }

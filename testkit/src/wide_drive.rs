@@ -1,5 +1,5 @@
 //! The drive loop of the wide convergence suite: one server, several
-//! connections over independent [`WideLink`]s, some writing within bit
+//! connections over independent [`Channel`]s, some writing within bit
 //! budgets, some joining mid-run by snapshot; every delivered copy applied
 //! and checked, every report passed to the sender, then a healed link
 //! until every connection settles and the network is empty.
@@ -32,7 +32,9 @@ use fastarray::{ApplyReport, DecodeError, DeltaStats, HISTORY_LEN, SendError, Se
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::wide_link::{Fate, HOLD, Report, WideLink, WideProfile};
+use crate::channel::{Arrival, Channel, Fate, HOLD};
+use crate::link::Report;
+use crate::wide_link::WideProfile;
 
 /// A replicated server state and how to reach its mirrors.
 pub trait World {
@@ -241,15 +243,25 @@ pub const SETTLE_TICKS: u32 = 1_500;
 
 const WINDOW: u64 = HISTORY_LEN as u64;
 
-/// A message in the network: the frame it was written at (`None`: an empty
-/// message) and its bytes.
-type Payload = (Option<u64>, Vec<u8>);
+/// A message in the network.
+#[derive(Clone, Debug)]
+struct Message {
+    /// The frame it was written at (`None`: an empty message).
+    frame: Option<u64>,
+    bytes: Vec<u8>,
+}
+
+impl AsRef<[u8]> for Message {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
 
 struct Conn<M> {
     spec: ConnSpec,
     state: SendState,
     mirror: Option<M>,
-    link: WideLink<Payload>,
+    link: Channel<Message>,
     rng: ChaCha8Rng,
     next_packet: u32,
     /// The newest frame the mirror applied (a snapshot's included).
@@ -314,7 +326,7 @@ pub fn run<W: World>(world: &mut W, run: &Run<'_>) -> Tally {
                 spec,
                 state: SendState::new(),
                 mirror: spec.join.is_none().then(|| world.fresh_mirror()),
-                link: WideLink::new(profile.clone(), stream),
+                link: profile.channel(stream),
                 rng: ChaCha8Rng::seed_from_u64(stream ^ 0xb0d6e7),
                 // Near the wrap of a u16 sequence.
                 next_packet: 65_400 + 17 * i as u32,
@@ -495,18 +507,18 @@ fn write<W: World>(
         }
     }
     let frame = (stats.bits > 1).then(|| world.frame());
-    conn.link.send(now, packet, (frame, bytes));
+    conn.link.send(now, packet, Message { frame, bytes });
 }
 
 fn apply<W: World>(
     conn: &mut Conn<W::Mirror>,
     now: u32,
-    arrival: crate::wide_link::Arrival<Payload>,
+    arrival: Arrival<Message>,
     tally: &mut Tally,
     problems: &mut Vec<String>,
     ci: usize,
 ) {
-    let (frame, bytes) = &arrival.payload;
+    let Message { frame, bytes } = &arrival.payload;
     let late = now - arrival.sent_at >= HOLD.0;
     match arrival.fate {
         Fate::Duplicate => tally.duplicates += 1,
