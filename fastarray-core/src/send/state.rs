@@ -597,7 +597,7 @@ impl SendState {
                 continue;
             };
             let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
-            let mut work = self.lost_work(entry, record.seq);
+            let mut work = self.views.lost_work(entry, record.seq, self.all_fields);
             if repairs_inner {
                 let inner = Work::Fields(FieldMask::EMPTY);
                 work = Some(work.map_or(inner, |work| work.merge(inner)));
@@ -616,50 +616,11 @@ impl SendState {
                 record.frame,
                 record.frame,
             );
-            if let Some(work) = self.lost_work(&entry, record.seq) {
+            if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
                 self.pending.queue(id, work, record.oldest_due);
             }
         }
         self.retirement.recycle(record);
-    }
-
-    /// What must be sent again because `entry`, written in record `seq`,
-    /// was lost: `None` when nothing (or when the client no longer holds
-    /// the item).
-    fn lost_work(&self, entry: &RecordEntry, seq: u64) -> Option<Work> {
-        let view = self.views.get(entry.id)?;
-        if !matches!(entry.work, Work::Remove) && view.structural_seq > seq {
-            // A whole value written after this record carries everything
-            // it did, in the item's current shape; its own fate decides.
-            return None;
-        }
-        let later = view.last_seq > seq;
-        let covered = if later {
-            view.last_fields
-        } else {
-            FieldMask::EMPTY
-        };
-        match entry.work {
-            Work::Remove if later => None,
-            Work::Remove => Some(Work::Remove),
-            Work::Add { .. } | Work::Fields(_) => {
-                let lost = match entry.work {
-                    Work::Fields(mask) => mask,
-                    _ => self.all_fields,
-                };
-                let missing = lost.without(covered);
-                if missing.is_empty() {
-                    return None;
-                }
-                Some(match entry.work {
-                    // A lost whole value is resent whole: which fields
-                    // exist depends on the item's shape (an enum's variant).
-                    add @ Work::Add { .. } if view.holding != Holding::Known => add,
-                    Work::Add { .. } => Work::Add { structural: false },
-                    _ => self.views.fields_work(entry.id, missing),
-                })
-            }
-        }
     }
 }
 

@@ -1,9 +1,11 @@
 //! The view: what a connection's client may hold of each item, and the
-//! rule that follows from it for sending changed fields.
+//! rules that follow from it: which form changed fields go in, and what a
+//! lost record makes due again.
 
 use hashbrown::HashMap;
 
 use super::pending::Work;
+use super::retirement::RecordEntry;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
@@ -172,5 +174,49 @@ impl Views {
             view.acked_key = key;
         }
         false
+    }
+
+    /// What must be sent again because `entry`, written in record `seq`,
+    /// was lost: `None` when nothing (or when the client no longer holds
+    /// the item). `all_fields`: every field of the item type.
+    pub(crate) fn lost_work(
+        &self,
+        entry: &RecordEntry,
+        seq: u64,
+        all_fields: FieldMask,
+    ) -> Option<Work> {
+        let view = self.get(entry.id)?;
+        if !matches!(entry.work, Work::Remove) && view.structural_seq > seq {
+            // A whole value written after this record carries everything
+            // it did, in the item's current shape; its own fate decides.
+            return None;
+        }
+        let later = view.last_seq > seq;
+        let covered = if later {
+            view.last_fields
+        } else {
+            FieldMask::EMPTY
+        };
+        match entry.work {
+            Work::Remove if later => None,
+            Work::Remove => Some(Work::Remove),
+            Work::Add { .. } | Work::Fields(_) => {
+                let lost = match entry.work {
+                    Work::Fields(mask) => mask,
+                    _ => all_fields,
+                };
+                let missing = lost.without(covered);
+                if missing.is_empty() {
+                    return None;
+                }
+                Some(match entry.work {
+                    // A lost whole value is resent whole: which fields
+                    // exist depends on the item's shape (an enum's variant).
+                    add @ Work::Add { .. } if view.holding != Holding::Known => add,
+                    Work::Add { .. } => Work::Add { structural: false },
+                    _ => self.fields_work(entry.id, missing),
+                })
+            }
+        }
     }
 }
