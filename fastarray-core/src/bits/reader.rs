@@ -1,4 +1,4 @@
-//! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter)(super::BitWriter) wrote them,
+//! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter) wrote them,
 //! never past the end and never panicking.
 
 use super::depth::{MAX_DEPTH, NestedReader};
