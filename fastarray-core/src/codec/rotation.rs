@@ -132,20 +132,57 @@ impl SmallestThree {
         q: [f64; 4],
         store: impl Fn([f64; 4]) -> [f64; 4],
     ) -> (usize, [u64; 3]) {
+        self.settle(self.quantize_nearest(q), store)
+    }
+
+    /// Whether `a` and `b` are sent alike by a receiver that stores through
+    /// `store`: equal nearest codes settle alike, so only codes that differ
+    /// are settled (the common unchanged value costs one quantization each).
+    pub fn same_as(&self, a: [f64; 4], b: [f64; 4], store: impl Fn([f64; 4]) -> [f64; 4]) -> bool {
+        let (a, b) = (self.quantize_nearest(a), self.quantize_nearest(b));
+        a == b || self.settle(a, &store) == self.settle(b, &store)
+    }
+
+    /// The settled code reached from the nearest code `start` (see
+    /// [`quantize_as`](Self::quantize_as)): a code that is its own next
+    /// code, or the smallest code of the cycle the walk enters (found with
+    /// Brent's method, without storing the walk).
+    fn settle(
+        &self,
+        start: (usize, [u64; 3]),
+        store: impl Fn([f64; 4]) -> [f64; 4],
+    ) -> (usize, [u64; 3]) {
         /// Moves before giving up on settling: `f32` quaternions at 24 to 30
         /// bits can take dozens; none in the tests takes more.
         const MOVES: usize = 64;
-        let mut seen = [(0usize, [0u64; 3]); MOVES];
-        let mut code = self.quantize_nearest(q);
-        for n in 0..MOVES {
-            seen[n] = code;
-            let next = self.quantize_nearest(store(self.dequantize(code.0, code.1)));
-            if let Some(start) = seen[..=n].iter().position(|&c| c == next) {
-                return seen[start..=n].iter().copied().min().unwrap_or(next);
-            }
-            code = next;
+        let next =
+            |code: (usize, [u64; 3])| self.quantize_nearest(store(self.dequantize(code.0, code.1)));
+        let mut hare = next(start);
+        if hare == start {
+            return start;
         }
-        code
+        // Brent: the tortoise waits at powers of two until the hare meets it.
+        let (mut tortoise, mut power, mut length) = (start, 1usize, 1usize);
+        for _ in 0..MOVES {
+            if tortoise == hare {
+                // `hare` is on a cycle of `length` codes: take its smallest.
+                let mut best = hare;
+                let mut code = next(hare);
+                while code != hare {
+                    best = best.min(code);
+                    code = next(code);
+                }
+                return best;
+            }
+            if power == length {
+                tortoise = hare;
+                power *= 2;
+                length = 0;
+            }
+            hare = next(hare);
+            length += 1;
+        }
+        hare
     }
 
     /// The nearest code of `q`, before settling.
@@ -221,7 +258,7 @@ impl SmallestThree {
     /// Whether `a` and `b` are sent alike: the change test, so jitter below
     /// the resolution (and `q` against `−q`) is not a change.
     pub fn same(&self, a: [f64; 4], b: [f64; 4]) -> bool {
-        self.quantize(a) == self.quantize(b)
+        self.same_as(a, b, |q| q)
     }
 
     /// The schema hash of this encoding of a type with hash `type_hash`.
@@ -282,7 +319,9 @@ pub trait QuantizeRotation: Sized {
 
     /// Whether `self` and `other` are sent alike: the change test.
     fn same_rotation(&self, other: &Self, encoding: &SmallestThree) -> bool {
-        self.rotation_code(encoding) == other.rotation_code(encoding)
+        encoding.same_as(self.to_xyzw(), other.to_xyzw(), |q| {
+            Self::from_xyzw(q).to_xyzw()
+        })
     }
 }
 
@@ -338,5 +377,34 @@ mod tests {
                 assert!((norm - 1.0).abs() < 1e-12, "{back:?}");
             }
         }
+    }
+
+    /// The change test agrees with comparing the codes sent, for values a
+    /// step apart and near ties, where settling moves codes.
+    #[test]
+    fn same_as_agrees_with_the_settled_codes() {
+        let as_f32 = |q: [f64; 4]| q.map(|c| f64::from(c as f32));
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        };
+        let (mut equal, mut moved) = (0, 0);
+        for bits in [4, 5, 10] {
+            let q = SmallestThree::new(bits);
+            for _ in 0..20_000 {
+                let mut a: [f64; 4] = core::array::from_fn(|_| random());
+                a[1] = a[0] * (1.0 + random() * 1e-3); // near a tie
+                let b = a.map(|c| c + random() * q.step());
+                let settled = q.quantize_as(a, as_f32) == q.quantize_as(b, as_f32);
+                assert_eq!(q.same_as(a, b, as_f32), settled, "{bits} bits: {a:?} {b:?}");
+                equal += usize::from(settled);
+                moved += usize::from(q.quantize_as(a, as_f32) != q.quantize_nearest(a));
+            }
+        }
+        // Both answers occur, and settling is exercised.
+        assert!(equal > 0 && equal < 60_000 && moved > 0, "{equal} {moved}");
     }
 }
