@@ -20,7 +20,10 @@ use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 use crate::store::{ItemMut, Store};
 
+pub use scope::ScopeMut;
+
 mod role;
+mod scope;
 mod settle;
 mod snapshot;
 mod wire_eq;
@@ -380,6 +383,9 @@ impl<T: Replicate> FastArray<T> {
         self.expect_authority("FastArray::commit");
         let sender = self.sender.get_or_insert_with(Box::default);
         self.store.commit(&mut sender.history);
+        if let Some(changes) = sender.history.newest() {
+            sender.interest.route(changes);
+        }
         self.last_changeset()
     }
 

@@ -102,6 +102,12 @@ pub enum DecodeError {
         /// The type's replicated field count.
         field_count: u32,
     },
+    /// The flags saying which removals are scope exits name none: that is
+    /// written as a single `0` bit.
+    InvalidExits {
+        /// Bit offset of the flags.
+        bit_offset: u64,
+    },
     /// A partial change for an item this mirror has never held: the sender
     /// only sends changed fields after the client acknowledged the whole item.
     UnknownItem {
@@ -241,6 +247,10 @@ impl fmt::Display for DecodeError {
                 f,
                 "invalid changed-field set at bit {bit_offset} for a type with {field_count} replicated field(s)"
             ),
+            Self::InvalidExits { bit_offset } => write!(
+                f,
+                "invalid scope-exit flags at bit {bit_offset}: they name no exit"
+            ),
             Self::UnknownItem { id } => write!(
                 f,
                 "a partial change for item {id}, which this mirror never held"
@@ -359,6 +369,11 @@ pub enum SendError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// The connection's scope belongs to another array (or to the array
+    /// this one was cloned from): a connection's scope is set up with
+    /// [`FastArray::scope`](crate::FastArray::scope) on the array it
+    /// receives.
+    ScopedElsewhere,
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -385,6 +400,10 @@ impl fmt::Display for SendError {
                 f,
                 "this array of `{type_name}` is a mirror: it applies its server's deltas and has \
                  nothing of its own to send"
+            ),
+            Self::ScopedElsewhere => f.write_str(
+                "this connection's scope was set up on another array: a connection state serves \
+                 one array",
             ),
             Self::Encode { id, error } => write!(f, "item {id}: {error}"),
         }

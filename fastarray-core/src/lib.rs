@@ -46,7 +46,7 @@ mod snapshot;
 mod store;
 mod wire;
 
-pub use array::FastArray;
+pub use array::{FastArray, ScopeMut};
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 pub use changeset::Changeset;
 pub use codec::BitCodec;

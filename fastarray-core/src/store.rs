@@ -36,7 +36,9 @@ pub(crate) struct Store<T> {
 pub(crate) struct Slot<T> {
     pub(crate) id: ReplicationId,
     pub(crate) key: ReplicationKey,
-    /// Server only: the frame that added the item or last bumped its key.
+    /// Server: the frame that added the item or last bumped its key.
+    /// Mirror: for an item that left the scope and came back, the frame of
+    /// that exit (entries up to it belong to its earlier stay); else 0.
     pub(crate) changed: u64,
     state: SlotState,
     /// Mirror only: per replicated field, the frame of the newest value
@@ -134,6 +136,12 @@ impl<T> Store<T> {
             frame: self.frame,
             ..Self::with_capacity(0)
         }
+    }
+
+    /// Which array this is: no other array created in this process, a
+    /// clone included, has the same origin.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
     }
 
     /// Which array this is and its frame.
@@ -306,6 +314,30 @@ impl<T> Store<T> {
         }
     }
 
+    /// Mirror: the frame of the exit item `id` came back after, if it
+    /// left the scope and came back (entries up to it are read past).
+    pub(crate) fn returned_after(&self, id: ReplicationId) -> Option<u64> {
+        let slot = &self.slots[*self.index.get(&id)?];
+        (slot.changed > 0).then_some(slot.changed)
+    }
+
+    /// Mirror: records that item `id` came back after an exit at `exit`.
+    pub(crate) fn set_returned_after(&mut self, id: ReplicationId, exit: u64) {
+        if let Some(&pos) = self.index.get(&id) {
+            self.slots[pos].changed = exit;
+        }
+    }
+
+    /// Mirror: the frame of the newest value applied to any field of item
+    /// `id` (0 if none is recorded).
+    pub(crate) fn newest_field_frame(&self, id: ReplicationId) -> u64 {
+        self.index
+            .get(&id)
+            .and_then(|&pos| self.slots[pos].field_frames.as_deref())
+            .and_then(|frames| frames.iter().copied().max())
+            .unwrap_or(0)
+    }
+
     /// Removes an item from a mirror without recording a change.
     pub(crate) fn remove_replicated(&mut self, id: ReplicationId) -> Option<T> {
         self.take_slot(id).map(|slot| slot.value)
@@ -422,6 +454,11 @@ impl<T> Holdings for Store<T> {
 
     fn holds(&self, id: ReplicationId) -> bool {
         self.index.contains_key(&id)
+    }
+
+    fn key_of(&self, id: ReplicationId) -> Option<(ReplicationKey, u64)> {
+        let slot = &self.slots[*self.index.get(&id)?];
+        Some((slot.key, slot.changed))
     }
 }
 

@@ -40,16 +40,35 @@ impl Mirror {
         }
         let advanced = self.advance(frame);
 
-        for id in decoded.removals {
-            if let Some(item) = store.get(id) {
-                each_array(id, item, up, &mut |array, at| {
-                    array.retire(at, &mut |event| callbacks.inner_event(event));
-                });
+        self.reserve_exits(decoded.exits.iter().filter(|&&exit| exit).count());
+        let exits = decoded.exits.into_iter().chain(core::iter::repeat(false));
+        for (id, exit) in decoded.removals.into_iter().zip(exits) {
+            if exit {
+                // An exit older than a value the mirror holds is a late
+                // copy from before the item came back: nothing to do.
+                let current = store.newest_field_frame(id) <= frame
+                    && store.returned_after(id).is_none_or(|back| back < frame);
+                if !current {
+                    continue;
+                }
+                self.record_exit(id, frame);
+            } else {
+                self.tombstone(id, frame);
+            }
+            let Some(item) = store.get(id) else {
+                continue;
+            };
+            each_array(id, item, up, &mut |array, at| {
+                array.retire(at, &mut |event| callbacks.inner_event(event));
+            });
+            if exit {
+                callbacks.pre_leave_scope(id, item);
+                report.left_scope += 1;
+            } else {
                 callbacks.pre_remove(id, item);
-                store.remove_replicated(id);
                 report.removed += 1;
             }
-            self.tombstone(id, frame);
+            store.remove_replicated(id);
         }
 
         // Held items whose entry applied: their changed plain fields, and
@@ -68,6 +87,10 @@ impl Mirror {
                         apply_array(&mut *value, id, delta, up, &mut |_| {});
                     }
                     store.insert_replicated(id, frame, *value);
+                    let exit = self.take_exit(id);
+                    if exit > 0 {
+                        store.set_returned_after(id, exit);
+                    }
                     if let Some(item) = store.get(id) {
                         callbacks.post_add(id, item);
                         each_array(id, item, up, &mut |array, at| {

@@ -12,6 +12,7 @@ use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
+use crate::wire::exits::read_exits;
 use crate::wire::field_set::read_field_set;
 use crate::wire::frame::FrameField;
 use crate::wire::id_list::IdReader;
@@ -37,6 +38,8 @@ pub(crate) struct Decoded<T: Replicate> {
     /// past, and nothing of it is kept.
     pub(crate) stale: bool,
     pub(crate) removals: Vec<ReplicationId>,
+    /// Per removal, whether it only left the scope (empty when none did).
+    pub(crate) exits: Vec<bool>,
     /// The entries for items that are not tombstoned, in id order.
     pub(crate) entries: Vec<(ReplicationId, Entry<T>)>,
     /// The array deltas of those entries that have something to apply,
@@ -61,6 +64,7 @@ impl<T: Replicate> Decoded<T> {
             frame: None,
             stale: false,
             removals: Vec::new(),
+            exits: Vec::new(),
             entries: Vec::new(),
             inner: Vec::new(),
             skipped: 0,
@@ -118,6 +122,10 @@ fn read_body<T: Replicate>(
         None => (None, None),
     };
     let object = mirror.is_some_and(|(mirror, _)| mirror.is_object());
+    let frame = into
+        .as_deref()
+        .and_then(|decoded| decoded.frame)
+        .unwrap_or(0);
     // Each removal takes at least one bit; each item at least two, plus
     // one per array field.
     let (mut ids, count) = IdReader::start(reader, 1)?;
@@ -134,6 +142,12 @@ fn read_body<T: Replicate>(
             removals.push(id);
         }
     }
+    let mut exits = Vec::new();
+    read_exits(reader, count, &mut |exit| {
+        if into.is_some() {
+            exits.push(exit);
+        }
+    })?;
     let (mut ids, count) = IdReader::start(reader, 2 + u64::from(T::ARRAY_FIELDS))?;
     let keep = into.as_deref().is_some_and(|decoded| !decoded.stale);
     if let Some(decoded) = into.as_deref_mut() {
@@ -169,12 +183,16 @@ fn read_body<T: Replicate>(
         if object && id != OBJECT {
             return Err(DecodeError::NotAnObjectChange { id });
         }
-        let tombstoned = mirror.is_tombstoned(id);
+        // Entries written before the item was removed, or before it last
+        // left the scope (its mirror copy then belongs to a later stay),
+        // are read past.
+        let dropped = mirror.drops_entry(id, frame)
+            || store.returned_after(id).is_some_and(|exit| frame <= exit);
         let held = store.get(id);
-        if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !tombstoned && held.is_none() {
+        if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !dropped && held.is_none() {
             return Err(DecodeError::UnknownItem { id });
         }
-        if !keep || tombstoned {
+        if !keep || dropped {
             if keep {
                 decoded.skipped += 1;
             }
@@ -196,6 +214,7 @@ fn read_body<T: Replicate>(
     }
     if let Some(decoded) = into {
         decoded.removals = removals;
+        decoded.exits = exits;
     }
     Ok(())
 }

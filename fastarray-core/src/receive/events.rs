@@ -8,7 +8,7 @@ use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 
 /// Events of applying a delta, called in Unreal's order: every
-/// `pre_remove`, then every `post_add`, then every `post_change`, then
+/// `pre_remove` (and `pre_leave_scope`), then every `post_add`, then every `post_change`, then
 /// `post_receive` once. Every method does nothing by default; `()` is the
 /// callbacks value that wants no events.
 ///
@@ -50,9 +50,18 @@ use crate::mask::FieldMask;
 /// }
 /// ```
 pub trait Callbacks<T> {
-    /// An item is about to be removed.
+    /// An item is about to be removed: the server destroyed it.
     fn pre_remove(&mut self, id: ReplicationId, item: &T) {
         let _ = (id, item);
+    }
+
+    /// An item is about to be removed because it left this client's
+    /// scope ([`FastArray::scope`](crate::FastArray::scope)): it still
+    /// exists on the server, and is added again if it comes back. Called
+    /// where `pre_remove` would be; by default it calls `pre_remove`, so a
+    /// game that does not tell the two apart despawns it all the same.
+    fn pre_leave_scope(&mut self, id: ReplicationId, item: &T) {
+        self.pre_remove(id, item);
     }
 
     /// An item was added.
@@ -301,8 +310,10 @@ pub struct ApplyReport {
     /// an array field changed, including whole items that replaced a
     /// different copy).
     pub changed: usize,
-    /// Items removed.
+    /// Items removed because the server destroyed them.
     pub removed: usize,
+    /// Items removed because they left this client's scope.
+    pub left_scope: usize,
     /// Entries for held or removed items that changed nothing: the item was
     /// removed, the mirror already had newer data for every field the
     /// entry carried, or every value it carried was the one the mirror held

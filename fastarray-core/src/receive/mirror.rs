@@ -69,11 +69,6 @@ impl Mirror {
             || self.floor.is_some_and(|floor| frame <= floor)
     }
 
-    /// Whether `id` was removed recently.
-    pub(crate) fn is_tombstoned(&self, id: ReplicationId) -> bool {
-        self.tombstones.contains(id)
-    }
-
     /// Takes in a message of `frame`; returns whether it is the newest yet.
     pub(crate) fn advance(&mut self, frame: u64) -> bool {
         let advanced = self.newest.is_none_or(|newest| frame > newest);
@@ -86,6 +81,30 @@ impl Mirror {
     /// Records the removal of `id` at `frame`.
     pub(crate) fn tombstone(&mut self, id: ReplicationId, frame: u64) {
         self.tombstones.insert(id, frame);
+    }
+
+    /// Whether an entry of `frame` for `id` is dropped unread: `id` was
+    /// removed recently, or left the scope at `frame` or later (the entry
+    /// was written before it left).
+    pub(crate) fn drops_entry(&self, id: ReplicationId, frame: u64) -> bool {
+        self.tombstones.contains(id) || self.tombstones.exit(id).is_some_and(|exit| frame <= exit)
+    }
+
+    /// Makes room for `count` exits about to be recorded.
+    pub(crate) fn reserve_exits(&mut self, count: usize) {
+        self.tombstones.reserve_exits(count);
+    }
+
+    /// Records that `id` left the scope at `frame`.
+    pub(crate) fn record_exit(&mut self, id: ReplicationId, frame: u64) {
+        self.tombstones.insert_exit(id, frame);
+    }
+
+    /// `id` comes back after leaving the scope: returns the frame of its
+    /// exit (0 if none is kept), up to which entries belong to its earlier
+    /// stay.
+    pub(crate) fn take_exit(&mut self, id: ReplicationId) -> u64 {
+        self.tombstones.take_exit(id).unwrap_or(0)
     }
 
     /// Lets tombstones a window older than `newest` go.

@@ -21,12 +21,19 @@ use hashbrown::HashMap;
 use crate::id::ReplicationId;
 use crate::wire::WINDOW;
 
-/// Recently removed ids, with the frame of their latest removal (per block).
+/// Recently removed ids, with the frame of their latest removal (per block),
+/// and ids that recently left the client's scope, with the frame of their
+/// exit (per id).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tombstones {
     /// Per block of 64 ids (`id >> 6`): which ids are tombstoned, and the
     /// newest frame at which one of them was removed.
     blocks: HashMap<u64, Block>,
+    /// Per id that left the scope: the frame of its newest exit. An id
+    /// comes back after its exit, so this is exact per id: an add of a
+    /// later frame brings the item back, one of that frame or before is a
+    /// late copy from before it left.
+    exits: HashMap<ReplicationId, u64>,
     /// The newest frame at the last sweep.
     swept: u64,
 }
@@ -59,8 +66,30 @@ impl Tombstones {
         block.frame = block.frame.max(frame);
     }
 
+    /// The frame of the newest exit of `id` still kept.
+    pub(crate) fn exit(&self, id: ReplicationId) -> Option<u64> {
+        self.exits.get(&id).copied()
+    }
+
+    /// Makes room for `count` more exits at once (growing the map step by
+    /// step would allocate about twice what it keeps).
+    pub(crate) fn reserve_exits(&mut self, count: usize) {
+        self.exits.reserve(count);
+    }
+
+    /// Records that `id` left the scope at `frame`.
+    pub(crate) fn insert_exit(&mut self, id: ReplicationId, frame: u64) {
+        let exit = self.exits.entry(id).or_insert(frame);
+        *exit = (*exit).max(frame);
+    }
+
+    /// Forgets the exit of `id`, which came back: returns its frame.
+    pub(crate) fn take_exit(&mut self, id: ReplicationId) -> Option<u64> {
+        self.exits.remove(&id)
+    }
+
     /// Drops the blocks whose every removal is a window older than
-    /// `newest`, at most once per half window of frames.
+    /// `newest`, and such exits, at most once per half window of frames.
     pub(crate) fn expire(&mut self, newest: u64) {
         if newest < self.swept.saturating_add(WINDOW / 2) {
             return;
@@ -70,6 +99,11 @@ impl Tombstones {
             .retain(|_, block| block.frame.saturating_add(WINDOW) > newest);
         if self.blocks.capacity() > 4 * self.blocks.len().max(16) {
             self.blocks.shrink_to(2 * self.blocks.len());
+        }
+        self.exits
+            .retain(|_, &mut frame| frame.saturating_add(WINDOW) > newest);
+        if self.exits.capacity() > 4 * self.exits.len().max(16) {
+            self.exits.shrink_to(2 * self.exits.len());
         }
     }
 

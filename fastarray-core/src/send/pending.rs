@@ -20,13 +20,25 @@ pub(crate) enum Work {
     Fields(FieldMask),
     /// Tell the client the item is gone.
     Remove,
+    /// Tell the client the item left its scope: it still exists, and
+    /// comes back whole if it enters again.
+    Exit,
 }
 
 impl Work {
+    /// Whether the work tells the client to drop the item (a removal or a
+    /// scope exit).
+    pub(crate) fn drops(self) -> bool {
+        matches!(self, Work::Remove | Work::Exit)
+    }
+
     /// The work that does both `self` and `other`.
     pub(crate) fn merge(self, other: Work) -> Work {
         match (self, other) {
             (Work::Remove, _) | (_, Work::Remove) => Work::Remove,
+            // Leaving scope drops what was due for the item: it is sent
+            // whole if it comes back.
+            (Work::Exit, _) | (_, Work::Exit) => Work::Exit,
             (Work::Add { structural: a }, Work::Add { structural: b }) => {
                 Work::Add { structural: a || b }
             }

@@ -5,13 +5,14 @@
 
 use super::encode_cache::{EncodeCache, Payload, Span};
 use super::pending::Work;
-use super::state::{Due, SendState};
+use super::state::{Due, Removal, SendState};
 use super::stats::{Budget, DeltaStats, Oversized};
 use crate::bits::BitWriter;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::replicate::Replicate;
 use crate::store::Store;
+use crate::wire::exits::exit_bits;
 use crate::wire::field_set::write_field_set;
 use crate::wire::id_list::ListSize;
 
@@ -31,8 +32,8 @@ pub(crate) struct Planned {
 
 /// What one message carries, chosen and encoded, not yet written.
 pub(crate) struct Plan {
-    /// Removals and the frame each became due.
-    pub(crate) removals: Vec<(ReplicationId, u64)>,
+    /// Removals and scope exits.
+    pub(crate) removals: Vec<Removal>,
     pub(crate) items: Vec<Planned>,
     /// Removals and items left for a later packet.
     pub(crate) deferred: usize,
@@ -53,6 +54,8 @@ struct Fill {
     /// Kind and frame.
     header: u64,
     removals: ListSize,
+    /// Whether a removal is a scope exit (then each takes a flag bit).
+    exits: bool,
     items: ListSize,
     /// Flags, payloads and array deltas of the items.
     entries: u64,
@@ -60,7 +63,17 @@ struct Fill {
 
 impl Fill {
     fn used(&self) -> u64 {
-        self.header + self.removals.bits() + self.items.bits() + self.entries
+        self.header
+            + self.removals.bits()
+            + self.exit_bits(self.exits)
+            + self.items.bits()
+            + self.entries
+    }
+
+    /// The bits of the exit flags of the removals taken so far, `exits`
+    /// being whether one of them is an exit.
+    fn exit_bits(&self, exits: bool) -> u64 {
+        exit_bits(self.removals.count(), exits)
     }
 
     fn left(&self) -> u64 {
@@ -142,6 +155,7 @@ pub(crate) fn plan<T: Replicate>(
         alone_budget: budget.alone,
         header: 2 + conn.frame_bits(store.frame()),
         removals: ListSize::default(),
+        exits: false,
         items: ListSize::default(),
         entries: 0,
     });
@@ -152,12 +166,17 @@ pub(crate) fn plan<T: Replicate>(
         }
         Some(fill) => {
             // Removals first, then by how long the work has waited.
-            removals.sort_unstable_by_key(|&(id, since)| (since, id));
-            for (id, since) in removals {
-                let cost = fill.removals.cost(id);
+            removals.sort_unstable_by_key(|removal| (removal.since, removal.id));
+            for removal in removals {
+                // The list grows by the id, and the flags by one bit (or
+                // one per removal so far, for the first exit).
+                let exits = fill.exits || removal.exit;
+                let flags = exit_bits(fill.removals.count() + 1, exits);
+                let cost = fill.removals.cost(removal.id) + flags - fill.exit_bits(fill.exits);
                 if fill.used() + cost <= fill.budget {
-                    fill.removals.insert(id);
-                    plan.removals.push((id, since));
+                    fill.removals.insert(removal.id);
+                    fill.exits = exits;
+                    plan.removals.push(removal);
                 } else {
                     plan.deferred += 1;
                 }

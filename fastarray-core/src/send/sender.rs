@@ -8,6 +8,7 @@
 
 use super::caught_up::SharedMessage;
 use super::encode_cache::EncodeCache;
+use super::interest::Interest;
 use super::plan::PlanBuffers;
 use crate::history::History;
 
@@ -24,11 +25,13 @@ pub(crate) struct Sender {
     pub(crate) buffers: PlanBuffers,
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
+    /// The connections with a scope, and who sees which item.
+    pub(crate) interest: Interest,
 }
 
 impl Sender {
     /// A copy for a cloned array: the history and the frame's caches; the
-    /// buffers start empty.
+    /// buffers start empty, and no connection has a scope on the copy.
     pub(crate) fn for_clone(&self) -> Self {
         Self {
             history: self.history.clone(),
@@ -36,6 +39,7 @@ impl Sender {
             scratch: Vec::new(),
             buffers: PlanBuffers::default(),
             shared: self.shared.clone(),
+            interest: Interest::default(),
         }
     }
 }

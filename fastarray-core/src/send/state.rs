@@ -11,7 +11,8 @@ use hashbrown::HashMap;
 
 use super::pending::{PendingMap, Work};
 use super::retirement::{Record, RecordEntry, Retirement, SharedChanges};
-use super::view::{Holding, Views};
+use super::scope::Scope;
+use super::view::{Holding, View, Views};
 use crate::bits::BitWriter;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
@@ -53,7 +54,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (256 bytes before its own entries) per array field. Hash
+/// `SendState` (264 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -79,6 +80,9 @@ pub struct SendState {
     /// packet that carried them (never anyone else's), and drops them when
     /// the item's removal is acknowledged.
     inner: HashMap<ReplicationId, Vec<SendState>>,
+    /// The items the client may see, once the connection has a scope
+    /// ([`FastArray::scope`](crate::FastArray::scope)); `None`: every item.
+    scope: Option<Box<Scope>>,
 }
 
 /// The items of an array as a resynchronisation compares them: what the
@@ -89,6 +93,27 @@ pub(crate) trait Holdings {
     fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64));
     /// Whether the array holds `id`.
     fn holds(&self, id: ReplicationId) -> bool;
+    /// Item `id`'s key and the frame of its last change, if the array
+    /// holds it.
+    fn key_of(&self, id: ReplicationId) -> Option<(ReplicationKey, u64)>;
+}
+
+/// A removal due: the item is gone, or (`exit`) it left the client's
+/// scope.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Removal {
+    pub(crate) id: ReplicationId,
+    /// The frame it first became due.
+    pub(crate) since: u64,
+    /// Whether the item still exists and only left the scope.
+    pub(crate) exit: bool,
+}
+
+impl Removal {
+    /// The work the removal does.
+    pub(crate) fn work(&self) -> Work {
+        if self.exit { Work::Exit } else { Work::Remove }
+    }
 }
 
 /// Work due for a live item, in the form the view allows.
@@ -125,6 +150,7 @@ impl SendState {
             written_frame: 0,
             all_fields: FieldMask::EMPTY,
             inner: HashMap::new(),
+            scope: None,
         }
     }
 
@@ -189,7 +215,13 @@ impl SendState {
     /// why the public question is
     /// [`FastArray::is_settled`](crate::FastArray::is_settled).
     pub(crate) fn has_delivered(&self, last_change: u64) -> bool {
-        self.cursor > last_change && self.pending.is_empty() && self.retirement.is_empty()
+        self.cursor > last_change
+            && self.pending.is_empty()
+            && self.retirement.is_empty()
+            && self
+                .scope
+                .as_ref()
+                .is_none_or(|scope| !scope.has_returning())
     }
 
     /// The send states of the arrays inside items the client may hold: per
@@ -251,6 +283,7 @@ impl SendState {
             && self.views.all_known()
             && self.views.len() == live_before
             && self.inner.is_empty()
+            && self.scope.is_none()
             && short_frame(frame, self.acked_frame)
     }
 
@@ -279,6 +312,123 @@ impl SendState {
         resynced
     }
 
+    /// [`catch_up`](Self::catch_up) for a connection with a scope: from
+    /// `routed`, the changes of its items the array handed it since its
+    /// last catch-up (O(changes in scope)), or, if the array dropped them
+    /// (`None`: a window of frames went by), by comparing the items in
+    /// scope against `items` (O(scope)). Items whose exit the client
+    /// acknowledged before `frame` and that are in scope again become due
+    /// whole.
+    pub(crate) fn catch_up_scoped(
+        &mut self,
+        routed: Option<&[(ReplicationId, Work, u64)]>,
+        frame: u64,
+        structure: FieldMask,
+        items: &dyn Holdings,
+    ) -> bool {
+        let resynced = match routed {
+            Some(entries) => {
+                for &(id, work, at) in entries {
+                    self.merge_routed(id, work, at, structure);
+                }
+                false
+            }
+            None => {
+                self.resync(items);
+                true
+            }
+        };
+        self.cursor = frame + 1;
+        if let Some(scope) = self.scope.as_deref_mut() {
+            let pending = &mut self.pending;
+            scope.take_returning(frame, &mut |id| {
+                pending.queue(id, Work::Add { structural: true }, frame);
+            });
+        }
+        resynced
+    }
+
+    // The scope.
+
+    /// The connection's scope, if it has one.
+    pub(crate) fn scope(&self) -> Option<&Scope> {
+        self.scope.as_deref()
+    }
+
+    /// Gives the connection a scope, empty: every item its client may hold
+    /// is due to leave it (and unsent adds are dropped). The connection
+    /// is caught up to `frame`.
+    pub(crate) fn set_scope(&mut self, scope: Scope, frame: u64) {
+        let unsent: Vec<ReplicationId> = self
+            .pending
+            .iter()
+            .map(|&(id, _)| id)
+            .filter(|&id| !self.views.contains(id))
+            .collect();
+        for id in unsent {
+            self.forget(id);
+        }
+        let held: Vec<ReplicationId> = self
+            .views
+            .ids()
+            .filter(|&id| self.views.get(id).is_some_and(View::is_held))
+            .collect();
+        for id in held {
+            self.pending.queue(id, Work::Exit, frame);
+        }
+        self.scope = Some(Box::new(scope));
+    }
+
+    /// Puts item `id` in scope at `frame` (the connection caught up to
+    /// it): the client gets it whole. Returns whether it was out of scope
+    /// (`false` as well for a connection without a scope).
+    pub(crate) fn include(&mut self, id: ReplicationId, frame: u64) -> bool {
+        let Some(scope) = self.scope.as_deref_mut() else {
+            return false;
+        };
+        if !scope.insert(id) {
+            return false;
+        }
+        match self.views.get(id).map(|view| view.holding) {
+            // Its exit was acknowledged in this frame: it returns in a
+            // later one.
+            None if scope.is_returning(id) => {}
+            None => self
+                .pending
+                .queue(id, Work::Add { structural: true }, frame),
+            // Its exit is in flight: it comes back whole once the client
+            // is known to have dropped it.
+            Some(Holding::RemoveInFlight) => {}
+            Some(_) => {
+                // The client still holds it, and its exit was not written:
+                // what changed meanwhile was not followed, so it goes
+                // whole.
+                self.pending.remove(&id);
+                self.pending
+                    .queue(id, Work::Add { structural: false }, frame);
+            }
+        }
+        true
+    }
+
+    /// Takes item `id` out of scope at `frame` (the connection caught up
+    /// to it): the client is told to drop it, if it may hold it. Returns
+    /// whether it was in scope.
+    pub(crate) fn exclude(&mut self, id: ReplicationId, frame: u64) -> bool {
+        let Some(scope) = self.scope.as_deref_mut() else {
+            return false;
+        };
+        if !scope.remove(id) {
+            return false;
+        }
+        match self.views.get(id) {
+            None => self.forget(id),
+            Some(view) if view.is_held() => self.pending.queue(id, Work::Exit, frame),
+            Some(_) => {}
+        }
+        true
+    }
+
     /// The work due, sorted into removals (with the frame each became due)
     /// and live items (`position` finds an item in the array's storage),
     /// each in the form the view allows. Work for items that are gone and
@@ -288,22 +438,28 @@ impl SendState {
         &mut self,
         position: impl Fn(ReplicationId) -> Option<usize>,
         has_arrays: bool,
-        removals: &mut Vec<(ReplicationId, u64)>,
+        removals: &mut Vec<Removal>,
         items: &mut Vec<Due>,
     ) {
         let mut dropped = Vec::new();
         for &(id, ref pending) in self.pending.iter() {
             let held = self.views.contains(id);
-            let pos = match (pending.work, position(id)) {
-                (Work::Remove, _) | (_, None) => {
+            let pos = match position(id) {
+                Some(pos) if !pending.work.drops() => pos,
+                pos => {
                     if held {
-                        removals.push((id, pending.since));
+                        removals.push(Removal {
+                            id,
+                            since: pending.since,
+                            // An item gone since it left the scope is
+                            // simply gone.
+                            exit: pending.work == Work::Exit && pos.is_some(),
+                        });
                     } else {
                         dropped.push(id);
                     }
                     continue;
                 }
-                (_, Some(pos)) => pos,
             };
             let (work, arrays_only) = match pending.work {
                 Work::Fields(mask) => {
@@ -463,6 +619,43 @@ impl SendState {
         }
     }
 
+    /// Merges one change the array handed this scoped connection: item
+    /// `id` changed `work` at `frame` (fields, only its arrays as no
+    /// fields, or its removal).
+    fn merge_routed(&mut self, id: ReplicationId, work: Work, frame: u64, structure: FieldMask) {
+        let Some(scope) = self.scope.as_deref_mut() else {
+            return;
+        };
+        if !scope.contains(id) {
+            return;
+        }
+        if work == Work::Remove {
+            scope.remove(id);
+            if self.views.contains(id) {
+                self.pending.queue(id, Work::Remove, frame);
+            } else {
+                self.forget(id);
+            }
+            return;
+        }
+        if self
+            .views
+            .get(id)
+            .is_some_and(|view| view.holding == Holding::RemoveInFlight)
+        {
+            // Back in scope while its exit is in flight: it returns whole.
+            return;
+        }
+        let work = match work {
+            Work::Fields(mask) if !(mask & structure).is_empty() => Work::Add { structural: true },
+            // Only its arrays changed: an entry with no fields.
+            Work::Fields(mask) if mask.is_empty() => work,
+            Work::Fields(mask) => self.views.fields_work(id, mask),
+            work => work,
+        };
+        self.pending.queue(id, work, frame);
+    }
+
     /// Works out what is due by comparing what the client may hold against
     /// the array's items: used when the history ring no longer reaches back
     /// to this connection's cursor. O(items + view). Work already due
@@ -472,18 +665,48 @@ impl SendState {
         // What this finds became due at the oldest frame not merged, or
         // later: so `delivered_through` stays behind it until it is acked.
         let due = self.cursor;
-        let (views, pending) = (&self.views, &mut self.pending);
-        items.each_key(&mut |id, key, changed| {
-            // Up to date: the client knows the item, and either acknowledged
-            // a record with its current key, or has everything committed up
-            // to a frame at or after its last change (which covers changes
-            // sent in shared messages, whose acks touch no view entry).
-            let up_to_date = views.get(id).is_some_and(|v| {
+        // Up to date: the client knows the item, and either acknowledged
+        // a record with its current key, or has everything committed up
+        // to a frame at or after its last change (which covers changes
+        // sent in shared messages, whose acks touch no view entry).
+        let up_to_date = |view: Option<&View>, key: ReplicationKey, changed: u64| {
+            view.is_some_and(|v| {
                 v.holding == Holding::Known
                     && ((v.acked_seq != 0 && v.acked_key == key)
                         || delivered.is_some_and(|delivered| changed <= delivered))
-            });
-            if !up_to_date {
+            })
+        };
+        if let Some(scope) = self.scope.as_deref_mut() {
+            // Only the items in scope: the others are the client's only
+            // through exits already due or in flight.
+            let mut gone = Vec::new();
+            for id in scope.ids() {
+                let view = self.views.get(id);
+                match items.key_of(id) {
+                    None => gone.push(id),
+                    // It returns whole once its exit is acknowledged.
+                    Some(_) if view.is_some_and(|v| v.holding == Holding::RemoveInFlight) => {}
+                    Some((key, changed)) if !up_to_date(view, key, changed) => {
+                        self.pending.queue(id, Work::Add { structural: true }, due);
+                    }
+                    Some(_) => {}
+                }
+            }
+            for id in gone {
+                if let Some(scope) = self.scope.as_deref_mut() {
+                    scope.remove(id);
+                }
+                if self.views.contains(id) {
+                    self.pending.queue(id, Work::Remove, due);
+                } else {
+                    self.forget(id);
+                }
+            }
+            return;
+        }
+        let (views, pending) = (&self.views, &mut self.pending);
+        items.each_key(&mut |id, key, changed| {
+            if !up_to_date(views.get(id), key, changed) {
                 pending.queue(id, Work::Add { structural: true }, due);
             }
         });
@@ -555,6 +778,9 @@ impl SendState {
                 .acknowledged(entry.id, entry.work, entry.key, record.seq)
             {
                 self.inner.remove(&entry.id);
+                if let (Work::Exit, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+                    scope.exit_acknowledged(entry.id, record.frame);
+                }
             }
         }
         self.acked_frame = Some(
@@ -641,7 +867,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            256,
+            264,
             "per array inside an item"
         );
     }

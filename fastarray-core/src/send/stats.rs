@@ -9,8 +9,11 @@ use crate::id::ReplicationId;
 pub struct DeltaStats {
     /// Bits of the message (before the padding of the byte variant).
     pub bits: u64,
-    /// Removals written.
+    /// Removals of destroyed items written.
     pub removed: usize,
+    /// Scope exits written: items that left the connection's scope
+    /// ([`FastArray::scope`](crate::FastArray::scope)).
+    pub left_scope: usize,
     /// Whole items written (new to the client, or resent whole).
     pub added: usize,
     /// Items written as changed fields only.

@@ -29,6 +29,14 @@ pub(crate) struct View {
     pub(crate) last_fields: FieldMask,
 }
 
+impl View {
+    /// Whether the client holds the item or may soon (its add is in
+    /// flight): not on its way out.
+    pub(crate) fn is_held(&self) -> bool {
+        self.holding != Holding::RemoveInFlight
+    }
+}
+
 /// How far the client's copy of an item is known.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Holding {
@@ -36,7 +44,7 @@ pub(crate) enum Holding {
     AddInFlight,
     /// The client acknowledged a packet with the whole item.
     Known,
-    /// A removal was written; not acknowledged yet.
+    /// A removal or a scope exit was written; not acknowledged yet.
     RemoveInFlight,
 }
 
@@ -130,7 +138,7 @@ impl Views {
                 all_fields
             }
             Work::Fields(mask) => mask,
-            Work::Remove => {
+            Work::Remove | Work::Exit => {
                 view.holding = Holding::RemoveInFlight;
                 FieldMask::EMPTY
             }
@@ -154,7 +162,7 @@ impl Views {
             return false;
         };
         match work {
-            Work::Remove => {
+            Work::Remove | Work::Exit => {
                 if view.holding == Holding::Known {
                     self.known -= 1;
                 }
@@ -186,7 +194,12 @@ impl Views {
         all_fields: FieldMask,
     ) -> Option<Work> {
         let view = self.get(entry.id)?;
-        if !matches!(entry.work, Work::Remove) && view.structural_seq > seq {
+        if !entry.work.drops() && view.holding == Holding::RemoveInFlight {
+            // A removal or exit written since supersedes it: the client
+            // drops the item (and gets it whole if it comes back).
+            return None;
+        }
+        if !entry.work.drops() && view.structural_seq > seq {
             // A whole value written after this record carries everything
             // it did, in the item's current shape; its own fate decides.
             return None;
@@ -198,8 +211,8 @@ impl Views {
             FieldMask::EMPTY
         };
         match entry.work {
-            Work::Remove if later => None,
-            Work::Remove => Some(Work::Remove),
+            Work::Remove | Work::Exit if later => None,
+            work @ (Work::Remove | Work::Exit) => Some(work),
             Work::Add { .. } | Work::Fields(_) => {
                 let lost = match entry.work {
                     Work::Fields(mask) => mask,

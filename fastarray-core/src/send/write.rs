@@ -7,15 +7,16 @@ use super::pending::Work;
 use super::plan::{Plan, Planned, plan};
 use super::retirement::RecordEntry;
 use super::sender::Sender;
-use super::state::SendState;
+use super::state::{Removal, SendState};
 use super::stats::{Budget, DeltaStats};
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::error::SendError;
-use crate::id::{ReplicationId, ReplicationKey};
+use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
+use crate::wire::exits::write_exits;
 use crate::wire::id_list::IdWriter;
 
 impl Sender {
@@ -37,6 +38,7 @@ impl Sender {
         if conn.has_in_flight(packet) {
             return Err(SendError::PacketInFlight { packet });
         }
+        self.check_scope(store, conn)?;
         if budget.is_some_and(|budget| budget.bits == 0) {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
@@ -54,7 +56,7 @@ impl Sender {
         // nothing for sharing.
         let keep = shareable && self.shared.second_of(frame);
         let mut stats = DeltaStats {
-            resynced: conn.catch_up(&self.history, frame, T::STRUCTURE, store),
+            resynced: self.catch_up(store, conn),
             ..DeltaStats::default()
         };
 
@@ -93,7 +95,7 @@ impl Sender {
             stats.bits = 1;
             return Ok(stats);
         }
-        removals.sort_unstable_by_key(|&(id, _)| id);
+        removals.sort_unstable_by_key(|removal| removal.id);
         items.sort_unstable_by_key(|p| p.id);
         let message = Message {
             frame,
@@ -121,9 +123,10 @@ impl Sender {
 
         let mut record = conn.entry_buffer();
         record.reserve(removals.len() + items.len());
-        for &(id, since) in &removals {
+        for removal in &removals {
             let key = ReplicationKey::default();
-            record.push(RecordEntry::new(id, Work::Remove, key, frame, since));
+            let (id, since) = (removal.id, removal.since);
+            record.push(RecordEntry::new(id, removal.work(), key, frame, since));
         }
         for item in &items {
             record.push(RecordEntry::new(
@@ -134,10 +137,12 @@ impl Sender {
                 _ => stats.changed += 1,
             }
         }
-        stats.removed += removals.len();
+        let exits = removals.iter().filter(|removal| removal.exit).count();
+        stats.left_scope += exits;
+        stats.removed += removals.len() - exits;
         let oldest_due = removals
             .iter()
-            .map(|&(_, since)| since)
+            .map(|removal| removal.since)
             .chain(items.iter().map(|item| item.since))
             .fold(frame, u64::min);
         if keep {
@@ -156,10 +161,45 @@ impl Sender {
     }
 }
 
+impl Sender {
+    /// Brings `conn`'s pending work up to the array's frame: from the
+    /// history ring, or, for a connection with a scope, from what the
+    /// array handed it. Returns whether it had to compare instead.
+    pub(crate) fn catch_up<T: Replicate>(
+        &mut self,
+        store: &Store<T>,
+        conn: &mut SendState,
+    ) -> bool {
+        let frame = store.frame();
+        let Some(slot) = conn.scope().map(|scope| scope.slot) else {
+            return conn.catch_up(&self.history, frame, T::STRUCTURE, store);
+        };
+        let routed = self.interest.inbox(slot);
+        let resynced = conn.catch_up_scoped(routed, frame, T::STRUCTURE, store);
+        self.interest.clear_inbox(slot);
+        resynced
+    }
+
+    /// Refuses a connection whose scope is registered with another array
+    /// (or with this one's original, for a clone).
+    pub(crate) fn check_scope<T>(
+        &self,
+        store: &Store<T>,
+        conn: &SendState,
+    ) -> Result<(), SendError> {
+        match conn.scope() {
+            Some(scope) if scope.array != store.origin() || !self.interest.is_registered(scope) => {
+                Err(SendError::ScopedElsewhere)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// A planned message, ready to write.
 struct Message<'a> {
     frame: u64,
-    removals: &'a [(ReplicationId, u64)],
+    removals: &'a [Removal],
     items: &'a [Planned],
     /// The items' array deltas.
     inner: &'a [u8],
@@ -171,10 +211,11 @@ impl Message<'_> {
     fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
         MessageKind::Delta.write(writer);
         conn.write_frame(writer, self.frame);
-        let mut ids = IdWriter::start(writer, self.removals.iter().map(|&(id, _)| id));
-        for &(id, _) in self.removals {
-            ids.write(writer, id);
+        let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.id));
+        for removal in self.removals {
+            ids.write(writer, removal.id);
         }
+        write_exits(writer, self.removals.iter().map(|removal| removal.exit));
         let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.id));
         for item in self.items {
             ids.write(writer, item.id);

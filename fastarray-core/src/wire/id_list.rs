@@ -300,6 +300,11 @@ pub(crate) struct ListSize {
 
 impl ListSize {
     /// Bits of the list as it is.
+    /// Ids in the list.
+    pub(crate) fn count(&self) -> u64 {
+        self.ids.len() as u64
+    }
+
     pub(crate) fn bits(&self) -> u64 {
         let count = self.ids.len() as u64;
         count_bits(count) + u64::from(count > 0) + self.gaps

@@ -1,6 +1,7 @@
 //! Message formats (see `WIRE.md`): the kind every message starts with,
 //! the window of frames a mirror accepts, and, in the submodules, the
-//! frame, the set of changed fields and the lists of ids.
+//! frame, the set of changed fields, the lists of ids and which removals
+//! are scope exits.
 //!
 //! A message starts with its kind:
 //!
@@ -10,6 +11,7 @@
 //! | `1 0` | delta |
 //! | `1 1` | full snapshot |
 
+pub(crate) mod exits;
 pub(crate) mod field_set;
 pub(crate) mod frame;
 pub(crate) mod id_list;

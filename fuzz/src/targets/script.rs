@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use fastarray::{FastArray, SendState};
+use std::collections::BTreeSet;
+
+use fastarray::{FastArray, ReplicationId, SendState};
 
 use super::types::{Fixture, MAX_ITEMS, Named, Platoon, Squad, Thing, pick};
 
@@ -18,6 +20,10 @@ pub struct Header {
     /// The healing writes' bit budget (none, or 64 to 2 096 bits), raised
     /// to what a lone item needs ([`Session::feasible_budget`]).
     pub heal_budget: Option<u16>,
+    /// Whether every connection has a scope (empty at first; [`Op::Scope`]
+    /// changes it), and then each mirror must hold the server's items in
+    /// its scope.
+    pub scoped: bool,
 }
 
 impl Header {
@@ -27,12 +33,17 @@ impl Header {
             mode: a % 4,
             conns: 2 + (a >> 2) % 2,
             heal_budget: (b >= 128).then(|| 64 + u16::from(b - 128) * 16),
+            scoped: (a >> 3) & 1 == 1,
         };
         Some((header, rest))
     }
 
     fn write(&self, out: &mut Vec<u8>) {
-        out.push((self.mode % 4) | ((self.conns.saturating_sub(2) % 2) << 2));
+        out.push(
+            (self.mode % 4)
+                | ((self.conns.saturating_sub(2) % 2) << 2)
+                | (u8::from(self.scoped) << 3),
+        );
         out.push(match self.heal_budget {
             None => 0,
             Some(budget) => 128 + (budget.saturating_sub(64) / 16).min(127) as u8,
@@ -76,14 +87,18 @@ pub enum Op {
     Tick,
     /// Deliver every packet of a connection not yet delivered, newest first.
     DeliverAll { conn: u8 },
+    /// Scoped scripts only: put an item in the connection's scope, or take
+    /// it out if it is in.
+    Scope { conn: u8, item: u8 },
 }
 
 impl Op {
-    /// Reads one op, or `None` at the end of the input.
-    fn read(bytes: &mut std::slice::Iter<'_, u8>) -> Option<Op> {
+    /// Reads one op, or `None` at the end of the input. A scoped script
+    /// has one more op.
+    fn read(bytes: &mut std::slice::Iter<'_, u8>, scoped: bool) -> Option<Op> {
         let code = *bytes.next()?;
         let mut arg = || bytes.next().copied();
-        Some(match code % 16 {
+        Some(match code % if scoped { 17 } else { 16 } {
             0 => Op::Push(arg()?),
             1 => Op::Remove(arg()?),
             2..=4 => Op::Edit {
@@ -113,7 +128,11 @@ impl Op {
             12 => Op::Reorder(arg()?),
             13 => Op::PushRemove(arg()?),
             14 => Op::Tick,
-            _ => Op::DeliverAll { conn: arg()? },
+            15 => Op::DeliverAll { conn: arg()? },
+            _ => Op::Scope {
+                conn: arg()?,
+                item: arg()?,
+            },
         })
     }
 
@@ -137,6 +156,7 @@ impl Op {
             Op::PushRemove(a) => out.extend([13, a]),
             Op::Tick => out.push(14),
             Op::DeliverAll { conn } => out.extend([15, conn]),
+            Op::Scope { conn, item } => out.extend([16, conn, item]),
         }
     }
 }
@@ -145,7 +165,7 @@ impl Op {
 pub fn decode_script(data: &[u8]) -> Option<(Header, Vec<Op>)> {
     let (header, rest) = Header::read(data)?;
     let mut bytes = rest.iter();
-    let ops = std::iter::from_fn(|| Op::read(&mut bytes)).collect();
+    let ops = std::iter::from_fn(|| Op::read(&mut bytes, header.scoped)).collect();
     Some((header, ops))
 }
 
@@ -170,7 +190,7 @@ pub fn describe_script(data: &[u8]) -> String {
 }
 
 /// Runs a script (see [`Op`]) against a server array and 2 or 3
-/// connections with mirrors. Every genuine packet delivered must apply;
+/// connections with mirrors (with a scope each, in a scoped script). Every genuine packet delivered must apply;
 /// every write must succeed within its budget. Then the link heals: every
 /// packet not yet reported is acknowledged if it was delivered and lost
 /// otherwise, and each connection writes, delivers and acknowledges until
@@ -221,17 +241,24 @@ fn sent_index(len: usize, back: u8) -> Option<usize> {
 
 impl<T: Fixture> Session<T> {
     fn new(header: Header) -> Self {
+        let mut server = FastArray::new();
         let conns = (0..header.conns)
-            .map(|_| Conn {
-                state: SendState::new(),
-                mirror: FastArray::mirror(),
-                sent: Vec::new(),
-                ack_on_arrival: false,
+            .map(|_| {
+                let mut state = SendState::new();
+                if header.scoped {
+                    server.scope(&mut state).expect("a new connection");
+                }
+                Conn {
+                    state,
+                    mirror: FastArray::mirror(),
+                    sent: Vec::new(),
+                    ack_on_arrival: false,
+                }
             })
             .collect();
         Session {
             header,
-            server: FastArray::new(),
+            server,
             conns,
             // Near the wrap of a u16 sequence, widened.
             next_packet: 65_530,
@@ -337,6 +364,16 @@ impl<T: Fixture> Session<T> {
                     }
                 }
             }
+            Op::Scope { conn, item } => {
+                let c = self.conn(conn);
+                if let Some(id) = pick(&self.server, item) {
+                    let state = &mut self.conns[c].state;
+                    let mut scope = self.server.scope(state).expect("the array's own");
+                    if !scope.exclude(id) {
+                        scope.include(id);
+                    }
+                }
+            }
         }
     }
 
@@ -431,6 +468,25 @@ impl<T: Fixture> Session<T> {
         u64::from(budget).max(largest.unwrap_or(0) + 64)
     }
 
+    /// Connection `c`'s mirror holds exactly the server's items in its
+    /// scope, equal.
+    fn check_scope(&mut self, c: usize) {
+        let conn = &mut self.conns[c];
+        let scope = self.server.scope(&mut conn.state).expect("the array's own");
+        let in_scope: BTreeSet<ReplicationId> = scope.ids().collect();
+        let held: BTreeSet<ReplicationId> = conn.mirror.ids().collect();
+        assert_eq!(
+            in_scope, held,
+            "conn {c}: the mirror holds other items than its scope"
+        );
+        for id in in_scope {
+            assert!(
+                self.server.get(id) == conn.mirror.get(id),
+                "conn {c}: item {id} differs from the server's after healing"
+            );
+        }
+    }
+
     /// The link heals: see [`stateful`].
     fn heal(&mut self) {
         for conn in &mut self.conns {
@@ -467,11 +523,15 @@ impl<T: Fixture> Session<T> {
                 );
                 self.server.commit();
             }
-            let conn = &self.conns[c];
-            assert_eq!(
-                conn.mirror, self.server,
-                "conn {c}: the mirror differs from the server after healing"
-            );
+            if self.header.scoped {
+                self.check_scope(c);
+            } else {
+                let conn = &self.conns[c];
+                assert_eq!(
+                    conn.mirror, self.server,
+                    "conn {c}: the mirror differs from the server after healing"
+                );
+            }
         }
     }
 }

@@ -130,6 +130,7 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
         mode,
         conns,
         heal_budget,
+        scoped: false,
     };
     let fill = |n: u8| (0..n).map(Op::Push).collect::<Vec<_>>();
     let edits = |n: u8| {
@@ -257,5 +258,57 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
     }
     scripts.push(("squad-long-inner", header(1, 2, None), long.clone()));
     scripts.push(("platoon-long-inner", header(2, 2, None), long));
+    // Scopes: items enter and leave while packets are lost, late and
+    // duplicated, one flips every step, and some are removed out of scope.
+    let scope = |conn, item| Op::Scope { conn, item };
+    let mut scoped = [fill(8), ticks(1)].concat();
+    scoped.extend((0..8).map(|item| scope(item % 3, item)));
+    scoped.extend(ticks(1));
+    for k in 0..12u8 {
+        scoped.extend([
+            scope(k % 3, k.wrapping_mul(3)),
+            scope(0, 1),
+            Op::Edit {
+                item: k,
+                op: k,
+                arg: k.wrapping_mul(11),
+            },
+            Op::Write { conn: k % 3 },
+            Op::Deliver {
+                conn: k % 3,
+                back: k % 2,
+            },
+        ]);
+        if k % 4 == 1 {
+            scoped.extend([
+                Op::Loss {
+                    conn: k % 3,
+                    back: 1,
+                },
+                Op::Remove(k),
+            ]);
+        }
+        if k % 3 == 2 {
+            scoped.extend([Op::Ack { conn: 0, back: 0 }, Op::DeliverAll { conn: 1 }]);
+        }
+    }
+    scoped.extend([Op::Commit; 70]);
+    scoped.extend([scope(2, 4), Op::Write { conn: 2 }, Op::Tick]);
+    for (mode, name) in [
+        (0, "thing-scoped"),
+        (1, "squad-scoped"),
+        (2, "platoon-scoped"),
+    ] {
+        let header = Header {
+            scoped: true,
+            ..header(mode, 3, None)
+        };
+        scripts.push((name, header, scoped.clone()));
+    }
+    let header = Header {
+        scoped: true,
+        ..header(3, 2, Some(300))
+    };
+    scripts.push(("named-scoped-budget", header, scoped));
     scripts
 }

@@ -1,0 +1,155 @@
+//! Interest management on an array: [`FastArray::scope`] and
+//! [`ScopeMut`], which say which items a connection's client sees.
+
+use super::FastArray;
+use crate::error::SendError;
+use crate::id::ReplicationId;
+use crate::replicate::Replicate;
+use crate::send::sender::Sender;
+use crate::send::state::SendState;
+use crate::store::Store;
+
+impl<T: Replicate> FastArray<T> {
+    /// The scope of `conn` on this array: which items its client sees.
+    ///
+    /// A [`SendState`] sees every item until its first `scope` call; from
+    /// then on it sees only the items [included](ScopeMut::include), and
+    /// whatever its client held that is not is told to leave. An item
+    /// out of scope is never written to the connection and costs it
+    /// nothing: no view, no pending work, no lookup when it changes (the
+    /// array hands each connection the changes of its own items at
+    /// [`commit`](Self::commit)). An item entering the scope goes whole;
+    /// one leaving it is sent as a removal that the client can tell from
+    /// destruction ([`Callbacks::pre_leave_scope`](crate::Callbacks::pre_leave_scope)).
+    /// An item that leaves and comes back is sent whole again once the
+    /// client acknowledged its exit. Loss, reordering, duplication and
+    /// late packets are handled as for every other change; an item
+    /// destroyed while in scope is removed as usual.
+    ///
+    /// A connection's scope belongs to this array: a write of `conn` on
+    /// another array (or on a clone of this one) is refused with
+    /// [`SendError::ScopedElsewhere`]. Dropping the connection state (and
+    /// its clones) frees its place here at the next commit.
+    ///
+    /// # Errors
+    /// [`SendError::NotAnAuthority`] on a mirror;
+    /// [`SendError::ScopedElsewhere`] if `conn` has a scope on another
+    /// array.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { x: i32 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let near = server.push(Unit { x: 1 });
+    /// let far = server.push(Unit { x: 900 });
+    /// server.commit();
+    ///
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
+    /// server.scope(&mut conn).unwrap().include(near);
+    /// let mut packet = Vec::new();
+    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    /// assert!(client.contains(near) && !client.contains(far));
+    ///
+    /// // The near unit walks away, the far one comes close.
+    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// scope.exclude(near);
+    /// scope.include(far);
+    /// packet.clear();
+    /// server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    /// let report = client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!((report.left_scope, report.added), (1, 1));
+    /// assert!(!client.contains(near) && client.contains(far));
+    /// ```
+    pub fn scope<'a>(&'a mut self, conn: &'a mut SendState) -> Result<ScopeMut<'a, T>, SendError> {
+        self.expect_writer()?;
+        let sender = self.sender.get_or_insert_with(Box::default);
+        sender.check_scope(&self.store, conn)?;
+        // Scope changes apply after everything committed so far.
+        sender.catch_up(&self.store, conn);
+        if conn.scope().is_none() {
+            let scope = sender.interest.register(self.store.origin());
+            conn.set_scope(scope, self.store.frame());
+        }
+        Ok(ScopeMut {
+            store: &self.store,
+            sender,
+            conn,
+        })
+    }
+}
+
+impl<T> FastArray<T> {
+    /// Connections with a [scope](Self::scope) on this array whose state
+    /// is alive. A dropped connection state counts until the next commit,
+    /// which frees its place.
+    pub fn scoped_connections(&self) -> usize {
+        self.sender
+            .as_deref()
+            .map_or(0, |sender| sender.interest.connections())
+    }
+}
+
+/// The scope of one connection on one array, from
+/// [`FastArray::scope`]: include and exclude items by id.
+pub struct ScopeMut<'a, T> {
+    store: &'a Store<T>,
+    sender: &'a mut Sender,
+    conn: &'a mut SendState,
+}
+
+impl<T> ScopeMut<'_, T> {
+    /// Puts item `id` in scope: its next write sends it whole. Returns
+    /// whether it was out of scope; an id the array does not hold is
+    /// ignored (`false`).
+    pub fn include(&mut self, id: ReplicationId) -> bool {
+        if self.store.position(id).is_none() || !self.conn.include(id, self.store.frame()) {
+            return false;
+        }
+        let slot = self.slot();
+        self.sender.interest.watch(slot, id);
+        true
+    }
+
+    /// Takes item `id` out of scope: the client is told to drop it (if it
+    /// may hold it) and hears no more of it. Returns whether it was in
+    /// scope.
+    pub fn exclude(&mut self, id: ReplicationId) -> bool {
+        if !self.conn.exclude(id, self.store.frame()) {
+            return false;
+        }
+        let slot = self.slot();
+        self.sender.interest.unwatch(slot, id);
+        true
+    }
+
+    /// Whether item `id` is in scope.
+    pub fn contains(&self, id: ReplicationId) -> bool {
+        self.conn.scope().is_some_and(|scope| scope.contains(id))
+    }
+
+    /// Items in scope.
+    pub fn len(&self) -> usize {
+        self.conn.scope().map_or(0, |scope| scope.len())
+    }
+
+    /// Whether no item is in scope.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The ids in scope, in no particular order.
+    pub fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
+        self.conn.scope().into_iter().flat_map(|scope| scope.ids())
+    }
+
+    fn slot(&self) -> u32 {
+        self.conn.scope().map_or(0, |scope| scope.slot)
+    }
+}

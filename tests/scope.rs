@@ -1,0 +1,654 @@
+//! Interest management: a connection's scope (`FastArray::scope`). Items
+//! out of scope are never sent and cost the connection nothing; entering
+//! sends the item whole; leaving is a removal the client tells from
+//! destruction; and every mirror converges to the server's items in its
+//! scope under loss, reordering, duplication and late packets, with the
+//! scope changing while packets are in flight.
+
+use std::collections::BTreeSet;
+
+use fastarray::{
+    BitWriter, Callbacks, DecodeError, FastArray, Replicate, ReplicationId, SendError, SendState,
+};
+use fastarray_testkit::drive::{self, Session};
+use fastarray_testkit::exchange;
+use fastarray_testkit::link::{LinkProfile, Report};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    x: i32,
+    hp: u16,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Member {
+    hp: u16,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Squad {
+    tag: u8,
+    #[replicate(array)]
+    members: FastArray<Member>,
+}
+
+/// The mirror's events, and the items its game would hold from them.
+#[derive(Default)]
+struct Events {
+    spawned: BTreeSet<ReplicationId>,
+    destroyed: Vec<ReplicationId>,
+    left: Vec<ReplicationId>,
+}
+
+impl<T> Callbacks<T> for Events {
+    fn post_add(&mut self, id: ReplicationId, _: &T) {
+        assert!(self.spawned.insert(id), "{id} added twice");
+    }
+    fn pre_remove(&mut self, id: ReplicationId, _: &T) {
+        assert!(self.spawned.remove(&id), "{id} removed, never added");
+        self.destroyed.push(id);
+    }
+    fn pre_leave_scope(&mut self, id: ReplicationId, _: &T) {
+        assert!(self.spawned.remove(&id), "{id} left, never added");
+        self.left.push(id);
+    }
+}
+
+/// One write, delivered and acknowledged (packet `packet`).
+fn round<T: Replicate + Clone>(
+    server: &mut FastArray<T>,
+    conn: &mut SendState,
+    client: &mut FastArray<T>,
+    events: &mut Events,
+    packet: u32,
+) -> fastarray::DeltaStats {
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+    client.apply_delta(&bytes, events).unwrap();
+    conn.on_ack(packet);
+    stats
+}
+
+fn units(n: i32) -> (FastArray<Unit>, Vec<ReplicationId>) {
+    let mut server = FastArray::new();
+    let ids = (0..n).map(|x| server.push(Unit { x, hp: 100 })).collect();
+    server.commit();
+    (server, ids)
+}
+
+/// Whether `client` holds exactly the server's items in `conn`'s scope,
+/// equal on the wire.
+fn mirrors_scope<T: Replicate>(
+    server: &mut FastArray<T>,
+    conn: &mut SendState,
+    client: &FastArray<T>,
+) -> Result<(), String> {
+    let scope: BTreeSet<ReplicationId> = server.scope(conn).unwrap().ids().collect();
+    let held: BTreeSet<ReplicationId> = client.ids().collect();
+    if scope != held {
+        return Err(format!("scope {scope:?}, mirror holds {held:?}"));
+    }
+    for id in scope {
+        if !server.get(id).unwrap().wire_eq(client.get(id).unwrap()) {
+            return Err(format!("{id} differs"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn only_the_items_in_scope_are_sent() {
+    let (mut server, ids) = units(100);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        assert!(scope.is_empty());
+        for &id in &ids[10..20] {
+            assert!(scope.include(id));
+        }
+        assert!(!scope.include(ids[10]), "already in scope");
+        assert!(
+            !scope.include(ReplicationId::from_raw(5_000)),
+            "no such item"
+        );
+        assert_eq!(scope.len(), 10);
+    }
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 1);
+    assert_eq!((stats.added, stats.removed, stats.left_scope), (10, 0, 0));
+    assert_eq!(client.len(), 10);
+    assert_eq!(conn.client_items(), 10);
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+
+    // Changes outside the scope send nothing and leave no work.
+    for &id in &ids[50..100] {
+        server.get_mut(id).unwrap().hp = 1;
+    }
+    server.remove(ids[99]);
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 2);
+    assert_eq!(stats.bits, 1, "an empty message");
+    assert_eq!(conn.pending_items(), 0);
+    assert!(server.is_settled(&conn));
+
+    // A change inside it sends that change only.
+    server.get_mut(ids[15]).unwrap().hp = 7;
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 3);
+    assert_eq!((stats.added, stats.changed), (0, 1));
+    assert_eq!(client.get(ids[15]).unwrap().hp, 7);
+}
+
+#[test]
+fn leaving_is_told_apart_from_destruction_and_coming_back_sends_the_item_whole() {
+    let (mut server, ids) = units(10);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        scope.include(ids[1]);
+        scope.include(ids[2]);
+    }
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+
+    // ids[1] leaves; ids[2] is destroyed.
+    assert!(server.scope(&mut conn).unwrap().exclude(ids[1]));
+    assert!(
+        !server.scope(&mut conn).unwrap().exclude(ids[1]),
+        "already out"
+    );
+    server.remove(ids[2]);
+    server.commit();
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 2, &mut bytes).unwrap();
+    assert_eq!((stats.removed, stats.left_scope), (1, 1));
+    let report = client.apply_delta(&bytes, &mut events).unwrap();
+    assert_eq!((report.removed, report.left_scope), (1, 1));
+    assert_eq!(events.left, [ids[1]]);
+    assert_eq!(events.destroyed, [ids[2]]);
+    conn.on_ack(2);
+    assert!(client.is_empty());
+    assert_eq!(
+        conn.client_items(),
+        0,
+        "nothing kept for items out of scope"
+    );
+
+    // Changed while away, it comes back whole with its current value.
+    server.get_mut(ids[1]).unwrap().hp = 42;
+    server.commit();
+    server.scope(&mut conn).unwrap().include(ids[1]);
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 3);
+    assert_eq!(stats.added, 1);
+    assert_eq!(client.get(ids[1]).unwrap().hp, 42);
+    assert!(events.spawned.contains(&ids[1]));
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
+#[test]
+fn an_item_excluded_before_it_was_written_costs_nothing() {
+    let (mut server, ids) = units(4);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    let mut scope = server.scope(&mut conn).unwrap();
+    scope.include(ids[0]);
+    scope.exclude(ids[0]);
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 1);
+    assert_eq!(stats.bits, 1);
+    assert!(client.is_empty());
+}
+
+#[test]
+fn coming_back_waits_for_the_exit_to_be_acknowledged() {
+    let (mut server, ids) = units(3);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+
+    server.scope(&mut conn).unwrap().exclude(ids[0]);
+    let mut exit = Vec::new();
+    server.write_delta(&mut conn, 2, &mut exit).unwrap();
+    // Back in scope before the exit is acknowledged: nothing yet.
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    server.get_mut(ids[0]).unwrap().hp = 5;
+    server.commit();
+    let mut early = Vec::new();
+    let stats = server.write_delta(&mut conn, 3, &mut early).unwrap();
+    assert_eq!(stats.bits, 1, "the item waits for its exit's fate");
+
+    // The exit is lost: it goes again (the client may still hold the item).
+    conn.on_loss(2);
+    conn.on_ack(3);
+    server.commit();
+    let mut again = Vec::new();
+    let stats = server.write_delta(&mut conn, 4, &mut again).unwrap();
+    assert_eq!((stats.left_scope, stats.added), (1, 0));
+    client.apply_delta(&again, &mut events).unwrap();
+    conn.on_ack(4);
+    // The first copy of the exit arrives late: harmless.
+    client.apply_delta(&exit, &mut events).unwrap();
+    assert!(client.is_empty());
+
+    // Acknowledged in this frame: the item returns in the next one.
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 5);
+    assert_eq!(stats.bits, 1);
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 6);
+    assert_eq!(stats.added, 1);
+    assert_eq!(client.get(ids[0]).unwrap().hp, 5);
+    assert!(server.is_settled(&conn));
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
+#[test]
+fn an_item_back_in_scope_in_the_frame_of_its_acknowledged_exit_waits_a_frame() {
+    let (mut server, ids) = units(2);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+    server.commit();
+    server.scope(&mut conn).unwrap().exclude(ids[0]);
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 2);
+    assert_eq!(stats.left_scope, 1);
+    // No commit since: a message of this frame could not be told from the
+    // ones before the exit.
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 3);
+    assert_eq!(stats.bits, 1);
+    assert!(!server.is_settled(&conn));
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 4);
+    assert_eq!(stats.added, 1);
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+    assert!(server.is_settled(&conn));
+}
+
+#[test]
+fn a_late_copy_from_before_an_exit_does_not_bring_the_item_back() {
+    let (mut server, ids) = units(2);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    let mut add = Vec::new();
+    server.write_delta(&mut conn, 1, &mut add).unwrap();
+    // The add is held up in the network; the item leaves meanwhile.
+    server.scope(&mut conn).unwrap().exclude(ids[0]);
+    server.commit();
+    let mut exit = Vec::new();
+    server.write_delta(&mut conn, 2, &mut exit).unwrap();
+    client.apply_delta(&exit, &mut events).unwrap();
+    client.apply_delta(&add, &mut events).unwrap();
+    assert!(client.is_empty(), "the late add is from before the exit");
+    assert!(events.spawned.is_empty());
+    conn.on_ack(2);
+    conn.on_ack(1);
+    // Back in scope: the return is of a later frame and applies.
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    server.commit();
+    round(&mut server, &mut conn, &mut client, &mut events, 3);
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+    // And a duplicate of the old exit changes nothing now.
+    client.apply_delta(&exit, &mut events).unwrap();
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
+#[test]
+fn a_connection_that_saw_everything_drops_what_its_new_scope_leaves_out() {
+    let (mut server, ids) = units(5);
+    let (mut conn, mut client) = (SendState::new(), FastArray::mirror());
+    exchange(&mut server, &mut conn, &mut client, 0);
+    assert_eq!(client.len(), 5);
+    server.scope(&mut conn).unwrap().include(ids[3]);
+    let mut events = Events {
+        spawned: client.ids().collect(),
+        ..Events::default()
+    };
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 1);
+    assert_eq!(stats.left_scope, 4);
+    assert_eq!(events.left.len(), 4);
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
+#[test]
+fn several_connections_see_their_own_scopes() {
+    let (mut server, ids) = units(30);
+    let mut conns: Vec<(SendState, FastArray<Unit>, Events)> = (0..3)
+        .map(|_| (SendState::new(), FastArray::mirror(), Events::default()))
+        .collect();
+    for (n, (conn, _, _)) in conns.iter_mut().enumerate() {
+        let mut scope = server.scope(conn).unwrap();
+        for &id in &ids[n * 10..n * 10 + 15.min(30 - n * 10)] {
+            scope.include(id);
+        }
+    }
+    for tick in 1..20u32 {
+        for &id in ids.iter().step_by(tick as usize % 5 + 1) {
+            if let Some(mut unit) = server.get_mut(id) {
+                unit.hp = unit.hp.wrapping_add(1);
+            }
+        }
+        server.commit();
+        for (conn, client, events) in &mut conns {
+            round(&mut server, conn, client, events, tick);
+        }
+    }
+    for (conn, client, _) in &mut conns {
+        mirrors_scope(&mut server, conn, client).unwrap();
+    }
+    assert_eq!(server.scoped_connections(), 3);
+    conns.pop();
+    server.commit();
+    assert_eq!(
+        server.scoped_connections(),
+        2,
+        "a dropped connection is freed"
+    );
+}
+
+#[test]
+fn a_scope_belongs_to_its_array() {
+    let (mut server, ids) = units(3);
+    let mut conn = SendState::new();
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    let (mut other, _) = units(3);
+    let mut bytes = Vec::new();
+    assert_eq!(
+        other.write_delta(&mut conn, 1, &mut bytes),
+        Err(SendError::ScopedElsewhere)
+    );
+    assert!(matches!(
+        other.scope(&mut conn),
+        Err(SendError::ScopedElsewhere)
+    ));
+    let mut copy = server.clone();
+    assert_eq!(
+        copy.write_delta(&mut conn, 1, &mut bytes),
+        Err(SendError::ScopedElsewhere)
+    );
+    assert!(bytes.is_empty());
+    assert_eq!(conn.packets_in_flight(), 0);
+    let mut mirror = FastArray::<Unit>::mirror();
+    assert!(matches!(
+        mirror.scope(&mut SendState::new()),
+        Err(SendError::NotAnAuthority { .. })
+    ));
+}
+
+#[test]
+fn a_connection_a_window_behind_compares_its_scope() {
+    let (mut server, ids) = units(20);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        for &id in &ids[..10] {
+            scope.include(id);
+        }
+    }
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+    for tick in 0..100 {
+        let id = ids[tick % 20];
+        if let Some(mut unit) = server.get_mut(id) {
+            unit.x += 1;
+        }
+        if tick == 50 {
+            server.remove(ids[3]);
+        }
+        server.commit();
+    }
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 2);
+    assert!(stats.resynced);
+    assert_eq!(stats.removed, 1);
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+    assert!(server.is_settled(&conn));
+}
+
+#[test]
+fn exit_flags_that_name_no_exit_are_refused() {
+    let (mut server, ids) = units(3);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    server.scope(&mut conn).unwrap().include(ids[2]);
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+    let mut bytes = Vec::new();
+    let mut w = BitWriter::new(&mut bytes);
+    w.write_bits(0b01, 2); // a delta
+    w.write_bool(true); // long frame
+    w.write_varint(2);
+    w.write_bits(0b01, 2); // one removal
+    w.write_bool(false); // Elias-delta gaps
+    w.write_varint(2);
+    w.write_bool(true); // some removals are exits...
+    w.write_bool(false); // ...but not this one
+    w.write_bool(false); // no items
+    w.finish();
+    let before = client.clone();
+    let result = client.apply_delta(&bytes, &mut ());
+    assert!(
+        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 14 })),
+        "{result:?}"
+    );
+    assert_eq!(client, before);
+}
+
+/// One scoped connection over a seeded lossy link: units are added,
+/// destroyed and changed, enter and leave the scope at random, and one
+/// flips in and out every tick.
+struct ScopedSession<T> {
+    server: FastArray<T>,
+    conn: SendState,
+    client: FastArray<T>,
+    events: Events,
+    rng: ChaCha8Rng,
+    make: fn(&mut ChaCha8Rng) -> T,
+    change: fn(&mut T, &mut ChaCha8Rng),
+    label: String,
+}
+
+impl<T: Replicate + Clone> ScopedSession<T> {
+    fn new(
+        seed: u64,
+        label: String,
+        make: fn(&mut ChaCha8Rng) -> T,
+        change: fn(&mut T, &mut ChaCha8Rng),
+    ) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut server = FastArray::new();
+        for _ in 0..20 {
+            server.push(make(&mut rng));
+        }
+        server.commit();
+        let mut conn = SendState::new();
+        {
+            let ids: Vec<ReplicationId> = server.ids().collect();
+            let mut scope = server.scope(&mut conn).unwrap();
+            for id in ids.into_iter().step_by(2) {
+                scope.include(id);
+            }
+        }
+        Self {
+            server,
+            conn,
+            client: FastArray::mirror(),
+            events: Events::default(),
+            rng,
+            make,
+            change,
+            label,
+        }
+    }
+
+    fn check(&mut self) {
+        mirrors_scope(&mut self.server, &mut self.conn, &self.client)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+        let held: BTreeSet<ReplicationId> = self.client.ids().collect();
+        assert_eq!(self.events.spawned, held, "{}: events", self.label);
+        for id in &self.events.destroyed {
+            assert!(
+                !self.server.contains(*id),
+                "{}: {id} reported destroyed",
+                self.label
+            );
+        }
+    }
+}
+
+impl<T: Replicate + Clone> Session for ScopedSession<T> {
+    fn mutate(&mut self, tick: u32) {
+        let ids: Vec<ReplicationId> = self.server.ids().collect();
+        let rng = &mut self.rng;
+        if rng.random_bool(0.3) {
+            let id = self.server.push((self.make)(rng));
+            if rng.random_bool(0.5) {
+                self.server.scope(&mut self.conn).unwrap().include(id);
+            }
+        }
+        if rng.random_bool(0.15) && ids.len() > 5 {
+            self.server.remove(ids[rng.random_range(1..ids.len())]);
+        }
+        for _ in 0..3 {
+            let id = ids[rng.random_range(0..ids.len())];
+            if let Some(mut item) = self.server.get_mut(id) {
+                (self.change)(&mut item, rng);
+            }
+        }
+        let picks: Vec<(ReplicationId, bool)> = (0..2)
+            .map(|_| (ids[rng.random_range(0..ids.len())], rng.random_bool(0.5)))
+            .collect();
+        let mut scope = self.server.scope(&mut self.conn).unwrap();
+        for (id, include) in picks {
+            if include {
+                scope.include(id);
+            } else {
+                scope.exclude(id);
+            }
+        }
+        // The first item flips every tick.
+        if tick % 2 == 0 {
+            scope.include(ids[0]);
+        } else {
+            scope.exclude(ids[0]);
+        }
+    }
+
+    fn write(&mut self, packet: u32) -> Vec<u8> {
+        self.server.commit();
+        // Scope changes between the commit and the write, too.
+        if self.rng.random_bool(0.2) {
+            let ids: Vec<ReplicationId> = self.server.ids().collect();
+            let id = ids[self.rng.random_range(0..ids.len())];
+            let mut scope = self.server.scope(&mut self.conn).unwrap();
+            if !scope.exclude(id) {
+                scope.include(id);
+            }
+        }
+        let mut bytes = Vec::new();
+        self.server
+            .write_delta(&mut self.conn, packet, &mut bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+        bytes
+    }
+
+    fn apply(&mut self, bytes: &[u8]) {
+        self.client
+            .apply_delta(bytes, &mut self.events)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+    }
+
+    fn report(&mut self, report: Report) {
+        match report {
+            Report::Acked(p) => self.conn.on_ack(p),
+            Report::Lost(p) => self.conn.on_loss(p),
+        };
+    }
+
+    fn idle_commit(&mut self) {
+        self.server.commit();
+    }
+
+    fn settled(&self) -> bool {
+        self.server.is_settled(&self.conn)
+    }
+}
+
+fn unit(rng: &mut ChaCha8Rng) -> Unit {
+    Unit {
+        x: rng.random_range(-100..100),
+        hp: rng.random(),
+    }
+}
+
+fn change_unit(unit: &mut Unit, rng: &mut ChaCha8Rng) {
+    if rng.random_bool(0.5) {
+        unit.x += 1;
+    } else {
+        unit.hp = rng.random();
+    }
+}
+
+fn squad(rng: &mut ChaCha8Rng) -> Squad {
+    let mut members = FastArray::new();
+    for _ in 0..rng.random_range(0..4) {
+        members.push(Member { hp: rng.random() });
+    }
+    Squad {
+        tag: rng.random(),
+        members,
+    }
+}
+
+fn change_squad(squad: &mut Squad, rng: &mut ChaCha8Rng) {
+    match rng.random_range(0..4) {
+        0 => squad.tag = rng.random(),
+        1 => {
+            squad.members.push(Member { hp: rng.random() });
+        }
+        2 => {
+            if let Some(id) = squad.members.ids().next() {
+                squad.members.remove(id);
+            }
+        }
+        _ => {
+            let ids: Vec<ReplicationId> = squad.members.ids().collect();
+            if let Some(&id) = ids.last() {
+                squad.members.get_mut(id).unwrap().hp = rng.random();
+            }
+        }
+    }
+}
+
+/// Seeds per profile: 30 by default, `FASTARRAY_SEEDS` if set.
+fn seeds() -> u64 {
+    match std::env::var_os("FASTARRAY_SEEDS") {
+        Some(_) => drive::seeds(),
+        None => 30,
+    }
+}
+
+#[test]
+fn mirrors_converge_to_their_scope_over_lossy_links() {
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..seeds() {
+            let label = format!("{} seed {seed}", profile.name);
+            let mut session = ScopedSession::new(seed, label, unit, change_unit);
+            drive::drive(&profile, seed, 150, &mut session);
+            session.check();
+        }
+    }
+}
+
+#[test]
+fn items_with_arrays_converge_to_their_scope_over_lossy_links() {
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..seeds() {
+            let label = format!("{} seed {seed} (squads)", profile.name);
+            let mut session = ScopedSession::new(seed, label, squad, change_squad);
+            drive::drive(&profile, seed, 150, &mut session);
+            session.check();
+        }
+    }
+}
