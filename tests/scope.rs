@@ -407,6 +407,71 @@ fn a_connection_a_window_behind_compares_its_scope() {
     assert!(server.is_settled(&conn));
 }
 
+/// Within a budget, items go by priority times frames waited: an item of
+/// priority 0.1 waits about ten times as long as one of priority 1, and
+/// every item gets its turn.
+#[test]
+fn priorities_share_a_budget_and_nothing_starves() {
+    let (mut server, ids) = units(20);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        for (n, &id) in ids.iter().enumerate() {
+            scope.include(id);
+            if n >= 10 {
+                assert!(scope.set_priority(id, 0.1));
+            }
+        }
+        assert_eq!(scope.priority(ids[0]), 1.0);
+        assert_eq!(scope.priority(ids[19]), 0.1);
+        assert!(!scope.set_priority(ReplicationId::from_raw(999), 2.0));
+    }
+    round(&mut server, &mut conn, &mut client, &mut events, 0);
+    // Every item changes every frame; a packet holds about two of them.
+    let mut last_sent = [0u32; 20];
+    let mut waits: Vec<Vec<u32>> = vec![Vec::new(); 20];
+    for tick in 1..=600u32 {
+        for &id in &ids {
+            server.get_mut(id).unwrap().hp = tick as u16;
+        }
+        server.commit();
+        let mut bytes = Vec::new();
+        let stats = server
+            .write_delta_with_budget(&mut conn, tick, &mut bytes, 80)
+            .unwrap();
+        assert!(stats.changed >= 1 && stats.changed <= 3, "{stats:?}");
+        let before: Vec<u16> = ids.iter().map(|&id| client.get(id).unwrap().hp).collect();
+        client.apply_delta(&bytes, &mut events).unwrap();
+        conn.on_ack(tick);
+        for (n, &id) in ids.iter().enumerate() {
+            if client.get(id).unwrap().hp != before[n] {
+                if tick > 100 {
+                    waits[n].push(tick - last_sent[n]);
+                }
+                last_sent[n] = tick;
+            }
+        }
+    }
+    let mean = |group: &[Vec<u32>]| {
+        let all: Vec<u32> = group.iter().flatten().copied().collect();
+        f64::from(all.iter().sum::<u32>()) / all.len() as f64
+    };
+    let (near, far) = (mean(&waits[..10]), mean(&waits[10..]));
+    let far_max = waits[10..].iter().flatten().copied().max().unwrap();
+    println!("mean wait: near {near:.1} frames, far {far:.1}; far at most {far_max}");
+    assert!(waits.iter().all(|w| !w.is_empty()), "every item is sent");
+    let ratio = far / near;
+    assert!(
+        (8.0..=12.0).contains(&ratio),
+        "far waits {ratio:.1}x as long"
+    );
+    assert!(
+        f64::from(far_max) <= 1.5 * far,
+        "far waits at most {far_max}"
+    );
+}
+
 #[test]
 fn exit_flags_that_name_no_exit_are_refused() {
     let (mut server, ids) = units(3);

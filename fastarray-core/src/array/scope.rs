@@ -129,6 +129,52 @@ impl<T> ScopeMut<'_, T> {
         true
     }
 
+    /// Sets the priority of item `id`, in scope, for this connection:
+    /// within a bit budget
+    /// ([`write_delta_with_budget`](FastArray::write_delta_with_budget)),
+    /// after removals and scope exits, the items go by their priority
+    /// times the frames their work has waited, so an item of priority `p`
+    /// waits about `1 / p` times as long as one of priority 1, and never
+    /// starves. Every item starts at 1; a priority from distance
+    /// (`1 / (1 + d)`) is typical. Priorities are kept within `1e-6 ..=
+    /// 1e6`, and NaN counts as 1. Returns whether `id` is in scope.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { x: u32 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let near = server.push(Unit { x: 1 });
+    /// let far = server.push(Unit { x: 2 });
+    /// server.commit();
+    /// let mut conn = SendState::new();
+    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// scope.include(near);
+    /// scope.include(far);
+    /// scope.set_priority(far, 0.1);
+    ///
+    /// // Room for one item a packet: the near one goes first.
+    /// let mut packet = Vec::new();
+    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 60).unwrap();
+    /// assert_eq!((stats.added, stats.deferred), (1, 1));
+    /// let mut client = FastArray::<Unit>::mirror();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert!(client.contains(near));
+    /// ```
+    pub fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
+        self.conn.set_priority(id, priority)
+    }
+
+    /// The priority of item `id` for this connection (1 if never set, or
+    /// if out of scope).
+    pub fn priority(&self, id: ReplicationId) -> f32 {
+        self.conn.priority(id)
+    }
+
     /// Whether item `id` is in scope.
     pub fn contains(&self, id: ReplicationId) -> bool {
         self.conn.scope().is_some_and(|scope| scope.contains(id))

@@ -181,7 +181,21 @@ pub(crate) fn plan<T: Replicate>(
                     plan.deferred += 1;
                 }
             }
-            due.sort_unstable_by_key(|d| (d.since, d.id));
+            // Then by urgency: priority times frames waited (without a
+            // scope every priority is 1, so that is the oldest first).
+            let frame = store.frame();
+            if conn.scope().is_some() {
+                let mut urgent: Vec<(f32, Due)> = due
+                    .drain(..)
+                    .map(|d| (d.urgency(frame, conn.priority(d.id)), d))
+                    .collect();
+                urgent.sort_unstable_by(|(a, x), (b, y)| {
+                    b.total_cmp(a).then((x.since, x.id).cmp(&(y.since, y.id)))
+                });
+                due.extend(urgent.into_iter().map(|(_, d)| d));
+            } else {
+                due.sort_unstable_by_key(|d| (d.since, d.id));
+            }
         }
     }
     let mut writer = BitWriter::new(scratch);

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashSet;
+use hashbrown::HashMap;
 
 use crate::id::ReplicationId;
 
@@ -20,8 +20,8 @@ pub(crate) struct Scope {
     /// Held while the connection lives: the registry frees the slot once
     /// every holder is gone.
     pub(crate) token: Arc<()>,
-    /// The ids in scope.
-    ids: HashSet<ReplicationId>,
+    /// The ids in scope, with their priority for this connection.
+    ids: HashMap<ReplicationId, f32>,
     /// Ids whose exit the client acknowledged, with the exit's frame, kept
     /// until a later frame: one in scope by then is sent whole again (a
     /// message of the exit's own frame could not be told apart from one
@@ -37,14 +37,32 @@ impl Scope {
             array,
             slot,
             token,
-            ids: HashSet::new(),
+            ids: HashMap::new(),
             returning: Vec::new(),
         }
     }
 
     /// Whether `id` is in scope.
     pub(crate) fn contains(&self, id: ReplicationId) -> bool {
-        self.ids.contains(&id)
+        self.ids.contains_key(&id)
+    }
+
+    /// The priority of `id` for this connection (1 unless set, and for ids
+    /// out of scope).
+    pub(crate) fn priority(&self, id: ReplicationId) -> f32 {
+        self.ids.get(&id).copied().unwrap_or(1.0)
+    }
+
+    /// Sets the priority of `id`, if in scope (see
+    /// [`clamp_priority`]); returns whether it is.
+    pub(crate) fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
+        match self.ids.get_mut(&id) {
+            Some(slot) => {
+                *slot = clamp_priority(priority);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Items in scope.
@@ -54,17 +72,17 @@ impl Scope {
 
     /// The ids in scope, in no order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.ids.iter().copied()
+        self.ids.keys().copied()
     }
 
     /// Puts `id` in scope; returns whether it was out.
     pub(crate) fn insert(&mut self, id: ReplicationId) -> bool {
-        self.ids.insert(id)
+        self.ids.insert(id, 1.0).is_none()
     }
 
     /// Takes `id` out of scope; returns whether it was in.
     pub(crate) fn remove(&mut self, id: ReplicationId) -> bool {
-        self.ids.remove(&id)
+        self.ids.remove(&id).is_some()
     }
 
     /// The client dropped `id` by the exit it acknowledged, written at
@@ -85,7 +103,7 @@ impl Scope {
         let ids = &self.ids;
         self.returning.retain(|&(id, exit)| {
             let past = exit < frame;
-            if past && ids.contains(&id) {
+            if past && ids.contains_key(&id) {
                 back(id);
             }
             !past
@@ -94,6 +112,23 @@ impl Scope {
 
     /// Whether an id in scope waits to return.
     pub(crate) fn has_returning(&self) -> bool {
-        self.returning.iter().any(|(id, _)| self.ids.contains(id))
+        self.returning
+            .iter()
+            .any(|(id, _)| self.ids.contains_key(id))
+    }
+}
+
+/// The lowest priority kept: lower ones (zero, negative) would starve.
+pub(crate) const MIN_PRIORITY: f32 = 1e-6;
+/// The highest priority kept.
+pub(crate) const MAX_PRIORITY: f32 = 1e6;
+
+/// A priority as kept: within [`MIN_PRIORITY`]..=[`MAX_PRIORITY`], and 1
+/// for NaN.
+pub(crate) fn clamp_priority(priority: f32) -> f32 {
+    if priority.is_nan() {
+        1.0
+    } else {
+        priority.clamp(MIN_PRIORITY, MAX_PRIORITY)
     }
 }

@@ -132,6 +132,16 @@ pub(crate) struct Due {
     pub(crate) arrays_only: bool,
 }
 
+impl Due {
+    /// How urgent the work is at `frame` for a connection that gives the
+    /// item `priority`: the priority times the frames it has waited
+    /// (counting the current one), so a lower priority waits longer but
+    /// gets its turn.
+    pub(crate) fn urgency(&self, frame: u64, priority: f32) -> f32 {
+        priority * (frame.saturating_sub(self.since) + 1) as f32
+    }
+}
+
 impl Default for SendState {
     fn default() -> Self {
         Self::new()
@@ -353,6 +363,20 @@ impl SendState {
     /// The connection's scope, if it has one.
     pub(crate) fn scope(&self) -> Option<&Scope> {
         self.scope.as_deref()
+    }
+
+    /// The priority of item `id` for this connection (1 without a scope).
+    pub(crate) fn priority(&self, id: ReplicationId) -> f32 {
+        self.scope
+            .as_deref()
+            .map_or(1.0, |scope| scope.priority(id))
+    }
+
+    /// Sets the priority of item `id`, if in scope; returns whether it is.
+    pub(crate) fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
+        self.scope
+            .as_deref_mut()
+            .is_some_and(|scope| scope.set_priority(id, priority))
     }
 
     /// Gives the connection a scope, empty: every item its client may hold
