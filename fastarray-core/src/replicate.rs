@@ -116,6 +116,18 @@ pub trait Replicate: BitCodec {
     /// whole message is known to be valid.
     type Patch;
 
+    /// The replicated fields a connection that sees this item at detail
+    /// level `level` (`0..=`[`MAX_DETAIL`](crate::MAX_DETAIL)) is sent
+    /// changes of: those whose `#[replicate(detail = N)]` is at most
+    /// `level` (a field without it has detail 0, and always goes). A
+    /// `#[replicate(flatten)]` field's leaves go when both it and the leaf
+    /// are within the level. Every field unless the derive says otherwise.
+    /// See `ScopeMut::set_detail`.
+    fn detail_mask(level: u8) -> FieldMask {
+        let _ = level;
+        FieldMask::all(Self::FIELD_COUNT)
+    }
+
     /// The replicated fields whose values differ between `self` and `other`
     /// (compared with [`BitCodec::same`]).
     fn diff(&self, other: &Self) -> FieldMask;

@@ -132,3 +132,8 @@ pub(crate) fn clamp_priority(priority: f32) -> f32 {
         priority.clamp(MIN_PRIORITY, MAX_PRIORITY)
     }
 }
+
+/// The highest detail level: a connection sees an item at a level from 0
+/// (only the fields without `#[replicate(detail = N)]`) to `MAX_DETAIL`
+/// (every field), which is where every item starts.
+pub const MAX_DETAIL: u8 = 7;
