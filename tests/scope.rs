@@ -472,6 +472,50 @@ fn priorities_share_a_budget_and_nothing_starves() {
     );
 }
 
+/// Items seen at a detail level with an interval update that often: their
+/// changes wait until due that many frames, then go together.
+#[test]
+fn a_detail_level_with_an_interval_updates_its_items_less_often() {
+    let (mut server, ids) = units(10);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        scope.set_interval(2, 4);
+        for (n, &id) in ids.iter().enumerate() {
+            scope.include(id);
+            if n >= 5 {
+                assert!(scope.set_detail(id, 2));
+            }
+        }
+        assert_eq!(scope.detail(ids[0]), fastarray::MAX_DETAIL);
+        assert_eq!(scope.detail(ids[9]), 2);
+    }
+    round(&mut server, &mut conn, &mut client, &mut events, 0);
+    let mut updates = [0u32; 10];
+    for tick in 1..=40u32 {
+        for &id in &ids {
+            server.get_mut(id).unwrap().hp = tick as u16;
+        }
+        server.commit();
+        round(&mut server, &mut conn, &mut client, &mut events, tick);
+        for (n, &id) in ids.iter().enumerate() {
+            if client.get(id).unwrap().hp == tick as u16 {
+                updates[n] += 1;
+            }
+        }
+    }
+    assert!(updates[..5].iter().all(|&n| n == 40), "{updates:?}");
+    assert!(updates[5..].iter().all(|&n| n == 10), "{updates:?}");
+    // Once nothing changes, the last change arrives and the link settles.
+    for tick in 41..45 {
+        server.commit();
+        round(&mut server, &mut conn, &mut client, &mut events, tick);
+    }
+    assert!(server.is_settled(&conn));
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
 #[test]
 fn exit_flags_that_name_no_exit_are_refused() {
     let (mut server, ids) = units(3);
@@ -591,6 +635,12 @@ impl<T: Replicate + Clone> Session for ScopedSession<T> {
             } else {
                 scope.exclude(id);
             }
+        }
+        // Detail levels (with intervals) change now and then.
+        if rng.random_bool(0.2) {
+            let level = rng.random_range(0..=fastarray::MAX_DETAIL);
+            scope.set_detail(ids[rng.random_range(0..ids.len())], level);
+            scope.set_interval(level, rng.random_range(1..4));
         }
         // The first item flips every tick.
         if tick % 2 == 0 {

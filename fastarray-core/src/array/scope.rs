@@ -74,7 +74,8 @@ impl<T: Replicate> FastArray<T> {
         // Scope changes apply after everything committed so far.
         sender.catch_up(&self.store, conn);
         if conn.scope().is_none() {
-            let scope = sender.interest.register(self.store.origin());
+            let masks = core::array::from_fn(|level| T::detail_mask(level as u8));
+            let scope = sender.interest.register(self.store.origin(), masks);
             conn.set_scope(scope, self.store.frame());
         }
         Ok(ScopeMut {
@@ -173,6 +174,34 @@ impl<T> ScopeMut<'_, T> {
     /// if out of scope).
     pub fn priority(&self, id: ReplicationId) -> f32 {
         self.conn.priority(id)
+    }
+
+    /// Sets the detail level this connection sees item `id` at, in scope:
+    /// from 0 to [`MAX_DETAIL`](crate::MAX_DETAIL), where every item
+    /// starts (levels above it count as it). A field with
+    /// `#[replicate(detail = N)]` is sent only at level `N` or more; below
+    /// it, its changes are withheld, and when the level rises, the withheld
+    /// fields that changed are sent (only those). An item's add, and any
+    /// whole value, carries every field: a value is built whole. Returns
+    /// whether `id` is in scope.
+    pub fn set_detail(&mut self, id: ReplicationId, level: u8) -> bool {
+        self.conn.set_detail(id, level)
+    }
+
+    /// The detail level this connection sees item `id` at
+    /// ([`MAX_DETAIL`](crate::MAX_DETAIL) if never set, or out of scope).
+    pub fn detail(&self, id: ReplicationId) -> u8 {
+        self.conn.detail(id)
+    }
+
+    /// Sets the fewest frames between two writes of the changed fields of
+    /// the items this connection sees at detail level `level` (1, every
+    /// frame, by default; 0 counts as 1): far items update less often, as
+    /// UE5 Mass's LOD does. A change waits until it has been due that many
+    /// frames, then goes with whatever else changed meanwhile. Adds,
+    /// removals and exits never wait.
+    pub fn set_interval(&mut self, level: u8, frames: u32) {
+        self.conn.set_interval(level, frames);
     }
 
     /// Whether item `id` is in scope.

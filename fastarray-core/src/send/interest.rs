@@ -10,7 +10,7 @@ use std::sync::{Arc, Weak};
 use hashbrown::HashMap;
 
 use super::pending::Work;
-use super::scope::Scope;
+use super::scope::{MAX_DETAIL, Scope};
 use crate::changeset::Changeset;
 use crate::history::HISTORY_LEN;
 use crate::id::ReplicationId;
@@ -42,9 +42,14 @@ struct Slot {
 }
 
 impl Interest {
-    /// Registers a connection with the array of origin `array`: its
-    /// scope, empty.
-    pub(crate) fn register(&mut self, array: u64) -> Scope {
+    /// Registers a connection with the array of origin `array`, whose
+    /// item type sends `masks[level]` at each detail level: its scope,
+    /// empty.
+    pub(crate) fn register(
+        &mut self,
+        array: u64,
+        masks: [FieldMask; MAX_DETAIL as usize + 1],
+    ) -> Scope {
         let token = Arc::new(());
         let slot = Slot {
             token: Arc::downgrade(&token),
@@ -62,7 +67,7 @@ impl Interest {
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 connections")
             }
         };
-        Scope::new(array, index, token)
+        Scope::new(array, index, token, masks)
     }
 
     /// Whether `scope` is a live registration here.

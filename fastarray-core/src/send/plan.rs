@@ -42,6 +42,8 @@ pub(crate) struct Plan {
     pub(crate) inner: DeltaStats,
     /// Items whose arrays have work left, and since when it is due.
     pub(crate) unfinished: Vec<(ReplicationId, u64)>,
+    /// Items whose changes wait for their detail level's interval.
+    pub(crate) waiting: usize,
 }
 
 /// The bits a budgeted message has used so far: exact for everything
@@ -132,7 +134,8 @@ pub(crate) fn plan<T: Replicate>(
     }
     due.reserve(conn.pending_items());
     let mut removals = Vec::new();
-    conn.due(
+    let waiting = conn.due(
+        store.frame(),
         |id| store.position(id),
         T::ARRAY_FIELDS > 0,
         &mut removals,
@@ -145,6 +148,7 @@ pub(crate) fn plan<T: Replicate>(
         oversized: None,
         inner: DeltaStats::default(),
         unfinished: Vec::new(),
+        waiting,
     };
     plan.items.clear();
     if plan.items.capacity() > 4 * due.len().max(64) {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use hashbrown::HashMap;
 
 use crate::id::ReplicationId;
+use crate::mask::FieldMask;
 
 /// The scope of one connection on one array.
 #[derive(Clone, Debug)]
@@ -20,25 +21,57 @@ pub(crate) struct Scope {
     /// Held while the connection lives: the registry frees the slot once
     /// every holder is gone.
     pub(crate) token: Arc<()>,
-    /// The ids in scope, with their priority for this connection.
-    ids: HashMap<ReplicationId, f32>,
+    /// The ids in scope, with how this connection sees each.
+    ids: HashMap<ReplicationId, Seen>,
     /// Ids whose exit the client acknowledged, with the exit's frame, kept
     /// until a later frame: one in scope by then is sent whole again (a
     /// message of the exit's own frame could not be told apart from one
     /// written before it).
     returning: Vec<(ReplicationId, u64)>,
+    /// Per detail level, the fields sent at it (the item type's
+    /// `Replicate::detail_mask`).
+    masks: [FieldMask; LEVELS],
+    /// Per detail level, the fewest frames between two writes of an item's
+    /// changed fields.
+    intervals: [u32; LEVELS],
+    /// Changed fields above an item's detail level, and the frame they
+    /// first became due: sent when its level rises.
+    withheld: HashMap<ReplicationId, (FieldMask, u64)>,
 }
+
+/// How a connection sees one item in its scope.
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    priority: f32,
+    level: u8,
+}
+
+impl Default for Seen {
+    fn default() -> Self {
+        Self {
+            priority: 1.0,
+            level: MAX_DETAIL,
+        }
+    }
+}
+
+/// Detail levels: `0..=MAX_DETAIL`.
+const LEVELS: usize = MAX_DETAIL as usize + 1;
 
 impl Scope {
     /// The scope of a connection registered in slot `slot` of array
-    /// `array`: nothing in it yet.
-    pub(crate) fn new(array: u64, slot: u32, token: Arc<()>) -> Self {
+    /// `array`, whose item type sends `masks[level]` at each detail
+    /// level: nothing in it yet.
+    pub(crate) fn new(array: u64, slot: u32, token: Arc<()>, masks: [FieldMask; LEVELS]) -> Self {
         Self {
             array,
             slot,
             token,
             ids: HashMap::new(),
             returning: Vec::new(),
+            masks,
+            intervals: [1; LEVELS],
+            withheld: HashMap::new(),
         }
     }
 
@@ -47,22 +80,83 @@ impl Scope {
         self.ids.contains_key(&id)
     }
 
+    /// How `id` is seen (as a new item is, if out of scope).
+    fn seen(&self, id: ReplicationId) -> Seen {
+        self.ids.get(&id).copied().unwrap_or_default()
+    }
+
     /// The priority of `id` for this connection (1 unless set, and for ids
     /// out of scope).
     pub(crate) fn priority(&self, id: ReplicationId) -> f32 {
-        self.ids.get(&id).copied().unwrap_or(1.0)
+        self.seen(id).priority
     }
 
     /// Sets the priority of `id`, if in scope (see
     /// [`clamp_priority`]); returns whether it is.
     pub(crate) fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
         match self.ids.get_mut(&id) {
-            Some(slot) => {
-                *slot = clamp_priority(priority);
+            Some(seen) => {
+                seen.priority = clamp_priority(priority);
                 true
             }
             None => false,
         }
+    }
+
+    /// The detail level `id` is seen at ([`MAX_DETAIL`] unless set).
+    pub(crate) fn level(&self, id: ReplicationId) -> u8 {
+        self.seen(id).level
+    }
+
+    /// Sets the detail level of `id`, if in scope (above [`MAX_DETAIL`]
+    /// counts as it). Returns the changed fields withheld until now that
+    /// the new level sends, with the frame they became due, if any; `None`
+    /// as well if `id` is out of scope.
+    pub(crate) fn set_level(&mut self, id: ReplicationId, level: u8) -> Option<(FieldMask, u64)> {
+        let seen = self.ids.get_mut(&id)?;
+        seen.level = level.min(MAX_DETAIL);
+        let allowed = self.masks[usize::from(seen.level)];
+        let (mask, since) = self.withheld.get_mut(&id)?;
+        let released = *mask & allowed;
+        *mask = mask.without(allowed);
+        let since = *since;
+        if mask.is_empty() {
+            self.withheld.remove(&id);
+        }
+        (!released.is_empty()).then_some((released, since))
+    }
+
+    /// Splits changed fields `mask` of `id`, due since `since`: returns
+    /// those its detail level sends, and keeps the others until the level
+    /// rises.
+    pub(crate) fn withhold(&mut self, id: ReplicationId, mask: FieldMask, since: u64) -> FieldMask {
+        let allowed = self.masks[usize::from(self.level(id))];
+        let held = mask.without(allowed);
+        if !held.is_empty() {
+            let entry = self.withheld.entry(id).or_insert((FieldMask::EMPTY, since));
+            entry.0 = entry.0 | held;
+            entry.1 = entry.1.min(since);
+        }
+        mask & allowed
+    }
+
+    /// A whole value of `id` was written: nothing withheld is left.
+    pub(crate) fn sent_whole(&mut self, id: ReplicationId) {
+        if !self.withheld.is_empty() {
+            self.withheld.remove(&id);
+        }
+    }
+
+    /// The fewest frames between two writes of `id`'s changed fields, from
+    /// its detail level.
+    pub(crate) fn interval(&self, id: ReplicationId) -> u32 {
+        self.intervals[usize::from(self.level(id))]
+    }
+
+    /// Sets the fewest frames between two writes of the changed fields of
+    /// an item seen at detail level `level` (at least 1).
+    pub(crate) fn set_interval(&mut self, level: u8, frames: u32) {
+        self.intervals[usize::from(level.min(MAX_DETAIL))] = frames.max(1);
     }
 
     /// Items in scope.
@@ -75,13 +169,22 @@ impl Scope {
         self.ids.keys().copied()
     }
 
-    /// Puts `id` in scope; returns whether it was out.
+    /// Puts `id` in scope, seen at priority 1 and every detail; returns
+    /// whether it was out.
     pub(crate) fn insert(&mut self, id: ReplicationId) -> bool {
-        self.ids.insert(id, 1.0).is_none()
+        let inserted = !self.ids.contains_key(&id);
+        if inserted {
+            self.ids.insert(id, Seen::default());
+        }
+        inserted
     }
 
-    /// Takes `id` out of scope; returns whether it was in.
+    /// Takes `id` out of scope (what was withheld goes with it); returns
+    /// whether it was in.
     pub(crate) fn remove(&mut self, id: ReplicationId) -> bool {
+        if !self.withheld.is_empty() {
+            self.withheld.remove(&id);
+        }
         self.ids.remove(&id).is_some()
     }
 

@@ -453,19 +453,22 @@ impl SendState {
         true
     }
 
-    /// The work due, sorted into removals (with the frame each became due)
-    /// and live items (`position` finds an item in the array's storage),
-    /// each in the form the view allows. Work for items that are gone and
-    /// that the client never held is dropped. `has_arrays`: whether the
-    /// item type has array fields.
+    /// The work due at `frame`, sorted into removals (with the frame each
+    /// became due) and live items (`position` finds an item in the array's
+    /// storage), each in the form the view allows. Work for items that are
+    /// gone and that the client never held is dropped. `has_arrays`:
+    /// whether the item type has array fields. Returns how many items wait
+    /// for their detail level's interval (they stay pending).
     pub(crate) fn due(
         &mut self,
+        frame: u64,
         position: impl Fn(ReplicationId) -> Option<usize>,
         has_arrays: bool,
         removals: &mut Vec<Removal>,
         items: &mut Vec<Due>,
-    ) {
+    ) -> usize {
         let mut dropped = Vec::new();
+        let mut waiting = 0;
         for &(id, ref pending) in self.pending.iter() {
             let held = self.views.contains(id);
             let pos = match position(id) {
@@ -485,6 +488,15 @@ impl SendState {
                     continue;
                 }
             };
+            if let (Work::Fields(_), Some(scope)) = (pending.work, self.scope.as_deref()) {
+                // An item seen at a level with an interval waits until
+                // its changes have been due that many frames.
+                let interval = u64::from(scope.interval(id));
+                if interval > 1 && frame + 1 < pending.since + interval {
+                    waiting += 1;
+                    continue;
+                }
+            }
             let (work, arrays_only) = match pending.work {
                 Work::Fields(mask) => {
                     let work = self.views.fields_work(id, mask);
@@ -505,6 +517,7 @@ impl SendState {
         for id in dropped {
             self.forget(id);
         }
+        waiting
     }
 
     /// Bits of the frame of a message written for `frame`.
@@ -677,7 +690,56 @@ impl SendState {
             Work::Fields(mask) => self.views.fields_work(id, mask),
             work => work,
         };
-        self.pending.queue(id, work, frame);
+        self.queue_seen(id, work, frame);
+    }
+
+    /// Queues `work` for `id`, due since `since`, as the connection's
+    /// scope sees the item: changed fields above its detail level are
+    /// withheld until the level rises.
+    fn queue_seen(&mut self, id: ReplicationId, work: Work, since: u64) {
+        let work = match (work, self.scope.as_deref_mut()) {
+            (Work::Fields(mask), Some(scope)) if !mask.is_empty() => {
+                let sent = scope.withhold(id, mask, since);
+                if sent.is_empty() {
+                    return;
+                }
+                Work::Fields(sent)
+            }
+            _ => work,
+        };
+        self.pending.queue(id, work, since);
+    }
+
+    /// Sets the detail level item `id` is seen at, if in scope: changed
+    /// fields withheld until now that the level sends become due. Returns
+    /// whether `id` is in scope.
+    pub(crate) fn set_detail(&mut self, id: ReplicationId, level: u8) -> bool {
+        let Some(scope) = self.scope.as_deref_mut() else {
+            return false;
+        };
+        if !scope.contains(id) {
+            return false;
+        }
+        if let Some((mask, since)) = scope.set_level(id, level) {
+            let work = self.views.fields_work(id, mask);
+            self.pending.queue(id, work, since);
+        }
+        true
+    }
+
+    /// The detail level item `id` is seen at.
+    pub(crate) fn detail(&self, id: ReplicationId) -> u8 {
+        self.scope
+            .as_deref()
+            .map_or(super::scope::MAX_DETAIL, |scope| scope.level(id))
+    }
+
+    /// Sets the fewest frames between two writes of the changed fields of
+    /// items seen at detail level `level`.
+    pub(crate) fn set_interval(&mut self, level: u8, frames: u32) {
+        if let Some(scope) = self.scope.as_deref_mut() {
+            scope.set_interval(level, frames);
+        }
     }
 
     /// Works out what is due by comparing what the client may hold against
@@ -775,6 +837,9 @@ impl SendState {
         self.written_frame = self.written_frame.max(frame);
         for entry in &entries {
             self.views.written(entry.id, entry.work, seq, all_fields);
+            if let (Work::Add { .. }, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+                scope.sent_whole(entry.id);
+            }
         }
         self.retirement
             .push(packet, frame, oldest_due, entries, shared);
@@ -854,7 +919,7 @@ impl SendState {
             }
             if let Some(work) = work {
                 let since = entry.since(record.frame, record.oldest_due);
-                self.pending.queue(entry.id, work, since);
+                self.queue_seen(entry.id, work, since);
             }
         }
         for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
@@ -867,7 +932,7 @@ impl SendState {
                 record.frame,
             );
             if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
-                self.pending.queue(id, work, record.oldest_due);
+                self.queue_seen(id, work, record.oldest_due);
             }
         }
         self.retirement.recycle(record);

@@ -78,6 +78,7 @@ impl Sender {
             oversized,
             inner,
             unfinished,
+            waiting,
         } = match planned {
             Ok(plan) => plan,
             Err(error) => {
@@ -151,7 +152,7 @@ impl Sender {
         }
         // Usually everything due was written: the pending list empties at
         // once rather than id by id.
-        let all_due = deferred == 0 && unfinished.is_empty();
+        let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
         conn.record_written(packet, frame, oldest_due, record, all_fields, all_due);
         for (id, since) in unfinished {
             conn.queue_inner_work(id, since);
