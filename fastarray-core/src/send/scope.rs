@@ -134,7 +134,7 @@ impl Scope {
         let held = mask.without(allowed);
         if !held.is_empty() {
             let entry = self.withheld.entry(id).or_insert((FieldMask::EMPTY, since));
-            entry.0 = entry.0 | held;
+            entry.0 |= held;
             entry.1 = entry.1.min(since);
         }
         mask & allowed
