@@ -8,7 +8,8 @@
 use std::collections::BTreeSet;
 
 use fastarray::{
-    BitWriter, Callbacks, DecodeError, FastArray, Replicate, ReplicationId, SendError, SendState,
+    BitWriter, Callbacks, DecodeError, FastArray, Replicate, ReplicationId, ScopeExit, SendError,
+    SendState,
 };
 use fastarray_testkit::drive::{self, Session};
 use fastarray_testkit::exchange;
@@ -516,6 +517,51 @@ fn a_detail_level_with_an_interval_updates_its_items_less_often() {
     mirrors_scope(&mut server, &mut conn, &client).unwrap();
 }
 
+/// `ScopeExit::Persist`: the client keeps a frozen copy; coming back sends
+/// what changed meanwhile; destruction while frozen removes the copy.
+#[test]
+fn a_persisted_copy_is_frozen_updated_on_return_and_removed_on_destruction() {
+    let (mut server, ids) = units(4);
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        scope.set_exit(ScopeExit::Persist);
+        assert_eq!(scope.exit(), ScopeExit::Persist);
+        scope.include(ids[0]);
+        scope.include(ids[1]);
+    }
+    round(&mut server, &mut conn, &mut client, &mut events, 1);
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        assert!(scope.exclude(ids[0]) && scope.exclude(ids[1]));
+        assert!(scope.is_frozen(ids[0]) && !scope.contains(ids[0]));
+    }
+    server.get_mut(ids[0]).unwrap().hp = 1;
+    server.get_mut(ids[1]).unwrap().x = 99;
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 2);
+    assert_eq!(stats.bits, 1, "nothing for frozen items");
+    assert!(server.is_settled(&conn), "withheld work is not due");
+    assert_eq!(client.get(ids[0]).unwrap().hp, 100, "frozen");
+    assert_eq!(client.len(), 2);
+
+    // ids[1] is destroyed while frozen: its copy goes.
+    server.remove(ids[1]);
+    server.commit();
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 3);
+    assert_eq!(stats.removed, 1);
+    assert_eq!(events.destroyed, [ids[1]]);
+
+    // ids[0] comes back: only its changed field goes.
+    server.scope(&mut conn).unwrap().include(ids[0]);
+    let stats = round(&mut server, &mut conn, &mut client, &mut events, 4);
+    assert_eq!((stats.changed, stats.added), (1, 0));
+    assert_eq!(client.get(ids[0]).unwrap(), server.get(ids[0]).unwrap());
+    assert!(events.left.is_empty());
+    mirrors_scope(&mut server, &mut conn, &client).unwrap();
+}
+
 #[test]
 fn exit_flags_that_name_no_exit_are_refused() {
     let (mut server, ids) = units(3);
@@ -556,12 +602,14 @@ struct ScopedSession<T> {
     make: fn(&mut ChaCha8Rng) -> T,
     change: fn(&mut T, &mut ChaCha8Rng),
     label: String,
+    exit: ScopeExit,
 }
 
 impl<T: Replicate + Clone> ScopedSession<T> {
     fn new(
         seed: u64,
         label: String,
+        exit: ScopeExit,
         make: fn(&mut ChaCha8Rng) -> T,
         change: fn(&mut T, &mut ChaCha8Rng),
     ) -> Self {
@@ -575,6 +623,7 @@ impl<T: Replicate + Clone> ScopedSession<T> {
         {
             let ids: Vec<ReplicationId> = server.ids().collect();
             let mut scope = server.scope(&mut conn).unwrap();
+            scope.set_exit(exit);
             for id in ids.into_iter().step_by(2) {
                 scope.include(id);
             }
@@ -588,10 +637,15 @@ impl<T: Replicate + Clone> ScopedSession<T> {
             make,
             change,
             label,
+            exit,
         }
     }
 
     fn check(&mut self) {
+        if self.exit == ScopeExit::Persist {
+            self.check_persisted();
+            return;
+        }
         mirrors_scope(&mut self.server, &mut self.conn, &self.client)
             .unwrap_or_else(|e| panic!("{}: {e}", self.label));
         let held: BTreeSet<ReplicationId> = self.client.ids().collect();
@@ -601,6 +655,38 @@ impl<T: Replicate + Clone> ScopedSession<T> {
                 !self.server.contains(*id),
                 "{}: {id} reported destroyed",
                 self.label
+            );
+        }
+    }
+}
+
+impl<T: Replicate + Clone> ScopedSession<T> {
+    /// With persisted exits: the mirror holds the items in scope, equal,
+    /// and frozen copies of items that still exist.
+    fn check_persisted(&mut self) {
+        let label = &self.label;
+        let scope = self.server.scope(&mut self.conn).unwrap();
+        let in_scope: BTreeSet<ReplicationId> = scope.ids().collect();
+        for id in self.client.ids() {
+            assert!(
+                in_scope.contains(&id) || scope.is_frozen(id),
+                "{label}: {id} held, neither in scope nor frozen"
+            );
+        }
+        for id in in_scope {
+            let (ours, theirs) = (self.server.get(id).unwrap(), self.client.get(id));
+            assert!(
+                theirs.is_some_and(|theirs| ours.wire_eq(theirs)),
+                "{label}: {id} in scope differs"
+            );
+        }
+        let held: BTreeSet<ReplicationId> = self.client.ids().collect();
+        assert_eq!(self.events.spawned, held, "{label}: events");
+        assert!(self.events.left.is_empty(), "{label}: nothing leaves");
+        for id in &self.events.destroyed {
+            assert!(
+                !self.server.contains(*id),
+                "{label}: {id} reported destroyed"
             );
         }
     }
@@ -744,12 +830,15 @@ fn seeds() -> u64 {
     }
 }
 
-#[test]
-fn mirrors_converge_to_their_scope_over_lossy_links() {
+fn converge<T: Replicate + Clone>(
+    exit: ScopeExit,
+    make: fn(&mut ChaCha8Rng) -> T,
+    change: fn(&mut T, &mut ChaCha8Rng),
+) {
     for profile in LinkProfile::all_for_tests() {
         for seed in 0..seeds() {
-            let label = format!("{} seed {seed}", profile.name);
-            let mut session = ScopedSession::new(seed, label, unit, change_unit);
+            let label = format!("{} seed {seed} ({exit:?}, {})", profile.name, T::TYPE_NAME);
+            let mut session = ScopedSession::new(seed, label, exit, make, change);
             drive::drive(&profile, seed, 150, &mut session);
             session.check();
         }
@@ -757,13 +846,21 @@ fn mirrors_converge_to_their_scope_over_lossy_links() {
 }
 
 #[test]
+fn mirrors_converge_to_their_scope_over_lossy_links() {
+    converge(ScopeExit::Despawn, unit, change_unit);
+}
+
+#[test]
 fn items_with_arrays_converge_to_their_scope_over_lossy_links() {
-    for profile in LinkProfile::all_for_tests() {
-        for seed in 0..seeds() {
-            let label = format!("{} seed {seed} (squads)", profile.name);
-            let mut session = ScopedSession::new(seed, label, squad, change_squad);
-            drive::drive(&profile, seed, 150, &mut session);
-            session.check();
-        }
-    }
+    converge(ScopeExit::Despawn, squad, change_squad);
+}
+
+#[test]
+fn persisted_copies_converge_over_lossy_links() {
+    converge(ScopeExit::Persist, unit, change_unit);
+}
+
+#[test]
+fn persisted_items_with_arrays_converge_over_lossy_links() {
+    converge(ScopeExit::Persist, squad, change_squad);
 }

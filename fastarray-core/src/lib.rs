@@ -68,7 +68,7 @@ pub use mask::FieldMask;
 pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
-pub use send::{DeltaStats, MAX_DETAIL, Oversized, SendState};
+pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
 pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private_0_1`)

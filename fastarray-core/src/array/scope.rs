@@ -5,6 +5,7 @@ use super::FastArray;
 use crate::error::SendError;
 use crate::id::ReplicationId;
 use crate::replicate::Replicate;
+use crate::send::scope::ScopeExit;
 use crate::send::sender::Sender;
 use crate::send::state::SendState;
 use crate::store::Store;
@@ -110,11 +111,15 @@ impl<T> ScopeMut<'_, T> {
     /// whether it was out of scope; an id the array does not hold is
     /// ignored (`false`).
     pub fn include(&mut self, id: ReplicationId) -> bool {
+        // A frozen item is still watched (its changes are withheld).
+        let watched = self.conn.is_frozen(id);
         if self.store.position(id).is_none() || !self.conn.include(id, self.store.frame()) {
             return false;
         }
-        let slot = self.slot();
-        self.sender.interest.watch(slot, id);
+        if !watched {
+            let slot = self.slot();
+            self.sender.interest.watch(slot, id);
+        }
         true
     }
 
@@ -125,9 +130,67 @@ impl<T> ScopeMut<'_, T> {
         if !self.conn.exclude(id, self.store.frame()) {
             return false;
         }
-        let slot = self.slot();
-        self.sender.interest.unwatch(slot, id);
+        // A frozen copy stays watched: its changes wait for its return,
+        // and its destruction is sent.
+        if !self.conn.is_frozen(id) {
+            let slot = self.slot();
+            self.sender.interest.unwatch(slot, id);
+        }
         true
+    }
+
+    /// Sets what items leaving the scope from now on leave the client:
+    /// [`ScopeExit::Despawn`] (the default) or [`ScopeExit::Persist`].
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, ScopeExit, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Tree { height: u16, leaves: u32 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let tree = server.push(Tree { height: 10, leaves: 5_000 });
+    /// server.commit();
+    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Tree>::mirror());
+    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// scope.set_exit(ScopeExit::Persist);
+    /// scope.include(tree);
+    /// let mut packet = Vec::new();
+    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    ///
+    /// // Out of sight, the client keeps its copy; the tree grows meanwhile.
+    /// server.scope(&mut conn).unwrap().exclude(tree);
+    /// server.get_mut(tree).unwrap().height = 11;
+    /// server.commit();
+    /// packet.clear();
+    /// assert_eq!(server.write_delta(&mut conn, 2, &mut packet).unwrap().bits, 1);
+    /// assert_eq!(client.get(tree).unwrap().height, 10);
+    ///
+    /// // Back in sight: only the height goes.
+    /// server.scope(&mut conn).unwrap().include(tree);
+    /// packet.clear();
+    /// let stats = server.write_delta(&mut conn, 3, &mut packet).unwrap();
+    /// assert_eq!((stats.changed, stats.added), (1, 0));
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!(client.get(tree).unwrap().height, 11);
+    /// ```
+    pub fn set_exit(&mut self, exit: ScopeExit) {
+        self.conn.set_scope_exit(exit);
+    }
+
+    /// What items leaving the scope leave the client.
+    pub fn exit(&self) -> ScopeExit {
+        self.conn.scope_exit()
+    }
+
+    /// Whether item `id` is out of scope with its copy kept by the client
+    /// ([`ScopeExit::Persist`]).
+    pub fn is_frozen(&self, id: ReplicationId) -> bool {
+        self.conn.is_frozen(id)
     }
 
     /// Sets the priority of item `id`, in scope, for this connection:

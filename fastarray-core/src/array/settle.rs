@@ -70,8 +70,9 @@ impl<T: Replicate> FastArray<T> {
             return true;
         }
         conn.each_inner().all(|(id, states)| {
-            // An item gone from the array is the outer connection's work.
-            let Some(item) = self.get(id) else {
+            // An item gone from the array is the outer connection's work;
+            // a frozen copy's arrays catch up when it comes back.
+            let Some(item) = self.get(id).filter(|_| !conn.is_frozen(id)) else {
                 return true;
             };
             let mut states = states.iter();

@@ -22,6 +22,6 @@ pub(crate) mod stats;
 pub(crate) mod view;
 pub(crate) mod write;
 
-pub use scope::MAX_DETAIL;
+pub use scope::{MAX_DETAIL, ScopeExit};
 pub use state::SendState;
 pub use stats::{DeltaStats, Oversized};

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
@@ -34,9 +34,34 @@ pub(crate) struct Scope {
     /// Per detail level, the fewest frames between two writes of an item's
     /// changed fields.
     intervals: [u32; LEVELS],
-    /// Changed fields above an item's detail level, and the frame they
-    /// first became due: sent when its level rises.
+    /// Changed fields above an item's detail level (or of a frozen item),
+    /// and the frame they first became due: sent when its level rises (or
+    /// it comes back).
     withheld: HashMap<ReplicationId, (FieldMask, u64)>,
+    /// What an item leaving the scope leaves the client.
+    exit: ScopeExit,
+    /// Items out of scope whose copy the client keeps
+    /// ([`ScopeExit::Persist`]): their changes are withheld, and their
+    /// destruction is sent.
+    frozen: HashSet<ReplicationId>,
+}
+
+/// What an item leaving a connection's scope leaves its client
+/// ([`ScopeMut::set_exit`](crate::ScopeMut::set_exit)), as naia's
+/// `ScopeExit`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ScopeExit {
+    /// The client drops its copy (told by a scope exit, which its events
+    /// tell from destruction); coming back sends the item whole. The
+    /// default.
+    #[default]
+    Despawn,
+    /// The client keeps its copy, frozen: nothing is sent when the item
+    /// leaves, nothing while it is out, and coming back sends only the
+    /// fields that changed meanwhile. Its destruction is still sent, so
+    /// no frozen copy outlives its item. The connection keeps its view of
+    /// the item (and the array its watch) while it is out.
+    Persist,
 }
 
 /// How a connection sees one item in its scope.
@@ -72,7 +97,54 @@ impl Scope {
             masks,
             intervals: [1; LEVELS],
             withheld: HashMap::new(),
+            exit: ScopeExit::Despawn,
+            frozen: HashSet::new(),
         }
+    }
+
+    /// What an item leaving the scope leaves the client.
+    pub(crate) fn exit(&self) -> ScopeExit {
+        self.exit
+    }
+
+    /// Sets what items leaving the scope from now on leave the client.
+    pub(crate) fn set_exit(&mut self, exit: ScopeExit) {
+        self.exit = exit;
+    }
+
+    /// Whether `id` is out of scope with its copy kept by the client.
+    pub(crate) fn is_frozen(&self, id: ReplicationId) -> bool {
+        !self.frozen.is_empty() && self.frozen.contains(&id)
+    }
+
+    /// Freezes `id`, which leaves the scope (`remove` it first), with
+    /// changed fields `mask` still due since `since`.
+    pub(crate) fn freeze(&mut self, id: ReplicationId, mask: FieldMask, since: u64) {
+        self.frozen.insert(id);
+        self.withhold(id, mask, since);
+    }
+
+    /// Thaws `id`, back in scope (`insert` it after): the fields that
+    /// changed while it was out and the frame they became due, if any.
+    pub(crate) fn thaw(&mut self, id: ReplicationId) -> Option<(FieldMask, u64)> {
+        self.frozen.remove(&id);
+        self.withheld.remove(&id)
+    }
+
+    /// Forgets what is kept for `id` outside the scope: its frozen copy
+    /// and its withheld fields (it was destroyed, or left for good).
+    pub(crate) fn forget(&mut self, id: ReplicationId) {
+        if !self.frozen.is_empty() {
+            self.frozen.remove(&id);
+        }
+        if !self.withheld.is_empty() {
+            self.withheld.remove(&id);
+        }
+    }
+
+    /// The frozen ids, in no order.
+    pub(crate) fn frozen(&self) -> impl Iterator<Item = ReplicationId> + '_ {
+        self.frozen.iter().copied()
     }
 
     /// Whether `id` is in scope.
@@ -128,9 +200,13 @@ impl Scope {
 
     /// Splits changed fields `mask` of `id`, due since `since`: returns
     /// those its detail level sends, and keeps the others until the level
-    /// rises.
+    /// rises (all of them, for a frozen item, until it comes back).
     pub(crate) fn withhold(&mut self, id: ReplicationId, mask: FieldMask, since: u64) -> FieldMask {
-        let allowed = self.masks[usize::from(self.level(id))];
+        let allowed = if self.is_frozen(id) {
+            FieldMask::EMPTY
+        } else {
+            self.masks[usize::from(self.level(id))]
+        };
         let held = mask.without(allowed);
         if !held.is_empty() {
             let entry = self.withheld.entry(id).or_insert((FieldMask::EMPTY, since));
@@ -179,12 +255,10 @@ impl Scope {
         inserted
     }
 
-    /// Takes `id` out of scope (what was withheld goes with it); returns
-    /// whether it was in.
+    /// Takes `id` out of scope; returns whether it was in. What was
+    /// withheld stays, for [`freeze`](Self::freeze) or
+    /// [`forget`](Self::forget).
     pub(crate) fn remove(&mut self, id: ReplicationId) -> bool {
-        if !self.withheld.is_empty() {
-            self.withheld.remove(&id);
-        }
         self.ids.remove(&id).is_some()
     }
 

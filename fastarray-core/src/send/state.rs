@@ -9,9 +9,9 @@
 
 use hashbrown::HashMap;
 
-use super::pending::{PendingMap, Work};
+use super::pending::{Pending, PendingMap, Work};
 use super::retirement::{Record, RecordEntry, Retirement, SharedChanges};
-use super::scope::Scope;
+use super::scope::{Scope, ScopeExit};
 use super::view::{Holding, View, Views};
 use crate::bits::BitWriter;
 use crate::history::History;
@@ -410,9 +410,29 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return false;
         };
-        if !scope.insert(id) {
+        if scope.contains(id) {
             return false;
         }
+        if scope.is_frozen(id) {
+            // The client kept its copy: it gets what changed meanwhile.
+            let thawed = scope.thaw(id);
+            scope.insert(id);
+            if let Some((mask, since)) = thawed {
+                let work = if mask.covers(self.all_fields) {
+                    Work::Add { structural: true }
+                } else {
+                    self.views.fields_work(id, mask)
+                };
+                self.queue_seen(id, work, since);
+            }
+            if self.inner.contains_key(&id) {
+                // Its arrays catch up in an entry of their own.
+                self.pending
+                    .queue(id, Work::Fields(FieldMask::EMPTY), frame);
+            }
+            return true;
+        }
+        scope.insert(id);
         match self.views.get(id).map(|view| view.holding) {
             // Its exit was acknowledged in this frame: it returns in a
             // later one.
@@ -445,12 +465,54 @@ impl SendState {
         if !scope.remove(id) {
             return false;
         }
+        let persist = scope.exit() == ScopeExit::Persist;
+        if !persist {
+            scope.forget(id);
+        }
         match self.views.get(id) {
-            None => self.forget(id),
+            None => {
+                scope.forget(id);
+                self.forget(id);
+            }
+            Some(view) if view.is_held() && persist => {
+                // The client keeps its copy: what was due waits for the
+                // item to come back.
+                let (mask, since) = match self.pending.remove(&id) {
+                    Some(Pending {
+                        work: Work::Fields(mask),
+                        since,
+                    }) => (mask, since),
+                    Some(pending) => (self.all_fields, pending.since),
+                    None => (FieldMask::EMPTY, frame),
+                };
+                scope.freeze(id, mask, since);
+            }
             Some(view) if view.is_held() => self.pending.queue(id, Work::Exit, frame),
-            Some(_) => {}
+            Some(_) => scope.forget(id),
         }
         true
+    }
+
+    /// Whether item `id` is out of scope with its copy kept by the client
+    /// ([`ScopeExit::Persist`]).
+    pub(crate) fn is_frozen(&self, id: ReplicationId) -> bool {
+        self.scope
+            .as_deref()
+            .is_some_and(|scope| scope.is_frozen(id))
+    }
+
+    /// What an item leaving the scope leaves the client.
+    pub(crate) fn scope_exit(&self) -> ScopeExit {
+        self.scope
+            .as_deref()
+            .map_or_else(ScopeExit::default, Scope::exit)
+    }
+
+    /// Sets what items leaving the scope from now on leave the client.
+    pub(crate) fn set_scope_exit(&mut self, exit: ScopeExit) {
+        if let Some(scope) = self.scope.as_deref_mut() {
+            scope.set_exit(exit);
+        }
     }
 
     /// The work due at `frame`, sorted into removals (with the frame each
@@ -663,10 +725,13 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return;
         };
-        if !scope.contains(id) {
+        let frozen = scope.is_frozen(id);
+        if !scope.contains(id) && !frozen {
             return;
         }
         if work == Work::Remove {
+            // A frozen copy goes too.
+            scope.forget(id);
             scope.remove(id);
             if self.views.contains(id) {
                 self.pending.queue(id, Work::Remove, frame);
@@ -698,6 +763,16 @@ impl SendState {
     /// withheld until the level rises.
     fn queue_seen(&mut self, id: ReplicationId, work: Work, since: u64) {
         let work = match (work, self.scope.as_deref_mut()) {
+            (work, Some(scope)) if !work.drops() && scope.is_frozen(id) => {
+                // Frozen: everything waits for the item to come back (a
+                // whole value as every field).
+                let mask = match work {
+                    Work::Fields(mask) => mask,
+                    _ => self.all_fields,
+                };
+                scope.withhold(id, mask, since);
+                return;
+            }
             (Work::Fields(mask), Some(scope)) if !mask.is_empty() => {
                 let sent = scope.withhold(id, mask, since);
                 if sent.is_empty() {
@@ -778,8 +853,21 @@ impl SendState {
                     Some(_) => {}
                 }
             }
+            // Frozen copies: a destroyed item's goes; a changed one is
+            // resent whole when it comes back.
+            let frozen: Vec<ReplicationId> = scope.frozen().collect();
+            for id in frozen {
+                match items.key_of(id) {
+                    None => gone.push(id),
+                    Some((key, changed)) if !up_to_date(self.views.get(id), key, changed) => {
+                        scope.withhold(id, self.all_fields, due);
+                    }
+                    Some(_) => {}
+                }
+            }
             for id in gone {
                 if let Some(scope) = self.scope.as_deref_mut() {
+                    scope.forget(id);
                     scope.remove(id);
                 }
                 if self.views.contains(id) {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use std::collections::BTreeSet;
 
-use fastarray::{FastArray, ReplicationId, SendState};
+use fastarray::{FastArray, ReplicationId, ScopeExit, SendState};
 
 use super::types::{Fixture, MAX_ITEMS, Named, Platoon, Squad, Thing, pick};
 
@@ -24,6 +24,9 @@ pub struct Header {
     /// changes it), and then each mirror must hold the server's items in
     /// its scope.
     pub scoped: bool,
+    /// With `scoped`: whether items leaving a scope stay on the client,
+    /// frozen (`ScopeExit::Persist`).
+    pub persist: bool,
 }
 
 impl Header {
@@ -34,6 +37,7 @@ impl Header {
             conns: 2 + (a >> 2) % 2,
             heal_budget: (b >= 128).then(|| 64 + u16::from(b - 128) * 16),
             scoped: (a >> 3) & 1 == 1,
+            persist: (a >> 4) & 1 == 1,
         };
         Some((header, rest))
     }
@@ -42,7 +46,8 @@ impl Header {
         out.push(
             (self.mode % 4)
                 | ((self.conns.saturating_sub(2) % 2) << 2)
-                | (u8::from(self.scoped) << 3),
+                | (u8::from(self.scoped) << 3)
+                | (u8::from(self.persist) << 4),
         );
         out.push(match self.heal_budget {
             None => 0,
@@ -246,7 +251,10 @@ impl<T: Fixture> Session<T> {
             .map(|_| {
                 let mut state = SendState::new();
                 if header.scoped {
-                    server.scope(&mut state).expect("a new connection");
+                    let mut scope = server.scope(&mut state).expect("a new connection");
+                    if header.persist {
+                        scope.set_exit(ScopeExit::Persist);
+                    }
                 }
                 Conn {
                     state,
@@ -469,12 +477,18 @@ impl<T: Fixture> Session<T> {
     }
 
     /// Connection `c`'s mirror holds exactly the server's items in its
-    /// scope, equal.
+    /// scope, equal (and, with persisted exits, frozen copies of items out
+    /// of it that still exist).
     fn check_scope(&mut self, c: usize) {
         let conn = &mut self.conns[c];
         let scope = self.server.scope(&mut conn.state).expect("the array's own");
         let in_scope: BTreeSet<ReplicationId> = scope.ids().collect();
-        let held: BTreeSet<ReplicationId> = conn.mirror.ids().collect();
+        let persist = self.header.persist;
+        let held: BTreeSet<ReplicationId> = conn
+            .mirror
+            .ids()
+            .filter(|&id| !(persist && scope.is_frozen(id)))
+            .collect();
         assert_eq!(
             in_scope, held,
             "conn {c}: the mirror holds other items than its scope"

@@ -131,6 +131,7 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
         conns,
         heal_budget,
         scoped: false,
+        persist: false,
     };
     let fill = |n: u8| (0..n).map(Op::Push).collect::<Vec<_>>();
     let edits = |n: u8| {
@@ -305,10 +306,18 @@ fn seed_scripts() -> Vec<(&'static str, Header, Vec<Op>)> {
         };
         scripts.push((name, header, scoped.clone()));
     }
-    let header = Header {
+    let budgeted = Header {
         scoped: true,
         ..header(3, 2, Some(300))
     };
-    scripts.push(("named-scoped-budget", header, scoped));
+    scripts.push(("named-scoped-budget", budgeted, scoped.clone()));
+    for (mode, name) in [(0, "thing-persist"), (1, "squad-persist")] {
+        let header = Header {
+            scoped: true,
+            persist: true,
+            ..header(mode, 3, None)
+        };
+        scripts.push((name, header, scoped.clone()));
+    }
     scripts
 }
