@@ -8,8 +8,8 @@
 use std::collections::BTreeSet;
 
 use fastarray::{
-    BitWriter, Callbacks, DecodeError, FastArray, Replicate, ReplicationId, ScopeExit, SendError,
-    SendState,
+    BitWriter, Callbacks, DecodeError, FastArray, Replicate, Replicated, ReplicationId, ScopeExit,
+    SendError, SendState,
 };
 use fastarray_testkit::drive::{self, Session};
 use fastarray_testkit::exchange;
@@ -28,7 +28,7 @@ struct Member {
     hp: u16,
 }
 
-#[derive(Replicate, Clone, Debug, PartialEq)]
+#[derive(Replicate, Clone, Debug, Default, PartialEq)]
 struct Squad {
     tag: u8,
     #[replicate(array)]
@@ -863,4 +863,82 @@ fn persisted_copies_converge_over_lossy_links() {
 #[test]
 fn persisted_items_with_arrays_converge_over_lossy_links() {
     converge(ScopeExit::Persist, squad, change_squad);
+}
+
+/// A replicated object shown to and hidden from one connection over a
+/// lossy link; shown for good before the link heals.
+struct ObjectScopeSession {
+    server: Replicated<Squad>,
+    conn: SendState,
+    client: Replicated<Squad>,
+    rng: ChaCha8Rng,
+    label: String,
+}
+
+impl Session for ObjectScopeSession {
+    fn mutate(&mut self, tick: u32) {
+        let rng = &mut self.rng;
+        change_squad(&mut self.server.get_mut(), rng);
+        let visible = tick >= 149 || (tick % 3 != 0 && rng.random_bool(0.6));
+        self.server.set_visible(&mut self.conn, visible).unwrap();
+        assert_eq!(self.server.is_visible(&self.conn), visible);
+    }
+
+    fn write(&mut self, packet: u32) -> Vec<u8> {
+        self.server.commit();
+        let mut bytes = Vec::new();
+        let stats = self
+            .server
+            .write_delta(&mut self.conn, packet, &mut bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+        if !self.server.is_visible(&self.conn) {
+            // A hidden object's message carries nothing of it but its
+            // arrays' repairs: never a new value.
+            assert_eq!((stats.added, stats.changed), (0, 0), "{}", self.label);
+        }
+        bytes
+    }
+
+    fn apply(&mut self, bytes: &[u8]) {
+        self.client
+            .apply_delta(bytes, &mut ())
+            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+    }
+
+    fn report(&mut self, report: Report) {
+        match report {
+            Report::Acked(p) => self.conn.on_ack(p),
+            Report::Lost(p) => self.conn.on_loss(p),
+        };
+    }
+
+    fn idle_commit(&mut self) {
+        self.server.commit();
+    }
+
+    fn settled(&self) -> bool {
+        self.server.is_settled(&self.conn)
+    }
+}
+
+#[test]
+fn a_replicated_object_shown_and_hidden_converges_over_lossy_links() {
+    for profile in LinkProfile::all_for_tests() {
+        for seed in 0..seeds() {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut session = ObjectScopeSession {
+                server: Replicated::new(squad(&mut rng)),
+                conn: SendState::new(),
+                client: Replicated::mirror(),
+                rng,
+                label: format!("{} seed {seed} (object)", profile.name),
+            };
+            drive::drive(&profile, seed, 150, &mut session);
+            assert!(
+                session.client.wire_eq(&session.server),
+                "{}: the object differs",
+                session.label
+            );
+        }
+    }
 }

@@ -20,6 +20,7 @@ use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::receive::events::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
+use crate::send::scope::ScopeExit;
 use crate::send::state::SendState;
 use crate::send::stats::DeltaStats;
 use crate::store::ItemMut;
@@ -238,6 +239,66 @@ impl<T: Replicate> Replicated<T> {
 
 /// Sending deltas: see the [`FastArray`] methods of the same names.
 impl<T: Replicate> Replicated<T> {
+    /// Shows the object to `conn`'s client, or hides it (interest
+    /// management, as [`FastArray::scope`] for an array). A hidden object
+    /// costs the connection nothing while hidden: the client keeps its
+    /// copy, frozen (a replicated object always has a value; see
+    /// [`ScopeExit::Persist`](crate::ScopeExit::Persist)), and showing it
+    /// again sends the fields that changed meanwhile (and its arrays'
+    /// changes). Every connection sees the object until it is first
+    /// hidden; one hidden before its first write gets the object's first
+    /// value only when shown.
+    ///
+    /// # Errors
+    /// As [`FastArray::scope`]: [`SendError::NotAnAuthority`] on a mirror,
+    /// [`SendError::ScopedElsewhere`] for a connection of another array
+    /// or object.
+    ///
+    /// ```
+    /// use fastarray_core::{Replicated, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, Default, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Vault { gold: u32 }
+    ///
+    /// let mut vault = Replicated::new(Vault { gold: 10 });
+    /// vault.commit();
+    /// let (mut conn, mut client) = (SendState::new(), Replicated::<Vault>::mirror());
+    /// let mut packet = Vec::new();
+    /// vault.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// conn.on_ack(1);
+    ///
+    /// vault.set_visible(&mut conn, false).unwrap(); // out of sight
+    /// vault.get_mut().gold = 99;
+    /// vault.commit();
+    /// packet.clear();
+    /// assert_eq!(vault.write_delta(&mut conn, 2, &mut packet).unwrap().bits, 1);
+    /// assert_eq!(client.get().gold, 10);
+    ///
+    /// vault.set_visible(&mut conn, true).unwrap();
+    /// packet.clear();
+    /// vault.write_delta(&mut conn, 3, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!(client.get().gold, 99);
+    /// ```
+    pub fn set_visible(&mut self, conn: &mut SendState, visible: bool) -> Result<(), SendError> {
+        let mut scope = self.item.scope_with(conn, ScopeExit::Persist)?;
+        if visible {
+            scope.include(ID);
+        } else {
+            scope.exclude(ID);
+        }
+        Ok(())
+    }
+
+    /// Whether `conn`'s client sees the object (see
+    /// [`set_visible`](Self::set_visible)).
+    pub fn is_visible(&self, conn: &SendState) -> bool {
+        conn.scope().is_none_or(|scope| scope.contains(ID))
+    }
+
     /// Whether `conn`'s client holds what this object holds, its arrays
     /// included: nothing uncommitted, every change written and every packet
     /// that carried one acknowledged (see [`FastArray::is_settled`]).

@@ -69,6 +69,16 @@ impl<T: Replicate> FastArray<T> {
     /// assert!(!client.contains(near) && client.contains(far));
     /// ```
     pub fn scope<'a>(&'a mut self, conn: &'a mut SendState) -> Result<ScopeMut<'a, T>, SendError> {
+        self.scope_with(conn, ScopeExit::Despawn)
+    }
+
+    /// [`scope`](Self::scope), a connection without one getting a scope
+    /// whose exits are `exit` (what its client holds leaves that way).
+    pub(crate) fn scope_with<'a>(
+        &'a mut self,
+        conn: &'a mut SendState,
+        exit: ScopeExit,
+    ) -> Result<ScopeMut<'a, T>, SendError> {
         self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.check_scope(&self.store, conn)?;
@@ -76,8 +86,12 @@ impl<T: Replicate> FastArray<T> {
         sender.catch_up(&self.store, conn);
         if conn.scope().is_none() {
             let masks = core::array::from_fn(|level| T::detail_mask(level as u8));
-            let scope = sender.interest.register(self.store.origin(), masks);
-            conn.set_scope(scope, self.store.frame());
+            let mut scope = sender.interest.register(self.store.origin(), masks);
+            scope.set_exit(exit);
+            let slot = scope.slot;
+            for id in conn.set_scope(scope, self.store.frame()) {
+                sender.interest.watch(slot, id);
+            }
         }
         Ok(ScopeMut {
             store: &self.store,

@@ -380,9 +380,12 @@ impl SendState {
     }
 
     /// Gives the connection a scope, empty: every item its client may hold
-    /// is due to leave it (and unsent adds are dropped). The connection
-    /// is caught up to `frame`.
-    pub(crate) fn set_scope(&mut self, scope: Scope, frame: u64) {
+    /// leaves it as the scope's exit says (and unsent adds are dropped).
+    /// The connection is caught up to `frame`. Returns the items frozen
+    /// ([`ScopeExit::Persist`]), which the array must keep watching.
+    pub(crate) fn set_scope(&mut self, scope: Scope, frame: u64) -> Vec<ReplicationId> {
+        let persist = scope.exit() == ScopeExit::Persist;
+        self.scope = Some(Box::new(scope));
         let unsent: Vec<ReplicationId> = self
             .pending
             .iter()
@@ -397,10 +400,14 @@ impl SendState {
             .ids()
             .filter(|&id| self.views.get(id).is_some_and(View::is_held))
             .collect();
-        for id in held {
-            self.pending.queue(id, Work::Exit, frame);
+        for &id in &held {
+            if persist {
+                self.freeze(id, frame);
+            } else {
+                self.pending.queue(id, Work::Exit, frame);
+            }
         }
-        self.scope = Some(Box::new(scope));
+        if persist { held } else { Vec::new() }
     }
 
     /// Puts item `id` in scope at `frame` (the connection caught up to
@@ -474,23 +481,27 @@ impl SendState {
                 scope.forget(id);
                 self.forget(id);
             }
-            Some(view) if view.is_held() && persist => {
-                // The client keeps its copy: what was due waits for the
-                // item to come back.
-                let (mask, since) = match self.pending.remove(&id) {
-                    Some(Pending {
-                        work: Work::Fields(mask),
-                        since,
-                    }) => (mask, since),
-                    Some(pending) => (self.all_fields, pending.since),
-                    None => (FieldMask::EMPTY, frame),
-                };
-                scope.freeze(id, mask, since);
-            }
+            Some(view) if view.is_held() && persist => self.freeze(id, frame),
             Some(view) if view.is_held() => self.pending.queue(id, Work::Exit, frame),
             Some(_) => scope.forget(id),
         }
         true
+    }
+
+    /// Freezes item `id`, which the client holds and which left the scope
+    /// at `frame`: what was due for it waits for it to come back.
+    fn freeze(&mut self, id: ReplicationId, frame: u64) {
+        let (mask, since) = match self.pending.remove(&id) {
+            Some(Pending {
+                work: Work::Fields(mask),
+                since,
+            }) => (mask, since),
+            Some(pending) => (self.all_fields, pending.since),
+            None => (FieldMask::EMPTY, frame),
+        };
+        if let Some(scope) = self.scope.as_deref_mut() {
+            scope.freeze(id, mask, since);
+        }
     }
 
     /// Whether item `id` is out of scope with its copy kept by the client
@@ -666,8 +677,8 @@ impl SendState {
     /// The arrays of item `id` have work left for a later packet (the
     /// budget ran out), due since `since`: an entry for the item carries it.
     pub(crate) fn queue_inner_work(&mut self, id: ReplicationId, since: u64) {
-        self.pending
-            .queue(id, Work::Fields(FieldMask::EMPTY), since);
+        // Not for a frozen copy: its arrays catch up when it comes back.
+        self.queue_seen(id, Work::Fields(FieldMask::EMPTY), since);
     }
 
     // The rules.
