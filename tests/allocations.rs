@@ -578,7 +578,9 @@ fn iter_mut_allocates_nothing_per_item() {
 fn a_scoped_connection_keeps_little_per_item_in_scope() {
     let per_item = |total: u64| {
         let mut server = FastArray::new();
-        let ids: Vec<_> = (0..total).map(|v| server.push(Small { v: v as u8 })).collect();
+        let ids: Vec<_> = (0..total)
+            .map(|v| server.push(Small { v: v as u8 }))
+            .collect();
         server.commit();
         let in_scope = 1_000;
         let mut conns: Vec<SendState> = (0..16u64)

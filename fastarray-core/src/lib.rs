@@ -43,6 +43,7 @@ mod send;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
 mod snapshot;
+mod spatial;
 mod store;
 mod wire;
 
@@ -69,6 +70,7 @@ pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
+pub use spatial::{InterestGrid, Relevance};
 pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private_0_1`)

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 /// re-export their children, and take the layer of their highest child.
 const LAYERS: &[&[&str]] = &[
     &["error", "id", "mask", "schema"],
+    &["spatial"],
     &["bits"],
     &["codec", "serde_disabled"],
     &["changeset", "history"],

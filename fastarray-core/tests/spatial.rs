@@ -1,0 +1,182 @@
+//! `InterestGrid` against a brute-force reference: after every update,
+//! each viewer's set is what testing every item against every viewer
+//! gives, and the events are exactly the difference from the previous
+//! sets.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fastarray_core::{InterestGrid, Relevance, ReplicationId};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    SetItem(u8, [f32; 2]),
+    RemoveItem(u8),
+    SetViewer(u8, [f32; 2], f32),
+    RemoveViewer(u8),
+    Margin(f32),
+    Update,
+}
+
+fn coord() -> impl Strategy<Value = f32> {
+    prop_oneof![
+        8 => -300.0f32..300.0,
+        1 => Just(f32::NAN),
+        1 => prop_oneof![Just(1e30f32), Just(-1e30f32), Just(f32::INFINITY)],
+        2 => (-6i32..6).prop_map(|k| k as f32 * 25.0), // on cell borders
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..40, [coord(), coord()]).prop_map(|(i, p)| Op::SetItem(i, p)),
+        1 => (0u8..40).prop_map(Op::RemoveItem),
+        2 => (0u8..5, [coord(), coord()], prop_oneof![0.0f32..150.0, Just(-1.0), Just(1e9)])
+            .prop_map(|(v, c, r)| Op::SetViewer(v, c, r)),
+        1 => (0u8..5).prop_map(Op::RemoveViewer),
+        1 => prop_oneof![Just(0.0f32), 0.0f32..30.0].prop_map(Op::Margin),
+        3 => Just(Op::Update),
+    ]
+}
+
+/// The reference: every item tested against every viewer at each update.
+#[derive(Default)]
+struct Reference {
+    items: BTreeMap<u8, [f32; 2]>,
+    viewers: BTreeMap<u8, ([f32; 2], f32)>,
+    margin: f32,
+    seen: BTreeMap<u8, BTreeSet<u8>>,
+}
+
+impl Reference {
+    fn sees(center: [f32; 2], radius: f32, p: [f32; 2], reach: f32) -> bool {
+        let finite = |v: [f32; 2]| v.iter().all(|c| c.is_finite());
+        if !finite(center) || !finite(p) || !radius.is_finite() || radius < 0.0 {
+            return false;
+        }
+        let (dx, dy) = (p[0] - center[0], p[1] - center[1]);
+        dx * dx + dy * dy <= reach * reach
+    }
+
+    /// The new sets, and the (viewer, item, relevance) events.
+    fn update(&mut self) -> BTreeSet<(u8, u8, bool)> {
+        let mut events = BTreeSet::new();
+        let mut next = BTreeMap::new();
+        for (&v, &(center, radius)) in &self.viewers {
+            let old = self.seen.get(&v).cloned().unwrap_or_default();
+            let now: BTreeSet<u8> = self
+                .items
+                .iter()
+                .filter(|&(i, &p)| {
+                    let reach = if old.contains(i) {
+                        radius + self.margin
+                    } else {
+                        radius
+                    };
+                    Self::sees(center, radius, p, reach)
+                })
+                .map(|(&i, _)| i)
+                .collect();
+            events.extend(now.difference(&old).map(|&i| (v, i, true)));
+            events.extend(old.difference(&now).map(|&i| (v, i, false)));
+            next.insert(v, now);
+        }
+        self.seen = next;
+        events
+    }
+}
+
+fn id(i: u8) -> ReplicationId {
+    ReplicationId::from_raw(u64::from(i))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn the_grid_agrees_with_brute_force(ops in prop::collection::vec(op(), 1..120)) {
+        let mut grid = InterestGrid::new(25.0);
+        let mut reference = Reference::default();
+        for op in ops.iter().chain([&Op::Update]) {
+            match *op {
+                Op::SetItem(i, p) => {
+                    grid.set_item(id(i), p);
+                    reference.items.insert(i, p);
+                }
+                Op::RemoveItem(i) => {
+                    grid.remove_item(id(i));
+                    reference.items.remove(&i);
+                }
+                Op::SetViewer(v, c, r) => {
+                    grid.set_viewer(usize::from(v), c, r);
+                    reference.viewers.insert(v, (c, r));
+                }
+                Op::RemoveViewer(v) => {
+                    grid.remove_viewer(usize::from(v));
+                    reference.viewers.remove(&v);
+                    reference.seen.remove(&v);
+                }
+                Op::Margin(m) => {
+                    grid.set_leave_margin(m);
+                    reference.margin = m;
+                }
+                Op::Update => {
+                    let mut events = BTreeSet::new();
+                    grid.update(|v, item, relevance| {
+                        let fresh = events.insert((
+                            v as u8,
+                            item.to_raw() as u8,
+                            relevance == Relevance::Enter,
+                        ));
+                        assert!(fresh, "event reported twice");
+                    });
+                    prop_assert_eq!(&events, &reference.update());
+                    for (&v, seen) in &reference.seen {
+                        let grid_seen: BTreeSet<u8> =
+                            grid.visible(usize::from(v)).map(|i| i.to_raw() as u8).collect();
+                        prop_assert_eq!(&grid_seen, seen);
+                    }
+                }
+            }
+        }
+        prop_assert_eq!(grid.len(), reference.items.len());
+    }
+}
+
+#[test]
+fn an_update_with_nothing_moved_reports_nothing() {
+    let mut grid = InterestGrid::new(10.0);
+    for i in 0..100u8 {
+        grid.set_item(id(i), [f32::from(i), 0.0]);
+    }
+    grid.set_viewer(0, [50.0, 0.0], 20.0);
+    let mut count = 0;
+    grid.update(|_, _, _| count += 1);
+    assert_eq!(count, 41);
+    grid.set_item(id(3), [3.0, 0.0]); // same place
+    grid.update(|_, _, _| panic!("nothing moved"));
+    assert!(grid.is_visible(0, id(50)) && !grid.is_visible(0, id(3)));
+}
+
+#[test]
+fn the_leave_margin_keeps_an_item_on_the_rim() {
+    let mut grid = InterestGrid::new(10.0);
+    grid.set_leave_margin(5.0);
+    grid.set_viewer(1, [0.0, 0.0], 10.0);
+    grid.set_item(id(0), [9.0, 0.0]);
+    grid.update(|_, _, relevance| assert_eq!(relevance, Relevance::Enter));
+    grid.set_item(id(0), [14.0, 0.0]); // past the radius, within the margin
+    grid.update(|_, _, _| panic!("still seen"));
+    grid.set_item(id(0), [15.5, 0.0]);
+    let mut left = false;
+    grid.update(|_, _, relevance| left = relevance == Relevance::Leave);
+    assert!(left);
+    grid.set_item(id(0), [12.0, 0.0]); // not seen: must come within the radius
+    grid.update(|_, _, _| panic!("outside the radius"));
+}
+
+#[test]
+#[should_panic(expected = "cell size must be positive")]
+fn a_cell_size_of_zero_is_refused() {
+    InterestGrid::new(0.0);
+}
