@@ -1,22 +1,28 @@
 //! The crowd demo: one server replicating a few thousand agents that move,
 //! take damage, spawn and die, to eight clients over simulated links with
 //! 0%, 5%, 20% and 50% loss (plus reordering, duplication, delay, and packets
-//! that arrive after the sender gave up on them). Each tick the server
-//! commits once and writes one delta per client; acks and losses flow back
-//! over the link. At the end the links heal, the last repairs go out, and
-//! every client is checked against the server.
+//! that arrive after the sender gave up on them). Each client is a player
+//! somewhere on the map who sees the agents within its view radius (area of
+//! interest: an `InterestGrid` feeds each connection's scope) while walking
+//! around. Each tick the server commits once, updates the grid, and writes
+//! one delta per client; acks and losses flow back over the link. At the
+//! end the links heal, the last repairs go out, and every client is checked
+//! against the server's agents in its scope. Bytes are compared with
+//! sending everything to everyone (one unscoped connection over a perfect
+//! link).
 //!
 //! ```sh
 //! cargo run --release --example crowd            # 300 ticks
 //! cargo run --release --example crowd -- 1000    # more ticks
 //! ```
 //!
-//! Exits with status 1 if any client differs from the server.
+//! Exits with status 1 if any client differs from the server's agents in
+//! its scope.
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use fastarray::{FastArray, Replicate, ReplicationId, SendState};
+use fastarray::{FastArray, InterestGrid, Relevance, Replicate, ReplicationId, SendState};
 use fastarray_testkit::link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -33,13 +39,35 @@ const START_AGENTS: usize = 4000;
 const SPAWNS_PER_TICK: usize = 12;
 const DEATH_CHANCE: f64 = 0.003;
 
-/// One client: its link, the server's send state for it, and its mirror.
+/// One client: its link, the server's send state for it, its mirror, and
+/// where its player stands and how far it sees.
 struct Client {
     link: Link,
     conn: SendState,
     mirror: FastArray<Agent>,
     bytes: u64,
     packets: u64,
+    home: [f32; 2],
+    radius: f32,
+    /// Agents in scope, summed over the ticks (for the average).
+    in_scope: u64,
+}
+
+impl Client {
+    /// Where the player stands at tick `now`: walking a circle of 80 around
+    /// its home, one lap every 600 ticks.
+    fn position(&self, now: u32) -> [f32; 2] {
+        let angle = now as f32 / 600.0 * std::f32::consts::TAU;
+        [
+            self.home[0] + 80.0 * angle.cos(),
+            self.home[1] + 80.0 * angle.sin(),
+        ]
+    }
+}
+
+/// Where agent `agent` is on the ground plane.
+fn ground(agent: &Agent) -> [f32; 2] {
+    [agent.position[0], agent.position[2]]
 }
 
 fn profile(name: &'static str, loss: f64) -> LinkProfile {
@@ -76,9 +104,11 @@ fn spawn(rng: &mut ChaCha8Rng, serial: u64) -> Agent {
     }
 }
 
-/// One tick of game logic; returns how many agents were written to.
+/// One tick of game logic, telling `grid` where agents went; returns how
+/// many agents were written to.
 fn simulate(
     server: &mut FastArray<Agent>,
+    grid: &mut InterestGrid,
     rng: &mut ChaCha8Rng,
     serial: &mut u64,
     tick: u32,
@@ -106,12 +136,16 @@ fn simulate(
         if agent.health == 0 || rng.random_bool(DEATH_CHANCE) {
             deaths.push(id);
         }
+        grid.set_item(id, ground(&agent));
     }
     for id in deaths {
         server.remove(id);
+        grid.remove_item(id);
     }
     for _ in 0..SPAWNS_PER_TICK {
-        server.push(spawn(rng, *serial));
+        let agent = spawn(rng, *serial);
+        let position = ground(&agent);
+        grid.set_item(server.push(agent), position);
         *serial += 1;
     }
     if tick % 25 == 0 {
@@ -131,12 +165,20 @@ fn main() -> ExitCode {
     };
     let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
     let mut server = FastArray::with_capacity(START_AGENTS + SPAWNS_PER_TICK * ticks as usize);
+    let mut grid = InterestGrid::new(100.0);
+    grid.set_leave_margin(10.0); // agents on the rim do not flicker
     let mut serial = 0;
     for _ in 0..START_AGENTS {
-        server.push(spawn(&mut rng, serial));
+        let agent = spawn(&mut rng, serial);
+        let position = ground(&agent);
+        grid.set_item(server.push(agent), position);
         serial += 1;
     }
     server.commit();
+    // Everything to everyone, for comparison: one connection without a
+    // scope, over a perfect link.
+    let mut everyone = SendState::new();
+    let mut everyone_bytes = 0u64;
 
     let profiles = [
         profile("0% loss", 0.0),
@@ -148,17 +190,29 @@ fn main() -> ExitCode {
         profile("50% loss", 0.50),
         profile("50% loss", 0.50),
     ];
+    // Players spread over the map, seeing from 60 to 250 units around them.
+    let radii = [60.0, 250.0, 100.0, 150.0, 60.0, 200.0, 100.0, 250.0];
     let mut clients: Vec<Client> = profiles
         .into_iter()
         .zip(1..)
-        .map(|(profile, seed)| Client {
-            link: Link::new(profile, seed),
-            conn: SendState::new(),
-            mirror: FastArray::mirror(),
-            bytes: 0,
-            packets: 0,
+        .map(|(profile, seed)| {
+            let angle = seed as f32 * 0.785;
+            let radius = radii[(seed - 1) as usize % radii.len()];
+            Client {
+                link: Link::new(profile, seed),
+                conn: SendState::new(),
+                mirror: FastArray::mirror(),
+                bytes: 0,
+                packets: 0,
+                home: [300.0 * angle.cos(), 300.0 * angle.sin()],
+                radius,
+                in_scope: 0,
+            }
         })
         .collect();
+    for client in &mut clients {
+        server.scope(&mut client.conn).expect("the server's array");
+    }
 
     let started = Instant::now();
     let mut sequence: u16 = 0; // a wrapping u16 transport sequence
@@ -170,7 +224,7 @@ fn main() -> ExitCode {
             clients.iter_mut().for_each(|c| c.link.heal());
         }
         let touched = if live {
-            simulate(&mut server, &mut rng, &mut serial, now)
+            simulate(&mut server, &mut grid, &mut rng, &mut serial, now)
         } else {
             0
         };
@@ -182,8 +236,38 @@ fn main() -> ExitCode {
         );
         changes_sent += changed + added + removed;
 
+        // Area of interest: the players walk on while the game runs; each
+        // connection's scope follows what its player sees.
+        if live {
+            for (n, client) in clients.iter().enumerate() {
+                grid.set_viewer(n, client.position(now), client.radius);
+            }
+        }
+        grid.update(|viewer, id, relevance| {
+            let mut scope = server
+                .scope(&mut clients[viewer].conn)
+                .expect("the server's array");
+            match relevance {
+                Relevance::Enter => scope.include(id),
+                Relevance::Leave => scope.exclude(id),
+            };
+        });
+        if live {
+            let mut packet = Vec::new();
+            if let Err(error) = server.write_delta(&mut everyone, u32::from(sequence), &mut packet)
+            {
+                eprintln!("write failed: {error}");
+                return ExitCode::FAILURE;
+            }
+            everyone.on_ack(u32::from(sequence));
+            everyone_bytes += packet.len() as u64;
+        }
+
         let mut tick_bytes = Vec::with_capacity(clients.len());
         for client in &mut clients {
+            if live {
+                client.in_scope += server.scope(&mut client.conn).map_or(0, |s| s.len()) as u64;
+            }
             if live || !server.is_settled(&client.conn) {
                 let mut packet = Vec::new();
                 if let Err(error) =
@@ -249,16 +333,26 @@ fn main() -> ExitCode {
         "a full snapshot would be {} bytes per tick per client\n",
         snapshot.len()
     );
-    println!("client  link       bytes/tick  packets  acked  lost  late  matches server");
+    let per_tick = |bytes: u64| bytes as f64 / f64::from(ticks.max(1));
+    println!(
+        "everything to everyone: {:.0} bytes/tick per client\n",
+        per_tick(everyone_bytes)
+    );
+    println!(
+        "client  link       radius  in scope  bytes/tick  vs all  packets  acked  lost  late  matches"
+    );
     let mut all_match = true;
-    for (n, client) in clients.iter().enumerate() {
+    for (n, client) in clients.iter_mut().enumerate() {
         let stats = client.link.stats();
-        let matches = client.mirror.wire_eq(&server);
+        let matches = mirrors_scope(&mut server, client);
         all_match &= matches;
         println!(
-            "{n:>6}  {:<9}  {:>10.0}  {:>7}  {:>5}  {:>4}  {:>4}  {}",
+            "{n:>6}  {:<9}  {:>6.0}  {:>8.0}  {:>10.0}  {:>5.1}%  {:>7}  {:>5}  {:>4}  {:>4}  {}",
             client.link.profile().name,
-            client.bytes as f64 / f64::from(ticks.max(1)),
+            client.radius,
+            client.in_scope as f64 / f64::from(ticks.max(1)),
+            per_tick(client.bytes),
+            100.0 * client.bytes as f64 / everyone_bytes.max(1) as f64,
             client.packets,
             stats.acked,
             stats.lost,
@@ -266,13 +360,34 @@ fn main() -> ExitCode {
             if matches { "yes" } else { "NO" },
         );
     }
+    println!(
+        "\nradius: how far the player sees; in scope: agents it saw, on average; bytes/tick: \
+         sent to it, on average;\nvs all: that against sending everything to everyone; \
+         packets, acked, lost: what its link did with them;\nlate: lost packets that arrived \
+         anyway, after the sender gave up on them; matches: its mirror holds exactly the \
+         server's\nagents in its scope, equal on the wire."
+    );
     if !all_match {
-        eprintln!("MISMATCH: a client differs from the server");
+        eprintln!("MISMATCH: a client differs from the server's agents in its scope");
         return ExitCode::FAILURE;
     }
     println!(
-        "\nevery client matches the server ({} agents)",
+        "\nevery client matches the server's agents in its scope ({} agents in all)",
         server.len()
     );
     ExitCode::SUCCESS
+}
+
+/// Whether `client`'s mirror holds exactly the server's agents in its
+/// scope, equal on the wire.
+fn mirrors_scope(server: &mut FastArray<Agent>, client: &mut Client) -> bool {
+    let Ok(scope) = server.scope(&mut client.conn) else {
+        return false;
+    };
+    let ids: Vec<ReplicationId> = scope.ids().collect();
+    ids.len() == client.mirror.len()
+        && ids.iter().all(|&id| {
+            let (ours, theirs) = (server.get(id), client.mirror.get(id));
+            ours.zip(theirs).is_some_and(|(a, b)| a.wire_eq(b))
+        })
 }
