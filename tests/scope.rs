@@ -188,6 +188,23 @@ fn leaving_is_told_apart_from_destruction_and_coming_back_sends_the_item_whole()
     mirrors_scope(&mut server, &mut conn, &client).unwrap();
 }
 
+/// Found by the `stateful` fuzz target: an item pushed, put in scope and
+/// removed before its first commit stayed in the scope for ever.
+#[test]
+fn an_item_gone_before_its_first_commit_leaves_the_scope() {
+    let (mut server, _) = units(2);
+    let mut conn = SendState::new();
+    let ghost = server.push(Unit { x: 5, hp: 5 });
+    assert!(server.scope(&mut conn).unwrap().include(ghost));
+    server.remove(ghost);
+    server.commit();
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
+    assert_eq!(stats.bits, 1);
+    let scope = server.scope(&mut conn).unwrap();
+    assert!(!scope.contains(ghost) && scope.is_empty());
+}
+
 #[test]
 fn an_item_excluded_before_it_was_written_costs_nothing() {
     let (mut server, ids) = units(4);

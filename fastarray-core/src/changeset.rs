@@ -17,6 +17,9 @@ pub struct Changeset {
     pub(crate) removed: Vec<ReplicationId>,
     pub(crate) changed: Vec<(ReplicationId, FieldMask)>,
     pub(crate) arrays_changed: Vec<ReplicationId>,
+    /// Ids pushed and removed within the frame (appearing nowhere above):
+    /// a connection's scope may have taken one in before it went.
+    pub(crate) vanished: Vec<ReplicationId>,
 }
 
 impl Changeset {
@@ -27,6 +30,7 @@ impl Changeset {
         removed: Vec::new(),
         changed: Vec::new(),
         arrays_changed: Vec::new(),
+        vanished: Vec::new(),
     };
 
     /// The frame (commit number, starting at 1) this changeset ends.
@@ -70,5 +74,6 @@ impl Changeset {
         self.removed.clear();
         self.changed.clear();
         self.arrays_changed.clear();
+        self.vanished.clear();
     }
 }

@@ -396,6 +396,8 @@ impl<T: Replicate> Store<T> {
                 slot.changed = frame;
                 commit_arrays(&mut slot.value);
                 changes.added.push(id);
+            } else {
+                changes.vanished.push(id);
             }
         }
         for (id, before) in self.work.touched.drain(..) {

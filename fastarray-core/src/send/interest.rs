@@ -143,7 +143,9 @@ impl Interest {
                 hand(id, Work::Fields(FieldMask::EMPTY), seen);
             }
         }
-        for &id in &changes.removed {
+        // An item pushed and removed within the frame may have been put
+        // in a scope meanwhile: it goes as a removal would.
+        for &id in changes.removed.iter().chain(&changes.vanished) {
             if let Some(seen) = watchers.remove(&id) {
                 hand(id, Work::Remove, &seen);
             }
