@@ -19,6 +19,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The interest-management workload and its baselines.
+pub mod interest;
 /// The naive position-diffing baseline.
 pub mod naive;
 /// The bit-count model of Unreal's FastArray.

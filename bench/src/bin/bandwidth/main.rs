@@ -12,6 +12,7 @@
 //! cargo bench -p fastarray-bench                            # CPU (criterion), a few minutes
 //! cargo run --release -p fastarray-bench --bin bandwidth    # bits, memory; writes BENCHMARKS.md
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --no-write   # print only
+//! cargo run --release -p fastarray-bench --bin bandwidth -- --interest   # interest management only, printed
 //! ```
 //!
 //! It writes at the repository root (the parent of this package's
@@ -29,6 +30,7 @@
 //! | `events` | the single-event targets at 10k (one change, one removal, a shuffle) |
 //! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
 //! | `memory` | the counting allocator and the heap bytes per item |
+//! | `interest` | interest management: bits against shadow arrays, memory per agent in scope |
 //! | `estimates` | criterion's medians, read from its output |
 //! | `report` | the results and the issue's targets |
 //! | `markdown`, `chart`, `format` | `BENCHMARKS.md`, the SVG charts, number formatting |
@@ -38,6 +40,7 @@ mod chart;
 mod estimates;
 mod events;
 mod format;
+mod interest;
 mod loss;
 mod markdown;
 mod memory;
@@ -53,6 +56,7 @@ use crate::chart::charts;
 use crate::estimates::load_criterion;
 use crate::events::{one_change, one_removal, one_shuffle};
 use crate::format::{num, size_label};
+use crate::interest::run_interest;
 use crate::loss::{fan_out_messages, run_loss};
 use crate::memory::measure_memory;
 use crate::report::{Results, status};
@@ -117,6 +121,19 @@ fn print_tables(report: &Results) {
 
 fn main() {
     let write = !std::env::args().any(|a| a == "--no-write");
+    if std::env::args().any(|a| a == "--interest") {
+        // Only the interest-management figures, printed.
+        let i = run_interest();
+        println!(
+            "bits: scoped {} shadow {} ({:.3}x), {:.0} in scope; memory {:?}",
+            i.scoped_bits,
+            i.shadow_bits,
+            i.scoped_bits as f64 / i.shadow_bits.max(1) as f64,
+            i.in_scope,
+            i.memory
+        );
+        return;
+    }
     let started = Instant::now();
     // This package is `bench/` in the repository.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -154,6 +171,9 @@ fn main() {
         }
     }
     let memory = vec![measure_memory(10_000), measure_memory(100_000)];
+    let t = Instant::now();
+    let interest = run_interest();
+    eprintln!("interest: {:.1} s", t.elapsed().as_secs_f64());
     let report = Results {
         bits,
         change: one_change(),
@@ -161,6 +181,7 @@ fn main() {
         shuffle: one_shuffle(),
         loss,
         memory,
+        interest,
         fan_out: fan_out_messages(16, TICKS),
         cpu: load_criterion(&cpu_dir),
         cpu_dir: cpu_dir

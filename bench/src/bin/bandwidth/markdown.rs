@@ -209,6 +209,9 @@ impl Results {
 
         // Memory.
         self.memory_markdown(&mut md);
+
+        // Interest management.
+        self.interest_markdown(&mut md);
         md
     }
 

@@ -56,6 +56,11 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
+/// Heap bytes handed out and not yet taken back.
+pub fn live_bytes() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
 /// Heap bytes owned by `value`: the live bytes its drop gives back.
 fn owned_heap<T>(value: T) -> usize {
     let before = LIVE.load(Ordering::Relaxed);

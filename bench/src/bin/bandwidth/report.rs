@@ -10,6 +10,7 @@ use crate::bits::Bits;
 use crate::estimates::Cpu;
 use crate::events::{Event, FRAME_BITS, GOLOMB_CODE_BITS, count_bits, middle_id_bits};
 use crate::format::{num, ratio, time};
+use crate::interest::Interest;
 use crate::loss::{FanOut, Loss};
 use crate::memory::Memory;
 
@@ -38,6 +39,7 @@ pub struct Results {
     pub shuffle: Event,
     pub loss: Vec<Loss>,
     pub memory: Vec<Memory>,
+    pub interest: Interest,
     pub fan_out: FanOut,
     pub cpu: Cpu,
     pub cpu_dir: PathBuf,

@@ -1,0 +1,310 @@
+//! The interest-management workload (issue 13): agents spread over a
+//! 1 000 × 1 000 world, connections that each see the agents within a
+//! radius of a point (an [`InterestGrid`] feeding their scopes), and per
+//! tick a tenth of the agents moving a little and a hundredth losing
+//! health. With the baselines its targets are measured against: the same
+//! connections without scopes, each given an array of 1 000 agents of its
+//! own ([`Separate`]), and, for bits, an unscoped array per connection
+//! that holds exactly the agents in its scope ([`Shadow`]).
+
+use std::collections::HashMap;
+
+use fastarray::{FastArray, InterestGrid, Relevance, ReplicationId, SendState};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::Agent;
+
+/// Half the world's side: agents live in `[-HALF, HALF)²`.
+pub const HALF: f32 = 500.0;
+
+/// The radius around a point that holds `share` of a uniform world's
+/// agents.
+pub fn radius_for(share: f64) -> f32 {
+    let area = share * f64::from(2.0 * HALF).powi(2);
+    (area / std::f64::consts::PI).sqrt() as f32
+}
+
+fn agent(rng: &mut ChaCha8Rng, serial: u64) -> Agent {
+    Agent {
+        position: [
+            rng.random_range(-HALF..HALF),
+            0.0,
+            rng.random_range(-HALF..HALF),
+        ],
+        velocity: [0.0; 3],
+        health: 100,
+        ammo: 30,
+        name: format!("a{serial}"),
+    }
+}
+
+fn ground(agent: &Agent) -> [f32; 2] {
+    [agent.position[0], agent.position[2]]
+}
+
+/// One tick's changes: the agents that moved and those that lost health.
+pub struct TickChanges {
+    /// Agents moved (by at most one unit on each axis).
+    pub moved: Vec<ReplicationId>,
+    /// Agents whose health changed.
+    pub hurt: Vec<ReplicationId>,
+}
+
+/// A tenth of `ids` move a step, a hundredth lose health.
+fn change(
+    array: &mut FastArray<Agent>,
+    ids: &[ReplicationId],
+    rng: &mut ChaCha8Rng,
+) -> TickChanges {
+    let mut changes = TickChanges {
+        moved: Vec::with_capacity(ids.len() / 10 + 1),
+        hurt: Vec::with_capacity(ids.len() / 100 + 1),
+    };
+    for &id in ids {
+        let roll = rng.random_range(0..1000u32);
+        if roll < 100 {
+            let mut agent = array.get_mut(id).expect("a live agent");
+            let (dx, dz) = (rng.random_range(-1.0..1.0), rng.random_range(-1.0..1.0));
+            agent.position[0] = (agent.position[0] + dx).clamp(-HALF, HALF - 0.01);
+            agent.position[2] = (agent.position[2] + dz).clamp(-HALF, HALF - 0.01);
+            changes.moved.push(id);
+        } else if roll < 110 {
+            let mut agent = array.get_mut(id).expect("a live agent");
+            agent.health = agent.health.wrapping_sub(1);
+            changes.hurt.push(id);
+        }
+    }
+    changes
+}
+
+/// The scoped world: one array of agents, a grid, and connections that
+/// each see a disc around a point of their own.
+pub struct Scoped {
+    /// The agents.
+    pub server: FastArray<Agent>,
+    /// Their positions, and the connections' views.
+    pub grid: InterestGrid,
+    /// One per viewer.
+    pub conns: Vec<SendState>,
+    ids: Vec<ReplicationId>,
+    rng: ChaCha8Rng,
+    packet: u32,
+    /// This tick's enter and leave events, per connection.
+    events: Vec<Vec<(ReplicationId, Relevance)>>,
+}
+
+impl Scoped {
+    /// `items` agents, `conns` connections each seeing `share` of them
+    /// (on average), every connection synchronised.
+    pub fn new(items: usize, conns: usize, share: f64, seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let radius = radius_for(share);
+        let mut server = FastArray::with_capacity(items);
+        let mut grid = InterestGrid::new(radius);
+        let ids: Vec<ReplicationId> = (0..items as u64)
+            .map(|serial| {
+                let agent = agent(&mut rng, serial);
+                let position = ground(&agent);
+                let id = server.push(agent);
+                grid.set_item(id, position);
+                id
+            })
+            .collect();
+        server.commit();
+        let mut conns: Vec<SendState> = (0..conns).map(|_| SendState::new()).collect();
+        for (n, conn) in conns.iter_mut().enumerate() {
+            server.scope(conn).expect("the server's array");
+            let center = [rng.random_range(-HALF..HALF), rng.random_range(-HALF..HALF)];
+            grid.set_viewer(n, center, radius);
+        }
+        let mut world = Self {
+            server,
+            grid,
+            events: vec![Vec::new(); conns.len()],
+            conns,
+            ids,
+            rng,
+            packet: 0,
+        };
+        world.serve(&TickChanges {
+            moved: Vec::new(),
+            hurt: Vec::new(),
+        });
+        world
+    }
+
+    /// The game's part of a tick (not what the server's tick is timed on):
+    /// agents move and get hurt.
+    pub fn mutate(&mut self) -> TickChanges {
+        change(&mut self.server, &self.ids, &mut self.rng)
+    }
+
+    /// The server's tick: the grid hears of the moves, commit, scopes
+    /// follow the grid, one delta per connection (each acknowledged).
+    /// Returns the bits written per connection.
+    pub fn serve(&mut self, changes: &TickChanges) -> Vec<u64> {
+        for &id in &changes.moved {
+            let position = ground(self.server.get(id).expect("a live agent"));
+            self.grid.set_item(id, position);
+        }
+        self.server.commit();
+        let events = &mut self.events;
+        events.iter_mut().for_each(Vec::clear);
+        self.grid
+            .update(|viewer, id, relevance| events[viewer].push((id, relevance)));
+        self.packet += 1;
+        let mut bits = Vec::with_capacity(self.conns.len());
+        let mut bytes = Vec::new();
+        for (conn, events) in self.conns.iter_mut().zip(&self.events) {
+            if !events.is_empty() {
+                let mut scope = self.server.scope(conn).expect("the server's array");
+                for &(id, relevance) in events {
+                    match relevance {
+                        Relevance::Enter => scope.include(id),
+                        Relevance::Leave => scope.exclude(id),
+                    };
+                }
+            }
+            bytes.clear();
+            let stats = self
+                .server
+                .write_delta(conn, self.packet, &mut bytes)
+                .expect("a write");
+            conn.on_ack(self.packet);
+            bits.push(stats.bits);
+        }
+        bits
+    }
+
+    /// This tick's enter and leave events of connection `conn`.
+    pub fn events(&self, conn: usize) -> &[(ReplicationId, Relevance)] {
+        &self.events[conn]
+    }
+
+    /// The agents connection `conn` sees.
+    pub fn in_scope(&mut self, conn: usize) -> usize {
+        let conn = &mut self.conns[conn];
+        self.server.scope(conn).map_or(0, |scope| scope.len())
+    }
+}
+
+/// The baseline of the tick's time: each connection has an unscoped array
+/// of its own holding `items` agents, with the same rates of change.
+pub struct Separate {
+    arrays: Vec<(FastArray<Agent>, SendState, Vec<ReplicationId>)>,
+    rng: ChaCha8Rng,
+    packet: u32,
+}
+
+impl Separate {
+    /// `conns` arrays of `items` agents, each with its synchronised
+    /// connection.
+    pub fn new(items: usize, conns: usize, seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let arrays = (0..conns)
+            .map(|_| {
+                let mut array = FastArray::with_capacity(items);
+                let ids = (0..items as u64)
+                    .map(|serial| array.push(agent(&mut rng, serial)))
+                    .collect();
+                array.commit();
+                let mut conn = SendState::new();
+                array
+                    .write_delta(&mut conn, 0, &mut Vec::new())
+                    .expect("a write");
+                conn.on_ack(0);
+                (array, conn, ids)
+            })
+            .collect();
+        Self {
+            arrays,
+            rng,
+            packet: 0,
+        }
+    }
+
+    /// The game's part of a tick, in every array.
+    pub fn mutate(&mut self) {
+        for (array, _, ids) in &mut self.arrays {
+            change(array, ids, &mut self.rng);
+        }
+    }
+
+    /// The server's tick: per array, commit and one delta (acknowledged).
+    /// Returns the bits written in all.
+    pub fn serve(&mut self) -> u64 {
+        self.packet += 1;
+        let mut bits = 0;
+        let mut bytes = Vec::new();
+        for (array, conn, _) in &mut self.arrays {
+            array.commit();
+            bytes.clear();
+            bits += array
+                .write_delta(conn, self.packet, &mut bytes)
+                .expect("a write")
+                .bits;
+            conn.on_ack(self.packet);
+        }
+        bits
+    }
+}
+
+/// The baseline of a connection's bits: an unscoped array that holds
+/// exactly the agents in the connection's scope, following the same
+/// changes (an agent entering is pushed, one leaving removed).
+pub struct Shadow {
+    array: FastArray<Agent>,
+    conn: SendState,
+    /// Server id → shadow id.
+    ids: HashMap<ReplicationId, ReplicationId>,
+    packet: u32,
+}
+
+impl Default for Shadow {
+    fn default() -> Self {
+        Self {
+            array: FastArray::new(),
+            conn: SendState::new(),
+            ids: HashMap::new(),
+            packet: 0,
+        }
+    }
+}
+
+impl Shadow {
+    /// Follows one server tick of connection `conn` of `world` (after its
+    /// `serve`): its enter and leave events and the tick's changes.
+    /// Returns the bits of the shadow's delta.
+    pub fn follow(&mut self, world: &Scoped, conn: usize, changes: &TickChanges) -> u64 {
+        for &(id, relevance) in world.events(conn) {
+            match relevance {
+                Relevance::Enter => {
+                    let agent = world.server.get(id).expect("a live agent").clone();
+                    self.ids.insert(id, self.array.push(agent));
+                }
+                Relevance::Leave => {
+                    if let Some(shadow) = self.ids.remove(&id) {
+                        self.array.remove(shadow);
+                    }
+                }
+            }
+        }
+        for &id in changes.moved.iter().chain(&changes.hurt) {
+            if let Some(&shadow) = self.ids.get(&id) {
+                let agent = world.server.get(id).expect("a live agent");
+                let mut copy = self.array.get_mut(shadow).expect("a shadowed agent");
+                copy.position = agent.position;
+                copy.health = agent.health;
+            }
+        }
+        self.array.commit();
+        self.packet += 1;
+        let stats = self
+            .array
+            .write_delta(&mut self.conn, self.packet, &mut Vec::new())
+            .expect("a write");
+        self.conn.on_ack(self.packet);
+        stats.bits
+    }
+}
