@@ -5,7 +5,7 @@
 pub use fastarray_core::*;
 /// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
 /// an enum. Its attributes (`skip`, `bits`, `varint`, `quantize`, `with`,
-/// `serde`, `flatten`, `array`, `crate`) are described in the
+/// `serde`, `flatten`, `array`, `detail`, `crate`) are described in the
 /// [`attributes`] module, with an example each.
 pub use fastarray_derive::Replicate;
 
@@ -36,6 +36,7 @@ pub mod wire_format {}
 /// | [`skip`](#skip) | a field of any `Default` type | not sent, no mask bit; `Default` on the receiver | none |
 /// | [`flatten`](#flatten) | a struct's field of a `#[derive(Replicate)]` type without array fields | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
 /// | [`array`](#array-replicated-objects) | a struct's `FastArray<U>` field (the struct is an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
+/// | [`detail = N`](#detail--n) | a replicated field of a struct, with any encoding | unchanged: the field's changes go only to connections that see the item at detail level `N` (0..=7) or more | unchanged |
 /// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private_0_1` instead of `::fastarray::__private_0_1` | — |
 ///
 /// `flatten` was called `nested`; that spelling still works, with a
@@ -444,6 +445,55 @@ pub mod wire_format {}
 /// let mut writer = BitWriter::new(&mut bytes);
 /// moving.encode(&mut writer).unwrap();
 /// assert_eq!(writer.bits_written(), 2 + 16 + 16);
+/// ```
+///
+/// # `detail = N`
+///
+/// A field's detail level (0, the default, to [`MAX_DETAIL`]): a
+/// connection that sees the item at a lower level
+/// ([`ScopeMut::set_detail`]) is not sent the field's changes; when its
+/// level rises, the fields withheld that changed meanwhile are sent, and
+/// only those (BigWorld's `detailLevel`). Whole values (an item entering
+/// the scope) carry every field. On a `flatten` field it applies to all
+/// its leaves, on top of their own. Not part of the schema: it decides
+/// what is sent, not how.
+///
+/// ```
+/// use fastarray::{FastArray, Replicate, SendState};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Ship {
+///     #[replicate(quantize(min = -1000.0, max = 1000.0, bits = 16))]
+///     pos: [f32; 2],
+///     #[replicate(detail = 2)]
+///     crew: Vec<String>, // only for those close enough to see the deck
+/// }
+///
+/// let mut ships = FastArray::new();
+/// let id = ships.push(Ship { pos: [0.0, 0.0], crew: vec![] });
+/// ships.commit();
+/// let (mut conn, mut client) = (SendState::new(), FastArray::<Ship>::mirror());
+/// let mut scope = ships.scope(&mut conn).unwrap();
+/// scope.include(id);
+/// scope.set_detail(id, 0); // far away
+/// let mut packet = Vec::new();
+/// ships.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// conn.on_ack(1);
+///
+/// ships.get_mut(id).unwrap().crew.push("ann".into());
+/// ships.get_mut(id).unwrap().pos = [5.0, 0.0];
+/// ships.commit();
+/// packet.clear();
+/// ships.write_delta(&mut conn, 2, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// assert!(client.get(id).unwrap().crew.is_empty()); // withheld
+///
+/// ships.scope(&mut conn).unwrap().set_detail(id, 2); // closer
+/// packet.clear();
+/// ships.write_delta(&mut conn, 3, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(client.get(id).unwrap().crew, ["ann"]);
 /// ```
 ///
 /// # `crate = "path"`

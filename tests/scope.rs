@@ -21,6 +21,10 @@ use rand_chacha::ChaCha8Rng;
 struct Unit {
     x: i32,
     hp: u16,
+    /// Sent only to connections that see the unit at detail level 3 or
+    /// more.
+    #[replicate(detail = 3)]
+    mood: u8,
 }
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -74,7 +78,15 @@ fn round<T: Replicate + Clone>(
 
 fn units(n: i32) -> (FastArray<Unit>, Vec<ReplicationId>) {
     let mut server = FastArray::new();
-    let ids = (0..n).map(|x| server.push(Unit { x, hp: 100 })).collect();
+    let ids = (0..n)
+        .map(|x| {
+            server.push(Unit {
+                x,
+                hp: 100,
+                mood: 0,
+            })
+        })
+        .collect();
     server.commit();
     (server, ids)
 }
@@ -194,7 +206,11 @@ fn leaving_is_told_apart_from_destruction_and_coming_back_sends_the_item_whole()
 fn an_item_gone_before_its_first_commit_leaves_the_scope() {
     let (mut server, _) = units(2);
     let mut conn = SendState::new();
-    let ghost = server.push(Unit { x: 5, hp: 5 });
+    let ghost = server.push(Unit {
+        x: 5,
+        hp: 5,
+        mood: 0,
+    });
     assert!(server.scope(&mut conn).unwrap().include(ghost));
     server.remove(ghost);
     server.commit();
@@ -745,6 +761,14 @@ impl<T: Replicate + Clone> Session for ScopedSession<T> {
             scope.set_detail(ids[rng.random_range(0..ids.len())], level);
             scope.set_interval(level, rng.random_range(1..4));
         }
+        // Before the link heals, every item is seen at every detail again,
+        // so the mirror can be compared whole.
+        if tick == 149 {
+            let ids: Vec<ReplicationId> = scope.ids().collect();
+            for id in ids {
+                scope.set_detail(id, fastarray::MAX_DETAIL);
+            }
+        }
         // The first item flips every tick.
         if tick % 2 == 0 {
             scope.include(ids[0]);
@@ -795,16 +819,17 @@ impl<T: Replicate + Clone> Session for ScopedSession<T> {
 
 fn unit(rng: &mut ChaCha8Rng) -> Unit {
     Unit {
+        mood: rng.random(),
         x: rng.random_range(-100..100),
         hp: rng.random(),
     }
 }
 
 fn change_unit(unit: &mut Unit, rng: &mut ChaCha8Rng) {
-    if rng.random_bool(0.5) {
-        unit.x += 1;
-    } else {
-        unit.hp = rng.random();
+    match rng.random_range(0..3) {
+        0 => unit.x += 1,
+        1 => unit.hp = rng.random(),
+        _ => unit.mood = rng.random(),
     }
 }
 

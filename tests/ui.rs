@@ -20,6 +20,7 @@ fn ui() {
         "array-field",
         "bits-out-of-range",
         "quantize-bad-range",
+        "detail",
     ] {
         cases.compile_fail(format!("tests/ui/{category}/*.rs"));
     }

@@ -1,11 +1,11 @@
 //! The interest-management workload (issue 13): agents spread over a
 //! 1 000 × 1 000 world, connections that each see the agents within a
-//! radius of a point (an [`InterestGrid`] feeding their scopes), and per
+//! radius of a point (a [`fastarray::InterestGrid`] feeding their scopes), and per
 //! tick a tenth of the agents moving a little and a hundredth losing
 //! health. With the baselines its targets are measured against: the same
 //! connections without scopes, each given an array of 1 000 agents of its
-//! own ([`Separate`]), and, for bits, an unscoped array per connection
-//! that holds exactly the agents in its scope ([`Shadow`]).
+//! own ([`Separate`](crate::interest::Separate)), and, for bits, an unscoped array per connection
+//! that holds exactly the agents in its scope ([`Shadow`](crate::interest::Shadow)).
 
 use std::collections::HashMap;
 

@@ -122,7 +122,7 @@ pub trait Replicate: BitCodec {
     /// `level` (a field without it has detail 0, and always goes). A
     /// `#[replicate(flatten)]` field's leaves go when both it and the leaf
     /// are within the level. Every field unless the derive says otherwise.
-    /// See `ScopeMut::set_detail`.
+    /// See [`ScopeMut::set_detail`](crate::ScopeMut::set_detail).
     fn detail_mask(level: u8) -> FieldMask {
         let _ = level;
         FieldMask::all(Self::FIELD_COUNT)

@@ -34,7 +34,11 @@ const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
     (SERDE, parse_serde),
     (FLATTEN, parse_flatten),
     (ARRAY, parse_array),
+    (DETAIL, parse_detail),
 ];
+
+/// The highest detail level (the runtime's `MAX_DETAIL`).
+const MAX_DETAIL: u8 = 7;
 
 /// Old names of field attributes, each with the name it has now: an old
 /// name parses as the new one, and the expansion makes it a deprecation
@@ -131,6 +135,8 @@ pub struct AxisRange {
 pub struct Field {
     /// `Natural` unless an attribute chose another encoding.
     encoding: Encoding,
+    /// `detail = N`, as written and its value.
+    detail: Option<(syn::LitInt, u8)>,
     /// The attributes written with an old name.
     renamed: Vec<Renamed>,
 }
@@ -139,14 +145,24 @@ impl Field {
     /// Reads the `#[replicate(...)]` attributes of a field, recording any
     /// error in `cx`.
     pub fn from_ast(cx: &Ctxt, field: &syn::Field) -> Self {
-        let mut builder = FieldBuilder { encoding: None };
+        let mut builder = FieldBuilder {
+            encoding: None,
+            detail: None,
+        };
         let renamed = parse_attrs(cx, &field.attrs, FIELD_ATTRS, &mut builder, Place::Field);
         Field {
             encoding: builder
                 .encoding
                 .map_or(Encoding::Natural, |(_, encoding)| encoding),
+            detail: builder.detail,
             renamed,
         }
+    }
+
+    /// The field's detail level, and the literal it was written as, if
+    /// it has `detail = N`.
+    pub fn detail(&self) -> Option<&(syn::LitInt, u8)> {
+        self.detail.as_ref()
     }
 
     /// How the field is written.
@@ -173,6 +189,8 @@ impl Field {
 struct FieldBuilder {
     /// The encoding and the attribute that chose it.
     encoding: Option<(Symbol, Encoding)>,
+    /// `detail = N`: not an encoding, so it combines with any.
+    detail: Option<(syn::LitInt, u8)>,
 }
 
 impl FieldBuilder {
@@ -362,6 +380,25 @@ fn parse_bits(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> sy
     match lit.base10_parse::<u32>() {
         Ok(bits @ 1..=64) => field.set_encoding(cx, meta, BITS, Encoding::Bits(lit, bits)),
         _ => cx.error_spanned_by(&lit, "`bits` must be between 1 and 64"),
+    }
+    Ok(())
+}
+
+/// `detail = N`: a detail level, 0 to `MAX_DETAIL`.
+fn parse_detail(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> syn::Result<()> {
+    let Some(lit) = int_value(cx, meta, DETAIL, "2")? else {
+        return Ok(());
+    };
+    if field.detail.is_some() {
+        cx.error_spanned_by(&meta.path, "duplicate replicate attribute `detail`");
+        return Ok(());
+    }
+    match lit.base10_parse::<u8>() {
+        Ok(level) if level <= MAX_DETAIL => field.detail = Some((lit, level)),
+        _ => cx.error_spanned_by(
+            &lit,
+            format!("`detail` is a level from 0 to {MAX_DETAIL} (`fastarray::MAX_DETAIL`)"),
+        ),
     }
     Ok(())
 }

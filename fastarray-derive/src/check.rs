@@ -16,6 +16,30 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_bit_widths(cx, cont);
     check_quantize_shapes(cx, cont);
     check_variant_field_attrs(cx, cont);
+    check_details(cx, cont);
+}
+
+/// `detail = N` withholds a field's changes from far connections: it needs
+/// a field of the mask, in a struct (an enum's partial changes carry the
+/// variant, and its fields move with it).
+fn check_details(cx: &Ctxt, cont: &Container) {
+    let in_enum = matches!(cont.data, Data::Enum(_));
+    for field in cont.all_fields() {
+        let Some((lit, _)) = field.attrs.detail() else {
+            continue;
+        };
+        if in_enum {
+            cx.error_spanned_by(
+                lit,
+                "`detail` is for the fields of a struct, not of an enum's variants (an enum's changes carry its variant)",
+            );
+        } else if matches!(field.attrs.encoding(), Encoding::Skip | Encoding::Array) {
+            cx.error_spanned_by(
+                lit,
+                "`detail` needs a replicated field: a `skip` field is never sent, and an `array` field is sent by id",
+            );
+        }
+    }
 }
 
 /// `flatten` makes a field's own fields leaves of its parent's mask; inside

@@ -33,6 +33,9 @@ pub const FLATTEN: Symbol = Symbol("flatten");
 pub const NESTED: Symbol = Symbol("nested");
 /// `#[replicate(array)]`: a `FastArray` field of a replicated object.
 pub const ARRAY: Symbol = Symbol("array");
+/// `#[replicate(detail = N)]`: the field goes only to connections that see
+/// its item at detail level `N` or more.
+pub const DETAIL: Symbol = Symbol("detail");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {

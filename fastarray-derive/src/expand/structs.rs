@@ -117,6 +117,44 @@ fn bit_codec_items(
     }
 }
 
+/// `Replicate::detail_mask`, when a field has `detail = N` or is flattened
+/// (its type may have details of its own): the leaves whose detail is at
+/// most the level. A flattened field's leaves go when it does and its type
+/// sends them. Nothing otherwise: the trait's default sends every field.
+/// Detail is a sending policy, not a wire format: the schema hash ignores
+/// it.
+fn detail_mask(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+    let needed = fields
+        .iter()
+        .any(|f| f.field.attrs.detail().is_some() || f.codec.is_flattened());
+    if !needed {
+        return TokenStream::new();
+    }
+    let parts = fields.iter().map(|f| {
+        let offset = &f.offset;
+        let leaves = if f.codec.is_flattened() {
+            let ty = f.field.ty;
+            quote_spanned!(at_type(ty)=> <#ty as #private::Replicate>::detail_mask(__level))
+        } else {
+            quote!(#private::FieldMask::single(0))
+        };
+        let add = quote! {
+            __bits |= #private::FieldMask::bits(#private::FieldMask::shifted_up(#leaves, #offset));
+        };
+        match f.field.attrs.detail() {
+            Some(&(_, level)) if level > 0 => quote!(if __level >= #level { #add }),
+            _ => add,
+        }
+    });
+    quote! {
+        fn detail_mask(__level: ::core::primitive::u8) -> #private::FieldMask {
+            let mut __bits = 0u64;
+            #(#parts)*
+            #private::FieldMask::from_bits(__bits)
+        }
+    }
+}
+
 /// `Replicate`: per-field diff, encode, decode and patch.
 fn replicate_items(
     cont: &Container,
@@ -158,6 +196,7 @@ fn replicate_items(
         quote!(const STRUCTURE: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);)
     });
 
+    let detail = detail_mask(private, fields);
     let array_steps = object::schema_steps(all_fields, private);
     let schema_hash = if fields.is_empty() && array_steps.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
@@ -203,7 +242,7 @@ fn replicate_items(
         type_name: name,
         consts: structure.unwrap_or_default(),
         patch: quote!(#patch_ident #ty_generics),
-        extra: array_items,
+        extra: quote!(#array_items #detail),
         diff_attrs: TokenStream::new(),
         diff: quote! {
             #[allow(unused_mut)]

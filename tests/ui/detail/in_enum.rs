@@ -1,0 +1,11 @@
+use fastarray::Replicate;
+
+#[derive(Replicate)]
+enum E {
+    A {
+        #[replicate(detail = 1)]
+        x: u8,
+    },
+}
+
+fn main() {}
