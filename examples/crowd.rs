@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use fastarray::{FastArray, InterestGrid, Relevance, Replicate, ReplicationId, SendState};
-use fastarray_testkit::link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -288,10 +288,7 @@ fn main() -> ExitCode {
                 }
             }
             for report in client.link.reports(now) {
-                match report {
-                    Report::Acked(p) => client.conn.on_ack(p),
-                    Report::Lost(p) => client.conn.on_loss(p),
-                };
+                report.tell(&mut client.conn);
             }
         }
         sequence = sequence.wrapping_add(1);

@@ -3,7 +3,7 @@
 //! rest flows, and a budget serves items fairly under loss.
 
 use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState};
-use fastarray_testkit::link::{Link, LinkProfile, Report};
+use fastarray_testkit::link::{Link, LinkProfile};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Member {
@@ -335,10 +335,7 @@ fn fairness(profile: LinkProfile, seed: u64, items: u32, budget: u64) -> f64 {
             client.apply_delta(&bytes, &mut updates).unwrap();
         }
         for report in link.reports(now) {
-            match report {
-                Report::Acked(p) => conn.on_ack(p),
-                Report::Lost(p) => conn.on_loss(p),
-            };
+            report.tell(&mut conn);
         }
     }
     updates.worst as f64 / f64::from(items - 1)

@@ -3,7 +3,7 @@
 //! sent that field's changes; when the level rises, exactly the withheld
 //! fields that changed are sent.
 
-use fastarray::{FastArray, FieldMask, MAX_DETAIL, Replicate, SendState};
+use fastarray::{FastArray, FieldMask, MAX_DETAIL, Replicate, ReplicationId, SendState};
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Plain {
@@ -132,18 +132,22 @@ fn round(
     stats
 }
 
-#[test]
-fn fields_above_the_level_wait_and_exactly_those_that_changed_go_when_it_rises() {
+/// A unit in a connection's scope at detail level 0, not yet written.
+fn far_unit() -> (FastArray<Unit>, ReplicationId, SendState, FastArray<Unit>) {
     let mut server = FastArray::new();
     let id = server.push(unit(1.0));
     server.commit();
-    let (mut conn, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
-    {
-        let mut scope = server.scope(&mut conn).unwrap();
-        scope.include(id);
-        assert!(scope.set_detail(id, 0));
-        assert_eq!(scope.detail(id), 0);
-    }
+    let (mut conn, client) = (SendState::new(), FastArray::<Unit>::mirror());
+    let mut scope = server.scope(&mut conn).unwrap();
+    scope.include(id);
+    assert!(scope.set_detail(id, 0));
+    assert_eq!(scope.detail(id), 0);
+    (server, id, conn, client)
+}
+
+#[test]
+fn fields_above_the_level_wait_and_exactly_those_that_changed_go_when_it_rises() {
+    let (mut server, id, mut conn, mut client) = far_unit();
     // The add carries every field, whatever the level.
     let stats = round(&mut server, &mut conn, &mut client, 1);
     assert_eq!(stats.added, 1);
@@ -190,15 +194,7 @@ fn fields_above_the_level_wait_and_exactly_those_that_changed_go_when_it_rises()
 
 #[test]
 fn a_whole_value_clears_what_was_withheld() {
-    let mut server = FastArray::new();
-    let id = server.push(unit(1.0));
-    server.commit();
-    let (mut conn, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
-    {
-        let mut scope = server.scope(&mut conn).unwrap();
-        scope.include(id);
-        scope.set_detail(id, 0);
-    }
+    let (mut server, id, mut conn, mut client) = far_unit();
     // Changed before the add was written: the add carries it.
     server.get_mut(id).unwrap().name = "x".into();
     server.commit();

@@ -133,10 +133,7 @@ where
     }
 
     fn report(&mut self, report: Report) {
-        match report {
-            Report::Acked(p) => self.conn.on_ack(p),
-            Report::Lost(p) => self.conn.on_loss(p),
-        };
+        report.tell(&mut self.conn);
     }
 
     fn idle_commit(&mut self) {
@@ -226,10 +223,7 @@ where
     }
 
     fn report(&mut self, report: Report) {
-        match report {
-            Report::Acked(p) => self.conn.on_ack(p),
-            Report::Lost(p) => self.conn.on_loss(p),
-        };
+        report.tell(&mut self.conn);
     }
 
     fn idle_commit(&mut self) {

@@ -207,6 +207,15 @@ pub enum Report {
 }
 
 impl Report {
+    /// Tells `conn` what the transport learned of its packet: `on_ack` or
+    /// `on_loss`. Returns whether a packet in flight had that id.
+    pub fn tell(self, conn: &mut fastarray::SendState) -> bool {
+        match self {
+            Report::Acked(p) => conn.on_ack(p),
+            Report::Lost(p) => conn.on_loss(p),
+        }
+    }
+
     /// The packet id the report is about.
     pub fn id(self) -> u32 {
         match self {

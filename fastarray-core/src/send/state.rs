@@ -741,14 +741,7 @@ impl SendState {
             return;
         }
         if work == Work::Remove {
-            // A frozen copy goes too.
-            scope.forget(id);
-            scope.remove(id);
-            if self.views.contains(id) {
-                self.pending.queue(id, Work::Remove, frame);
-            } else {
-                self.forget(id);
-            }
+            self.lose_scoped(id, frame);
             return;
         }
         if self
@@ -767,6 +760,21 @@ impl SendState {
             work => work,
         };
         self.queue_seen(id, work, frame);
+    }
+
+    /// Item `id`, in scope or frozen, is gone from the array (since
+    /// `since`): it leaves the scope, a frozen copy included, and the
+    /// client is told if it may hold it.
+    fn lose_scoped(&mut self, id: ReplicationId, since: u64) {
+        if let Some(scope) = self.scope.as_deref_mut() {
+            scope.forget(id);
+            scope.remove(id);
+        }
+        if self.views.contains(id) {
+            self.pending.queue(id, Work::Remove, since);
+        } else {
+            self.forget(id);
+        }
     }
 
     /// Queues `work` for `id`, due since `since`, as the connection's
@@ -877,15 +885,7 @@ impl SendState {
                 }
             }
             for id in gone {
-                if let Some(scope) = self.scope.as_deref_mut() {
-                    scope.forget(id);
-                    scope.remove(id);
-                }
-                if self.views.contains(id) {
-                    self.pending.queue(id, Work::Remove, due);
-                } else {
-                    self.forget(id);
-                }
+                self.lose_scoped(id, due);
             }
             return;
         }

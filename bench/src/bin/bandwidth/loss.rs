@@ -88,10 +88,7 @@ pub fn run_loss(workload: Workload, rate: f64) -> Loss {
         links[1].deliver(now);
         links[2].deliver(now);
         for report in links[0].reports(now) {
-            match report {
-                Report::Acked(p) => conn.on_ack(p),
-                Report::Lost(p) => conn.on_loss(p),
-            };
+            report.tell(&mut conn);
         }
         for report in links[1].reports(now) {
             match report {
