@@ -299,7 +299,7 @@ fn crafted() -> Vec<Vec<u8>> {
     for count in [10u64, 100, 255] {
         let mut bytes = Vec::new();
         let mut w = BitWriter::new(&mut bytes);
-        w.write_bits(0b11, 2);
+        w.write_bits(0b011, 3); // snapshot
         w.write_bits(0, 64);
         w.write_varint(1);
         w.write_varint(count);
@@ -485,7 +485,11 @@ fn tombstones_grow_linearly_with_the_message() {
         let ids = 64 * 1024 * 8 / bits_each;
         let mut bytes = Vec::new();
         let mut w = BitWriter::new(&mut bytes);
-        w.write_bits(0b01, 2);
+        if exits {
+            w.write_bits(0b111, 3); // a delta with scope exits
+        } else {
+            w.write_bits(0b01, 2); // a delta
+        }
         w.write_bool(true);
         w.write_varint(2);
         w.write_bits(0b11, 2);
@@ -509,7 +513,6 @@ fn tombstones_grow_linearly_with_the_message() {
                 None => w.write_varint(gap),
             }
         }
-        w.write_bool(exits);
         if exits {
             (0..ids).for_each(|_| w.write_bool(true));
         }

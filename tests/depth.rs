@@ -80,7 +80,7 @@ fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> 
 fn snapshot<T: Replicate>(payload: impl FnOnce(&mut BitWriter<'_>)) -> (Vec<u8>, u64) {
     let mut bytes = Vec::new();
     let mut w = BitWriter::new(&mut bytes);
-    w.write_bits(0b11, 2); // snapshot
+    w.write_bits(0b011, 3); // snapshot
     w.write_bits(T::SCHEMA_HASH, 64);
     w.write_varint(1); // frame
     w.write_varint(1); // one item

@@ -447,7 +447,7 @@ fn a_plain_object_joins_from_a_snapshot_without_default() {
     let mut snapshot = Vec::new();
     let bits = server.write_snapshot_for(&mut conn, &mut snapshot).unwrap();
     // kind, schema, frame 1, one item, id gap 0, the u32
-    assert_eq!(bits, 2 + 64 + 4 + 4 + 1 + 32);
+    assert_eq!(bits, 3 + 64 + 4 + 4 + 1 + 32);
     let mut client = Replicated::<Clock>::from_snapshot(&snapshot).unwrap();
     assert_eq!(client.get(), &Clock { tick: 5 });
     assert_eq!(client.frame(), server.frame());

@@ -93,9 +93,7 @@ fn header_bits(removals: u64, items: u64) -> u64 {
         1 => 2,
         _ => 2 + gamma(n - 2),
     };
-    // A delta that removes something says in one bit that none of its
-    // removals is a scope exit.
-    2 + 16 + count(removals) + u64::from(removals > 0) + count(items)
+    2 + 16 + count(removals) + count(items)
 }
 
 /// Bits of a list of one id 9 to 14 bits long: its gap code (`1` + order
@@ -154,7 +152,7 @@ fn removing_one_item_in_the_middle_sends_one_id() {
     s.server.commit();
     let expected = header_bits(1, 0) + lone_id_bits(id);
     assert_eq!(s.round(), expected);
-    assert_eq!(expected, 41);
+    assert_eq!(expected, 40);
     assert!(s.client.get(id).is_none());
     assert_eq!(s.client, s.server);
 }
@@ -762,7 +760,6 @@ fn crafted_delta(frame: u64, removal: Option<u64>) -> Vec<u8> {
             w.write_bits(0b01, 2); // one removal
             w.write_bool(false); // Elias-delta gaps
             w.write_varint(id);
-            w.write_bool(false); // no scope exits
         }
         None => w.write_bool(false),
     }
@@ -810,7 +807,7 @@ fn frames_near_u64_max_are_refused_not_overflowed() {
     // A snapshot cannot name such a frame either.
     let mut bytes = Vec::new();
     let mut w = fastarray::BitWriter::new(&mut bytes);
-    w.write_bits(0b11, 2);
+    w.write_bits(0b011, 3); // snapshot
     w.write_bits(<Agent as Replicate>::SCHEMA_HASH, 64);
     w.write_varint(u64::MAX);
     w.write_varint(0);

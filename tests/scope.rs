@@ -604,20 +604,19 @@ fn exit_flags_that_name_no_exit_are_refused() {
     round(&mut server, &mut conn, &mut client, &mut events, 1);
     let mut bytes = Vec::new();
     let mut w = BitWriter::new(&mut bytes);
-    w.write_bits(0b01, 2); // a delta
+    w.write_bits(0b111, 3); // a delta with scope exits...
     w.write_bool(true); // long frame
     w.write_varint(2);
     w.write_bits(0b01, 2); // one removal
     w.write_bool(false); // Elias-delta gaps
     w.write_varint(2);
-    w.write_bool(true); // some removals are exits...
-    w.write_bool(false); // ...but not this one
+    w.write_bool(false); // ...but this removal is not one
     w.write_bool(false); // no items
     w.finish();
     let before = client.clone();
     let result = client.apply_delta(&bytes, &mut ());
     assert!(
-        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 14 })),
+        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 15 })),
         "{result:?}"
     );
     assert_eq!(client, before);
@@ -802,10 +801,7 @@ impl<T: Replicate + Clone> Session for ScopedSession<T> {
     }
 
     fn report(&mut self, report: Report) {
-        match report {
-            Report::Acked(p) => self.conn.on_ack(p),
-            Report::Lost(p) => self.conn.on_loss(p),
-        };
+        report.tell(&mut self.conn);
     }
 
     fn idle_commit(&mut self) {
@@ -948,10 +944,7 @@ impl Session for ObjectScopeSession {
     }
 
     fn report(&mut self, report: Report) {
-        match report {
-            Report::Acked(p) => self.conn.on_ack(p),
-            Report::Lost(p) => self.conn.on_loss(p),
-        };
+        report.tell(&mut self.conn);
     }
 
     fn idle_commit(&mut self) {

@@ -102,8 +102,8 @@ pub enum DecodeError {
         /// The type's replicated field count.
         field_count: u32,
     },
-    /// The flags saying which removals are scope exits name none: that is
-    /// written as a single `0` bit.
+    /// A delta of the kind whose removals include scope exits names none
+    /// (or has no removals): such a delta is written as a plain one.
     InvalidExits {
         /// Bit offset of the flags.
         bit_offset: u64,

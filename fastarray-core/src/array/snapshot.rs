@@ -37,7 +37,7 @@ impl<T: Replicate> FastArray<T> {
     /// let mut bytes = Vec::new();
     /// let bits = server.write_snapshot(&mut bytes).unwrap();
     /// // kind 2 + schema 64 + frame 4 + count 5 + 3 × (id gap 1 + 8)
-    /// assert_eq!(bits, 2 + 64 + 4 + 5 + 3 * 9);
+    /// assert_eq!(bits, 3 + 64 + 4 + 5 + 3 * 9);
     /// let client = FastArray::<Tag>::from_snapshot(&bytes).unwrap();
     /// assert_eq!(client, server);
     /// ```

@@ -87,13 +87,13 @@ impl Mirror {
         reader: &mut BitReader<'_>,
     ) -> Result<Decoded<T>, DecodeError> {
         let mut decoded = Decoded::empty();
-        if !read_kind(reader)? {
+        let Some(exits) = read_kind(reader)? else {
             return Ok(decoded);
-        }
+        };
         let frame = FrameField::read(reader)?.resolve(self.newest())?;
         decoded.frame = Some(frame);
         decoded.stale = self.is_stale(frame);
-        read_body(reader, Some((self, store, &mut decoded)))?;
+        read_body(reader, exits, Some((self, store, &mut decoded)))?;
         Ok(decoded)
     }
 }
@@ -103,9 +103,9 @@ impl Mirror {
 /// value is decoded and dropped at once, nothing is checked against a
 /// mirror, and a short frame needs no reference.
 pub(crate) fn skip_delta<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-    if read_kind(reader)? {
+    if let Some(exits) = read_kind(reader)? {
         FrameField::read(reader)?;
-        read_body::<T>(reader, None)?;
+        read_body::<T>(reader, exits, None)?;
     }
     Ok(())
 }
@@ -115,6 +115,7 @@ pub(crate) fn skip_delta<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(),
 /// stale message); without, only reads past them.
 fn read_body<T: Replicate>(
     reader: &mut BitReader<'_>,
+    exits: bool,
     check: Option<(&Mirror, &Store<T>, &mut Decoded<T>)>,
 ) -> Result<(), DecodeError> {
     let (mirror, mut into) = match check {
@@ -142,12 +143,14 @@ fn read_body<T: Replicate>(
             removals.push(id);
         }
     }
-    let mut exits = Vec::new();
-    read_exits(reader, count, &mut |exit| {
-        if into.is_some() {
-            exits.push(exit);
-        }
-    })?;
+    let mut flags = Vec::new();
+    if exits {
+        read_exits(reader, count, &mut |exit| {
+            if into.is_some() {
+                flags.push(exit);
+            }
+        })?;
+    }
     let (mut ids, count) = IdReader::start(reader, 2 + u64::from(T::ARRAY_FIELDS))?;
     let keep = into.as_deref().is_some_and(|decoded| !decoded.stale);
     if let Some(decoded) = into.as_deref_mut() {
@@ -214,7 +217,7 @@ fn read_body<T: Replicate>(
     }
     if let Some(decoded) = into {
         decoded.removals = removals;
-        decoded.exits = exits;
+        decoded.exits = flags;
     }
     Ok(())
 }
@@ -252,12 +255,14 @@ fn read_arrays<T: Replicate>(
 /// The item of a replicated object's array.
 const OBJECT: ReplicationId = ReplicationId::from_raw(0);
 
-/// Reads a message's kind: `true` for a delta, `false` for an empty one.
-fn read_kind(reader: &mut BitReader<'_>) -> Result<bool, DecodeError> {
+/// Reads a message's kind: for a delta, whether its removals carry exit
+/// flags; `None` for an empty one.
+fn read_kind(reader: &mut BitReader<'_>) -> Result<Option<bool>, DecodeError> {
     let bit_offset = reader.bit_offset();
     match MessageKind::read(reader)? {
-        MessageKind::Empty => Ok(false),
-        MessageKind::Delta => Ok(true),
+        MessageKind::Empty => Ok(None),
+        MessageKind::Delta => Ok(Some(false)),
+        MessageKind::DeltaWithExits => Ok(Some(true)),
         MessageKind::Snapshot => Err(DecodeError::UnexpectedMessageKind {
             bit_offset,
             expected: MessageKind::Delta.name(),

@@ -210,13 +210,20 @@ impl Message<'_> {
     /// Writes the message: kind, frame, the removals, then the items with
     /// their payloads (from `encoded`) and array deltas.
     fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
-        MessageKind::Delta.write(writer);
+        let exits = self.removals.iter().any(|removal| removal.exit);
+        if exits {
+            MessageKind::DeltaWithExits.write(writer);
+        } else {
+            MessageKind::Delta.write(writer);
+        }
         conn.write_frame(writer, self.frame);
         let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.id));
         for removal in self.removals {
             ids.write(writer, removal.id);
         }
-        write_exits(writer, self.removals.iter().map(|removal| removal.exit));
+        if exits {
+            write_exits(writer, self.removals.iter().map(|removal| removal.exit));
+        }
         let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.id));
         for item in self.items {
             ids.write(writer, item.id);

@@ -9,7 +9,8 @@
 //! |---|---|
 //! | `0` | empty delta: nothing changed (the whole message is this 1 bit) |
 //! | `1 0` | delta |
-//! | `1 1` | full snapshot |
+//! | `1 1 1` | delta some of whose removals are scope exits |
+//! | `1 1 0` | full snapshot |
 
 pub(crate) mod exits;
 pub(crate) mod field_set;
@@ -32,6 +33,9 @@ pub(crate) enum MessageKind {
     Empty,
     /// Changes since what the receiver holds.
     Delta,
+    /// Changes since what the receiver holds, some of the removals being
+    /// scope exits (a flag per removal follows the list).
+    DeltaWithExits,
     /// The whole array.
     Snapshot,
 }
@@ -41,6 +45,7 @@ impl MessageKind {
         match self {
             Self::Empty => "empty delta",
             Self::Delta => "delta",
+            Self::DeltaWithExits => "delta with scope exits",
             Self::Snapshot => "snapshot",
         }
     }
@@ -49,7 +54,8 @@ impl MessageKind {
         match self {
             Self::Empty => writer.write_bool(false),
             Self::Delta => writer.write_bits(0b01, 2),
-            Self::Snapshot => writer.write_bits(0b11, 2),
+            Self::DeltaWithExits => writer.write_bits(0b111, 3),
+            Self::Snapshot => writer.write_bits(0b011, 3),
         }
     }
 
@@ -57,10 +63,13 @@ impl MessageKind {
         if !reader.read_bool()? {
             return Ok(Self::Empty);
         }
+        if !reader.read_bool()? {
+            return Ok(Self::Delta);
+        }
         Ok(if reader.read_bool()? {
-            Self::Snapshot
+            Self::DeltaWithExits
         } else {
-            Self::Delta
+            Self::Snapshot
         })
     }
 
@@ -88,7 +97,8 @@ mod tests {
         for (kind, bits) in [
             (MessageKind::Empty, 1),
             (MessageKind::Delta, 2),
-            (MessageKind::Snapshot, 2),
+            (MessageKind::DeltaWithExits, 3),
+            (MessageKind::Snapshot, 3),
         ] {
             let mut out = Vec::new();
             let mut w = BitWriter::new(&mut out);
