@@ -23,18 +23,6 @@ struct Unit {
     emote: u16,
 }
 
-/// The same fields without `detail`.
-#[derive(Replicate, Clone, Debug, PartialEq)]
-#[allow(dead_code)]
-struct UnitFlat {
-    #[replicate(quantize(min = -100.0, max = 100.0, bits = 12))]
-    pos: [f32; 2],
-    #[replicate(bits = 7)]
-    hp: u8,
-    name: String,
-    emote: u16,
-}
-
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Outer {
     #[replicate(detail = 3)]
@@ -107,7 +95,6 @@ mod same {
 #[test]
 fn detail_is_not_part_of_the_schema() {
     assert_eq!(Unit::SCHEMA_HASH, <same::Unit as Replicate>::SCHEMA_HASH);
-    assert_ne!(Unit::SCHEMA_HASH, UnitFlat::SCHEMA_HASH, "the name counts");
 }
 
 fn unit(x: f32) -> Unit {
