@@ -25,6 +25,8 @@
 mod array;
 mod array_inner;
 mod bits;
+#[cfg(feature = "bitstream-io")]
+pub mod bitstream;
 mod changeset;
 mod codec;
 mod error;
@@ -49,6 +51,8 @@ mod wire;
 
 pub use array::{FastArray, ScopeMut};
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
+#[cfg(feature = "bitstream-io")]
+pub use bitstream::{BitstreamError, MAX_MESSAGE_BITS};
 pub use changeset::Changeset;
 pub use codec::BitCodec;
 pub use codec::encodings::{FixedBits, VarInt};

@@ -237,6 +237,14 @@ impl<T: Replicate> Replicated<T> {
     }
 }
 
+impl<T> Replicated<T> {
+    /// The object's one-item array, for the `bitstream-io` adapter.
+    #[cfg(feature = "bitstream-io")]
+    pub(crate) fn array_mut(&mut self) -> &mut FastArray<T> {
+        &mut self.item
+    }
+}
+
 /// Sending deltas: see the [`FastArray`] methods of the same names.
 impl<T: Replicate> Replicated<T> {
     /// Shows the object to `conn`'s client, or hides it (interest

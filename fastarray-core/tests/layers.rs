@@ -47,6 +47,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["array", "array_inner"],
     &["replicated", "handshake"],
+    &["bitstream"],
 ];
 
 /// The layer of module `path` (`a::b::c`): that of the longest prefix

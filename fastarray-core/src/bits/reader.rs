@@ -34,6 +34,17 @@ impl<'a> BitReader<'a> {
         }
     }
 
+    /// A reader over the first `bits` bits of `bytes` (all of them if
+    /// there are fewer): for a message whose length is known in bits, so
+    /// that reading into the zero padding of its last byte is reported as
+    /// the end of the input.
+    #[cfg_attr(not(feature = "bitstream-io"), allow(dead_code))]
+    pub(crate) fn with_len(bytes: &'a [u8], bits: u64) -> Self {
+        let mut reader = Self::new(bytes);
+        reader.total = reader.total.min(bits);
+        reader
+    }
+
     /// A reader over the bits of `bytes` from bit `start` on (the offset
     /// it reports counts from `start`).
     pub(crate) fn at(bytes: &'a [u8], start: u64) -> Self {
