@@ -104,8 +104,10 @@ pub enum BitstreamError {
     Decode(DecodeError),
     /// The stream failed. While writing, part of the message may be in it;
     /// a delta's packet is then reported lost on its connection (its work
-    /// is due again). While reading, the stream ended or failed inside the
-    /// length prefix. Nothing changed on the mirror.
+    /// is due again), and a joining snapshot's connection is unchanged.
+    /// While reading, the stream failed, or ended inside the length prefix
+    /// (inside the message it is [`Truncated`](Self::Truncated)); nothing
+    /// changed on the mirror.
     Io(io::Error),
     /// A message longer than [`MAX_MESSAGE_BITS`]: refused when its length
     /// prefix is read, before anything else, and refused by a writer
@@ -237,10 +239,7 @@ impl<T: Replicate> FastArray<T> {
     /// prefix). On [`BitstreamError::Encode`] or
     /// [`BitstreamError::TooLong`] nothing is written.
     pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
-        let (bytes, bits) = encode(|writer| self.write_snapshot_bits(writer))?;
-        check_len(bits)?;
-        write_message(w, &bytes, bits)?;
-        Ok(bits)
+        write_framed(w, |writer| self.write_snapshot_bits(writer))
     }
 
     /// [`write_snapshot_for_bits`](Self::write_snapshot_for_bits) into
@@ -253,9 +252,9 @@ impl<T: Replicate> FastArray<T> {
         w: &mut impl BitWrite,
     ) -> Result<u64, BitstreamError> {
         let mut joined = SendState::new();
-        let (bytes, bits) = encode(|writer| self.write_snapshot_for_bits(&mut joined, writer))?;
-        check_len(bits)?;
-        write_message(w, &bytes, bits)?;
+        let bits = write_framed(w, |writer| {
+            self.write_snapshot_for_bits(&mut joined, writer)
+        })?;
         *conn = joined;
         Ok(bits)
     }
@@ -308,10 +307,7 @@ impl<T: Replicate> Replicated<T> {
 
     /// [`FastArray::write_snapshot_to`]: the object's snapshot into `w`.
     pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
-        let (bytes, bits) = encode(|writer| self.write_snapshot_bits(writer))?;
-        check_len(bits)?;
-        write_message(w, &bytes, bits)?;
-        Ok(bits)
+        write_framed(w, |writer| self.write_snapshot_bits(writer))
     }
 
     /// [`FastArray::write_snapshot_for_to`]: the object's snapshot into
@@ -322,9 +318,9 @@ impl<T: Replicate> Replicated<T> {
         w: &mut impl BitWrite,
     ) -> Result<u64, BitstreamError> {
         let mut joined = SendState::new();
-        let (bytes, bits) = encode(|writer| self.write_snapshot_for_bits(&mut joined, writer))?;
-        check_len(bits)?;
-        write_message(w, &bytes, bits)?;
+        let bits = write_framed(w, |writer| {
+            self.write_snapshot_for_bits(&mut joined, writer)
+        })?;
         *conn = joined;
         Ok(bits)
     }
@@ -359,11 +355,13 @@ fn message_budget(max_bits: u64) -> Result<u64, BitstreamError> {
     Ok(budget)
 }
 
-/// Writes a message with `write` into a buffer of its own: its bytes and
-/// its length in bits.
-fn encode<E>(
+/// Writes a message with `write` into a buffer of its own, then framed
+/// into `w`; returns its length in bits. On error nothing went into `w`,
+/// unless `w` itself failed.
+fn write_framed<E>(
+    w: &mut impl BitWrite,
     write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), E>,
-) -> Result<(Vec<u8>, u64), BitstreamError>
+) -> Result<u64, BitstreamError>
 where
     BitstreamError: From<E>,
 {
@@ -371,7 +369,9 @@ where
     let mut writer = BitWriter::new(&mut bytes);
     write(&mut writer)?;
     let bits = writer.finish();
-    Ok((bytes, bits))
+    check_len(bits)?;
+    write_message(w, &bytes, bits)?;
+    Ok(bits)
 }
 
 /// Refuses a message longer than a reader takes.

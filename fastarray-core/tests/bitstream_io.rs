@@ -571,6 +571,55 @@ fn a_refused_write_writes_nothing() {
     assert_eq!(conn.packets_in_flight(), before);
 }
 
+/// A message longer than a reader takes is not written: a snapshot
+/// writes nothing, a delta without a budget reports its packet lost (its
+/// work stays due), and a budget sends the rest around it.
+#[test]
+fn a_message_past_the_limit_is_not_written() {
+    let mut server = FastArray::new();
+    server.push(unit(1));
+    let mut huge = unit(2);
+    huge.name = "x".repeat((MAX_MESSAGE_BITS / 8) as usize + 1);
+    let huge = server.push(huge);
+    server.commit();
+
+    let mut counter = BitsWritten::<u64>::new();
+    let error = server.write_snapshot_to(&mut counter).unwrap_err();
+    assert!(matches!(
+        error,
+        BitstreamError::TooLong { bits, limit: MAX_MESSAGE_BITS } if bits > MAX_MESSAGE_BITS
+    ));
+    let mut conn = SendState::new();
+    let error = server
+        .write_snapshot_for_to(&mut conn, &mut counter)
+        .unwrap_err();
+    assert!(matches!(error, BitstreamError::TooLong { .. }));
+    assert_eq!(conn.client_items(), 0, "the connection is unchanged");
+
+    let error = server
+        .write_delta_to(&mut conn, 0, &mut counter, None)
+        .unwrap_err();
+    assert!(matches!(error, BitstreamError::TooLong { .. }));
+    assert_eq!(counter.written(), 0);
+    assert_eq!(conn.packets_in_flight(), 0, "the packet is reported lost");
+
+    let mut client = FastArray::<Unit>::mirror();
+    let mut w = IoWriter::endian(Vec::new(), LittleEndian);
+    let stats = server
+        .write_delta_to(&mut conn, 1, &mut w, Some(4096))
+        .unwrap();
+    assert_eq!(stats.oversized.map(|o| o.id), Some(huge));
+    w.byte_align().unwrap();
+    let bytes = w.into_writer();
+    client
+        .apply_delta_from(
+            &mut IoReader::endian(bytes.as_slice(), LittleEndian),
+            &mut (),
+        )
+        .unwrap();
+    assert_eq!(client.len(), 1);
+}
+
 // ---------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------
