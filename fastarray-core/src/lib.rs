@@ -22,6 +22,7 @@
 
 // Modules from the bottom up: each uses only modules above it in this
 // list (checked by `tests/layers.rs`).
+pub mod ack;
 mod array;
 mod array_inner;
 mod bits;
@@ -49,6 +50,7 @@ mod spatial;
 mod store;
 mod wire;
 
+pub use ack::{AckConfig, AckError, AckEvent, AckHeader, Acks, LinkStats};
 pub use array::{FastArray, ScopeMut};
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 #[cfg(feature = "bitstream-io")]

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 /// re-export their children, and take the layer of their highest child.
 const LAYERS: &[&[&str]] = &[
     &["error", "id", "mask", "schema"],
+    // Packet acknowledgements: their own error, no other module.
+    &["ack"],
     &["spatial"],
     &["bits"],
     &["codec", "serde_disabled"],
