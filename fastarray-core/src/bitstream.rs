@@ -292,7 +292,8 @@ impl<T: Replicate> Replicated<T> {
         w: &mut impl BitWrite,
         max_bits: Option<u64>,
     ) -> Result<DeltaStats, BitstreamError> {
-        self.array_mut().write_delta_to(conn, packet, w, max_bits)
+        self.as_array_mut()
+            .write_delta_to(conn, packet, w, max_bits)
     }
 
     /// [`FastArray::apply_delta_from`]: one delta read from `r` applied
@@ -302,7 +303,7 @@ impl<T: Replicate> Replicated<T> {
         r: &mut impl BitRead,
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, BitstreamError> {
-        self.array_mut().apply_delta_from(r, callbacks)
+        self.as_array_mut().apply_delta_from(r, callbacks)
     }
 
     /// [`FastArray::write_snapshot_to`]: the object's snapshot into `w`.
@@ -336,7 +337,7 @@ impl<T: Replicate> Replicated<T> {
     /// snapshot read from `r`. On error it is unchanged.
     pub fn apply_snapshot_from(&mut self, r: &mut impl BitRead) -> Result<(), BitstreamError> {
         let snapshot = Self::read_snapshot_from(r)?;
-        self.array_mut().expect_receiver()?;
+        self.as_array_mut().expect_receiver()?;
         *self = snapshot;
         Ok(())
     }

@@ -30,6 +30,7 @@ mod bits;
 pub mod bitstream;
 mod changeset;
 mod codec;
+mod connection;
 mod error;
 mod handshake;
 mod history;
@@ -62,6 +63,10 @@ pub use codec::quantize::{Quantize, Quantizer, Quantizers};
 pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
+pub use connection::{
+    Connection, ConnectionError, Incoming, MAX_PACKET, MirrorConnection, Outgoing, PacketReport,
+    PacketStats, WithCallbacks,
+};
 pub use error::{DecodeError, EncodeError, SendError};
 /// The glam crate whose types have codecs here (feature `glam`): name
 /// them through this path to use the same version.

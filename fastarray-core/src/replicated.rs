@@ -237,10 +237,16 @@ impl<T: Replicate> Replicated<T> {
     }
 }
 
+/// The one-item array the object is, for what writes or applies through
+/// it (connections, the `bitstream-io` adapter).
 impl<T> Replicated<T> {
-    /// The object's one-item array, for the `bitstream-io` adapter.
-    #[cfg(feature = "bitstream-io")]
-    pub(crate) fn array_mut(&mut self) -> &mut FastArray<T> {
+    /// The one-item array the object is.
+    pub(crate) fn as_array(&self) -> &FastArray<T> {
+        &self.item
+    }
+
+    /// The one-item array the object is, to write or apply through.
+    pub(crate) fn as_array_mut(&mut self) -> &mut FastArray<T> {
         &mut self.item
     }
 }

@@ -49,7 +49,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["array", "array_inner"],
     &["replicated", "handshake"],
-    &["bitstream"],
+    &["bitstream", "connection"],
 ];
 
 /// The layer of module `path` (`a::b::c`): that of the longest prefix

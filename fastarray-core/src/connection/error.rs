@@ -1,0 +1,105 @@
+//! What can go wrong writing or applying a connection's packets.
+
+use core::fmt;
+
+use crate::ack::AckError;
+use crate::error::{DecodeError, SendError};
+
+/// Why a [`Connection`](crate::Connection) could not write a packet, or a
+/// [`MirrorConnection`](crate::MirrorConnection) could not apply one. On
+/// error nothing changed: no packet was recorded as sent, no mirror was
+/// touched, and a packet that was not applied is not acknowledged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The packet's header could not be read or was refused.
+    Ack(AckError),
+    /// The arrays and objects given are not as many as the connection's
+    /// channels.
+    ChannelCount {
+        /// The connection's channels.
+        expected: usize,
+        /// What was given.
+        given: usize,
+    },
+    /// Channel `channel` was given another array or object than the one it
+    /// wrote before: each channel serves one array or object for the
+    /// connection's whole life (the order of the slice is the channels').
+    WrongSource {
+        /// The channel.
+        channel: usize,
+    },
+    /// Writing channel `channel`'s delta failed.
+    Send {
+        /// The channel.
+        channel: usize,
+        /// Why.
+        error: SendError,
+    },
+    /// A section names a channel the connection does not have.
+    UnknownChannel {
+        /// The channel named.
+        channel: u64,
+        /// The connection's channels.
+        channels: usize,
+    },
+    /// A packet holds two sections for the same channel: no sender writes
+    /// one.
+    RepeatedChannel {
+        /// The channel.
+        channel: usize,
+    },
+    /// Channel `channel`'s section could not be decoded.
+    Decode {
+        /// The channel (`usize::MAX` when the sections' framing itself was
+        /// bad).
+        channel: usize,
+        /// Why.
+        error: DecodeError,
+    },
+}
+
+impl fmt::Display for ConnectionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Ack(error) => write!(f, "packet header: {error}"),
+            Self::ChannelCount { expected, given } => write!(
+                f,
+                "the connection has {expected} channels, but {given} arrays or objects were given"
+            ),
+            Self::WrongSource { channel } => write!(
+                f,
+                "channel {channel} was given another array or object than the one it serves"
+            ),
+            Self::Send { channel, error } => write!(f, "channel {channel}: {error}"),
+            Self::UnknownChannel { channel, channels } => write!(
+                f,
+                "a section names channel {channel}, but the connection has {channels}"
+            ),
+            Self::RepeatedChannel { channel } => {
+                write!(f, "the packet holds channel {channel} twice")
+            }
+            Self::Decode { channel, error } if *channel == usize::MAX => {
+                write!(f, "the packet's sections: {error}")
+            }
+            Self::Decode { channel, error } => write!(f, "channel {channel}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Ack(error) => Some(error),
+            Self::Send { error, .. } => Some(error),
+            Self::Decode { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<AckError> for ConnectionError {
+    fn from(error: AckError) -> Self {
+        Self::Ack(error)
+    }
+}

@@ -1,0 +1,354 @@
+//! [`Connection`]: the server's side of one client's connection. It keeps
+//! a [`SendState`] per channel (each array or object the client mirrors),
+//! acknowledges packets with [`Acks`], and fills each packet up to an MTU
+//! with the channels' deltas.
+
+use std::time::Instant;
+
+use super::channel::{Outgoing, tag_bits, write_end, write_tag};
+use super::error::ConnectionError;
+use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
+use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::send::SendState;
+use crate::send::stats::{Budget, DeltaStats};
+
+/// The largest packet written, even for an item larger than the MTU
+/// (which then goes alone, in a packet the IP layer fragments): what a UDP
+/// datagram can carry over IPv4.
+pub const MAX_PACKET: usize = 65_507;
+
+/// Fewer bits than this left in a packet are not offered to a channel.
+const MIN_SECTION_BITS: u64 = 16;
+
+/// The server's side of one client's connection: a [`SendState`] per
+/// channel (each array or [`Replicated`](crate::Replicated) object the
+/// client mirrors, in a fixed order), and the packets' acknowledgements
+/// ([`Acks`]), whose every ack and loss reaches every channel.
+///
+/// Each tick, [`write_packet`](Self::write_packet) writes one packet of at
+/// most `mtu` bytes: the [`AckHeader`], then a section per channel with
+/// something to say, as much as fits; what does not fit stays due for the
+/// next packets (so a joining client gets the world over several). Each
+/// packet starts with another channel, so none starves the others. The
+/// client's packets ([`receive`](Self::receive)) carry its
+/// acknowledgements, and whatever the game puts after the header.
+///
+/// ```
+/// use std::time::Instant;
+/// use fastarray_core::{Connection, FastArray, MirrorConnection, Replicated};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// struct Unit { name: String, hp: u8 }
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+/// #[replicate(crate = "fastarray_core")]
+/// struct Match { round: u8 }
+///
+/// // The server: two channels, the units and the match.
+/// let (mut units, mut game) = (FastArray::new(), Replicated::new(Match::default()));
+/// for n in 0..100 {
+///     units.push(Unit { name: format!("unit {n}"), hp: 100 });
+/// }
+/// units.commit();
+/// game.commit();
+/// let mut conn = Connection::new(2);
+///
+/// // The client: its mirrors, in the same order.
+/// let (mut mirror_units, mut mirror_game) = (FastArray::<Unit>::mirror(), Replicated::<Match>::mirror());
+/// let mut client = MirrorConnection::new(2);
+///
+/// let now = Instant::now();
+/// let (mut packet, mut reply) = (Vec::new(), Vec::new());
+/// for _ in 0..10 {
+///     packet.clear();
+///     conn.write_packet(now, 1_200, &mut [&mut units, &mut game], &mut packet).unwrap();
+///     assert!(packet.len() <= 1_200);
+///     client.apply(now, &packet, &mut [&mut mirror_units, &mut mirror_game]).unwrap();
+///     // The client's packets carry its acknowledgements (and its inputs).
+///     reply.clear();
+///     client.write_header(now, &mut reply);
+///     conn.receive(now, &reply).unwrap();
+/// }
+/// assert_eq!(mirror_units, units);
+/// assert_eq!(mirror_game.get(), game.get());
+/// ```
+#[derive(Debug)]
+pub struct Connection {
+    acks: Acks,
+    states: Vec<SendState>,
+    /// Per channel, the array or object it serves (its origin), once it
+    /// wrote.
+    sources: Vec<Option<u64>>,
+    /// The channel offered room first in the next packet.
+    turn: usize,
+    /// One channel's section, before it is known to say something.
+    scratch: Vec<u8>,
+}
+
+/// What one [`Connection::write_packet`] wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PacketStats {
+    /// The packet's number ([`Acks`]'s extended sequence), which its
+    /// acknowledgement or loss names.
+    pub packet: u32,
+    /// The packet's size, header included.
+    pub bytes: usize,
+    /// Channels with a section in the packet.
+    pub sections: usize,
+    /// The channels' counts, summed (see [`DeltaStats`]); `bits` is the
+    /// sections' bits.
+    pub totals: DeltaStats,
+}
+
+impl Connection {
+    /// A connection with `channels` channels (the arrays and objects it
+    /// sends, in the order every call gives them), acknowledging packets
+    /// as [`AckConfig::default`] says.
+    pub fn new(channels: usize) -> Self {
+        Self::with_config(channels, AckConfig::default())
+    }
+
+    /// A connection with `channels` channels whose acknowledgements follow
+    /// `config`.
+    pub fn with_config(channels: usize, config: AckConfig) -> Self {
+        Self {
+            acks: Acks::new(config),
+            states: (0..channels).map(|_| SendState::new()).collect(),
+            sources: vec![None; channels],
+            turn: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The number of channels.
+    pub fn channels(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Channel `channel`'s send state: for what a [`SendState`] is asked,
+    /// and for [`FastArray::scope`](crate::FastArray::scope) (interest
+    /// management on that channel's array).
+    ///
+    /// # Panics
+    ///
+    /// If `channel >= self.channels()`.
+    pub fn state(&self, channel: usize) -> &SendState {
+        &self.states[channel]
+    }
+
+    /// Channel `channel`'s send state, to change: see
+    /// [`state`](Self::state).
+    ///
+    /// # Panics
+    ///
+    /// If `channel >= self.channels()`.
+    pub fn state_mut(&mut self, channel: usize) -> &mut SendState {
+        &mut self.states[channel]
+    }
+
+    /// The packets' acknowledgements.
+    pub fn acks(&self) -> &Acks {
+        &self.acks
+    }
+
+    /// Round-trip time, loss and rates of the link.
+    pub fn stats(&self) -> LinkStats {
+        self.acks.stats()
+    }
+
+    /// Declares lost the packets whose acknowledgement is overdue at `now`,
+    /// and tells every channel. [`write_packet`](Self::write_packet) and
+    /// [`receive`](Self::receive) do it too.
+    pub fn update(&mut self, now: Instant) {
+        while let Some(event) = self.acks.poll(now) {
+            for state in &mut self.states {
+                match event {
+                    AckEvent::Acked(packet) => state.on_ack(packet),
+                    AckEvent::Lost(packet) => state.on_loss(packet),
+                };
+            }
+        }
+    }
+
+    /// Reads a packet from the client: the acknowledgements its header
+    /// carries reach every channel, and what follows the header (the
+    /// game's own data: inputs, commands) is returned, with the packet's
+    /// number. The packet counts as received from then on (the next
+    /// headers acknowledge it). On error nothing changes.
+    pub fn receive<'p>(
+        &mut self,
+        now: Instant,
+        packet: &'p [u8],
+    ) -> Result<(u32, &'p [u8]), ConnectionError> {
+        let (header, payload) = AckHeader::read(packet)?;
+        let number = self.acks.receive(&header, now, packet.len())?;
+        self.acks.applied(number);
+        self.update(now);
+        Ok((number, payload))
+    }
+
+    /// Appends to `out` the next packet to the client: the [`AckHeader`],
+    /// then the deltas of `sources` (channel `n` is `sources[n]`, the same
+    /// array or object every time), each as much as fits in `mtu` bytes in
+    /// all. Work that does not fit stays due for the next packets. An item
+    /// too large for any packet of `mtu` bytes goes alone, in a packet of
+    /// up to [`MAX_PACKET`] bytes, when no other work is due.
+    ///
+    /// Send the packet even when it carries no section: its header
+    /// acknowledges the client's packets. On error `out` is left as it
+    /// was, and nothing is recorded as sent.
+    pub fn write_packet(
+        &mut self,
+        now: Instant,
+        mtu: usize,
+        sources: &mut [&mut dyn Outgoing],
+        out: &mut Vec<u8>,
+    ) -> Result<PacketStats, ConnectionError> {
+        self.check_sources(sources)?;
+        self.update(now);
+        let start = out.len();
+        // The number comes first (the channels record it); the size is
+        // counted once known.
+        let (header, packet) = self.acks.send(now, 0);
+        let limit = (mtu.clamp(AckHeader::BYTES + 1, MAX_PACKET) - AckHeader::BYTES) as u64 * 8;
+        out.extend_from_slice(&header.to_bytes());
+        let mut stats = PacketStats {
+            packet,
+            ..PacketStats::default()
+        };
+        let mut writer = BitWriter::new(out);
+        let mut oversized: Option<(usize, u64)> = None;
+        let channels = self.states.len();
+        let mut wrote = Vec::new();
+        let mut offers: Vec<(usize, Option<u64>)> = (0..channels)
+            .map(|step| ((self.turn + step) % channels, None))
+            .collect();
+        let mut index = 0;
+        while let Some(&(channel, alone)) = offers.get(index) {
+            index += 1;
+            // Room for the tag, the section and the end bit.
+            let room = match alone {
+                Some(bits) => bits,
+                None => limit.saturating_sub(writer.bits_written() + tag_bits(channel) + 1),
+            };
+            if room < MIN_SECTION_BITS {
+                continue;
+            }
+            match self.write_section(sources, channel, packet, Budget::of(room), &mut writer) {
+                Ok((section, said)) => {
+                    if said {
+                        wrote.push(channel);
+                        stats.add(&section);
+                    }
+                    let larger =
+                        |(_, bits): (usize, u64)| section.oversized.is_some_and(|o| o.bits > bits);
+                    if alone.is_none() && oversized.is_none_or(larger) {
+                        oversized = section
+                            .oversized
+                            .map(|item| (channel, item.bits))
+                            .or(oversized);
+                    }
+                }
+                Err(error) => {
+                    drop(writer);
+                    self.unwrite(&wrote, packet, out, start);
+                    return Err(error);
+                }
+            }
+            if index == channels && wrote.is_empty() {
+                // Nothing else is due: the largest item too large for the
+                // MTU goes alone, within what a datagram holds.
+                if let Some((channel, bits)) = oversized {
+                    let most = (MAX_PACKET - AckHeader::BYTES) as u64 * 8 - tag_bits(channel) - 1;
+                    offers.push((channel, Some(bits.min(most))));
+                }
+            }
+        }
+        write_end(&mut writer);
+        writer.finish();
+        self.turn = (self.turn + 1) % channels.max(1);
+        let bytes = out.len() - start;
+        self.acks.add_sent_bytes(now, bytes);
+        stats.bytes = bytes;
+        Ok(stats)
+    }
+
+    /// Refuses `sources` that are not the connection's channels.
+    fn check_sources(&self, sources: &[&mut dyn Outgoing]) -> Result<(), ConnectionError> {
+        if sources.len() != self.states.len() {
+            return Err(ConnectionError::ChannelCount {
+                expected: self.states.len(),
+                given: sources.len(),
+            });
+        }
+        for (channel, (source, known)) in sources.iter().zip(&self.sources).enumerate() {
+            if known.is_some_and(|origin| origin != source.__origin()) {
+                return Err(ConnectionError::WrongSource { channel });
+            }
+            if source.__has_uncommitted_work() {
+                return Err(ConnectionError::Send {
+                    channel,
+                    error: crate::error::SendError::Uncommitted,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes channel `channel`'s delta within `budget`, as a section of
+    /// `writer` if it says something (then `true`), and returns its counts.
+    fn write_section(
+        &mut self,
+        sources: &mut [&mut dyn Outgoing],
+        channel: usize,
+        packet: u32,
+        budget: Budget,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(DeltaStats, bool), ConnectionError> {
+        let source = &mut *sources[channel];
+        self.sources[channel] = Some(source.__origin());
+        let mut scratch = core::mem::take(&mut self.scratch);
+        scratch.clear();
+        let mut section = BitWriter::new(&mut scratch);
+        let result = source.__write(&mut self.states[channel], packet, &mut section, budget);
+        let bits = section.finish();
+        // An empty delta is its one `0` bit: the channel has nothing to say,
+        // and recorded nothing for the packet.
+        let said = result.is_ok() && bits > 1;
+        if said {
+            write_tag(writer, channel);
+            copy_bits(&mut BitReader::new(&scratch), writer, bits);
+        }
+        self.scratch = scratch;
+        result
+            .map(|stats| (stats, said))
+            .map_err(|error| ConnectionError::Send { channel, error })
+    }
+
+    /// Takes back the sections of `packet` written to `channels` (a later
+    /// channel failed): they count as lost, so their work is due again.
+    fn unwrite(&mut self, channels: &[usize], packet: u32, out: &mut Vec<u8>, start: usize) {
+        for &channel in channels {
+            self.states[channel].on_loss(packet);
+        }
+        out.truncate(start);
+    }
+}
+
+impl PacketStats {
+    /// Adds a section's counts.
+    fn add(&mut self, section: &DeltaStats) {
+        self.sections += 1;
+        let totals = &mut self.totals;
+        totals.bits += section.bits;
+        totals.removed += section.removed;
+        totals.left_scope += section.left_scope;
+        totals.added += section.added;
+        totals.changed += section.changed;
+        totals.deferred += section.deferred;
+        totals.oversized = crate::send::Oversized::merge(totals.oversized, section.oversized);
+        totals.resynced |= section.resynced;
+    }
+}
