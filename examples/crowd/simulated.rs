@@ -1,43 +1,17 @@
-//! The crowd demo: one server replicating a few thousand agents that move,
-//! take damage, spawn and die, to eight clients over simulated links with
-//! 0%, 5%, 20% and 50% loss (plus reordering, duplication, delay, and packets
-//! that arrive after the sender gave up on them). Each client is a player
-//! somewhere on the map who sees the agents within its view radius (area of
-//! interest: an `InterestGrid` feeds each connection's scope) while walking
-//! around. Each tick the server commits once, updates the grid, and writes
-//! one delta per client; acks and losses flow back over the link. At the
-//! end the links heal, the last repairs go out, and every client is checked
-//! against the server's agents in its scope. Bytes are compared with
-//! sending everything to everyone (one unscoped connection over a perfect
-//! link).
-//!
-//! ```sh
-//! cargo run --release --example crowd            # 300 ticks
-//! cargo run --release --example crowd -- 1000    # more ticks
-//! ```
-//!
-//! Exits with status 1 if any client differs from the server's agents in
-//! its scope.
+//! The crowd over simulated links (`--simulated`): the server and the
+//! clients in one loop, each client behind a seeded `Link` of the test kit
+//! that knows every packet's fate (loss, reordering, duplication, delay,
+//! packets arriving after the sender gave up on them).
 
 use std::process::ExitCode;
 use std::time::Instant;
 
 use fastarray::{FastArray, InterestGrid, Relevance, Replicate, ReplicationId, SendState};
 use fastarray_testkit::link::{Link, LinkProfile};
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Agent {
-    position: [f32; 3],
-    velocity: [f32; 3],
-    health: u8,
-    name: String,
-}
-
-const START_AGENTS: usize = 4000;
-const SPAWNS_PER_TICK: usize = 12;
-const DEATH_CHANCE: f64 = 0.003;
+use crate::{Agent, SPAWNS_PER_TICK, START_AGENTS, ground, simulate, spawn};
 
 /// One client: its link, the server's send state for it, its mirror, and
 /// where its player stands and how far it sees.
@@ -65,11 +39,6 @@ impl Client {
     }
 }
 
-/// Where agent `agent` is on the ground plane.
-fn ground(agent: &Agent) -> [f32; 2] {
-    [agent.position[0], agent.position[2]]
-}
-
 fn profile(name: &'static str, loss: f64) -> LinkProfile {
     LinkProfile {
         name,
@@ -83,86 +52,8 @@ fn profile(name: &'static str, loss: f64) -> LinkProfile {
     }
 }
 
-fn spawn(rng: &mut ChaCha8Rng, serial: u64) -> Agent {
-    let mut velocity = [0.0; 3];
-    if rng.random_bool(0.3) {
-        velocity = [
-            rng.random_range(-2.0..2.0),
-            0.0,
-            rng.random_range(-2.0..2.0),
-        ];
-    }
-    Agent {
-        position: [
-            rng.random_range(-500.0..500.0),
-            0.0,
-            rng.random_range(-500.0..500.0),
-        ],
-        velocity,
-        health: 100,
-        name: format!("agent-{serial}"),
-    }
-}
-
-/// One tick of game logic, telling `grid` where agents went; returns how
-/// many agents were written to.
-fn simulate(
-    server: &mut FastArray<Agent>,
-    grid: &mut InterestGrid,
-    rng: &mut ChaCha8Rng,
-    serial: &mut u64,
-    tick: u32,
-) -> usize {
-    let ids: Vec<ReplicationId> = server.ids().collect();
-    let mut touched = 0;
-    let mut deaths = Vec::new();
-    for id in ids {
-        let idle = server.get(id).is_some_and(|a| a.velocity == [0.0; 3]);
-        if idle && !rng.random_bool(0.05) {
-            continue; // most idle agents are not even looked at
-        }
-        let mut agent = server.get_mut(id).expect("id from this tick's list");
-        touched += 1;
-        let velocity = agent.velocity;
-        for (p, v) in agent.position.iter_mut().zip(velocity) {
-            *p += v * 0.1;
-        }
-        if rng.random_bool(0.02) {
-            agent.health = agent.health.saturating_sub(rng.random_range(5..40));
-        }
-        // Clamping rewrites an unhurt idle agent's health with the same
-        // value: the guard records the touch, the commit finds no change.
-        agent.health = agent.health.min(100);
-        if agent.health == 0 || rng.random_bool(DEATH_CHANCE) {
-            deaths.push(id);
-        }
-        grid.set_item(id, ground(&agent));
-    }
-    for id in deaths {
-        server.remove(id);
-        grid.remove_item(id);
-    }
-    for _ in 0..SPAWNS_PER_TICK {
-        let agent = spawn(rng, *serial);
-        let position = ground(&agent);
-        grid.set_item(server.push(agent), position);
-        *serial += 1;
-    }
-    if tick % 25 == 0 {
-        server.sort_by(|a, b| a.name.cmp(&b.name)); // reordering costs nothing
-    }
-    touched
-}
-
-fn main() -> ExitCode {
-    let ticks: u32 = match std::env::args().nth(1).map(|a| a.parse()) {
-        None => 300,
-        Some(Ok(n)) => n,
-        Some(Err(_)) => {
-            eprintln!("usage: crowd [TICKS]");
-            return ExitCode::from(2);
-        }
-    };
+/// Runs `ticks` ticks over simulated links.
+pub fn run(ticks: u32) -> ExitCode {
     let mut rng = ChaCha8Rng::seed_from_u64(0x5eed);
     let mut server = FastArray::with_capacity(START_AGENTS + SPAWNS_PER_TICK * ticks as usize);
     let mut grid = InterestGrid::new(100.0);
