@@ -54,7 +54,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (264 bytes before its own entries) per array field. Hash
+/// `SendState` (304 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -398,7 +398,7 @@ impl SendState {
         let held: Vec<ReplicationId> = self
             .views
             .ids()
-            .filter(|&id| self.views.get(id).is_some_and(View::is_held))
+            .filter(|&id| self.views.get(id).is_some_and(|view| view.is_held()))
             .collect();
         for &id in &held {
             if persist {
@@ -849,10 +849,10 @@ impl SendState {
         // a record with its current key, or has everything committed up
         // to a frame at or after its last change (which covers changes
         // sent in shared messages, whose acks touch no view entry).
-        let up_to_date = |view: Option<&View>, key: ReplicationKey, changed: u64| {
+        let up_to_date = |view: Option<View>, key: ReplicationKey, changed: u64| {
             view.is_some_and(|v| {
                 v.holding == Holding::Known
-                    && ((v.acked_seq != 0 && v.acked_key == key)
+                    && ((v.acked && v.acked_key == key)
                         || delivered.is_some_and(|delivered| changed <= delivered))
             })
         };
@@ -1012,6 +1012,7 @@ impl SendState {
             };
             let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
             let mut work = self.views.lost_work(entry, record.seq, self.all_fields);
+            self.views.lost(entry.id);
             if repairs_inner {
                 let inner = Work::Fields(FieldMask::EMPTY);
                 work = Some(work.map_or(inner, |work| work.merge(inner)));
@@ -1041,21 +1042,18 @@ impl SendState {
 #[cfg(test)]
 mod tests {
     use super::super::pending::Pending;
-    use super::super::view::View;
     use super::*;
 
     /// The per-item and per-entry sizes stated in the docs and `WIRE.md`.
     #[test]
     fn documented_sizes_hold() {
-        let entry = core::mem::size_of::<(ReplicationId, View)>();
-        assert_eq!(entry, 48, "view map entry");
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            264,
+            304,
             "per array inside an item"
         );
     }

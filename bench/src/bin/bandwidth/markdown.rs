@@ -226,7 +226,7 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 48-byte view entry; \
+             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 40-byte one per item while packets that carried it are in flight; \
              mirror: a 40-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
              plus one control byte per bucket). A connection with packets in flight adds 72 bytes per packet and \
              32 per item it carried.\n\n\
@@ -252,7 +252,7 @@ impl Results {
                     "connection (`SendState`), caught up",
                     m.conn,
                     false,
-                    Some(map(48)),
+                    Some(map(16)),
                 ),
                 (
                     "connection with packets in flight",
