@@ -163,11 +163,16 @@ impl Retirement {
 
     /// Keeps a retired record's buffer for the next record, unless it is
     /// large (a first full sync): that memory would otherwise stay with the
-    /// connection for good.
+    /// connection for good. A buffer far larger than its record needed (one
+    /// kept from a larger write) gives the room back.
     pub(crate) fn recycle(&mut self, record: Record) {
         const KEEP_CAPACITY: usize = 1024;
-        if self.spare.len() < 8 && record.entries.capacity() <= KEEP_CAPACITY {
-            self.spare.push(record.entries);
+        let mut entries = record.entries;
+        if self.spare.len() < 8 && entries.capacity() <= KEEP_CAPACITY {
+            if entries.capacity() > 4 * entries.len().max(16) {
+                entries.shrink_to(2 * entries.len());
+            }
+            self.spare.push(entries);
         }
     }
 }
