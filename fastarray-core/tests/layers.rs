@@ -29,6 +29,7 @@ const LAYERS: &[&[&str]] = &[
         "send::stats",
         "send::scope",
         "send::state",
+        "send::watchers",
         "send::interest",
         "receive::events",
         "receive::tombstones",

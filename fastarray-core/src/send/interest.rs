@@ -7,10 +7,9 @@
 
 use std::sync::{Arc, Weak};
 
-use hashbrown::HashMap;
-
 use super::pending::Work;
 use super::scope::{MAX_DETAIL, Scope};
+use super::watchers::Watchers;
 use crate::changeset::Changeset;
 use crate::history::HISTORY_LEN;
 use crate::id::ReplicationId;
@@ -23,7 +22,7 @@ pub(crate) struct Interest {
     slots: Vec<Slot>,
     free: Vec<u32>,
     /// Per item in some scope: the slots of the connections that see it.
-    watchers: HashMap<ReplicationId, Vec<u32>>,
+    watchers: Watchers,
 }
 
 /// One registered connection.
@@ -79,17 +78,12 @@ impl Interest {
 
     /// The connection in `slot` sees `id` from now on.
     pub(crate) fn watch(&mut self, slot: u32, id: ReplicationId) {
-        self.watchers.entry(id).or_default().push(slot);
+        self.watchers.add(id, slot);
     }
 
     /// The connection in `slot` no longer sees `id`.
     pub(crate) fn unwatch(&mut self, slot: u32, id: ReplicationId) {
-        if let Some(watchers) = self.watchers.get_mut(&id) {
-            watchers.retain(|&other| other != slot);
-            if watchers.is_empty() {
-                self.watchers.remove(&id);
-            }
-        }
+        self.watchers.remove(id, slot);
     }
 
     /// The changes handed to the connection in `slot` since its last
@@ -125,30 +119,23 @@ impl Interest {
         }
         let frame = changes.frame;
         let (slots, watchers) = (&mut self.slots, &mut self.watchers);
-        let mut hand = |id: ReplicationId, work: Work, watchers: &[u32]| {
-            for &slot in watchers {
-                let slot = &mut slots[slot as usize];
-                if !slot.overflowed {
-                    slot.inbox.push((id, work, frame));
-                }
+        let hand = |slots: &mut [Slot], slot: u32, id: ReplicationId, work: Work| {
+            let slot = &mut slots[slot as usize];
+            if !slot.overflowed {
+                slot.inbox.push((id, work, frame));
             }
         };
         for &(id, mask) in &changes.changed {
-            if let Some(seen) = watchers.get(&id) {
-                hand(id, Work::Fields(mask), seen);
-            }
+            watchers.for_each(id, |slot| hand(slots, slot, id, Work::Fields(mask)));
         }
         for &id in &changes.arrays_changed {
-            if let Some(seen) = watchers.get(&id) {
-                hand(id, Work::Fields(FieldMask::EMPTY), seen);
-            }
+            let work = Work::Fields(FieldMask::EMPTY);
+            watchers.for_each(id, |slot| hand(slots, slot, id, work));
         }
         // An item pushed and removed within the frame may have been put
         // in a scope meanwhile: it goes as a removal would.
         for &id in changes.removed.iter().chain(&changes.vanished) {
-            if let Some(seen) = watchers.remove(&id) {
-                hand(id, Work::Remove, &seen);
-            }
+            watchers.take(id, |slot| hand(slots, slot, id, Work::Remove));
         }
         for slot in &mut self.slots {
             let stale = slot
@@ -177,10 +164,7 @@ impl Interest {
         if gone.is_empty() {
             return;
         }
-        self.watchers.retain(|_, watchers| {
-            watchers.retain(|slot| !gone.contains(slot));
-            !watchers.is_empty()
-        });
+        self.watchers.forget_slots(&gone);
         self.free.extend(gone);
     }
 

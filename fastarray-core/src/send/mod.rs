@@ -20,6 +20,7 @@ pub(crate) mod sender;
 pub(crate) mod state;
 pub(crate) mod stats;
 pub(crate) mod view;
+pub(crate) mod watchers;
 pub(crate) mod write;
 
 pub use scope::{MAX_DETAIL, ScopeExit};
