@@ -13,6 +13,7 @@
 //! | `inner` | the same | the same, for items with `#[replicate(array)]` fields |
 //! | `object` | the same | the same for a `Replicated<T>`, and `get()` works after every `Ok` |
 //! | `stateful` | a script ([`Op`]) | genuine packets delivered in any order apply; after healing every mirror equals the server |
+//! | `ack` | a script (`ack::AckOp`) on one `Acks` | no panic; each packet sent gets exactly one event; a refused header changes nothing |
 
 use std::fmt::Debug;
 
@@ -20,7 +21,7 @@ use fastarray::{FastArray, Replicate, Replicated, SendState};
 
 /// The targets, by name: the directory names under `fuzz/corpus/` and
 /// `fuzz/regressions/`.
-pub const TARGETS: [&str; 5] = ["snapshot", "delta", "inner", "object", "stateful"];
+pub const TARGETS: [&str; 6] = ["snapshot", "delta", "inner", "object", "stateful", "ack"];
 
 /// Runs target `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
@@ -30,10 +31,13 @@ pub fn run(name: &str, data: &[u8]) {
         "inner" => inner(data),
         "object" => object(data),
         "stateful" => stateful(data),
+        "ack" => ack(data),
         _ => panic!("no fuzz target named {name:?}"),
     }
 }
 
+#[path = "targets/ack.rs"]
+mod ack;
 #[path = "targets/script.rs"]
 mod script;
 #[path = "targets/seeds.rs"]
@@ -41,6 +45,7 @@ mod seeds;
 #[path = "targets/types.rs"]
 mod types;
 
+pub use ack::ack;
 pub use script::{describe_script, stateful};
 pub use seeds::seed_corpus;
 use types::{

@@ -4,6 +4,7 @@ use std::fmt::{self, Debug};
 
 use fastarray::FastArray;
 
+use super::ack::{AckOp, AckSetup, encode_ack_script};
 use super::script::{Header, Op, encode_script};
 use super::types::*;
 use super::{ObjectFixture, SNAPSHOT_TYPES, snapshot_of};
@@ -121,7 +122,94 @@ pub fn seed_corpus() -> Vec<Seed> {
     for (name, header, ops) in seed_scripts() {
         add("stateful", name.into(), encode_script(header, &ops));
     }
+
+    // ack: scripts of sends, genuine-looking acknowledgements, garbage
+    // headers and polls.
+    for (name, setup, ops) in ack_scripts() {
+        add("ack", name.into(), encode_ack_script(setup, &ops));
+    }
     seeds
+}
+
+/// Hand-written `ack` scripts covering every op.
+fn ack_scripts() -> Vec<(&'static str, AckSetup, Vec<AckOp>)> {
+    let setup = AckSetup {
+        max_in_flight: None,
+        reorder_threshold: 3,
+        first_packet: 0,
+    };
+    // Both ways at once: send, the peer's header acknowledges the newest
+    // packet and some before it, apply the peer's packet, time goes on.
+    let mut exchange = Vec::new();
+    for n in 0..80u16 {
+        exchange.push(AckOp::Send { size: 60 });
+        exchange.push(AckOp::Ack {
+            sequence: n,
+            back: (n % 3) as u8,
+            ack_bits: 0xffff_fff0 | u32::from(n % 16),
+            apply: n % 5 != 0,
+        });
+        exchange.push(AckOp::Poll { step: 2 });
+    }
+    exchange.push(AckOp::Applied { back: 3 });
+    // Nothing acknowledged: every packet times out.
+    let mut silence: Vec<AckOp> = (0..20).map(|_| AckOp::Send { size: 100 }).collect();
+    silence.extend([AckOp::Poll { step: 40 }, AckOp::Poll { step: 255 }]);
+    // Garbage: truncated and random headers, duplicates, raw applied numbers.
+    let garbage = vec![
+        AckOp::Receive {
+            bytes: vec![1, 2, 3],
+            apply: true,
+        },
+        AckOp::Send { size: 8 },
+        AckOp::Receive {
+            bytes: vec![0, 0, 0, 0, 0, 0, 0, 0],
+            apply: true,
+        },
+        AckOp::Receive {
+            bytes: vec![0, 0, 0, 0, 0, 0, 0, 0],
+            apply: true,
+        },
+        AckOp::Receive {
+            bytes: vec![9, 1, 0xff, 0xff, 0, 0, 0, 0],
+            apply: false,
+        },
+        AckOp::AppliedRaw { packet: 265 },
+        AckOp::AppliedRaw { packet: u32::MAX },
+        AckOp::Ack {
+            sequence: 40_000,
+            back: 0,
+            ack_bits: u32::MAX,
+            apply: true,
+        },
+        AckOp::Send { size: 8 },
+        AckOp::Receive {
+            bytes: vec![0x40, 0x9c, 0, 0x80, 0, 0, 0, 0],
+            apply: true,
+        },
+    ];
+    vec![
+        ("exchange", setup, exchange.clone()),
+        (
+            "exchange-wrap",
+            AckSetup {
+                first_packet: 1,
+                ..setup
+            },
+            exchange.clone(),
+        ),
+        (
+            "exchange-u32-wrap-small-window",
+            AckSetup {
+                max_in_flight: Some(7),
+                reorder_threshold: 0,
+                first_packet: 2,
+            },
+            exchange,
+        ),
+        ("timeouts", setup, silence),
+        ("garbage", setup, garbage),
+    ]
 }
 
 /// Hand-written scripts covering every op.
