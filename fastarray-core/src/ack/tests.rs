@@ -505,3 +505,25 @@ fn errors_say_what_was_wrong() {
     assert!(messages[2].contains("12"));
     assert!(messages[3].contains("sequence 3"));
 }
+
+#[test]
+fn the_nothing_value_is_a_real_ack_after_the_peer_acknowledged_something() {
+    let mut a = Acks::new(AckConfig {
+        first_packet: 65_530,
+        ..AckConfig::default()
+    });
+    let t0 = Instant::now();
+    for _ in 0..10 {
+        a.send(t0, 10); // 65 530 to 65 539
+    }
+    // The peer's packet 5 acknowledges 65 533: it has applied something.
+    a.receive(&header(5, 65_533, 0), t0, 8).unwrap();
+    assert_eq!(drain(&mut a, t0), [AckEvent::Acked(65_533)]);
+    // Its packet 3, older, may have been written before it applied
+    // anything: read as acknowledging nothing.
+    a.receive(&header(3, u16::MAX, 0), t0, 8).unwrap();
+    assert_eq!(drain(&mut a, t0), []);
+    // Its packet 6, newer: a genuine acknowledgement of 65 535.
+    a.receive(&header(6, u16::MAX, 0), t0, 8).unwrap();
+    assert_eq!(drain(&mut a, t0), [AckEvent::Acked(65_535)]);
+}
