@@ -1,16 +1,21 @@
-//! Target `ack`: a byte script drives one `Acks` endpoint with sends,
-//! headers from arbitrary bytes or aimed at its packets, `applied` calls
-//! and polls at advancing times.
+//! Target `ack`: a byte script drives one `Acks` endpoint (`a`) with
+//! sends, headers from arbitrary bytes or aimed at its packets, `applied`
+//! calls and polls at advancing times; and a genuine peer (`b`, another
+//! `Acks`) whose packets and `a`'s travel through a network the script
+//! controls (which packet arrives next, duplicates, whether it applies).
 //!
 //! Promises checked: nothing panics; every event names a packet sent, and
 //! no packet gets two; the counters add up (`acked + lost + in flight =
 //! sent`); a refused header changes nothing; after the longest timeout
-//! every packet sent has exactly one event.
+//! every packet sent has exactly one event. While `a` has accepted only
+//! genuine headers: no packet of either side is reported acknowledged
+//! that its receiver did not apply, and no genuine header is refused but
+//! as a duplicate or too old.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use fastarray::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
+use fastarray::{AckConfig, AckError, AckEvent, AckHeader, Acks, LinkStats};
 
 /// How an `ack` script begins: the endpoint's settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,6 +78,12 @@ pub enum AckOp {
     AppliedRaw { packet: u32 },
     /// Time goes on by `step` × 8 ms.
     Poll { step: u8 },
+    /// The peer sends a genuine packet towards `a`.
+    PeerSend,
+    /// The network delivers packet `pick` (modulo those in transit) of one
+    /// direction. `flags`: bit 0, towards the peer (else towards `a`); bit
+    /// 1, the receiver applies it; bit 2, it stays in transit (a duplicate).
+    Deliver { pick: u8, flags: u8 },
 }
 
 /// Reads the next op: `None` at the end of the script.
@@ -88,7 +99,7 @@ fn next_op(data: &mut &[u8]) -> Option<AckOp> {
         bytes.resize(n, 0);
         bytes
     };
-    Some(match tag % 6 {
+    Some(match tag % 8 {
         0 => AckOp::Send { size: take(1)[0] },
         1 => {
             let bytes = take(remaining.min(AckHeader::BYTES));
@@ -110,7 +121,15 @@ fn next_op(data: &mut &[u8]) -> Option<AckOp> {
                 packet: u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
             }
         }
-        _ => AckOp::Poll { step: take(1)[0] },
+        5 => AckOp::Poll { step: take(1)[0] },
+        6 => AckOp::PeerSend,
+        _ => {
+            let b = take(2);
+            AckOp::Deliver {
+                pick: b[0],
+                flags: b[1],
+            }
+        }
     })
 }
 
@@ -142,6 +161,8 @@ pub fn encode_ack_script(setup: AckSetup, ops: &[AckOp]) -> Vec<u8> {
                 out.extend(packet.to_le_bytes());
             }
             AckOp::Poll { step } => out.extend([5, *step]),
+            AckOp::PeerSend => out.push(6),
+            AckOp::Deliver { pick, flags } => out.extend([7, *pick, *flags]),
         }
     }
     out
@@ -158,32 +179,107 @@ fn fingerprint(acks: &Acks, now: Instant) -> (LinkStats, usize, Option<Instant>,
     )
 }
 
+/// Packets in transit one way, at most this many (the oldest is dropped).
+const MAX_TRANSIT: usize = 64;
+
+/// One side's record of the packets it sent and their events.
+#[derive(Default)]
+struct Ledger {
+    sent: BTreeSet<u32>,
+    events: BTreeMap<u32, AckEvent>,
+}
+
+impl Ledger {
+    fn send(&mut self, packet: u32, header: &AckHeader) {
+        assert_eq!(header.sequence, packet as u16);
+        assert!(
+            self.sent.insert(packet),
+            "packet number {packet} given twice"
+        );
+    }
+
+    /// Takes every event `acks` has at `now`; `applied`: the packets the
+    /// peer applied (or may have), if that is known.
+    fn poll(&mut self, acks: &mut Acks, now: Instant, applied: Option<&BTreeSet<u32>>) {
+        while let Some(event) = acks.poll(now) {
+            let (AckEvent::Acked(packet) | AckEvent::Lost(packet)) = event;
+            assert!(self.sent.contains(&packet), "{event:?}: packet never sent");
+            if let (AckEvent::Acked(_), Some(applied)) = (event, applied) {
+                assert!(
+                    applied.contains(&packet),
+                    "packet {packet} reported acknowledged, never applied"
+                );
+            }
+            if let Some(first) = self.events.insert(packet, event) {
+                panic!("packet {packet} has two events: {first:?}, then {event:?}");
+            }
+        }
+        let stats = acks.stats();
+        assert_eq!(stats.packets_sent, self.sent.len() as u64);
+        assert_eq!(
+            stats.packets_acked + stats.packets_lost + acks.in_flight() as u64,
+            stats.packets_sent
+        );
+        assert!((0.0..=1.0).contains(&stats.loss), "{stats:?}");
+        assert!(acks.in_flight() <= acks.config().max_in_flight.max(1));
+    }
+
+    /// Past the longest timeout (2 s) every packet is resolved, once.
+    fn finish(&mut self, acks: &mut Acks, now: Instant) {
+        self.poll(acks, now + Duration::from_secs(3), None);
+        assert_eq!(acks.in_flight(), 0);
+        assert_eq!(
+            self.events.len(),
+            self.sent.len(),
+            "packets without an event"
+        );
+    }
+}
+
+/// A genuine packet: its header and its sender's number for it.
+fn packet(header: AckHeader, number: u32) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(AckHeader::BYTES + 4);
+    header.write(&mut bytes);
+    bytes.extend_from_slice(&number.to_le_bytes());
+    bytes
+}
+
+fn push(transit: &mut Vec<Vec<u8>>, packet: Vec<u8>) {
+    if transit.len() == MAX_TRANSIT {
+        transit.remove(0);
+    }
+    transit.push(packet);
+}
+
 /// The `ack` target.
 pub fn ack(data: &[u8]) {
     let Some((setup, mut data)) = AckSetup::read(data) else {
         return;
     };
-    let mut acks = Acks::new(setup.config());
+    let (mut a, mut b) = (Acks::new(setup.config()), Acks::new(setup.config()));
+    let (mut a_ledger, mut b_ledger) = (Ledger::default(), Ledger::default());
     let t0 = Instant::now();
     let mut now = t0;
-    let mut sent: BTreeSet<u32> = BTreeSet::new();
-    let mut events: BTreeMap<u32, AckEvent> = BTreeMap::new();
+    // a's newest sequence sent, and newest number received (genuine or not).
     let mut newest_sent: Option<u16> = None;
     let mut newest_received: Option<u32> = None;
-    let record = |event: AckEvent, sent: &BTreeSet<u32>, events: &mut BTreeMap<u32, AckEvent>| {
-        let (AckEvent::Acked(packet) | AckEvent::Lost(packet)) = event;
-        assert!(sent.contains(&packet), "{event:?}: packet never sent");
-        if let Some(first) = events.insert(packet, event) {
-            panic!("packet {packet} has two events: {first:?}, then {event:?}");
-        }
-    };
+    // Packets on their way to b (from a) and to a (from b).
+    let (mut to_b, mut to_a): (Vec<Vec<u8>>, Vec<Vec<u8>>) = (Vec::new(), Vec::new());
+    // a's packets b applied; b's packets a may have applied (`applied`
+    // called with a number a gave one of b's packets), by sender's number.
+    let (mut b_applied, mut a_applied) = (BTreeSet::new(), BTreeSet::new());
+    // a's numbers for b's packets it accepted.
+    let mut a_numbers: BTreeMap<u32, u32> = BTreeMap::new();
+    // Whether a accepted only genuine headers so far.
+    let mut genuine = true;
     while let Some(op) = next_op(&mut data) {
+        let mut a_applies = None;
         let header = match op {
             AckOp::Send { size } => {
-                let (header, packet) = acks.send(now, usize::from(size));
-                assert_eq!(header.sequence, packet as u16);
-                assert!(sent.insert(packet), "packet number {packet} given twice");
+                let (header, number) = a.send(now, usize::from(size));
+                a_ledger.send(number, &header);
                 newest_sent = Some(header.sequence);
+                push(&mut to_b, packet(header, number));
                 None
             }
             AckOp::Receive { bytes, apply } => match AckHeader::read(&bytes) {
@@ -213,52 +309,88 @@ pub fn ack(data: &[u8]) {
                 ))
             }
             AckOp::Applied { back } => {
-                if let Some(newest) = newest_received {
-                    acks.applied(newest.wrapping_sub(u32::from(back)));
-                }
+                a_applies = newest_received.map(|newest| newest.wrapping_sub(u32::from(back)));
                 None
             }
             AckOp::AppliedRaw { packet } => {
-                acks.applied(packet);
+                a_applies = Some(packet);
                 None
             }
             AckOp::Poll { step } => {
                 now += Duration::from_millis(8 * u64::from(step));
                 None
             }
+            AckOp::PeerSend => {
+                let (header, number) = b.send(now, 12);
+                b_ledger.send(number, &header);
+                push(&mut to_a, packet(header, number));
+                None
+            }
+            AckOp::Deliver { pick, flags } => {
+                let (towards_b, apply, keep) = (flags & 1 == 1, flags & 2 == 2, flags & 4 == 4);
+                let transit = if towards_b { &mut to_b } else { &mut to_a };
+                if !transit.is_empty() {
+                    let index = usize::from(pick) % transit.len();
+                    let bytes = if keep {
+                        transit[index].clone()
+                    } else {
+                        transit.remove(index)
+                    };
+                    let (header, payload) = AckHeader::read(&bytes).unwrap();
+                    let truth = u32::from_le_bytes(payload.try_into().unwrap());
+                    let receiver = if towards_b { &mut b } else { &mut a };
+                    match receiver.receive(&header, now, bytes.len()) {
+                        Ok(number) => {
+                            assert_eq!(number as u16, header.sequence);
+                            if towards_b {
+                                if apply {
+                                    b.applied(number);
+                                    b_applied.insert(truth);
+                                }
+                            } else {
+                                newest_received = Some(number);
+                                a_numbers.insert(number, truth);
+                                if apply {
+                                    a_applies = Some(number);
+                                }
+                            }
+                        }
+                        Err(AckError::Duplicate { .. } | AckError::TooOld { .. }) => {}
+                        // b only ever receives genuine headers; a too, while `genuine`.
+                        Err(error) => {
+                            assert!(!(genuine || towards_b), "a genuine header refused: {error}")
+                        }
+                    }
+                }
+                None
+            }
         };
         if let Some((header, apply)) = header {
-            let before = fingerprint(&acks, now);
-            match acks.receive(&header, now, AckHeader::BYTES) {
-                Ok(packet) => {
-                    assert_eq!(packet as u16, header.sequence);
-                    newest_received = Some(packet);
+            let before = fingerprint(&a, now);
+            match a.receive(&header, now, AckHeader::BYTES) {
+                Ok(number) => {
+                    assert_eq!(number as u16, header.sequence);
+                    genuine = false;
+                    newest_received = Some(number);
                     if apply {
-                        acks.applied(packet);
+                        a_applies = Some(number);
                     }
                 }
                 Err(error) => {
                     assert!(!error.to_string().is_empty());
-                    assert_eq!(fingerprint(&acks, now), before, "{error} changed the state");
+                    assert_eq!(fingerprint(&a, now), before, "{error} changed the state");
                 }
             }
         }
-        while let Some(event) = acks.poll(now) {
-            record(event, &sent, &mut events);
+        if let Some(number) = a_applies {
+            a.applied(number);
+            if let Some(truth) = a_numbers.get(&number) {
+                a_applied.insert(*truth);
+            }
         }
-        let stats = acks.stats();
-        assert_eq!(stats.packets_sent, sent.len() as u64);
-        assert_eq!(
-            stats.packets_acked + stats.packets_lost + acks.in_flight() as u64,
-            stats.packets_sent
-        );
-        assert!((0.0..=1.0).contains(&stats.loss), "{stats:?}");
-        assert!(acks.in_flight() <= acks.config().max_in_flight.max(1));
+        a_ledger.poll(&mut a, now, genuine.then_some(&b_applied));
+        b_ledger.poll(&mut b, now, genuine.then_some(&a_applied));
     }
-    // Past the longest timeout (2 s) every packet is resolved.
-    while let Some(event) = acks.poll(now + Duration::from_secs(3)) {
-        record(event, &sent, &mut events);
-    }
-    assert_eq!(acks.in_flight(), 0);
-    assert_eq!(events.len(), sent.len(), "packets without an event");
+    a_ledger.finish(&mut a, now);
+    b_ledger.finish(&mut b, now);
 }

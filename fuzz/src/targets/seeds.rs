@@ -188,7 +188,37 @@ fn ack_scripts() -> Vec<(&'static str, AckSetup, Vec<AckOp>)> {
             apply: true,
         },
     ];
+    // A genuine peer over a network that reorders (pick), duplicates
+    // (flag 4), loses (packets never picked) and fails to decode (no
+    // flag 2).
+    let mut pair = Vec::new();
+    for n in 0..60u8 {
+        pair.extend([AckOp::Send { size: 40 }, AckOp::PeerSend]);
+        if n % 4 != 1 {
+            pair.push(AckOp::Deliver {
+                pick: n % 3,
+                flags: 1 | if n % 7 == 0 { 0 } else { 2 } | if n % 5 == 0 { 4 } else { 0 },
+            });
+        }
+        if n % 3 != 2 {
+            pair.push(AckOp::Deliver {
+                pick: n / 3,
+                flags: if n % 9 == 0 { 0 } else { 2 } | if n % 4 == 0 { 4 } else { 0 },
+            });
+        }
+        pair.push(AckOp::Poll { step: 1 + n % 4 });
+    }
     vec![
+        ("pair", setup, pair.clone()),
+        (
+            "pair-wrap-threshold-1",
+            AckSetup {
+                reorder_threshold: 1,
+                first_packet: 1,
+                ..setup
+            },
+            pair,
+        ),
         ("exchange", setup, exchange.clone()),
         (
             "exchange-wrap",
