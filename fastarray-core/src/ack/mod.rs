@@ -109,6 +109,12 @@
 //! newer ones is refused ([`AckError::TooOld`]), and a connection whose
 //! peer applies none of 32 768 packets in a row must be closed (its acks
 //! would be misread). Packet numbers wrap at 2^32.
+//!
+//! Headers are not authenticated: a header forged by a third party can
+//! acknowledge any packet in flight. The checks here refuse what no
+//! genuine peer sends and keep memory bounded whatever arrives; on a
+//! hostile network, authenticate packets (as netcode's encryption does)
+//! before handing them to [`Acks::receive`].
 
 mod config;
 mod endpoint;
