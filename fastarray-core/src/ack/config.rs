@@ -12,6 +12,14 @@ pub struct AckConfig {
     /// A packet is lost once this many later packets were acknowledged
     /// while it was not (the reordering tolerated). Default 3; 0 counts as 1.
     pub reorder_threshold: u16,
+    /// A later acknowledged packet counts toward `reorder_threshold` only
+    /// if it was sent at least this fraction of the smoothed RTT after
+    /// the one it overtakes (as TCP's RACK): packets sent together in a
+    /// burst, which a jittery path reorders freely, are never lost by
+    /// reordering alone (the timeout still finds them). Default 0.25; 0
+    /// counts packets alone; a negative or non-finite value counts as 0, one
+    /// above 16 as 16.
+    pub reorder_window: f32,
     /// The shortest loss timeout. Default 100 ms.
     pub min_timeout: Duration,
     /// The longest loss timeout (wins over `min_timeout` if smaller).
@@ -42,6 +50,7 @@ impl Default for AckConfig {
     fn default() -> Self {
         Self {
             reorder_threshold: 3,
+            reorder_window: 0.25,
             min_timeout: Duration::from_millis(100),
             max_timeout: Duration::from_secs(2),
             rtt_factor: 1.5,
@@ -59,6 +68,15 @@ impl AckConfig {
     /// `max_in_flight` brought into range.
     pub(super) fn window(&self) -> usize {
         self.max_in_flight.clamp(1, Self::MAX_IN_FLIGHT)
+    }
+
+    /// `reorder_window` brought into range.
+    pub(super) fn window_fraction(&self) -> f32 {
+        if self.reorder_window.is_finite() {
+            self.reorder_window.clamp(0.0, 16.0)
+        } else {
+            0.0
+        }
     }
 
     /// `reorder_threshold` brought into range.

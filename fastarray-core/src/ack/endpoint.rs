@@ -245,15 +245,20 @@ impl Acks {
     /// `packet` was acknowledged: an event if it was unresolved, and one
     /// more later acknowledgement for each unresolved packet before it.
     fn ack(&mut self, packet: u32) {
-        if !self.sent.resolve(packet) {
+        let Some(time) = self.sent.unresolved_time(packet) else {
             return;
-        }
+        };
+        self.sent.resolve(packet);
         self.events.push_back(AckEvent::Acked(packet));
         self.packets_acked += 1;
         self.loss.push(false);
         let mut losing = std::mem::take(&mut self.losing);
+        // Packets sent within the reordering window before this one may
+        // just have been overtaken.
+        let window = self.rtt.srtt().mul_f32(self.config.window_fraction());
+        let cutoff = time.checked_sub(window);
         self.sent
-            .count_later_ack(packet, self.config.threshold(), &mut losing);
+            .count_later_ack(packet, cutoff, self.config.threshold(), &mut losing);
         for lost in losing.drain(..) {
             self.lose(lost);
         }

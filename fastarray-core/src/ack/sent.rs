@@ -111,11 +111,21 @@ impl SentPackets {
     }
 
     /// Counts one more acknowledged packet after every unresolved packet
-    /// before `packet`; returns those that reach `threshold`, oldest first.
-    pub(super) fn count_later_ack(&mut self, packet: u32, threshold: u16, out: &mut Vec<u32>) {
+    /// before `packet` sent at or before `cutoff`; returns those that
+    /// reach `threshold`, oldest first.
+    pub(super) fn count_later_ack(
+        &mut self,
+        packet: u32,
+        cutoff: Option<Instant>,
+        threshold: u16,
+        out: &mut Vec<u32>,
+    ) {
+        let Some(cutoff) = cutoff else {
+            return;
+        };
         let end = self.index(packet).unwrap_or(0);
         for (index, sent) in self.ring.iter_mut().take(end).enumerate() {
-            if !sent.resolved {
+            if !sent.resolved && sent.time <= cutoff {
                 sent.later_acked = sent.later_acked.saturating_add(1);
                 if sent.later_acked >= threshold {
                     out.push(self.front.wrapping_add(index as u32));

@@ -144,7 +144,11 @@ fn reordered_packets_are_accepted_and_all_acknowledged() {
 
 #[test]
 fn ack_bits_name_the_packets_before_ack() {
-    let mut a = Acks::default();
+    // Packets alone count here: the burst is not spread in time.
+    let mut a = Acks::new(AckConfig {
+        reorder_window: 0.0,
+        ..AckConfig::default()
+    });
     let t0 = Instant::now();
     for _ in 0..40 {
         a.send(t0, 10);
@@ -271,24 +275,24 @@ fn too_old_peer_packet_is_refused() {
 fn overtaken_by_reorder_threshold_acknowledged_packets_is_lost() {
     let mut a = Acks::default();
     let t0 = Instant::now();
-    for _ in 0..5 {
-        a.send(t0, 10);
+    for n in 0..5 {
+        a.send(t0 + ms(40 * n), 10);
     }
     // Packet 0 missing; 1 and 2 acknowledged: not yet lost.
-    a.receive(&header(0, 2, 0b1), t0 + ms(10), 8).unwrap();
+    a.receive(&header(0, 2, 0b1), t0 + ms(200), 8).unwrap();
     assert_eq!(
-        drain(&mut a, t0 + ms(10)),
+        drain(&mut a, t0 + ms(200)),
         [AckEvent::Acked(1), AckEvent::Acked(2)]
     );
     // A third later packet: lost.
-    a.receive(&header(1, 3, 0b11), t0 + ms(20), 8).unwrap();
+    a.receive(&header(1, 3, 0b11), t0 + ms(210), 8).unwrap();
     assert_eq!(
-        drain(&mut a, t0 + ms(20)),
+        drain(&mut a, t0 + ms(210)),
         [AckEvent::Acked(3), AckEvent::Lost(0)]
     );
     // Its late acknowledgement changes nothing.
-    a.receive(&header(2, 4, u32::MAX), t0 + ms(30), 8).unwrap();
-    assert_eq!(drain(&mut a, t0 + ms(30)), [AckEvent::Acked(4)]);
+    a.receive(&header(2, 4, u32::MAX), t0 + ms(220), 8).unwrap();
+    assert_eq!(drain(&mut a, t0 + ms(220)), [AckEvent::Acked(4)]);
     assert_eq!(a.stats().packets_lost, 1);
 }
 
@@ -300,9 +304,42 @@ fn reorder_threshold_is_configurable() {
     });
     let t0 = Instant::now();
     a.send(t0, 10);
-    a.send(t0, 10);
-    a.receive(&header(0, 1, 0), t0, 8).unwrap();
-    assert_eq!(drain(&mut a, t0), [AckEvent::Acked(1), AckEvent::Lost(0)]);
+    a.send(t0 + ms(50), 10);
+    a.receive(&header(0, 1, 0), t0 + ms(60), 8).unwrap();
+    assert_eq!(
+        drain(&mut a, t0 + ms(60)),
+        [AckEvent::Acked(1), AckEvent::Lost(0)]
+    );
+}
+
+/// Packets sent together are reordered freely by a jittery path: however
+/// many of them overtake one, only its timeout declares it lost.
+#[test]
+fn a_burst_overtaken_within_the_reorder_window_waits_for_the_timeout() {
+    let mut a = Acks::default();
+    let t0 = Instant::now();
+    for _ in 0..6 {
+        a.send(t0, 10);
+    }
+    // All but packet 0 acknowledged, 30 ms later.
+    a.receive(&header(0, 5, 0b1111), t0 + ms(30), 8).unwrap();
+    let events = drain(&mut a, t0 + ms(30));
+    assert_eq!(events.len(), 5);
+    assert!(!events.contains(&AckEvent::Lost(0)));
+    // Its acknowledgement, late: still in time.
+    a.receive(&header(1, 5, 0b11111), t0 + ms(40), 8).unwrap();
+    assert_eq!(drain(&mut a, t0 + ms(40)), [AckEvent::Acked(0)]);
+    assert_eq!(a.stats().packets_lost, 0);
+    // Without the window, packets alone count.
+    let mut b = Acks::new(AckConfig {
+        reorder_window: 0.0,
+        ..AckConfig::default()
+    });
+    for _ in 0..6 {
+        b.send(t0, 10);
+    }
+    b.receive(&header(0, 5, 0b1111), t0 + ms(30), 8).unwrap();
+    assert!(drain(&mut b, t0 + ms(30)).contains(&AckEvent::Lost(0)));
 }
 
 #[test]
