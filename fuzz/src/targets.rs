@@ -14,6 +14,7 @@
 //! | `object` | the same | the same for a `Replicated<T>`, and `get()` works after every `Ok` |
 //! | `stateful` | a script ([`Op`]) | genuine packets delivered in any order apply; after healing every mirror equals the server |
 //! | `ack` | a script (`ack::AckOp`) on one `Acks` | no panic; each packet sent gets exactly one event; a refused header changes nothing |
+//! | `connection` | prefix, packet | on a `MirrorConnection` that applied the first `prefix` genuine packets of a two-channel `Connection`, a bad packet is an `Err` that leaves both mirrors unchanged; nothing panics |
 
 use std::fmt::Debug;
 
@@ -21,7 +22,15 @@ use fastarray::{FastArray, Replicate, Replicated, SendState};
 
 /// The targets, by name: the directory names under `fuzz/corpus/` and
 /// `fuzz/regressions/`.
-pub const TARGETS: [&str; 6] = ["snapshot", "delta", "inner", "object", "stateful", "ack"];
+pub const TARGETS: [&str; 7] = [
+    "snapshot",
+    "delta",
+    "inner",
+    "object",
+    "stateful",
+    "ack",
+    "connection",
+];
 
 /// Runs target `name` on `data`.
 pub fn run(name: &str, data: &[u8]) {
@@ -32,12 +41,15 @@ pub fn run(name: &str, data: &[u8]) {
         "object" => object(data),
         "stateful" => stateful(data),
         "ack" => ack(data),
+        "connection" => connection(data),
         _ => panic!("no fuzz target named {name:?}"),
     }
 }
 
 #[path = "targets/ack.rs"]
 mod ack;
+#[path = "targets/connection.rs"]
+mod connection;
 #[path = "targets/script.rs"]
 mod script;
 #[path = "targets/seeds.rs"]
@@ -46,6 +58,7 @@ mod seeds;
 mod types;
 
 pub use ack::ack;
+pub use connection::connection;
 pub use script::{describe_script, stateful};
 pub use seeds::seed_corpus;
 use types::{

@@ -123,6 +123,15 @@ pub fn seed_corpus() -> Vec<Seed> {
         add("stateful", name.into(), encode_script(header, &ops));
     }
 
+    // connection: each genuine packet after the ones before it.
+    for (n, packet) in super::connection::session().iter().enumerate() {
+        add(
+            "connection",
+            format!("packet-{n}"),
+            [&[n as u8], &packet[..]].concat(),
+        );
+    }
+
     // ack: scripts of sends, genuine-looking acknowledgements, garbage
     // headers and polls.
     for (name, setup, ops) in ack_scripts() {
