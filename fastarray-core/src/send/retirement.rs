@@ -156,6 +156,14 @@ impl Retirement {
         seq
     }
 
+    /// The sequence number of the oldest record in flight (the next
+    /// record's, if none is).
+    pub(crate) fn oldest_seq(&self) -> u64 {
+        self.records
+            .front()
+            .map_or(self.next_seq, |record| record.seq)
+    }
+
     /// The sequence number the next record will get.
     pub(crate) fn next_seq(&self) -> u64 {
         self.next_seq

@@ -940,6 +940,7 @@ impl SendState {
                 scope.sent_whole(entry.id);
             }
         }
+        self.views.trim(self.retirement.oldest_seq());
         self.retirement
             .push(packet, frame, oldest_due, entries, shared);
     }
@@ -1012,7 +1013,7 @@ impl SendState {
             };
             let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
             let mut work = self.views.lost_work(entry, record.seq, self.all_fields);
-            self.views.lost(entry.id);
+            self.views.lost(entry.id, record.seq);
             if repairs_inner {
                 let inner = Work::Fields(FieldMask::EMPTY);
                 work = Some(work.map_or(inner, |work| work.merge(inner)));

@@ -3,15 +3,15 @@
 //! lost record makes due again.
 
 use hashbrown::HashMap;
+use hashbrown::hash_map::Entry;
 
 use super::pending::Work;
 use super::retirement::RecordEntry;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
-/// What the client may hold of one item: its [`Rest`], with its
-/// [`Flight`] while a record that carried it is in flight (the defaults of
-/// a fresh flight otherwise).
+/// What the client may hold of one item (what is kept of it at rest; the
+/// [`Flight`] of its records in flight stays inside [`Views`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct View {
     pub(crate) holding: Holding,
@@ -21,7 +21,6 @@ pub(crate) struct View {
     /// The item's key when the newest acknowledged record carrying it was
     /// written.
     pub(crate) acked_key: ReplicationKey,
-    pub(crate) flight: Flight,
 }
 
 impl View {
@@ -48,17 +47,46 @@ pub(crate) enum Holding {
 #[derive(Clone, Copy, Debug)]
 struct Rest {
     holding: Holding,
-    acked: bool,
+    /// [`ACKED`] and [`FLIGHT`].
+    flags: u8,
     /// Records in flight that carried the item; `u16::MAX`: too many to
     /// count, and its [`Flight`] is kept for good.
     in_flight: u16,
     acked_key: ReplicationKey,
 }
 
-/// What the records in flight say of an item, kept while one is: which
-/// lost record needs repair depends on the records written after it.
+/// A record that carried the item was acknowledged (its key is
+/// `acked_key`).
+const ACKED: u8 = 1;
+/// The item has a [`Flight`] in [`Views::flights`].
+const FLIGHT: u8 = 2;
+
+impl Rest {
+    fn new(holding: Holding, acked_key: ReplicationKey) -> Self {
+        Self {
+            holding,
+            flags: 0,
+            in_flight: 0,
+            acked_key,
+        }
+    }
+}
+
+/// What the records in flight say of an item, kept while two or more are
+/// (and until the last of them lands): which lost record needs repair
+/// depends on the records written after it. With one record in flight
+/// (every earlier one resolved) the answers need none of it: nothing was
+/// written after that record, and a fresh flight's values say so. An
+/// entry made by a record also keeps one until no record of the id's
+/// earlier stay can be in flight ([`born`](Self::born)).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Flight {
+    /// For an entry made by a record (an add, or an item back in scope):
+    /// that record. Records older than it that are still in flight carried
+    /// an earlier stay of the id (before its removal or exit was
+    /// acknowledged): their fate is not this entry's. 0 once no such
+    /// record can be in flight.
+    pub(crate) born: u64,
     /// The newest record that carried this id (0: none since the item was
     /// last at rest).
     pub(crate) last_seq: u64,
@@ -78,9 +106,10 @@ pub(crate) struct Flight {
 /// knows (kept with every change of a holding, so that "the client knows
 /// every item" is one comparison).
 ///
-/// An item at rest (no record that carried it in flight, the common case
-/// for a large scope) costs an 8-byte entry; the 32 bytes of its
-/// [`Flight`] are kept only while records that carried it are in flight.
+/// An item costs an 8-byte entry; the 40 bytes of its [`Flight`] are kept
+/// only while two or more records that carried it are in flight (an item
+/// changed in consecutive packets before the first was acknowledged), so
+/// a tick that writes each changed item once touches no second map.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
     map: HashMap<ReplicationId, Rest>,
@@ -92,17 +121,20 @@ impl Views {
     /// The view of `id`, if the client may hold it.
     pub(crate) fn get(&self, id: ReplicationId) -> Option<View> {
         let rest = self.map.get(&id)?;
-        let flight = if rest.in_flight == 0 {
-            Flight::default()
-        } else {
-            self.flights.get(&id).copied().unwrap_or_default()
-        };
         Some(View {
             holding: rest.holding,
-            acked: rest.acked,
+            acked: rest.flags & ACKED != 0,
             acked_key: rest.acked_key,
-            flight,
         })
+    }
+
+    /// The flight of `id`'s records (a fresh one's values if none is in
+    /// flight).
+    fn flight(&self, id: ReplicationId, rest: &Rest) -> Flight {
+        match rest.flags & FLIGHT {
+            0 => Flight::default(),
+            _ => self.flights.get(&id).copied().unwrap_or_default(),
+        }
     }
 
     /// Whether the client may hold `id`.
@@ -138,15 +170,11 @@ impl Views {
 
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
-        let rest = Rest {
-            holding: Holding::Known,
-            acked: false,
-            in_flight: 0,
-            acked_key: key,
-        };
-        if let Some(old) = self.map.insert(id, rest) {
+        if let Some(old) = self.map.insert(id, Rest::new(Holding::Known, key)) {
             self.known -= usize::from(old.holding == Holding::Known);
-            self.flights.remove(&id);
+            if old.flags & FLIGHT != 0 {
+                self.flights.remove(&id);
+            }
         }
         self.known += 1;
     }
@@ -165,30 +193,12 @@ impl Views {
         let mut new = false;
         let rest = self.map.entry(id).or_insert_with(|| {
             new = true;
-            Rest {
-                holding: Holding::AddInFlight,
-                acked: false,
-                in_flight: 0,
-                acked_key: ReplicationKey::default(),
-            }
+            Rest::new(Holding::AddInFlight, ReplicationKey::default())
         });
-        let fresh = rest.in_flight == 0;
-        rest.in_flight = rest.in_flight.saturating_add(1);
-        let flight = self.flights.entry(id).or_default();
-        if fresh {
-            // Every record written before is resolved: a structural value
-            // among them is older than anything still to come.
-            *flight = Flight {
-                structural_seq: if new { seq } else { 0 },
-                ..Flight::default()
-            };
-        }
-        flight.last_seq = seq;
         let was_known = rest.holding == Holding::Known;
-        flight.last_fields = match work {
+        let fields = match work {
             Work::Add { structural } => {
                 if structural {
-                    flight.structural_seq = seq;
                     rest.holding = Holding::AddInFlight;
                 }
                 all_fields
@@ -199,13 +209,44 @@ impl Views {
                 FieldMask::EMPTY
             }
         };
+        rest.in_flight = rest.in_flight.saturating_add(1);
+        if new {
+            // Records of the id's earlier stay may still be in flight.
+            rest.flags |= FLIGHT;
+            self.flights.insert(
+                id,
+                Flight {
+                    born: seq,
+                    structural_seq: seq,
+                    last_seq: seq,
+                    acked_seq: 0,
+                    last_fields: fields,
+                },
+            );
+        } else if rest.in_flight >= 2 || rest.flags & FLIGHT != 0 {
+            // A flight made now starts from a fresh one's values: they
+            // describe the one record in flight before this one.
+            rest.flags |= FLIGHT;
+            let flight = self.flights.entry(id).or_default();
+            flight.last_seq = seq;
+            flight.last_fields = fields;
+            if matches!(work, Work::Add { structural: true }) {
+                flight.structural_seq = seq;
+            }
+        }
         if was_known && rest.holding != Holding::Known {
             self.known -= 1;
         }
     }
 
+    /// Whether record `seq` carried an earlier stay of `id` than its
+    /// entry's.
+    fn is_stale(&self, id: ReplicationId, rest: &Rest, seq: u64) -> bool {
+        rest.flags & FLIGHT != 0 && self.flights.get(&id).is_some_and(|f| seq < f.born)
+    }
+
     /// One record that carried `id` is resolved: its flight ends with the
-    /// last of them.
+    /// last of them (unless it still guards against an earlier stay's).
     fn landed(&mut self, id: ReplicationId) {
         let Some(rest) = self.map.get_mut(&id) else {
             return;
@@ -214,15 +255,43 @@ impl Views {
             0 | u16::MAX => {}
             1 => {
                 rest.in_flight = 0;
-                self.flights.remove(&id);
-                // A join puts every item in flight at once: the room is
-                // given back once most have landed.
-                let (len, capacity) = (self.flights.len(), self.flights.capacity());
-                if capacity > 64 && capacity > 8 * len {
-                    self.flights.shrink_to(2 * len);
+                if rest.flags & FLIGHT != 0
+                    && self.flights.get(&id).is_some_and(|flight| flight.born == 0)
+                {
+                    rest.flags &= !FLIGHT;
+                    self.flights.remove(&id);
                 }
             }
             _ => rest.in_flight -= 1,
+        }
+    }
+
+    /// Gives back room for flights far beyond what a record needs: a join
+    /// puts every item in flight at once. Called after each record is
+    /// written (not as flights land: a tick's flights all land, and the
+    /// next tick's would grow the map again).
+    ///
+    /// Also ends the guards of entries born before `oldest`, the oldest
+    /// record in flight: no record of an earlier stay is left.
+    pub(crate) fn trim(&mut self, oldest: u64) {
+        let map = &mut self.map;
+        self.flights.retain(|id, flight| {
+            if flight.born == 0 || flight.born > oldest {
+                return true;
+            }
+            flight.born = 0;
+            match map.get_mut(id) {
+                Some(rest) if rest.in_flight == 0 => {
+                    rest.flags &= !FLIGHT;
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            }
+        });
+        let (len, capacity) = (self.flights.len(), self.flights.capacity());
+        if capacity > 8 * len.max(128) {
+            self.flights.shrink_to(2 * len);
         }
     }
 
@@ -236,47 +305,73 @@ impl Views {
         key: ReplicationKey,
         seq: u64,
     ) -> bool {
+        let Some(rest) = self.map.get(&id) else {
+            return false;
+        };
+        if self.is_stale(id, rest, seq) {
+            return false;
+        }
         let Some(rest) = self.map.get_mut(&id) else {
             return false;
         };
-        let flight = if rest.in_flight == 0 {
-            Flight::default()
-        } else {
-            self.flights.get(&id).copied().unwrap_or_default()
-        };
-        match work {
-            Work::Remove | Work::Exit => {
-                if rest.holding == Holding::Known {
-                    self.known -= 1;
-                }
-                self.map.remove(&id);
+        if work.drops() {
+            if rest.holding == Holding::Known {
+                self.known -= 1;
+            }
+            if rest.flags & FLIGHT != 0 {
                 self.flights.remove(&id);
-                return true;
             }
-            Work::Add { .. } => {
-                if rest.holding == Holding::AddInFlight && seq >= flight.structural_seq {
-                    rest.holding = Holding::Known;
-                    self.known += 1;
+            self.map.remove(&id);
+            return true;
+        }
+        // One lookup of the flight: read, update, and drop it if this was
+        // its last record.
+        let mut flight = match rest.flags & FLIGHT {
+            0 => None,
+            _ => match self.flights.entry(id) {
+                Entry::Occupied(entry) => Some(entry),
+                Entry::Vacant(_) => None,
+            },
+        };
+        let (structural_seq, acked_seq) = flight
+            .as_ref()
+            .map_or((0, 0), |f| (f.get().structural_seq, f.get().acked_seq));
+        if let Work::Add { .. } = work {
+            if rest.holding == Holding::AddInFlight && seq >= structural_seq {
+                rest.holding = Holding::Known;
+                self.known += 1;
+            }
+        }
+        if seq > acked_seq {
+            rest.flags |= ACKED;
+            rest.acked_key = key;
+            if let Some(flight) = flight.as_mut() {
+                flight.get_mut().acked_seq = seq;
+            }
+        }
+        match rest.in_flight {
+            0 | u16::MAX => {}
+            1 => {
+                rest.in_flight = 0;
+                if let Some(flight) = flight.filter(|flight| flight.get().born == 0) {
+                    rest.flags &= !FLIGHT;
+                    flight.remove();
                 }
             }
-            Work::Fields(_) => {}
+            _ => rest.in_flight -= 1,
         }
-        if seq > flight.acked_seq {
-            rest.acked = true;
-            rest.acked_key = key;
-            if let Some(flight) = self.flights.get_mut(&id) {
-                flight.acked_seq = seq;
-            }
-        }
-        self.landed(id);
         false
     }
 
-    /// Record `seq`, which carried `entry`, was lost: its flight ends with
+    /// Record `seq`, which carried `id`, was lost: its flight ends with
     /// the last record that carried the item (call after
     /// [`lost_work`](Self::lost_work)).
-    pub(crate) fn lost(&mut self, id: ReplicationId) {
-        self.landed(id);
+    pub(crate) fn lost(&mut self, id: ReplicationId, seq: u64) {
+        if let Some(rest) = self.map.get(&id) {
+            if !self.is_stale(id, rest, seq) {
+                self.landed(id);
+            }
+        }
     }
 
     /// What must be sent again because `entry`, written in record `seq`,
@@ -288,20 +383,26 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) -> Option<Work> {
+        let rest = self.map.get(&entry.id)?;
+        if self.is_stale(entry.id, rest, seq) {
+            // The id's earlier stay: the client dropped that copy.
+            return None;
+        }
         let view = self.get(entry.id)?;
+        let flight = self.flight(entry.id, rest);
         if !entry.work.drops() && view.holding == Holding::RemoveInFlight {
             // A removal or exit written since supersedes it: the client
             // drops the item (and gets it whole if it comes back).
             return None;
         }
-        if !entry.work.drops() && view.flight.structural_seq > seq {
+        if !entry.work.drops() && flight.structural_seq > seq {
             // A whole value written after this record carries everything
             // it did, in the item's current shape; its own fate decides.
             return None;
         }
-        let later = view.flight.last_seq > seq;
+        let later = flight.last_seq > seq;
         let covered = if later {
-            view.flight.last_fields
+            flight.last_fields
         } else {
             FieldMask::EMPTY
         };
@@ -338,7 +439,7 @@ mod tests {
     #[test]
     fn documented_sizes_hold() {
         assert_eq!(core::mem::size_of::<(ReplicationId, Rest)>(), 16);
-        assert_eq!(core::mem::size_of::<(ReplicationId, Flight)>(), 40);
+        assert_eq!(core::mem::size_of::<(ReplicationId, Flight)>(), 48);
     }
 
     fn id(n: u64) -> ReplicationId {
@@ -359,11 +460,76 @@ mod tests {
         assert!(!dropped, "an add leaves the item held");
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert_eq!(views.flights.len(), 1, "record 2 is still in flight");
-        views.lost(id(1));
+        views.lost(id(1), 2);
+        assert_eq!(
+            views.flights.len(),
+            1,
+            "until no earlier stay's record is in flight"
+        );
+        views.trim(3);
         assert!(views.flights.is_empty());
         let view = views.get(id(1)).unwrap();
         assert!(view.acked && view.holding == Holding::Known);
-        assert_eq!(view.flight.last_seq, 0);
+        assert_eq!(views.map[&id(1)].in_flight, 0);
+    }
+
+    /// An item written once per acknowledgement (the common tick) never
+    /// touches the flights: one record in flight needs none.
+    #[test]
+    fn one_record_in_flight_keeps_no_flight() {
+        let mut views = Views::default();
+        let all = FieldMask::all(3);
+        views.insert_known(id(3), ReplicationKey::default());
+        let fields = FieldMask::from_bits(0b100);
+        for seq in 1..=5 {
+            views.written(id(3), Work::Fields(fields), seq, all);
+            assert!(views.flights.is_empty());
+            let entry =
+                RecordEntry::new(id(3), Work::Fields(fields), ReplicationKey::default(), 1, 1);
+            if seq % 2 == 0 {
+                assert_eq!(
+                    views.lost_work(&entry, seq, all),
+                    Some(Work::Fields(fields))
+                );
+                views.lost(id(3), seq);
+            } else {
+                views.acknowledged(id(3), Work::Fields(fields), ReplicationKey::default(), seq);
+            }
+        }
+        assert!(views.get(id(3)).unwrap().acked);
+        assert_eq!(views.map[&id(3)].in_flight, 0);
+    }
+
+    /// An item that left and came back: the records of its earlier stay
+    /// still in flight neither make the new entry known nor count as its
+    /// own.
+    #[test]
+    fn records_of_an_earlier_stay_do_not_touch_the_new_entry() {
+        let mut views = Views::default();
+        let all = FieldMask::all(3);
+        let key = ReplicationKey::default();
+        views.written(id(9), Work::Add { structural: true }, 1, all);
+        views.written(id(9), Work::Exit, 2, all);
+        assert!(
+            views.acknowledged(id(9), Work::Exit, key, 2),
+            "the exit drops it"
+        );
+        // Back in scope while record 1 is still in flight.
+        views.written(id(9), Work::Add { structural: true }, 3, all);
+        assert!(!views.acknowledged(id(9), Work::Add { structural: true }, key, 1));
+        assert_eq!(views.get(id(9)).unwrap().holding, Holding::AddInFlight);
+        let entry = RecordEntry::new(id(9), Work::Add { structural: true }, key, 1, 1);
+        assert_eq!(views.lost_work(&entry, 1, all), None);
+        views.lost(id(9), 1);
+        assert_eq!(
+            views.map[&id(9)].in_flight,
+            1,
+            "record 3 is still in flight"
+        );
+        views.acknowledged(id(9), Work::Add { structural: true }, key, 3);
+        assert_eq!(views.get(id(9)).unwrap().holding, Holding::Known);
+        views.trim(4);
+        assert!(views.flights.is_empty());
     }
 
     /// A lost record older than one still in flight needs no repair of
@@ -379,10 +545,10 @@ mod tests {
         views.written(id(7), Work::Fields(fields), 6, all);
         let entry = RecordEntry::new(id(7), Work::Fields(fields), ReplicationKey::default(), 1, 1);
         assert_eq!(views.lost_work(&entry, 5, all), None);
-        views.lost(id(7));
+        views.lost(id(7), 5);
         let entry = RecordEntry::new(id(7), Work::Fields(fields), ReplicationKey::default(), 1, 1);
         assert_eq!(views.lost_work(&entry, 6, all), Some(Work::Fields(fields)));
-        views.lost(id(7));
+        views.lost(id(7), 6);
         assert!(views.flights.is_empty());
     }
 }

@@ -151,9 +151,9 @@ impl Results {
         }
         let _ = writeln!(
             md,
-            "\nThe memory rows count a connection's view (a 16-byte entry per agent it holds, and 40 more while \
-             packets that carried it are in flight: none here, every packet is acknowledged before the next \
-             tick), its scope entry (16 bytes), each with the map's buckets, its share of the array's watch \
+            "\nThe memory rows count a connection's view (a 16-byte entry per agent it holds, and 48 more while \
+             two or more packets that carried it are in flight: none here, every packet is acknowledged \
+             before the next tick), its scope entry (16 bytes), each with the map's buckets, its share of the array's watch \
              list, and its working lists: what dropping the connections after 20 ticks, and the commit that \
              frees their watches, gives back.\n"
         );

@@ -226,7 +226,7 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 40-byte one per item while packets that carried it are in flight; \
+             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 48-byte one per item while two or more packets that carried it are in flight; \
              mirror: a 40-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
              plus one control byte per bucket). A connection with packets in flight adds 72 bytes per packet and \
              32 per item it carried.\n\n\
@@ -298,7 +298,7 @@ impl Results {
                 per(m.server_unsent.owned.saturating_sub(m.server_unsent.clone)),
                 per(m.conn.owned),
                 per(m.conn.owned.saturating_sub(m.conn.clone)),
-                map_bytes(m.items, 40) / m.items as f64,
+                map_bytes(m.items, 16) / m.items as f64,
             );
         }
     }
