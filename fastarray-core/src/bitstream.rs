@@ -308,7 +308,7 @@ impl<T: Replicate> Replicated<T> {
 
     /// [`FastArray::write_snapshot_to`]: the object's snapshot into `w`.
     pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
-        write_framed(w, |writer| self.write_snapshot_bits(writer))
+        self.as_array().write_snapshot_to(w)
     }
 
     /// [`FastArray::write_snapshot_for_to`]: the object's snapshot into
@@ -318,12 +318,7 @@ impl<T: Replicate> Replicated<T> {
         conn: &mut SendState,
         w: &mut impl BitWrite,
     ) -> Result<u64, BitstreamError> {
-        let mut joined = SendState::new();
-        let bits = write_framed(w, |writer| {
-            self.write_snapshot_for_bits(&mut joined, writer)
-        })?;
-        *conn = joined;
-        Ok(bits)
+        self.as_array().write_snapshot_for_to(conn, w)
     }
 
     /// A mirror from one object snapshot read from `r`, as
