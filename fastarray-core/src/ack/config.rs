@@ -16,9 +16,12 @@ pub struct AckConfig {
     /// if it was sent at least this fraction of the smoothed RTT after
     /// the one it overtakes (as TCP's RACK): packets sent together in a
     /// burst, which a jittery path reorders freely, are never lost by
-    /// reordering alone (the timeout still finds them). Default 0.25; 0
-    /// counts packets alone; a negative or non-finite value counts as 0, one
-    /// above 16 as 16.
+    /// reordering alone (the timeout still finds them). A packet declared
+    /// lost this way that is acknowledged after all doubles the window (up
+    /// to 8 times), and 256 acknowledgements without such a surprise halve
+    /// it again, as RACK adapts its own. Default 0.25; 0 counts packets
+    /// alone; a negative or non-finite value counts as 0, one above 16 as
+    /// 16.
     pub reorder_window: f32,
     /// The shortest loss timeout. Default 100 ms.
     pub min_timeout: Duration,

@@ -73,7 +73,24 @@ pub struct Acks {
     packets_lost: u64,
     /// Scratch list of packets to declare lost (kept to reuse its memory).
     losing: Vec<u32>,
+    /// The last packets declared lost by reordering: one acknowledged
+    /// after all was only overtaken, and widens the reordering window.
+    overtaken: VecDeque<u32>,
+    /// The reordering window's multiple: 1, doubled (up to
+    /// [`MAX_REORDER_SCALE`]) by each loss found spurious, halved after
+    /// [`CALM_ACKS`] acknowledgements without one (as TCP's RACK adapts
+    /// its window).
+    reorder_scale: u8,
+    /// Acknowledgements since the last spurious loss.
+    calm: u32,
 }
+
+/// The most packets kept to tell a spurious loss by reordering.
+const OVERTAKEN_KEPT: usize = 64;
+/// The widest reordering window, in multiples of the configured one.
+const MAX_REORDER_SCALE: u8 = 8;
+/// Acknowledgements without a spurious loss that halve the window again.
+const CALM_ACKS: u32 = 256;
 
 impl Default for Acks {
     fn default() -> Self {
@@ -97,6 +114,9 @@ impl Acks {
             packets_acked: 0,
             packets_lost: 0,
             losing: Vec::new(),
+            overtaken: VecDeque::new(),
+            reorder_scale: 1,
+            calm: 0,
             config,
         }
     }
@@ -246,21 +266,38 @@ impl Acks {
     /// more later acknowledgement for each unresolved packet before it.
     fn ack(&mut self, packet: u32) {
         let Some(time) = self.sent.unresolved_time(packet) else {
+            if let Some(index) = self.overtaken.iter().position(|&lost| lost == packet) {
+                // Declared lost by reordering, yet it arrived: the path
+                // reorders more than the window allowed.
+                self.overtaken.remove(index);
+                self.reorder_scale = (self.reorder_scale * 2).min(MAX_REORDER_SCALE);
+                self.calm = 0;
+            }
             return;
         };
         self.sent.resolve(packet);
+        self.calm += 1;
+        if self.calm >= CALM_ACKS && self.reorder_scale > 1 {
+            self.reorder_scale /= 2;
+            self.calm = 0;
+        }
         self.events.push_back(AckEvent::Acked(packet));
         self.packets_acked += 1;
         self.loss.push(false);
         let mut losing = std::mem::take(&mut self.losing);
         // Packets sent within the reordering window before this one may
         // just have been overtaken.
-        let window = self.rtt.srtt().mul_f32(self.config.window_fraction());
+        let fraction = self.config.window_fraction() * f32::from(self.reorder_scale);
+        let window = self.rtt.srtt().mul_f32(fraction);
         let cutoff = time.checked_sub(window);
         self.sent
             .count_later_ack(packet, cutoff, self.config.threshold(), &mut losing);
         for lost in losing.drain(..) {
             self.lose(lost);
+            if self.overtaken.len() == OVERTAKEN_KEPT {
+                self.overtaken.pop_front();
+            }
+            self.overtaken.push_back(lost);
         }
         self.losing = losing;
     }

@@ -564,3 +564,41 @@ fn the_nothing_value_is_a_real_ack_after_the_peer_acknowledged_something() {
     a.receive(&header(6, u16::MAX, 0), t0, 8).unwrap();
     assert_eq!(drain(&mut a, t0), [AckEvent::Acked(65_535)]);
 }
+
+/// A packet declared lost by reordering that is acknowledged after all
+/// widens the window: the next such overtaking is tolerated.
+#[test]
+fn a_spurious_loss_by_reordering_widens_the_window() {
+    let t0 = Instant::now();
+    // Packets 40 ms apart; the peer applies 1, 2, 3 before 0 (an RTT of
+    // 80 ms: a 20 ms window), so 0 is declared lost.
+    let overtaken = |a: &mut Acks| {
+        for n in 0..4 {
+            a.send(t0 + ms(40 * n), 10);
+        }
+        a.receive(&header(0, 3, 0b111 >> 1), t0 + ms(200), 8)
+            .unwrap();
+        assert!(drain(a, t0 + ms(200)).contains(&AckEvent::Lost(0)));
+    };
+    // Then packets 12 ms apart, 4 overtaken by 5 to 9 (sent 12 to 60 ms
+    // after it): within a 20 ms window four of them count, within 40 ms
+    // two.
+    let again = |a: &mut Acks| {
+        for n in 4..10 {
+            a.send(t0 + ms(300 + 12 * (n - 4)), 10);
+        }
+        a.receive(&header(2, 9, 0b1111), t0 + ms(390), 8).unwrap();
+        drain(a, t0 + ms(390)).contains(&AckEvent::Lost(4))
+    };
+    let mut plain = Acks::default();
+    overtaken(&mut plain);
+    assert!(again(&mut plain), "a 20 ms window");
+    let mut surprised = Acks::default();
+    overtaken(&mut surprised);
+    // Packet 0 was only overtaken: its acknowledgement comes after all.
+    surprised
+        .receive(&header(1, 3, 0b111), t0 + ms(210), 8)
+        .unwrap();
+    assert_eq!(drain(&mut surprised, t0 + ms(210)), []);
+    assert!(!again(&mut surprised), "the window doubled to 40 ms");
+}
