@@ -72,6 +72,17 @@ impl Rest {
     }
 }
 
+/// Whether record `seq` carried an earlier stay of `id` than its entry
+/// `rest`'s (made by a later record, still guarded).
+fn is_stale(
+    flights: &HashMap<ReplicationId, Flight>,
+    id: ReplicationId,
+    rest: &Rest,
+    seq: u64,
+) -> bool {
+    rest.flags & FLIGHT != 0 && flights.get(&id).is_some_and(|flight| seq < flight.born)
+}
+
 /// What the records in flight say of an item, kept while two or more are
 /// (and until the last of them lands): which lost record needs repair
 /// depends on the records written after it. With one record in flight
@@ -114,6 +125,10 @@ pub(crate) struct Flight {
 pub(crate) struct Views {
     map: HashMap<ReplicationId, Rest>,
     flights: HashMap<ReplicationId, Flight>,
+    /// The oldest record that made an entry still guarded (see
+    /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
+    /// the flights only once that guard can end.
+    first_guard: u64,
     known: usize,
 }
 
@@ -213,6 +228,7 @@ impl Views {
         if new {
             // Records of the id's earlier stay may still be in flight.
             rest.flags |= FLIGHT;
+            self.first_guard = self.first_guard.min(seq);
             self.flights.insert(
                 id,
                 Flight {
@@ -239,33 +255,6 @@ impl Views {
         }
     }
 
-    /// Whether record `seq` carried an earlier stay of `id` than its
-    /// entry's.
-    fn is_stale(&self, id: ReplicationId, rest: &Rest, seq: u64) -> bool {
-        rest.flags & FLIGHT != 0 && self.flights.get(&id).is_some_and(|f| seq < f.born)
-    }
-
-    /// One record that carried `id` is resolved: its flight ends with the
-    /// last of them (unless it still guards against an earlier stay's).
-    fn landed(&mut self, id: ReplicationId) {
-        let Some(rest) = self.map.get_mut(&id) else {
-            return;
-        };
-        match rest.in_flight {
-            0 | u16::MAX => {}
-            1 => {
-                rest.in_flight = 0;
-                if rest.flags & FLIGHT != 0
-                    && self.flights.get(&id).is_some_and(|flight| flight.born == 0)
-                {
-                    rest.flags &= !FLIGHT;
-                    self.flights.remove(&id);
-                }
-            }
-            _ => rest.in_flight -= 1,
-        }
-    }
-
     /// Gives back room for flights far beyond what a record needs: a join
     /// puts every item in flight at once. Called after each record is
     /// written (not as flights land: a tick's flights all land, and the
@@ -274,21 +263,28 @@ impl Views {
     /// Also ends the guards of entries born before `oldest`, the oldest
     /// record in flight: no record of an earlier stay is left.
     pub(crate) fn trim(&mut self, oldest: u64) {
-        let map = &mut self.map;
-        self.flights.retain(|id, flight| {
-            if flight.born == 0 || flight.born > oldest {
-                return true;
-            }
-            flight.born = 0;
-            match map.get_mut(id) {
-                Some(rest) if rest.in_flight == 0 => {
-                    rest.flags &= !FLIGHT;
-                    false
+        if self.first_guard <= oldest {
+            let (map, mut first) = (&mut self.map, u64::MAX);
+            self.flights.retain(|id, flight| {
+                if flight.born == 0 {
+                    return true;
                 }
-                Some(_) => true,
-                None => false,
-            }
-        });
+                if flight.born > oldest {
+                    first = first.min(flight.born);
+                    return true;
+                }
+                flight.born = 0;
+                match map.get_mut(id) {
+                    Some(rest) if rest.in_flight == 0 => {
+                        rest.flags &= !FLIGHT;
+                        false
+                    }
+                    Some(_) => true,
+                    None => false,
+                }
+            });
+            self.first_guard = first;
+        }
         let (len, capacity) = (self.flights.len(), self.flights.capacity());
         if capacity > 8 * len.max(128) {
             self.flights.shrink_to(2 * len);
@@ -305,15 +301,12 @@ impl Views {
         key: ReplicationKey,
         seq: u64,
     ) -> bool {
-        let Some(rest) = self.map.get(&id) else {
-            return false;
-        };
-        if self.is_stale(id, rest, seq) {
-            return false;
-        }
         let Some(rest) = self.map.get_mut(&id) else {
             return false;
         };
+        if is_stale(&self.flights, id, rest, seq) {
+            return false;
+        }
         if work.drops() {
             if rest.holding == Holding::Known {
                 self.known -= 1;
@@ -367,10 +360,24 @@ impl Views {
     /// the last record that carried the item (call after
     /// [`lost_work`](Self::lost_work)).
     pub(crate) fn lost(&mut self, id: ReplicationId, seq: u64) {
-        if let Some(rest) = self.map.get(&id) {
-            if !self.is_stale(id, rest, seq) {
-                self.landed(id);
+        let Some(rest) = self.map.get_mut(&id) else {
+            return;
+        };
+        if is_stale(&self.flights, id, rest, seq) {
+            return;
+        }
+        match rest.in_flight {
+            0 | u16::MAX => {}
+            1 => {
+                rest.in_flight = 0;
+                if let Entry::Occupied(flight) = self.flights.entry(id) {
+                    if flight.get().born == 0 {
+                        rest.flags &= !FLIGHT;
+                        flight.remove();
+                    }
+                }
             }
+            _ => rest.in_flight -= 1,
         }
     }
 
@@ -384,13 +391,12 @@ impl Views {
         all_fields: FieldMask,
     ) -> Option<Work> {
         let rest = self.map.get(&entry.id)?;
-        if self.is_stale(entry.id, rest, seq) {
+        if is_stale(&self.flights, entry.id, rest, seq) {
             // The id's earlier stay: the client dropped that copy.
             return None;
         }
-        let view = self.get(entry.id)?;
         let flight = self.flight(entry.id, rest);
-        if !entry.work.drops() && view.holding == Holding::RemoveInFlight {
+        if !entry.work.drops() && rest.holding == Holding::RemoveInFlight {
             // A removal or exit written since supersedes it: the client
             // drops the item (and gets it whole if it comes back).
             return None;
@@ -421,7 +427,7 @@ impl Views {
                 Some(match entry.work {
                     // A lost whole value is resent whole: which fields
                     // exist depends on the item's shape (an enum's variant).
-                    add @ Work::Add { .. } if view.holding != Holding::Known => add,
+                    add @ Work::Add { .. } if rest.holding != Holding::Known => add,
                     Work::Add { .. } => Work::Add { structural: false },
                     _ => self.fields_work(entry.id, missing),
                 })
