@@ -73,8 +73,10 @@ pub struct Acks {
     packets_lost: u64,
     /// Scratch list of packets to declare lost (kept to reuse its memory).
     losing: Vec<u32>,
-    /// The last packets declared lost by reordering: one acknowledged
-    /// after all was only overtaken, and widens the reordering window.
+    /// The packets declared lost by reordering that a header can still
+    /// acknowledge (33 back from the newest acknowledged, so a header's
+    /// check of them is short): one acknowledged after all was only
+    /// overtaken, and widens the reordering window.
     overtaken: VecDeque<u32>,
     /// The reordering window's multiple: 1, doubled (up to
     /// [`MAX_REORDER_SCALE`]) by each loss found spurious, halved after
@@ -252,9 +254,11 @@ impl Acks {
         // Out of the window of the newest acknowledgement: no later header
         // can acknowledge these.
         if let Some(largest) = self.largest_acked {
+            // Nor can they tell an overtaken packet from a lost one.
+            let reach = largest.wrapping_sub(32);
+            self.overtaken.retain(|&lost| !after(reach, lost));
             let mut losing = std::mem::take(&mut self.losing);
-            self.sent
-                .unresolved_before(largest.wrapping_sub(32), &mut losing);
+            self.sent.unresolved_before(reach, &mut losing);
             for packet in losing.drain(..) {
                 self.lose(packet);
             }
