@@ -10,7 +10,7 @@ use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::send::SendState;
-use crate::send::stats::{Budget, DeltaStats};
+use crate::send::stats::{Budget, DeltaStats, Oversized};
 
 /// The largest packet written, even for an item larger than the MTU
 /// (which then goes alone, in a packet the IP layer fragments): what a UDP
@@ -219,60 +219,71 @@ impl Connection {
             ..PacketStats::default()
         };
         let mut writer = BitWriter::new(out);
-        let mut oversized: Option<(usize, u64)> = None;
-        let channels = self.states.len();
         let mut wrote = Vec::new();
-        let mut offers: Vec<(usize, Option<u64>)> = (0..channels)
-            .map(|step| ((self.turn + step) % channels, None))
-            .collect();
-        let mut index = 0;
-        while let Some(&(channel, alone)) = offers.get(index) {
-            index += 1;
-            // Room for the tag, the section and the end bit.
-            let room = match alone {
-                Some(bits) => bits,
-                None => limit.saturating_sub(writer.bits_written() + tag_bits(channel) + 1),
-            };
-            if room < MIN_SECTION_BITS {
-                continue;
-            }
-            match self.write_section(sources, channel, packet, Budget::of(room), &mut writer) {
-                Ok((section, said)) => {
-                    if said {
-                        wrote.push(channel);
-                        stats.add(&section);
-                    }
-                    let larger =
-                        |(_, bits): (usize, u64)| section.oversized.is_some_and(|o| o.bits > bits);
-                    if alone.is_none() && oversized.is_none_or(larger) {
-                        oversized = section
-                            .oversized
-                            .map(|item| (channel, item.bits))
-                            .or(oversized);
-                    }
-                }
-                Err(error) => {
-                    drop(writer);
-                    self.unwrite(&wrote, packet, out, start);
-                    return Err(error);
-                }
-            }
-            if index == channels && wrote.is_empty() {
-                // Nothing else is due: the largest item too large for the
-                // MTU goes alone, within what a datagram holds.
-                if let Some((channel, bits)) = oversized {
-                    let most = (MAX_PACKET - AckHeader::BYTES) as u64 * 8 - tag_bits(channel) - 1;
-                    offers.push((channel, Some(bits.min(most))));
-                }
+        let written = self.write_sections(sources, packet, limit, &mut writer, &mut wrote);
+        match written {
+            Ok(totals) => stats.totals = totals,
+            Err(error) => {
+                drop(writer);
+                self.unwrite(&wrote, packet, out, start);
+                return Err(error);
             }
         }
+        stats.sections = wrote.len();
         write_end(&mut writer);
         writer.finish();
-        self.turn = (self.turn + 1) % channels.max(1);
+        self.turn = (self.turn + 1) % self.states.len().max(1);
         let bytes = out.len() - start;
         self.acks.add_sent_bytes(now, bytes);
         stats.bytes = bytes;
         Ok(stats)
+    }
+
+    /// Writes the sections of `packet`, each channel offered the room left
+    /// in `limit` bits, in turn; then, if none had anything that fit, the
+    /// largest item too large for the MTU alone (within what a datagram
+    /// holds). Pushes to `wrote` the channels that wrote a section, and
+    /// returns their counts summed.
+    fn write_sections(
+        &mut self,
+        sources: &mut [&mut dyn Outgoing],
+        packet: u32,
+        limit: u64,
+        writer: &mut BitWriter<'_>,
+        wrote: &mut Vec<usize>,
+    ) -> Result<DeltaStats, ConnectionError> {
+        let mut totals = DeltaStats::default();
+        let mut oversized: Option<(usize, u64)> = None;
+        let channels = self.states.len();
+        for step in 0..channels {
+            let channel = (self.turn + step) % channels;
+            // Room for the tag, the section and the end bit.
+            let room = limit.saturating_sub(writer.bits_written() + tag_bits(channel) + 1);
+            if room < MIN_SECTION_BITS {
+                continue;
+            }
+            let (section, said) =
+                self.write_section(sources, channel, packet, Budget::of(room), writer)?;
+            if said {
+                wrote.push(channel);
+                add(&mut totals, &section);
+            }
+            if let Some(item) = section.oversized {
+                if oversized.is_none_or(|(_, bits)| item.bits > bits) {
+                    oversized = Some((channel, item.bits));
+                }
+            }
+        }
+        if let (true, Some((channel, bits))) = (wrote.is_empty(), oversized) {
+            let most = (MAX_PACKET - AckHeader::BYTES) as u64 * 8 - tag_bits(channel) - 1;
+            let budget = Budget::of(bits.min(most));
+            let (section, said) = self.write_section(sources, channel, packet, budget, writer)?;
+            if said {
+                wrote.push(channel);
+                add(&mut totals, &section);
+            }
+        }
+        Ok(totals)
     }
 
     /// Refuses `sources` that are not the connection's channels.
@@ -337,18 +348,11 @@ impl Connection {
     }
 }
 
-impl PacketStats {
-    /// Adds a section's counts.
-    fn add(&mut self, section: &DeltaStats) {
-        self.sections += 1;
-        let totals = &mut self.totals;
-        totals.bits += section.bits;
-        totals.removed += section.removed;
-        totals.left_scope += section.left_scope;
-        totals.added += section.added;
-        totals.changed += section.changed;
-        totals.deferred += section.deferred;
-        totals.oversized = crate::send::Oversized::merge(totals.oversized, section.oversized);
-        totals.resynced |= section.resynced;
-    }
+/// Adds a section's counts to the packet's.
+fn add(totals: &mut DeltaStats, section: &DeltaStats) {
+    totals.absorb(section);
+    totals.bits += section.bits;
+    totals.left_scope += section.left_scope;
+    totals.oversized = Oversized::merge(totals.oversized, section.oversized);
+    totals.resynced |= section.resynced;
 }
