@@ -33,7 +33,7 @@ mod udp;
 
 use std::process::ExitCode;
 
-use fastarray::{FastArray, InterestGrid, Replicate, ReplicationId};
+use fastarray::{FastArray, InterestGrid, Replicate, ReplicationId, SendState};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -145,4 +145,22 @@ fn main() -> ExitCode {
     } else {
         udp::run(ticks)
     }
+}
+
+/// Whether `mirror` holds exactly the agents in `conn`'s scope, equal on
+/// the wire.
+pub fn mirrors_scope(
+    agents: &mut FastArray<Agent>,
+    conn: &mut SendState,
+    mirror: &FastArray<Agent>,
+) -> bool {
+    let Ok(scope) = agents.scope(conn) else {
+        return false;
+    };
+    let ids: Vec<ReplicationId> = scope.ids().collect();
+    ids.len() == mirror.len()
+        && ids.iter().all(|&id| {
+            let (ours, theirs) = (agents.get(id), mirror.get(id));
+            ours.zip(theirs).is_some_and(|(a, b)| a.wire_eq(b))
+        })
 }

@@ -6,12 +6,12 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use fastarray::{FastArray, InterestGrid, Relevance, Replicate, ReplicationId, SendState};
+use fastarray::{FastArray, InterestGrid, Relevance, SendState};
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::{Agent, SPAWNS_PER_TICK, START_AGENTS, ground, simulate, spawn};
+use crate::{Agent, SPAWNS_PER_TICK, START_AGENTS, ground, mirrors_scope, simulate, spawn};
 
 /// One client: its link, the server's send state for it, its mirror, and
 /// where its player stands and how far it sees.
@@ -232,7 +232,7 @@ pub fn run(ticks: u32) -> ExitCode {
     let mut all_match = true;
     for (n, client) in clients.iter_mut().enumerate() {
         let stats = client.link.stats();
-        let matches = mirrors_scope(&mut server, client);
+        let matches = mirrors_scope(&mut server, &mut client.conn, &client.mirror);
         all_match &= matches;
         println!(
             "{n:>6}  {:<9}  {:>6.0}  {:>8.0}  {:>10.0}  {:>5.1}%  {:>7}  {:>5}  {:>4}  {:>4}  {}",
@@ -264,18 +264,4 @@ pub fn run(ticks: u32) -> ExitCode {
         server.len()
     );
     ExitCode::SUCCESS
-}
-
-/// Whether `client`'s mirror holds exactly the server's agents in its
-/// scope, equal on the wire.
-fn mirrors_scope(server: &mut FastArray<Agent>, client: &mut Client) -> bool {
-    let Ok(scope) = server.scope(&mut client.conn) else {
-        return false;
-    };
-    let ids: Vec<ReplicationId> = scope.ids().collect();
-    ids.len() == client.mirror.len()
-        && ids.iter().all(|&id| {
-            let (ours, theirs) = (server.get(id), client.mirror.get(id));
-            ours.zip(theirs).is_some_and(|(a, b)| a.wire_eq(b))
-        })
 }

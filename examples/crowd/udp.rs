@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 
 use fastarray::{
     AckError, Connection, ConnectionError, FastArray, InterestGrid, MirrorConnection, Relevance,
-    Replicate, Replicated, ReplicationId, SendState,
+    Replicate, Replicated, SendState,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::shim::{Faults, Shim, ShimStats};
-use crate::{Agent, START_AGENTS, ground, simulate, spawn};
+use crate::{Agent, START_AGENTS, ground, mirrors_scope, simulate, spawn};
 
 /// Ticks per second, on both sides.
 const TICK: Duration = Duration::from_micros(16_667);
@@ -568,22 +568,4 @@ fn report(
         agents.len()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Whether `mirror` holds exactly the agents in `conn`'s scope, equal on
-/// the wire.
-fn mirrors_scope(
-    agents: &mut FastArray<Agent>,
-    conn: &mut SendState,
-    mirror: &FastArray<Agent>,
-) -> bool {
-    let Ok(scope) = agents.scope(conn) else {
-        return false;
-    };
-    let ids: Vec<ReplicationId> = scope.ids().collect();
-    ids.len() == mirror.len()
-        && ids.iter().all(|&id| {
-            let (ours, theirs) = (agents.get(id), mirror.get(id));
-            ours.zip(theirs).is_some_and(|(a, b)| a.wire_eq(b))
-        })
 }
