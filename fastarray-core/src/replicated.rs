@@ -310,7 +310,7 @@ impl<T: Replicate> Replicated<T> {
     /// Whether `conn`'s client sees the object (see
     /// [`set_visible`](Self::set_visible)).
     pub fn is_visible(&self, conn: &SendState) -> bool {
-        conn.scope().is_none_or(|scope| scope.contains(ID))
+        conn.sees(ID)
     }
 
     /// Whether `conn`'s client holds what this object holds, its arrays

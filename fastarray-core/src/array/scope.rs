@@ -248,7 +248,9 @@ impl<T> ScopeMut<'_, T> {
     }
 
     /// The priority of item `id` for this connection (1 if never set, or
-    /// if out of scope).
+    /// if out of scope), as kept: to 8 significant bits (a bfloat16), so
+    /// `0.1` reads back as `0.10009765625`. Priorities only order items,
+    /// and an item's entry stays 8 bytes.
     pub fn priority(&self, id: ReplicationId) -> f32 {
         self.conn.priority(id)
     }
@@ -283,12 +285,12 @@ impl<T> ScopeMut<'_, T> {
 
     /// Whether item `id` is in scope.
     pub fn contains(&self, id: ReplicationId) -> bool {
-        self.conn.scope().is_some_and(|scope| scope.contains(id))
+        self.conn.scope().is_some() && self.conn.sees(id)
     }
 
     /// Items in scope.
     pub fn len(&self) -> usize {
-        self.conn.scope().map_or(0, |scope| scope.len())
+        self.conn.scope_len()
     }
 
     /// Whether no item is in scope.
@@ -298,7 +300,7 @@ impl<T> ScopeMut<'_, T> {
 
     /// The ids in scope, in no particular order.
     pub fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.conn.scope().into_iter().flat_map(|scope| scope.ids())
+        self.conn.scope_ids()
     }
 
     fn slot(&self) -> u32 {

@@ -1,13 +1,14 @@
 //! A connection's scope: the items of an array its client is allowed to
-//! see (interest management). The connection keeps the set and the items
-//! waiting to come back; the array keeps, per item, which connections see
-//! it, and hands each connection the changes of its items only (see
-//! `send::interest`).
+//! see (interest management). The connection keeps the set (in its view
+//! table, one entry per item for both) and the items waiting to come
+//! back; the array keeps, per item, which connections see it, and hands
+//! each connection the changes of its items only (see `send::interest`).
 
 use std::sync::Arc;
 
 use hashbrown::{HashMap, HashSet};
 
+use super::view::Views;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 
@@ -21,8 +22,8 @@ pub(crate) struct Scope {
     /// Held while the connection lives: the registry frees the slot once
     /// every holder is gone.
     pub(crate) token: Arc<()>,
-    /// The ids in scope, with how this connection sees each.
-    ids: HashMap<ReplicationId, Seen>,
+    /// Items in scope (their marks are in the connection's view table).
+    len: usize,
     /// Ids whose exit the client acknowledged, with the exit's frame, kept
     /// until a later frame: one in scope by then is sent whole again (a
     /// message of the exit's own frame could not be told apart from one
@@ -64,9 +65,11 @@ pub enum ScopeExit {
     Persist,
 }
 
-/// How a connection sees one item in its scope.
-#[derive(Clone, Copy, Debug)]
-struct Seen {
+/// How a connection sees one item in its scope: kept in the 8-byte view
+/// entry, as a detail level (3 bits) and a priority to 8 significant bits
+/// (a bfloat16: the `f32`'s upper half, rounded).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Seen {
     priority: f32,
     level: u8,
 }
@@ -76,6 +79,25 @@ impl Default for Seen {
         Self {
             priority: 1.0,
             level: MAX_DETAIL,
+        }
+    }
+}
+
+impl Seen {
+    /// The level and the priority's bits, as the view entry keeps them.
+    pub(crate) fn pack(self) -> (u8, u16) {
+        let bits = self.priority.to_bits();
+        // Round to nearest, ties to even; a kept priority is finite and
+        // far from the largest `f32`, so this cannot carry into infinity.
+        let rounded = bits + 0x7FFF + ((bits >> 16) & 1);
+        (self.level, (rounded >> 16) as u16)
+    }
+
+    /// The inverse of [`pack`](Self::pack).
+    pub(crate) fn unpack(level: u8, priority: u16) -> Self {
+        Self {
+            priority: f32::from_bits(u32::from(priority) << 16),
+            level,
         }
     }
 }
@@ -92,7 +114,7 @@ impl Scope {
             array,
             slot,
             token,
-            ids: HashMap::new(),
+            len: 0,
             returning: Vec::new(),
             masks,
             intervals: [1; LEVELS],
@@ -119,9 +141,9 @@ impl Scope {
 
     /// Freezes `id`, which leaves the scope (`remove` it first), with
     /// changed fields `mask` still due since `since`.
-    pub(crate) fn freeze(&mut self, id: ReplicationId, mask: FieldMask, since: u64) {
+    pub(crate) fn freeze(&mut self, views: &Views, id: ReplicationId, mask: FieldMask, since: u64) {
         self.frozen.insert(id);
-        self.withhold(id, mask, since);
+        self.withhold(views, id, mask, since);
     }
 
     /// Thaws `id`, back in scope (`insert` it after): the fields that
@@ -147,46 +169,50 @@ impl Scope {
         self.frozen.iter().copied()
     }
 
-    /// Whether `id` is in scope.
-    pub(crate) fn contains(&self, id: ReplicationId) -> bool {
-        self.ids.contains_key(&id)
-    }
-
     /// How `id` is seen (as a new item is, if out of scope).
-    fn seen(&self, id: ReplicationId) -> Seen {
-        self.ids.get(&id).copied().unwrap_or_default()
+    fn seen(views: &Views, id: ReplicationId) -> Seen {
+        views.seen(id).unwrap_or_default()
     }
 
     /// The priority of `id` for this connection (1 unless set, and for ids
-    /// out of scope).
-    pub(crate) fn priority(&self, id: ReplicationId) -> f32 {
-        self.seen(id).priority
+    /// out of scope), to 8 significant bits.
+    pub(crate) fn priority(views: &Views, id: ReplicationId) -> f32 {
+        Self::seen(views, id).priority
     }
 
     /// Sets the priority of `id`, if in scope (see
     /// [`clamp_priority`]); returns whether it is.
-    pub(crate) fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
-        match self.ids.get_mut(&id) {
-            Some(seen) => {
-                seen.priority = clamp_priority(priority);
-                true
-            }
-            None => false,
-        }
+    pub(crate) fn set_priority(views: &mut Views, id: ReplicationId, priority: f32) -> bool {
+        let Some(seen) = views.seen(id) else {
+            return false;
+        };
+        views.set_seen(
+            id,
+            Seen {
+                priority: clamp_priority(priority),
+                ..seen
+            },
+        )
     }
 
     /// The detail level `id` is seen at ([`MAX_DETAIL`] unless set).
-    pub(crate) fn level(&self, id: ReplicationId) -> u8 {
-        self.seen(id).level
+    pub(crate) fn level(views: &Views, id: ReplicationId) -> u8 {
+        Self::seen(views, id).level
     }
 
     /// Sets the detail level of `id`, if in scope (above [`MAX_DETAIL`]
     /// counts as it). Returns the changed fields withheld until now that
     /// the new level sends, with the frame they became due, if any; `None`
     /// as well if `id` is out of scope.
-    pub(crate) fn set_level(&mut self, id: ReplicationId, level: u8) -> Option<(FieldMask, u64)> {
-        let seen = self.ids.get_mut(&id)?;
+    pub(crate) fn set_level(
+        &mut self,
+        views: &mut Views,
+        id: ReplicationId,
+        level: u8,
+    ) -> Option<(FieldMask, u64)> {
+        let mut seen = views.seen(id)?;
         seen.level = level.min(MAX_DETAIL);
+        views.set_seen(id, seen);
         let allowed = self.masks[usize::from(seen.level)];
         let (mask, since) = self.withheld.get_mut(&id)?;
         let released = *mask & allowed;
@@ -201,11 +227,17 @@ impl Scope {
     /// Splits changed fields `mask` of `id`, due since `since`: returns
     /// those its detail level sends, and keeps the others until the level
     /// rises (all of them, for a frozen item, until it comes back).
-    pub(crate) fn withhold(&mut self, id: ReplicationId, mask: FieldMask, since: u64) -> FieldMask {
+    pub(crate) fn withhold(
+        &mut self,
+        views: &Views,
+        id: ReplicationId,
+        mask: FieldMask,
+        since: u64,
+    ) -> FieldMask {
         let allowed = if self.is_frozen(id) {
             FieldMask::EMPTY
         } else {
-            self.masks[usize::from(self.level(id))]
+            self.masks[usize::from(Self::level(views, id))]
         };
         let held = mask.without(allowed);
         if !held.is_empty() {
@@ -225,8 +257,8 @@ impl Scope {
 
     /// The fewest frames between two writes of `id`'s changed fields, from
     /// its detail level.
-    pub(crate) fn interval(&self, id: ReplicationId) -> u32 {
-        self.intervals[usize::from(self.level(id))]
+    pub(crate) fn interval(&self, views: &Views, id: ReplicationId) -> u32 {
+        self.intervals[usize::from(Self::level(views, id))]
     }
 
     /// Sets the fewest frames between two writes of the changed fields of
@@ -235,31 +267,26 @@ impl Scope {
         self.intervals[usize::from(level.min(MAX_DETAIL))] = frames.max(1);
     }
 
-    /// Items in scope.
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// The ids in scope, in no order.
-    pub(crate) fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.ids.keys().copied()
-    }
-
     /// Puts `id` in scope, seen at priority 1 and every detail; returns
     /// whether it was out.
-    pub(crate) fn insert(&mut self, id: ReplicationId) -> bool {
-        let inserted = !self.ids.contains_key(&id);
-        if inserted {
-            self.ids.insert(id, Seen::default());
-        }
-        inserted
+    pub(crate) fn insert(&mut self, views: &mut Views, id: ReplicationId) -> bool {
+        let entered = views.enter_scope(id, Seen::default());
+        self.len += usize::from(entered);
+        entered
+    }
+
+    /// Items in scope.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// Takes `id` out of scope; returns whether it was in. What was
     /// withheld stays, for [`freeze`](Self::freeze) or
     /// [`forget`](Self::forget).
-    pub(crate) fn remove(&mut self, id: ReplicationId) -> bool {
-        self.ids.remove(&id).is_some()
+    pub(crate) fn remove(&mut self, views: &mut Views, id: ReplicationId) -> bool {
+        let left = views.leave_scope(id);
+        self.len -= usize::from(left);
+        left
     }
 
     /// The client dropped `id` by the exit it acknowledged, written at
@@ -276,11 +303,15 @@ impl Scope {
 
     /// Calls `back` with each id in scope whose acknowledged exit is older
     /// than `frame`, and forgets every such exit.
-    pub(crate) fn take_returning(&mut self, frame: u64, back: &mut impl FnMut(ReplicationId)) {
-        let ids = &self.ids;
+    pub(crate) fn take_returning(
+        &mut self,
+        views: &Views,
+        frame: u64,
+        back: &mut impl FnMut(ReplicationId),
+    ) {
         self.returning.retain(|&(id, exit)| {
             let past = exit < frame;
-            if past && ids.contains_key(&id) {
+            if past && views.seen(id).is_some() {
                 back(id);
             }
             !past
@@ -288,10 +319,10 @@ impl Scope {
     }
 
     /// Whether an id in scope waits to return.
-    pub(crate) fn has_returning(&self) -> bool {
+    pub(crate) fn has_returning(&self, views: &Views) -> bool {
         self.returning
             .iter()
-            .any(|(id, _)| self.ids.contains_key(id))
+            .any(|&(id, _)| views.seen(id).is_some())
     }
 }
 
@@ -314,3 +345,51 @@ pub(crate) fn clamp_priority(priority: f32) -> f32 {
 /// (only the fields without `#[replicate(detail = N)]`) to `MAX_DETAIL`
 /// (every field), which is where every item starts.
 pub const MAX_DETAIL: u8 = 7;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A priority is kept to 8 significant bits, rounded to nearest; the
+    /// ones a user is likely to write as powers of two come back exactly.
+    #[test]
+    fn priorities_keep_eight_significant_bits() {
+        for priority in [
+            MIN_PRIORITY,
+            0.001,
+            0.1,
+            0.3,
+            1.0,
+            2.0,
+            7.5,
+            1000.0,
+            MAX_PRIORITY,
+        ] {
+            let seen = Seen {
+                priority: clamp_priority(priority),
+                level: 3,
+            };
+            let (level, bits) = seen.pack();
+            let back = Seen::unpack(level, bits);
+            assert_eq!(back.level, 3);
+            let error = (back.priority - priority).abs() / priority;
+            assert!(
+                error <= 1.0 / 256.0,
+                "{priority} came back as {}",
+                back.priority
+            );
+        }
+        for exact in [0.25, 0.5, 1.0, 4.0, 0.75] {
+            let (_, bits) = Seen {
+                priority: exact,
+                level: 0,
+            }
+            .pack();
+            assert_eq!(Seen::unpack(0, bits).priority, exact);
+        }
+        assert_eq!(
+            Seen::unpack(MAX_DETAIL, Seen::default().pack().1),
+            Seen::default()
+        );
+    }
+}

@@ -48,9 +48,10 @@ const LOOKAHEAD: usize = 16;
 /// commits) keeps the mirror up to date but never settles; see `WIRE.md`.
 ///
 /// # Memory
-/// Per item the client may hold, one 48-byte hash map entry (id, state,
-/// newest record and its fields, acknowledged record and key); per packet in
-/// flight, 72 bytes plus 32 per item it carried (a frame's shared message
+/// Per item the client may hold (or, with a scope, in scope), one 16-byte
+/// hash map entry (id, state, acknowledged key, records in flight, the
+/// scope's priority and detail level), and 48 bytes more while two or more
+/// packets that carried it are in flight; per packet in flight, 72 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
@@ -231,7 +232,7 @@ impl SendState {
             && self
                 .scope
                 .as_ref()
-                .is_none_or(|scope| !scope.has_returning())
+                .is_none_or(|scope| !scope.has_returning(&self.views))
     }
 
     /// The send states of the arrays inside items the client may hold: per
@@ -351,7 +352,7 @@ impl SendState {
         self.cursor = frame + 1;
         if let Some(scope) = self.scope.as_deref_mut() {
             let pending = &mut self.pending;
-            scope.take_returning(frame, &mut |id| {
+            scope.take_returning(&self.views, frame, &mut |id| {
                 pending.queue(id, Work::Add { structural: true }, frame);
             });
         }
@@ -365,18 +366,33 @@ impl SendState {
         self.scope.as_deref()
     }
 
+    /// Whether item `id` is in the connection's scope (every item is,
+    /// without one).
+    pub(crate) fn sees(&self, id: ReplicationId) -> bool {
+        self.scope.is_none() || self.views.seen(id).is_some()
+    }
+
+    /// Items in the connection's scope (none without one).
+    pub(crate) fn scope_len(&self) -> usize {
+        self.scope.as_deref().map_or(0, Scope::len)
+    }
+
+    /// The ids in the connection's scope, in no order (none without one).
+    pub(crate) fn scope_ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
+        self.views.scope_ids()
+    }
+
     /// The priority of item `id` for this connection (1 without a scope).
     pub(crate) fn priority(&self, id: ReplicationId) -> f32 {
-        self.scope
-            .as_deref()
-            .map_or(1.0, |scope| scope.priority(id))
+        match self.scope {
+            Some(_) => Scope::priority(&self.views, id),
+            None => 1.0,
+        }
     }
 
     /// Sets the priority of item `id`, if in scope; returns whether it is.
     pub(crate) fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
-        self.scope
-            .as_deref_mut()
-            .is_some_and(|scope| scope.set_priority(id, priority))
+        self.scope.is_some() && Scope::set_priority(&mut self.views, id, priority)
     }
 
     /// Gives the connection a scope, empty: every item its client may hold
@@ -386,6 +402,7 @@ impl SendState {
     pub(crate) fn set_scope(&mut self, scope: Scope, frame: u64) -> Vec<ReplicationId> {
         let persist = scope.exit() == ScopeExit::Persist;
         self.scope = Some(Box::new(scope));
+        self.views.clear_scope();
         let unsent: Vec<ReplicationId> = self
             .pending
             .iter()
@@ -417,13 +434,13 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return false;
         };
-        if scope.contains(id) {
+        if self.views.seen(id).is_some() {
             return false;
         }
         if scope.is_frozen(id) {
             // The client kept its copy: it gets what changed meanwhile.
             let thawed = scope.thaw(id);
-            scope.insert(id);
+            scope.insert(&mut self.views, id);
             if let Some((mask, since)) = thawed {
                 let work = if mask.covers(self.all_fields) {
                     Work::Add { structural: true }
@@ -439,7 +456,7 @@ impl SendState {
             }
             return true;
         }
-        scope.insert(id);
+        scope.insert(&mut self.views, id);
         match self.views.get(id).map(|view| view.holding) {
             // Its exit was acknowledged in this frame: it returns in a
             // later one.
@@ -469,7 +486,7 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return false;
         };
-        if !scope.remove(id) {
+        if !scope.remove(&mut self.views, id) {
             return false;
         }
         let persist = scope.exit() == ScopeExit::Persist;
@@ -500,7 +517,7 @@ impl SendState {
             None => (FieldMask::EMPTY, frame),
         };
         if let Some(scope) = self.scope.as_deref_mut() {
-            scope.freeze(id, mask, since);
+            scope.freeze(&self.views, id, mask, since);
         }
     }
 
@@ -564,7 +581,7 @@ impl SendState {
             if let (Work::Fields(_), Some(scope)) = (pending.work, self.scope.as_deref()) {
                 // An item seen at a level with an interval waits until
                 // its changes have been due that many frames.
-                let interval = u64::from(scope.interval(id));
+                let interval = u64::from(scope.interval(&self.views, id));
                 if interval > 1 && frame + 1 < pending.since + interval {
                     waiting += 1;
                     continue;
@@ -737,7 +754,7 @@ impl SendState {
             return;
         };
         let frozen = scope.is_frozen(id);
-        if !scope.contains(id) && !frozen {
+        if self.views.seen(id).is_none() && !frozen {
             return;
         }
         if work == Work::Remove {
@@ -768,7 +785,7 @@ impl SendState {
     fn lose_scoped(&mut self, id: ReplicationId, since: u64) {
         if let Some(scope) = self.scope.as_deref_mut() {
             scope.forget(id);
-            scope.remove(id);
+            scope.remove(&mut self.views, id);
         }
         if self.views.contains(id) {
             self.pending.queue(id, Work::Remove, since);
@@ -789,11 +806,11 @@ impl SendState {
                     Work::Fields(mask) => mask,
                     _ => self.all_fields,
                 };
-                scope.withhold(id, mask, since);
+                scope.withhold(&self.views, id, mask, since);
                 return;
             }
             (Work::Fields(mask), Some(scope)) if !mask.is_empty() => {
-                let sent = scope.withhold(id, mask, since);
+                let sent = scope.withhold(&self.views, id, mask, since);
                 if sent.is_empty() {
                     return;
                 }
@@ -811,10 +828,7 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return false;
         };
-        if !scope.contains(id) {
-            return false;
-        }
-        if let Some((mask, since)) = scope.set_level(id, level) {
+        if let Some((mask, since)) = scope.set_level(&mut self.views, id, level) {
             let work = self.views.fields_work(id, mask);
             self.pending.queue(id, work, since);
         }
@@ -825,7 +839,7 @@ impl SendState {
     pub(crate) fn detail(&self, id: ReplicationId) -> u8 {
         self.scope
             .as_deref()
-            .map_or(super::scope::MAX_DETAIL, |scope| scope.level(id))
+            .map_or(super::scope::MAX_DETAIL, |_| Scope::level(&self.views, id))
     }
 
     /// Sets the fewest frames between two writes of the changed fields of
@@ -860,7 +874,7 @@ impl SendState {
             // Only the items in scope: the others are the client's only
             // through exits already due or in flight.
             let mut gone = Vec::new();
-            for id in scope.ids() {
+            for id in self.views.scope_ids() {
                 let view = self.views.get(id);
                 match items.key_of(id) {
                     None => gone.push(id),
@@ -879,7 +893,7 @@ impl SendState {
                 match items.key_of(id) {
                     None => gone.push(id),
                     Some((key, changed)) if !up_to_date(self.views.get(id), key, changed) => {
-                        scope.withhold(id, self.all_fields, due);
+                        scope.withhold(&self.views, id, self.all_fields, due);
                     }
                     Some(_) => {}
                 }

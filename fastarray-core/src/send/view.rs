@@ -1,12 +1,18 @@
 //! The view: what a connection's client may hold of each item, and the
 //! rules that follow from it: which form changed fields go in, and what a
 //! lost record makes due again.
+//!
+//! The same table keeps, for a connection with a scope, how it sees each
+//! item in its scope ([`Seen`]; the rules are `send::scope`'s): one map
+//! entry per item serves both, so an item in scope costs one 16-byte
+//! entry, not one in each of two maps.
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
 use super::pending::Work;
 use super::retirement::RecordEntry;
+use super::scope::Seen;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
@@ -43,32 +49,81 @@ pub(crate) enum Holding {
     RemoveInFlight,
 }
 
-/// What is kept of every item the client may hold: 8 bytes.
+/// What is kept of every item the client may hold, or the connection's
+/// scope holds: 8 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Rest {
-    holding: Holding,
-    /// [`ACKED`] and [`FLIGHT`].
+    /// The holding (its two low bits, [`ABSENT`] for an item in scope the
+    /// client holds nothing of), [`ACKED`], [`FLIGHT`], [`IN_SCOPE`], and
+    /// the scope's detail level (the three high bits).
     flags: u8,
-    /// Records in flight that carried the item; `u16::MAX`: too many to
+    /// Records in flight that carried the item; `u8::MAX`: too many to
     /// count, and its [`Flight`] is kept for good.
-    in_flight: u16,
+    in_flight: u8,
+    /// The scope's priority, as [`Seen`] keeps it.
+    priority: u16,
     acked_key: ReplicationKey,
 }
 
+/// The holding bits of an item in scope that the client holds nothing of.
+const ABSENT: u8 = 3;
+/// The two bits of the holding.
+const HOLDING: u8 = 3;
 /// A record that carried the item was acknowledged (its key is
 /// `acked_key`).
-const ACKED: u8 = 1;
+const ACKED: u8 = 4;
 /// The item has a [`Flight`] in [`Views::flights`].
-const FLIGHT: u8 = 2;
+const FLIGHT: u8 = 8;
+/// The item is in the connection's scope (its [`Seen`] is kept here).
+const IN_SCOPE: u8 = 16;
+/// Where the detail level starts.
+const LEVEL_SHIFT: u8 = 5;
 
 impl Rest {
-    fn new(holding: Holding, acked_key: ReplicationKey) -> Self {
+    /// An entry for an item in scope that the client holds nothing of.
+    fn absent() -> Self {
         Self {
-            holding,
-            flags: 0,
+            flags: ABSENT,
             in_flight: 0,
-            acked_key,
+            priority: 0,
+            acked_key: ReplicationKey::default(),
         }
+    }
+
+    /// What the client holds, `None` for an item only in scope.
+    fn holding(&self) -> Option<Holding> {
+        match self.flags & HOLDING {
+            0 => Some(Holding::AddInFlight),
+            1 => Some(Holding::Known),
+            2 => Some(Holding::RemoveInFlight),
+            _ => None,
+        }
+    }
+
+    fn is(&self, holding: Holding) -> bool {
+        self.flags & HOLDING == holding as u8
+    }
+
+    fn set_holding(&mut self, holding: Holding) {
+        self.flags = (self.flags & !HOLDING) | holding as u8;
+    }
+
+    /// The client holds nothing of it: what the view kept is reset, the
+    /// scope's marks stay.
+    fn clear_view(&mut self) {
+        self.flags = (self.flags & (IN_SCOPE | (7 << LEVEL_SHIFT))) | ABSENT;
+        self.in_flight = 0;
+        self.acked_key = ReplicationKey::default();
+    }
+
+    fn seen(&self) -> Option<Seen> {
+        (self.flags & IN_SCOPE != 0).then(|| Seen::unpack(self.flags >> LEVEL_SHIFT, self.priority))
+    }
+
+    fn set_seen(&mut self, seen: Seen) {
+        let (level, priority) = seen.pack();
+        self.flags = (self.flags & !(7 << LEVEL_SHIFT)) | IN_SCOPE | ((level & 7) << LEVEL_SHIFT);
+        self.priority = priority;
     }
 }
 
@@ -115,7 +170,8 @@ pub(crate) struct Flight {
 
 /// The view of every item the client may hold, with a count of the ones it
 /// knows (kept with every change of a holding, so that "the client knows
-/// every item" is one comparison).
+/// every item" is one comparison); and the scope's marks of the items in
+/// the connection's scope.
 ///
 /// An item costs an 8-byte entry; the 40 bytes of its [`Flight`] are kept
 /// only while two or more records that carried it are in flight (an item
@@ -123,13 +179,16 @@ pub(crate) struct Flight {
 /// a tick that writes each changed item once touches no second map.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
+    /// An entry per item the client may hold or the scope holds.
     map: HashMap<ReplicationId, Rest>,
     flights: HashMap<ReplicationId, Flight>,
     /// The oldest record that made an entry still guarded (see
     /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
     /// the flights only once that guard can end.
     first_guard: u64,
-    known: usize,
+    known: u32,
+    /// Entries the client may hold (the others are only in scope).
+    held: u32,
 }
 
 impl Views {
@@ -137,7 +196,7 @@ impl Views {
     pub(crate) fn get(&self, id: ReplicationId) -> Option<View> {
         let rest = self.map.get(&id)?;
         Some(View {
-            holding: rest.holding,
+            holding: rest.holding()?,
             acked: rest.flags & ACKED != 0,
             acked_key: rest.acked_key,
         })
@@ -154,22 +213,90 @@ impl Views {
 
     /// Whether the client may hold `id`.
     pub(crate) fn contains(&self, id: ReplicationId) -> bool {
-        self.map.contains_key(&id)
+        self.map
+            .get(&id)
+            .is_some_and(|rest| rest.holding().is_some())
     }
 
     /// Items the client may hold.
     pub(crate) fn len(&self) -> usize {
-        self.map.len()
+        self.held as usize
     }
 
     /// Whether the client knows every item it may hold.
     pub(crate) fn all_known(&self) -> bool {
-        self.known == self.map.len()
+        self.known == self.held
     }
 
     /// The ids the client may hold, in no order.
     pub(crate) fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.map.keys().copied()
+        self.map
+            .iter()
+            .filter(|(_, rest)| rest.holding().is_some())
+            .map(|(&id, _)| id)
+    }
+
+    // The scope's marks (its rules are `send::scope`'s).
+
+    /// How the connection sees `id`, if it is in its scope.
+    pub(crate) fn seen(&self, id: ReplicationId) -> Option<Seen> {
+        self.map.get(&id)?.seen()
+    }
+
+    /// Sets how the connection sees `id`, if it is in its scope; returns
+    /// whether it is.
+    pub(crate) fn set_seen(&mut self, id: ReplicationId, seen: Seen) -> bool {
+        match self.map.get_mut(&id) {
+            Some(rest) if rest.flags & IN_SCOPE != 0 => {
+                rest.set_seen(seen);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Puts `id` in the scope, seen as `seen`; returns whether it was out
+    /// (an item in scope already keeps how it is seen).
+    pub(crate) fn enter_scope(&mut self, id: ReplicationId, seen: Seen) -> bool {
+        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        let entered = rest.flags & IN_SCOPE == 0;
+        if entered {
+            rest.set_seen(seen);
+        }
+        entered
+    }
+
+    /// Takes `id` out of the scope; returns whether it was in.
+    pub(crate) fn leave_scope(&mut self, id: ReplicationId) -> bool {
+        let Some(rest) = self.map.get_mut(&id) else {
+            return false;
+        };
+        if rest.flags & IN_SCOPE == 0 {
+            return false;
+        }
+        rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
+        rest.priority = 0;
+        if rest.holding().is_none() {
+            self.map.remove(&id);
+        }
+        true
+    }
+
+    /// Empties the scope (a new one starts): the entries only in it go.
+    pub(crate) fn clear_scope(&mut self) {
+        self.map.retain(|_, rest| {
+            rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
+            rest.priority = 0;
+            rest.holding().is_some()
+        });
+    }
+
+    /// The ids in the scope, in no order.
+    pub(crate) fn scope_ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
+        self.map
+            .iter()
+            .filter(|(_, rest)| rest.flags & IN_SCOPE != 0)
+            .map(|(&id, _)| id)
     }
 
     /// The one rule for changed fields: they go only to a client that
@@ -185,12 +312,18 @@ impl Views {
 
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
-        if let Some(old) = self.map.insert(id, Rest::new(Holding::Known, key)) {
-            self.known -= usize::from(old.holding == Holding::Known);
-            if old.flags & FLIGHT != 0 {
-                self.flights.remove(&id);
-            }
+        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        match rest.holding() {
+            None => self.held += 1,
+            Some(Holding::Known) => self.known -= 1,
+            Some(_) => {}
         }
+        if rest.flags & FLIGHT != 0 {
+            self.flights.remove(&id);
+        }
+        rest.clear_view();
+        rest.set_holding(Holding::Known);
+        rest.acked_key = key;
         self.known += 1;
     }
 
@@ -205,22 +338,23 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) {
-        let mut new = false;
-        let rest = self.map.entry(id).or_insert_with(|| {
-            new = true;
-            Rest::new(Holding::AddInFlight, ReplicationKey::default())
-        });
-        let was_known = rest.holding == Holding::Known;
+        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        let new = rest.holding().is_none();
+        if new {
+            rest.set_holding(Holding::AddInFlight);
+            self.held += 1;
+        }
+        let was_known = rest.is(Holding::Known);
         let fields = match work {
             Work::Add { structural } => {
                 if structural {
-                    rest.holding = Holding::AddInFlight;
+                    rest.set_holding(Holding::AddInFlight);
                 }
                 all_fields
             }
             Work::Fields(mask) => mask,
             Work::Remove | Work::Exit => {
-                rest.holding = Holding::RemoveInFlight;
+                rest.set_holding(Holding::RemoveInFlight);
                 FieldMask::EMPTY
             }
         };
@@ -250,7 +384,7 @@ impl Views {
                 flight.structural_seq = seq;
             }
         }
-        if was_known && rest.holding != Holding::Known {
+        if was_known && !rest.is(Holding::Known) {
             self.known -= 1;
         }
     }
@@ -304,17 +438,23 @@ impl Views {
         let Some(rest) = self.map.get_mut(&id) else {
             return false;
         };
-        if is_stale(&self.flights, id, rest, seq) {
+        if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
             return false;
         }
         if work.drops() {
-            if rest.holding == Holding::Known {
+            if rest.is(Holding::Known) {
                 self.known -= 1;
             }
             if rest.flags & FLIGHT != 0 {
                 self.flights.remove(&id);
             }
-            self.map.remove(&id);
+            self.held -= 1;
+            if rest.flags & IN_SCOPE == 0 {
+                self.map.remove(&id);
+            } else {
+                // Back in scope meanwhile: it waits to be sent again.
+                rest.clear_view();
+            }
             return true;
         }
         // One lookup of the flight: read, update, and drop it if this was
@@ -330,8 +470,8 @@ impl Views {
             .as_ref()
             .map_or((0, 0), |f| (f.get().structural_seq, f.get().acked_seq));
         if let Work::Add { .. } = work {
-            if rest.holding == Holding::AddInFlight && seq >= structural_seq {
-                rest.holding = Holding::Known;
+            if rest.is(Holding::AddInFlight) && seq >= structural_seq {
+                rest.set_holding(Holding::Known);
                 self.known += 1;
             }
         }
@@ -343,7 +483,7 @@ impl Views {
             }
         }
         match rest.in_flight {
-            0 | u16::MAX => {}
+            0 | u8::MAX => {}
             1 => {
                 rest.in_flight = 0;
                 if let Some(flight) = flight.filter(|flight| flight.get().born == 0) {
@@ -363,11 +503,11 @@ impl Views {
         let Some(rest) = self.map.get_mut(&id) else {
             return;
         };
-        if is_stale(&self.flights, id, rest, seq) {
+        if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
             return;
         }
         match rest.in_flight {
-            0 | u16::MAX => {}
+            0 | u8::MAX => {}
             1 => {
                 rest.in_flight = 0;
                 if let Entry::Occupied(flight) = self.flights.entry(id) {
@@ -391,12 +531,13 @@ impl Views {
         all_fields: FieldMask,
     ) -> Option<Work> {
         let rest = self.map.get(&entry.id)?;
+        let holding = rest.holding()?;
         if is_stale(&self.flights, entry.id, rest, seq) {
             // The id's earlier stay: the client dropped that copy.
             return None;
         }
         let flight = self.flight(entry.id, rest);
-        if !entry.work.drops() && rest.holding == Holding::RemoveInFlight {
+        if !entry.work.drops() && holding == Holding::RemoveInFlight {
             // A removal or exit written since supersedes it: the client
             // drops the item (and gets it whole if it comes back).
             return None;
@@ -427,7 +568,7 @@ impl Views {
                 Some(match entry.work {
                     // A lost whole value is resent whole: which fields
                     // exist depends on the item's shape (an enum's variant).
-                    add @ Work::Add { .. } if rest.holding != Holding::Known => add,
+                    add @ Work::Add { .. } if holding != Holding::Known => add,
                     Work::Add { .. } => Work::Add { structural: false },
                     _ => self.fields_work(entry.id, missing),
                 })
@@ -536,6 +677,56 @@ mod tests {
         assert_eq!(views.get(id(9)).unwrap().holding, Holding::Known);
         views.trim(4);
         assert!(views.flights.is_empty());
+    }
+
+    /// The scope's marks share the view's entry: an item in scope that
+    /// was never sent is not held, the item keeps how it is seen through
+    /// its removal being acknowledged, and an entry goes once it is
+    /// neither held nor in scope.
+    #[test]
+    fn scope_marks_share_the_entry() {
+        let mut views = Views::default();
+        let all = FieldMask::all(3);
+        let key = ReplicationKey::default();
+        let far = Seen::unpack(2, Seen::default().pack().1 - 0x200);
+        assert!(views.enter_scope(id(4), far));
+        assert!(!views.enter_scope(id(4), Seen::default()), "in already");
+        assert_eq!(views.seen(id(4)), Some(far));
+        assert!(views.get(id(4)).is_none() && !views.contains(id(4)));
+        assert_eq!(
+            (views.len(), views.ids().count(), views.map.len()),
+            (0, 0, 1)
+        );
+        assert!(views.all_known());
+
+        views.written(id(4), Work::Add { structural: true }, 1, all);
+        assert_eq!(views.len(), 1);
+        views.acknowledged(id(4), Work::Add { structural: true }, key, 1);
+        assert!(views.all_known());
+        views.written(id(4), Work::Remove, 2, all);
+        assert!(views.acknowledged(id(4), Work::Remove, key, 2));
+        assert_eq!(views.seen(id(4)), Some(far), "still in scope");
+        assert!(views.get(id(4)).is_none());
+        assert_eq!((views.len(), views.map.len()), (0, 1));
+        // A record of the stay that ended changes nothing.
+        views.lost(id(4), 1);
+        assert!(!views.acknowledged(id(4), Work::Fields(all), key, 1));
+        assert!(views.get(id(4)).is_none());
+
+        assert!(views.leave_scope(id(4)));
+        assert!(!views.leave_scope(id(4)));
+        assert!(views.map.is_empty(), "neither held nor in scope");
+
+        // Held and out of scope: the entry stays for the view.
+        views.insert_known(id(5), key);
+        assert!(views.enter_scope(id(5), Seen::default()));
+        assert!(views.leave_scope(id(5)));
+        assert_eq!(views.get(id(5)).unwrap().holding, Holding::Known);
+        assert_eq!(views.seen(id(5)), None);
+        views.enter_scope(id(6), Seen::default());
+        views.clear_scope();
+        assert_eq!(views.map.len(), 1);
+        assert_eq!(views.scope_ids().count(), 0);
     }
 
     /// A lost record older than one still in flight needs no repair of
