@@ -486,7 +486,7 @@ fn tombstones_grow_linearly_with_the_message() {
         let mut bytes = Vec::new();
         let mut w = BitWriter::new(&mut bytes);
         if exits {
-            w.write_bits(0b111, 3); // a delta with scope exits
+            w.write_bits(0b0111, 4); // a delta with scope exits
         } else {
             w.write_bits(0b01, 2); // a delta
         }

@@ -606,7 +606,7 @@ fn exit_flags_that_name_no_exit_are_refused() {
     round(&mut server, &mut conn, &mut client, &mut events, 1);
     let mut bytes = Vec::new();
     let mut w = BitWriter::new(&mut bytes);
-    w.write_bits(0b111, 3); // a delta with scope exits...
+    w.write_bits(0b0111, 4); // a delta with scope exits...
     w.write_bool(true); // long frame
     w.write_varint(2);
     w.write_bits(0b01, 2); // one removal
@@ -618,9 +618,124 @@ fn exit_flags_that_name_no_exit_are_refused() {
     let before = client.clone();
     let result = client.apply_delta(&bytes, &mut ());
     assert!(
-        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 15 })),
+        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 16 })),
         "{result:?}"
     );
+    assert_eq!(client, before);
+}
+
+/// A connection with a scope names its items by handles of its own: in a
+/// large array, a scope of a few items spread across it costs what a
+/// small array of just those items would, not what their ids, far apart,
+/// would cost.
+#[test]
+fn handles_make_a_scope_cost_what_a_small_array_of_it_would() {
+    let (mut big, ids) = units(20_000);
+    let (mut small, small_ids) = units(200);
+    let seen: Vec<ReplicationId> = ids.iter().copied().step_by(100).collect();
+    let (mut conn, mut client, mut events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    {
+        let mut scope = big.scope(&mut conn).unwrap();
+        for &id in &seen {
+            scope.include(id);
+        }
+    }
+    let (mut plain, mut plain_client, mut plain_events) =
+        (SendState::new(), FastArray::mirror(), Events::default());
+    round(&mut big, &mut conn, &mut client, &mut events, 1);
+    round(
+        &mut small,
+        &mut plain,
+        &mut plain_client,
+        &mut plain_events,
+        1,
+    );
+    let (mut scoped_bits, mut plain_bits) = (0, 0);
+    for tick in 2..20u32 {
+        // A third of the items change, the same ones in both arrays.
+        for (n, (&id, &small_id)) in seen.iter().zip(&small_ids).enumerate() {
+            if (n + tick as usize) % 3 == 0 {
+                big.get_mut(id).unwrap().hp = tick as u16;
+                small.get_mut(small_id).unwrap().hp = tick as u16;
+            }
+        }
+        big.commit();
+        small.commit();
+        scoped_bits += round(&mut big, &mut conn, &mut client, &mut events, tick).bits;
+        plain_bits += round(
+            &mut small,
+            &mut plain,
+            &mut plain_client,
+            &mut plain_events,
+            tick,
+        )
+        .bits;
+    }
+    mirrors_scope(&mut big, &mut conn, &client).unwrap();
+    assert_eq!(plain_client, small);
+    // By ids 100 apart, each entry would cost about 5 bits more (20%).
+    assert!(
+        scoped_bits <= plain_bits + plain_bits / 50,
+        "{scoped_bits} bits scoped, {plain_bits} for the small array"
+    );
+}
+
+/// A handle goes to another item only once the client dropped the one it
+/// named, and in a later frame; the mirror tells their messages apart
+/// however they arrive: the next item's exit before its add, an old
+/// removal again after the handle names another item.
+#[test]
+fn a_reused_handle_is_never_mistaken_for_its_earlier_item() {
+    let (mut server, ids) = units(3);
+    let (a, b) = (ids[0], ids[1]);
+    let mut conn = SendState::new();
+    let write = |server: &mut FastArray<Unit>, conn: &mut SendState, packet: u32| {
+        let mut bytes = Vec::new();
+        server.write_delta(conn, packet, &mut bytes).unwrap();
+        assert!(conn.on_ack(packet));
+        bytes
+    };
+    server.scope(&mut conn).unwrap().include(a);
+    let add_a = write(&mut server, &mut conn, 1);
+    server.scope(&mut conn).unwrap().exclude(a);
+    let exit_a = write(&mut server, &mut conn, 2);
+    // A later frame: the handle `a` gave back is free again.
+    server.commit();
+    server.scope(&mut conn).unwrap().include(b);
+    // b takes the handle a gave back (0: the last check below shows it).
+    let add_b = write(&mut server, &mut conn, 3);
+    server.get_mut(b).unwrap().hp = 7;
+    server.commit();
+    let change_b = write(&mut server, &mut conn, 4);
+    server.commit();
+    server.scope(&mut conn).unwrap().exclude(b);
+    let exit_b = write(&mut server, &mut conn, 5);
+
+    let deliver = |packets: &[&Vec<u8>]| {
+        let (mut client, mut events) = (FastArray::<Unit>::mirror(), Events::default());
+        for packet in packets {
+            client.apply_delta(packet, &mut events).unwrap();
+        }
+        (client, events)
+    };
+    // b's exit overtakes its add and its change: b never shows.
+    let (client, events) = deliver(&[&add_a, &exit_a, &exit_b, &add_b, &change_b]);
+    assert!(client.is_empty());
+    assert_eq!((events.left, events.destroyed), (vec![a], vec![]));
+    // a's exit again, after the handle named b: b stays, changed.
+    let (client, events) = deliver(&[&add_a, &exit_a, &add_b, &exit_a, &change_b, &add_a]);
+    assert_eq!(client.ids().collect::<Vec<_>>(), vec![b]);
+    assert_eq!(client.get(b).unwrap().hp, 7);
+    assert_eq!(events.left, vec![a]);
+    // b's change before its add: refused whole (its handle names nothing
+    // yet), and nothing changes.
+    let (mut client, mut events) = deliver(&[&add_a, &exit_a]);
+    let before = client.clone();
+    assert!(matches!(
+        client.apply_delta(&change_b, &mut events),
+        Err(DecodeError::UnknownHandle { handle: 0 })
+    ));
     assert_eq!(client, before);
 }
 

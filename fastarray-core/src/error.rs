@@ -114,6 +114,13 @@ pub enum DecodeError {
         /// The item's id.
         id: crate::ReplicationId,
     },
+    /// A partial change naming a handle this mirror was never given (see
+    /// `WIRE.md`, "Handles"): the sender names an item by a handle only
+    /// after the client acknowledged the whole item that carried it.
+    UnknownHandle {
+        /// The handle.
+        handle: u64,
+    },
     /// The same id appears twice in one message.
     DuplicateId {
         /// The repeated id.
@@ -254,6 +261,10 @@ impl fmt::Display for DecodeError {
             Self::UnknownItem { id } => write!(
                 f,
                 "a partial change for item {id}, which this mirror never held"
+            ),
+            Self::UnknownHandle { handle } => write!(
+                f,
+                "a partial change for handle {handle}, which this mirror was never given"
             ),
             Self::DuplicateId { id } => write!(f, "item {id} appears twice in one message"),
             Self::NotAnObjectChange { id } => write!(

@@ -82,6 +82,12 @@ impl ReplicationKey {
         self.0
     }
 
+    /// The key of raw value `raw`.
+    #[inline]
+    pub(crate) const fn from_raw(raw: u32) -> Self {
+        Self(raw)
+    }
+
     /// The next version.
     #[inline]
     #[must_use]

@@ -24,6 +24,8 @@ const LAYERS: &[&[&str]] = &[
     &["wire"],
     &[
         "send::pending",
+        "send::seen",
+        "send::handles",
         "send::view",
         "send::retirement",
         "send::stats",

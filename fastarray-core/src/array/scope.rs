@@ -27,6 +27,13 @@ impl<T: Replicate> FastArray<T> {
     /// late packets are handled as for every other change; an item
     /// destroyed while in scope is removed as usual.
     ///
+    /// Give the connection its scope before its first write: it then names
+    /// items on the wire by small handles of its own instead of their ids
+    /// (`WIRE.md`, "Handles"), so a client seeing 1 000 items of 100 000
+    /// pays for ids among about 1 000. A connection scoped later keeps
+    /// naming items by ids. The mirror's items and events carry ids either
+    /// way.
+    ///
     /// A connection's scope belongs to this array: a write of `conn` on
     /// another array (or on a clone of this one) is refused with
     /// [`SendError::ScopedElsewhere`]. Dropping the connection state (and

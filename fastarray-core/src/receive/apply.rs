@@ -39,6 +39,12 @@ impl Mirror {
             return report;
         }
         let advanced = self.advance(frame);
+        for &(handle, id, start) in &decoded.bindings {
+            self.bind(handle, id, start);
+        }
+        for &handle in &decoded.vacated {
+            self.vacate(handle, frame);
+        }
 
         self.reserve_exits(decoded.exits.iter().filter(|&&exit| exit).count());
         let exits = decoded.exits.into_iter().chain(core::iter::repeat(false));

@@ -3,7 +3,7 @@
 //! A delta whose contents will be dropped (inside an entry for a removed
 //! item, or in a stale message) is read past without being kept.
 
-use super::mirror::Mirror;
+use super::mirror::{Mirror, Named, NamedWhole};
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
@@ -47,6 +47,20 @@ pub(crate) struct Decoded<T: Replicate> {
     pub(crate) inner: Vec<ArrayDelta>,
     /// Entries read past: for tombstoned items, or all of a stale message.
     pub(crate) skipped: usize,
+    /// Handles that whole entries gave a new item, with that item and the
+    /// frame the sender gave it in.
+    pub(crate) bindings: Vec<(u64, ReplicationId, u64)>,
+    /// Handles removals named while they named nothing.
+    pub(crate) vacated: Vec<u64>,
+}
+
+/// How a delta is laid out, from its kind.
+#[derive(Clone, Copy)]
+struct Layout {
+    /// Its removals carry exit flags.
+    exits: bool,
+    /// It names items by handles, and its whole entries carry their ids.
+    handles: bool,
 }
 
 /// The decoded delta of one `#[replicate(array)]` field of an entry.
@@ -68,6 +82,8 @@ impl<T: Replicate> Decoded<T> {
             entries: Vec::new(),
             inner: Vec::new(),
             skipped: 0,
+            bindings: Vec::new(),
+            vacated: Vec::new(),
         }
     }
 
@@ -87,13 +103,13 @@ impl Mirror {
         reader: &mut BitReader<'_>,
     ) -> Result<Decoded<T>, DecodeError> {
         let mut decoded = Decoded::empty();
-        let Some(exits) = read_kind(reader)? else {
+        let Some(layout) = read_kind(reader)? else {
             return Ok(decoded);
         };
         let frame = FrameField::read(reader)?.resolve(self.newest())?;
         decoded.frame = Some(frame);
         decoded.stale = self.is_stale(frame);
-        read_body(reader, exits, Some((self, store, &mut decoded)))?;
+        read_body(reader, layout, Some((self, store, &mut decoded)))?;
         Ok(decoded)
     }
 }
@@ -103,21 +119,23 @@ impl Mirror {
 /// value is decoded and dropped at once, nothing is checked against a
 /// mirror, and a short frame needs no reference.
 pub(crate) fn skip_delta<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-    if let Some(exits) = read_kind(reader)? {
+    if let Some(layout) = read_kind(reader)? {
         FrameField::read(reader)?;
-        read_body::<T>(reader, exits, None)?;
+        read_body::<T>(reader, layout, None)?;
     }
     Ok(())
 }
 
 /// Reads a delta's removals and items. With a mirror and its items,
 /// checks them and keeps in `decoded` what there is to apply (nothing of a
-/// stale message); without, only reads past them.
+/// stale message); without, only reads past them. Items named by handles
+/// are kept under the ids the handles name.
 fn read_body<T: Replicate>(
     reader: &mut BitReader<'_>,
-    exits: bool,
+    layout: Layout,
     check: Option<(&Mirror, &Store<T>, &mut Decoded<T>)>,
 ) -> Result<(), DecodeError> {
+    let Layout { exits, handles } = layout;
     let (mirror, mut into) = match check {
         Some((mirror, store, decoded)) => (Some((mirror, store)), Some(decoded)),
         None => (None, None),
@@ -164,8 +182,18 @@ fn read_body<T: Replicate>(
     }
     let mut removed = removals.iter().peekable();
     for _ in 0..count {
-        let id = ids.read(reader)?;
-        let entry = if reader.read_bool()? {
+        let wire = ids.read(reader)?;
+        let whole = reader.read_bool()?;
+        // A whole entry by handle: the item's id, and how many frames
+        // before this one the sender gave it the handle.
+        let carried = if whole && handles {
+            let id = ReplicationId::from_raw(reader.read_varint()?);
+            let age = reader.read_gamma()?;
+            Some((id, frame.saturating_sub(age)))
+        } else {
+            None
+        };
+        let entry = if whole {
             Entry::Whole(Box::new(T::decode(reader)?))
         } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
             Entry::Arrays
@@ -179,17 +207,44 @@ fn read_body<T: Replicate>(
         };
         // Checks that need no other entry: removals and items are both
         // ascending, so a duplicate is found walking them together.
-        while removed.next_if(|&&r| r < id).is_some() {}
-        if removed.peek() == Some(&&id) {
-            return Err(DecodeError::DuplicateId { id });
+        while removed.next_if(|&&r| r < wire).is_some() {}
+        if removed.peek() == Some(&&wire) {
+            return Err(DecodeError::DuplicateId { id: wire });
         }
-        if object && id != OBJECT {
+        if !keep && handles {
+            // A stale message is read past whole: its handles need not
+            // name anything.
+            skip_arrays::<T>(reader)?;
+            continue;
+        }
+        // The item the entry is for: its id, or what its handle names (a
+        // whole entry names it itself, and may give the handle a new
+        // item; an entry for an item already removed here is read past).
+        let handle = wire.to_raw();
+        let (id, earlier) = match (handles, carried) {
+            (false, _) => (wire, false),
+            (true, Some((id, start))) => match mirror.named_whole(handle, frame, start) {
+                NamedWhole::Gone => (id, true),
+                NamedWhole::Current => (id, false),
+                NamedWhole::New => {
+                    decoded.bindings.push((handle, id, start));
+                    (id, false)
+                }
+            },
+            (true, None) => match mirror.named(handle, frame) {
+                Named::Item(id) => (id, false),
+                Named::Gone => (wire, true),
+                Named::Unknown => return Err(DecodeError::UnknownHandle { handle }),
+            },
+        };
+        if object && !earlier && id != OBJECT {
             return Err(DecodeError::NotAnObjectChange { id });
         }
         // Entries written before the item was removed, or before it last
         // left the scope (its mirror copy then belongs to a later stay),
         // are read past.
-        let dropped = mirror.drops_entry(id, frame)
+        let dropped = earlier
+            || mirror.drops_entry(id, frame)
             || store.returned_after(id).is_some_and(|exit| frame <= exit);
         let held = store.get(id);
         if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !dropped && held.is_none() {
@@ -215,7 +270,32 @@ fn read_body<T: Replicate>(
         }
         decoded.entries.push((id, entry));
     }
-    if let Some(decoded) = into {
+    if let (Some(decoded), Some((mirror, _))) = (into, mirror) {
+        if handles && keep {
+            // The items the handles name. A removal naming a handle's
+            // earlier item has nothing left to remove; one naming nothing
+            // (the item's whole entry is late or lost) removes nothing
+            // here. Either way the handle names nothing after it, and
+            // entries up to its frame are read past.
+            let mut kept = 0;
+            for index in 0..removals.len() {
+                let handle = removals[index].to_raw();
+                match mirror.named(handle, frame) {
+                    Named::Item(id) => {
+                        decoded.vacated.push(handle);
+                        removals[kept] = id;
+                        if exits {
+                            flags[kept] = flags[index];
+                        }
+                        kept += 1;
+                    }
+                    Named::Unknown => decoded.vacated.push(handle),
+                    Named::Gone => {}
+                }
+            }
+            removals.truncate(kept);
+            flags.truncate(if exits { kept } else { 0 });
+        }
         decoded.removals = removals;
         decoded.exits = flags;
     }
@@ -255,14 +335,17 @@ fn read_arrays<T: Replicate>(
 /// The item of a replicated object's array.
 const OBJECT: ReplicationId = ReplicationId::from_raw(0);
 
-/// Reads a message's kind: for a delta, whether its removals carry exit
-/// flags; `None` for an empty one.
-fn read_kind(reader: &mut BitReader<'_>) -> Result<Option<bool>, DecodeError> {
+/// Reads a message's kind: for a delta, its layout; `None` for an empty
+/// one.
+fn read_kind(reader: &mut BitReader<'_>) -> Result<Option<Layout>, DecodeError> {
     let bit_offset = reader.bit_offset();
+    let layout = |exits, handles| Ok(Some(Layout { exits, handles }));
     match MessageKind::read(reader)? {
         MessageKind::Empty => Ok(None),
-        MessageKind::Delta => Ok(Some(false)),
-        MessageKind::DeltaWithExits => Ok(Some(true)),
+        MessageKind::Delta => layout(false, false),
+        MessageKind::DeltaWithExits => layout(true, false),
+        MessageKind::HandleDelta => layout(false, true),
+        MessageKind::HandleDeltaWithExits => layout(true, true),
         MessageKind::Snapshot => Err(DecodeError::UnexpectedMessageKind {
             bit_offset,
             expected: MessageKind::Delta.name(),

@@ -2,6 +2,8 @@
 //! the newest frame applied, the tombstones of removed ids, the snapshot it
 //! started from — and the rules that follow: which messages are stale.
 
+use hashbrown::HashMap;
+
 use super::tombstones::Tombstones;
 use crate::id::ReplicationId;
 use crate::wire::WINDOW;
@@ -20,6 +22,48 @@ pub(crate) struct Mirror {
     /// everything up to it, so older messages have nothing to add (and
     /// their adds could bring back items removed before it).
     floor: Option<u64>,
+    /// For a stream that names items by handles: what each handle names
+    /// (see [`Handle`]).
+    handles: HashMap<u64, Handle>,
+}
+
+/// What a handle names, as far as this mirror knows. A handle names one
+/// item at a time, from the frame the sender took it in (its *start*); the
+/// sender gives it a new item only once this mirror applied the old one's
+/// removal, and in a later frame than any message naming the old one.
+/// So an entry of frame `f` names the handle's item if `f` is at or after
+/// its start and after the last removal applied; otherwise an earlier
+/// item, now gone.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Handle {
+    /// The item it names (none once removed, or before its whole entry
+    /// arrived).
+    item: Option<ReplicationId>,
+    /// The frame the sender took it in for that item.
+    start: u64,
+    /// The frame of the newest removal applied to it (0: none).
+    removed: u64,
+}
+
+/// What a handle names in an entry or removal of some frame.
+pub(crate) enum Named {
+    /// This item.
+    Item(ReplicationId),
+    /// An item already removed here: the entry is read past.
+    Gone,
+    /// An item this mirror was not given (its whole entry is late, or
+    /// lost).
+    Unknown,
+}
+
+/// What a handle names in a whole entry of some frame.
+pub(crate) enum NamedWhole {
+    /// The handle's current item (the entry's own id is the one used).
+    Current,
+    /// A new item: the handle names it from then on.
+    New,
+    /// An item already removed here: the entry is read past.
+    Gone,
 }
 
 impl Mirror {
@@ -76,6 +120,51 @@ impl Mirror {
             self.newest = Some(frame);
         }
         advanced
+    }
+
+    /// What `handle` names in a partial entry or a removal of `frame`.
+    pub(crate) fn named(&self, handle: u64, frame: u64) -> Named {
+        match self.handles.get(&handle) {
+            None => Named::Unknown,
+            Some(h) if frame <= h.removed || frame < h.start => Named::Gone,
+            Some(h) => h.item.map_or(Named::Unknown, Named::Item),
+        }
+    }
+
+    /// What `handle` names in a whole entry of `frame`, sent for an item
+    /// the sender gave the handle in frame `start`.
+    pub(crate) fn named_whole(&self, handle: u64, frame: u64, start: u64) -> NamedWhole {
+        match self.handles.get(&handle) {
+            None => NamedWhole::New,
+            Some(h) if frame <= h.removed || start < h.start => NamedWhole::Gone,
+            Some(h) if start == h.start && h.item.is_some() => NamedWhole::Current,
+            Some(h) if start == h.start => NamedWhole::Gone,
+            Some(_) => NamedWhole::New,
+        }
+    }
+
+    /// `handle` names `id`, given it in frame `start` (a whole entry said
+    /// so).
+    pub(crate) fn bind(&mut self, handle: u64, id: ReplicationId, start: u64) {
+        let h = self.handles.entry(handle).or_insert(Handle {
+            item: None,
+            start: 0,
+            removed: 0,
+        });
+        h.item = Some(id);
+        h.start = start;
+    }
+
+    /// A removal of `frame` named `handle`: its item is gone (whether this
+    /// mirror had it or not), and entries up to that frame are read past.
+    pub(crate) fn vacate(&mut self, handle: u64, frame: u64) {
+        let h = self.handles.entry(handle).or_insert(Handle {
+            item: None,
+            start: 0,
+            removed: 0,
+        });
+        h.item = None;
+        h.removed = h.removed.max(frame);
     }
 
     /// Records the removal of `id` at `frame`.

@@ -11,11 +11,13 @@
 
 pub(crate) mod caught_up;
 pub(crate) mod encode_cache;
+pub(crate) mod handles;
 pub(crate) mod interest;
 pub(crate) mod pending;
 pub(crate) mod plan;
 pub(crate) mod retirement;
 pub(crate) mod scope;
+pub(crate) mod seen;
 pub(crate) mod sender;
 pub(crate) mod state;
 pub(crate) mod stats;

@@ -7,11 +7,12 @@ use super::encode_cache::{EncodeCache, Payload, Span};
 use super::pending::Work;
 use super::state::{Due, Removal, SendState};
 use super::stats::{Budget, DeltaStats, Oversized};
-use crate::bits::BitWriter;
+use crate::bits::{BitWriter, gamma_bits, varint_bits};
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::replicate::Replicate;
 use crate::store::Store;
+use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
 use crate::wire::field_set::write_field_set;
 use crate::wire::id_list::ListSize;
@@ -20,6 +21,8 @@ use crate::wire::id_list::ListSize;
 #[derive(Clone, Debug)]
 pub(crate) struct Planned {
     pub(crate) id: ReplicationId,
+    /// Its name on the wire (see [`Due::wire`]).
+    pub(crate) wire: ReplicationId,
     pub(crate) work: Work,
     pub(crate) key: ReplicationKey,
     /// The frame its work first became due.
@@ -58,6 +61,8 @@ struct Fill {
     removals: ListSize,
     /// Whether a removal is a scope exit (then each takes a flag bit).
     exits: bool,
+    /// Whether the connection names items by handles.
+    handles: bool,
     items: ListSize,
     /// Flags, payloads and array deltas of the items.
     entries: u64,
@@ -75,7 +80,7 @@ impl Fill {
     /// The bits of the exit flags of the removals taken so far, `exits`
     /// being whether one of them is an exit.
     fn exit_bits(&self, exits: bool) -> u64 {
-        exit_bits(self.removals.count(), exits)
+        exit_bits(self.removals.count(), exits, self.handles)
     }
 
     fn left(&self) -> u64 {
@@ -154,12 +159,14 @@ pub(crate) fn plan<T: Replicate>(
     if plan.items.capacity() > 4 * due.len().max(64) {
         plan.items = Vec::new();
     }
+    let handles = conn.uses_handles();
     let mut fill = budget.map(|budget| Fill {
         budget: budget.bits,
         alone_budget: budget.alone,
-        header: 2 + conn.frame_bits(store.frame()),
+        header: MessageKind::delta(false, handles).bits() + conn.frame_bits(store.frame()),
         removals: ListSize::default(),
         exits: false,
+        handles,
         items: ListSize::default(),
         entries: 0,
     });
@@ -175,10 +182,10 @@ pub(crate) fn plan<T: Replicate>(
                 // The list grows by the id, and the flags by one bit (or
                 // one per removal so far, for the first exit).
                 let exits = fill.exits || removal.exit;
-                let flags = exit_bits(fill.removals.count() + 1, exits);
-                let cost = fill.removals.cost(removal.id) + flags - fill.exit_bits(fill.exits);
+                let flags = exit_bits(fill.removals.count() + 1, exits, handles);
+                let cost = fill.removals.cost(removal.wire) + flags - fill.exit_bits(fill.exits);
                 if fill.used() + cost <= fill.budget {
-                    fill.removals.insert(removal.id);
+                    fill.removals.insert(removal.wire);
                     fill.exits = exits;
                     plan.removals.push(removal);
                 } else {
@@ -261,22 +268,23 @@ impl<T: Replicate> Chooser<'_, T> {
             let mut work = d.work;
             let mut span = self.encode_entry(d.id, d.pos, work)?;
             if let (Some(fill), Work::Fields(mask)) = (fill.as_deref(), work) {
-                let cost = fill.items.cost(d.id) + 1 + span.bits + arrays;
+                let cost = fill.items.cost(d.wire) + 1 + span.bits + arrays;
                 if !mask.is_empty() && fill.used() + cost > fill.budget {
                     // A known item may always go whole: with most of its
                     // fields changed, that can be the smaller entry.
                     let whole = Work::Add { structural: false };
                     let full = self.encode_entry(d.id, d.pos, whole)?;
-                    if full.bits < span.bits {
+                    if full.bits + self.name_bits(&d, whole) < span.bits {
                         (work, span) = (whole, full);
                     }
                 }
             }
-            let own = 1 + span.bits + arrays;
+            let name = self.name_bits(&d, work);
+            let own = 1 + name + span.bits + arrays;
             let mut inner = None;
             if let Some(fill) = fill.as_deref() {
-                let cost = fill.items.cost(d.id) + own;
-                let alone = fill.alone(d.id, own);
+                let cost = fill.items.cost(d.wire) + own;
+                let alone = fill.alone(d.wire, own);
                 if fill.used() + cost > fill.budget {
                     if alone > fill.alone_budget {
                         let this = Oversized {
@@ -302,7 +310,7 @@ impl<T: Replicate> Chooser<'_, T> {
                 if let (Some(fill), Some(oversized)) = (fill.as_deref(), &mut part.oversized) {
                     // What the owner's message needs to carry it: the
                     // owner's entry alone, with that array's message.
-                    oversized.bits += fill.alone(d.id, own) - 1;
+                    oversized.bits += fill.alone(d.wire, own) - 1;
                 }
                 deltas.1 = part.bits;
                 plan.oversized = Oversized::merge(plan.oversized, part.oversized);
@@ -322,11 +330,12 @@ impl<T: Replicate> Chooser<'_, T> {
                 }
             }
             if let Some(fill) = fill.as_deref_mut() {
-                fill.items.insert(d.id);
-                fill.entries += 1 + span.bits + deltas.1;
+                fill.items.insert(d.wire);
+                fill.entries += 1 + name + span.bits + deltas.1;
             }
             plan.items.push(Planned {
                 id: d.id,
+                wire: d.wire,
                 work,
                 key: self.store.slot(d.pos).key,
                 since: d.since,
@@ -335,6 +344,19 @@ impl<T: Replicate> Chooser<'_, T> {
             });
         }
         Ok(())
+    }
+
+    /// The bits of an entry's name beyond its handle: a whole entry on a
+    /// connection naming items by handles carries the item's id and how
+    /// long ago the handle was taken.
+    fn name_bits(&self, d: &Due, work: Work) -> u64 {
+        match work {
+            Work::Add { .. } if self.conn.uses_handles() => {
+                let age = self.conn.handle_age(d.wire, self.store.frame());
+                varint_bits(d.id.to_raw()) + gamma_bits(age)
+            }
+            _ => 0,
+        }
     }
 
     /// The encoding of an item's entry after its flag (shared by every

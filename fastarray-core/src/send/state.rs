@@ -55,7 +55,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (312 bytes before its own entries) per array field. Hash
+/// `SendState` (320 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -104,6 +104,8 @@ pub(crate) trait Holdings {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Removal {
     pub(crate) id: ReplicationId,
+    /// Its name on the wire: the id, or the connection's handle for it.
+    pub(crate) wire: ReplicationId,
     /// The frame it first became due.
     pub(crate) since: u64,
     /// Whether the item still exists and only left the scope.
@@ -121,6 +123,8 @@ impl Removal {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
     pub(crate) id: ReplicationId,
+    /// Its name on the wire: the id, or the connection's handle for it.
+    pub(crate) wire: ReplicationId,
     /// The item's position in the array's storage.
     pub(crate) pos: usize,
     pub(crate) work: Work,
@@ -281,6 +285,27 @@ impl SendState {
         while let Some(record) = self.retirement.take_expired(frame) {
             self.retire_lost(record);
         }
+    }
+
+    /// Chooses, before the connection's first message, how it names
+    /// items on the wire: by handles if it has a scope (see
+    /// `send::handles`), by ids otherwise. Once anything was written (or
+    /// the client joined with a snapshot) the choice stays.
+    pub(crate) fn choose_names(&mut self) {
+        let fresh = self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty();
+        if fresh && self.scope.is_some() && !self.views.uses_handles() {
+            self.views.start_handles();
+        }
+    }
+
+    /// Whether the connection names items by handles.
+    pub(crate) fn uses_handles(&self) -> bool {
+        self.views.uses_handles()
+    }
+
+    /// How many frames before `frame` the handle `wire` was taken.
+    pub(crate) fn handle_age(&self, wire: ReplicationId, frame: u64) -> u64 {
+        self.views.handle_age(wire, frame)
     }
 
     /// Whether this connection can take frame `frame`'s shared message: it
@@ -567,6 +592,7 @@ impl SendState {
                     if held {
                         removals.push(Removal {
                             id,
+                            wire: self.views.wire_name(id, frame),
                             since: pending.since,
                             // An item gone since it left the scope is
                             // simply gone.
@@ -598,6 +624,7 @@ impl SendState {
             };
             items.push(Due {
                 id,
+                wire: self.views.wire_name(id, frame),
                 pos,
                 work,
                 since: pending.since,
@@ -976,10 +1003,13 @@ impl SendState {
             {
                 self.queue_inner_work(entry.id, record.frame);
             }
-            if self
-                .views
-                .acknowledged(entry.id, entry.work, entry.key, record.seq)
-            {
+            if self.views.acknowledged(
+                entry.id,
+                entry.work,
+                entry.key,
+                record.seq,
+                self.written_frame,
+            ) {
                 self.inner.remove(&entry.id);
                 if let (Work::Exit, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
                     scope.exit_acknowledged(entry.id, record.frame);
@@ -1068,7 +1098,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            312,
+            320,
             "per array inside an item"
         );
     }

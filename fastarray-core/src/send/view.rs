@@ -10,9 +10,10 @@
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
+use super::handles::Handles;
 use super::pending::Work;
 use super::retirement::RecordEntry;
-use super::scope::Seen;
+use super::seen::Seen;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
@@ -62,7 +63,11 @@ struct Rest {
     in_flight: u8,
     /// The scope's priority, as [`Seen`] keeps it.
     priority: u16,
-    acked_key: ReplicationKey,
+    /// For a connection naming items by ids: the item's key when the
+    /// newest acknowledged record carrying it was written. By handles: the
+    /// item's handle plus one, 0 for none (and the acknowledged key is not
+    /// kept: see [`Views::acknowledged`]).
+    word: u32,
 }
 
 /// The holding bits of an item in scope that the client holds nothing of.
@@ -86,7 +91,7 @@ impl Rest {
             flags: ABSENT,
             in_flight: 0,
             priority: 0,
-            acked_key: ReplicationKey::default(),
+            word: 0,
         }
     }
 
@@ -113,7 +118,12 @@ impl Rest {
     fn clear_view(&mut self) {
         self.flags = (self.flags & (IN_SCOPE | (7 << LEVEL_SHIFT))) | ABSENT;
         self.in_flight = 0;
-        self.acked_key = ReplicationKey::default();
+        self.word = 0;
+    }
+
+    /// The item's handle, on a connection naming items by handles.
+    fn handle(&self) -> Option<u32> {
+        self.word.checked_sub(1)
     }
 
     fn seen(&self) -> Option<Seen> {
@@ -189,6 +199,8 @@ pub(crate) struct Views {
     known: u32,
     /// Entries the client may hold (the others are only in scope).
     held: u32,
+    /// The handles, once the connection names items by them.
+    handles: Option<Box<Handles>>,
 }
 
 impl Views {
@@ -198,7 +210,7 @@ impl Views {
         Some(View {
             holding: rest.holding()?,
             acked: rest.flags & ACKED != 0,
-            acked_key: rest.acked_key,
+            acked_key: ReplicationKey::from_raw(rest.word),
         })
     }
 
@@ -277,6 +289,11 @@ impl Views {
         rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
         rest.priority = 0;
         if rest.holding().is_none() {
+            // Its handle, if it took one, was never written: no message
+            // names it.
+            if let (Some(handle), Some(handles)) = (rest.handle(), self.handles.as_deref_mut()) {
+                handles.give_back(handle, 0);
+            }
             self.map.remove(&id);
         }
         true
@@ -284,11 +301,58 @@ impl Views {
 
     /// Empties the scope (a new one starts): the entries only in it go.
     pub(crate) fn clear_scope(&mut self) {
+        let handles = &mut self.handles;
         self.map.retain(|_, rest| {
             rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
             rest.priority = 0;
-            rest.holding().is_some()
+            let held = rest.holding().is_some();
+            if let (false, Some(handle), Some(handles)) =
+                (held, rest.handle(), handles.as_deref_mut())
+            {
+                handles.give_back(handle, 0);
+            }
+            held
         });
+    }
+
+    // Handles (see `send::handles`).
+
+    /// Whether the connection names items by handles.
+    pub(crate) fn uses_handles(&self) -> bool {
+        self.handles.is_some()
+    }
+
+    /// From now on the connection names items by handles: call only while
+    /// the client holds nothing.
+    pub(crate) fn start_handles(&mut self) {
+        debug_assert_eq!(self.held, 0);
+        self.handles.get_or_insert_with(Box::default);
+    }
+
+    /// How many frames before `frame` the handle `wire` was taken (0 for
+    /// a connection naming items by ids).
+    pub(crate) fn handle_age(&self, wire: ReplicationId, frame: u64) -> u64 {
+        self.handles
+            .as_deref()
+            .map_or(0, |handles| handles.age(wire.to_raw() as u32, frame))
+    }
+
+    /// The name of `id` on the wire in a message of `frame`: its handle
+    /// (taking one if it has none), or the id itself.
+    pub(crate) fn wire_name(&mut self, id: ReplicationId, frame: u64) -> ReplicationId {
+        let Some(handles) = self.handles.as_deref_mut() else {
+            return id;
+        };
+        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        let handle = match rest.handle() {
+            Some(handle) => handle,
+            None => {
+                let handle = handles.take(frame);
+                rest.word = handle + 1;
+                handle
+            }
+        };
+        ReplicationId::from_raw(u64::from(handle))
     }
 
     /// The ids in the scope, in no order.
@@ -323,7 +387,7 @@ impl Views {
         }
         rest.clear_view();
         rest.set_holding(Holding::Known);
-        rest.acked_key = key;
+        rest.word = key.to_raw();
         self.known += 1;
     }
 
@@ -428,12 +492,19 @@ impl Views {
     /// Updates the view of `id` for acknowledged record `seq`, which
     /// carried `work` at `key`. Returns whether the client no longer holds
     /// the item (its removal was acknowledged).
+    ///
+    /// `written` is the connection's newest frame written: a handle the
+    /// item gives back is reused only in a later one.
+    ///
+    /// A connection naming items by handles keeps no acknowledged key (the
+    /// entry keeps the handle instead): it resynchronises by frames only.
     pub(crate) fn acknowledged(
         &mut self,
         id: ReplicationId,
         work: Work,
         key: ReplicationKey,
         seq: u64,
+        written: u64,
     ) -> bool {
         let Some(rest) = self.map.get_mut(&id) else {
             return false;
@@ -449,6 +520,9 @@ impl Views {
                 self.flights.remove(&id);
             }
             self.held -= 1;
+            if let (Some(handle), Some(handles)) = (rest.handle(), self.handles.as_deref_mut()) {
+                handles.give_back(handle, written);
+            }
             if rest.flags & IN_SCOPE == 0 {
                 self.map.remove(&id);
             } else {
@@ -476,8 +550,10 @@ impl Views {
             }
         }
         if seq > acked_seq {
-            rest.flags |= ACKED;
-            rest.acked_key = key;
+            if self.handles.is_none() {
+                rest.flags |= ACKED;
+                rest.word = key.to_raw();
+            }
             if let Some(flight) = flight.as_mut() {
                 flight.get_mut().acked_seq = seq;
             }
@@ -603,7 +679,7 @@ mod tests {
         views.written(id(1), Work::Fields(FieldMask::EMPTY), 2, all);
         assert_eq!(views.flights.len(), 1);
         let add = Work::Add { structural: true };
-        let dropped = views.acknowledged(id(1), add, ReplicationKey::default(), 1);
+        let dropped = views.acknowledged(id(1), add, ReplicationKey::default(), 1, 0);
         assert!(!dropped, "an add leaves the item held");
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert_eq!(views.flights.len(), 1, "record 2 is still in flight");
@@ -640,7 +716,13 @@ mod tests {
                 );
                 views.lost(id(3), seq);
             } else {
-                views.acknowledged(id(3), Work::Fields(fields), ReplicationKey::default(), seq);
+                views.acknowledged(
+                    id(3),
+                    Work::Fields(fields),
+                    ReplicationKey::default(),
+                    seq,
+                    0,
+                );
             }
         }
         assert!(views.get(id(3)).unwrap().acked);
@@ -658,12 +740,12 @@ mod tests {
         views.written(id(9), Work::Add { structural: true }, 1, all);
         views.written(id(9), Work::Exit, 2, all);
         assert!(
-            views.acknowledged(id(9), Work::Exit, key, 2),
+            views.acknowledged(id(9), Work::Exit, key, 2, 0),
             "the exit drops it"
         );
         // Back in scope while record 1 is still in flight.
         views.written(id(9), Work::Add { structural: true }, 3, all);
-        assert!(!views.acknowledged(id(9), Work::Add { structural: true }, key, 1));
+        assert!(!views.acknowledged(id(9), Work::Add { structural: true }, key, 1, 0));
         assert_eq!(views.get(id(9)).unwrap().holding, Holding::AddInFlight);
         let entry = RecordEntry::new(id(9), Work::Add { structural: true }, key, 1, 1);
         assert_eq!(views.lost_work(&entry, 1, all), None);
@@ -673,7 +755,7 @@ mod tests {
             1,
             "record 3 is still in flight"
         );
-        views.acknowledged(id(9), Work::Add { structural: true }, key, 3);
+        views.acknowledged(id(9), Work::Add { structural: true }, key, 3, 0);
         assert_eq!(views.get(id(9)).unwrap().holding, Holding::Known);
         views.trim(4);
         assert!(views.flights.is_empty());
@@ -701,16 +783,16 @@ mod tests {
 
         views.written(id(4), Work::Add { structural: true }, 1, all);
         assert_eq!(views.len(), 1);
-        views.acknowledged(id(4), Work::Add { structural: true }, key, 1);
+        views.acknowledged(id(4), Work::Add { structural: true }, key, 1, 0);
         assert!(views.all_known());
         views.written(id(4), Work::Remove, 2, all);
-        assert!(views.acknowledged(id(4), Work::Remove, key, 2));
+        assert!(views.acknowledged(id(4), Work::Remove, key, 2, 0));
         assert_eq!(views.seen(id(4)), Some(far), "still in scope");
         assert!(views.get(id(4)).is_none());
         assert_eq!((views.len(), views.map.len()), (0, 1));
         // A record of the stay that ended changes nothing.
         views.lost(id(4), 1);
-        assert!(!views.acknowledged(id(4), Work::Fields(all), key, 1));
+        assert!(!views.acknowledged(id(4), Work::Fields(all), key, 1, 0));
         assert!(views.get(id(4)).is_none());
 
         assert!(views.leave_scope(id(4)));

@@ -45,6 +45,7 @@ impl Sender {
         let frame = store.frame();
         let all_fields = FieldMask::all(T::FIELD_COUNT);
         conn.expire(frame);
+        conn.choose_names();
         let shareable = budget.is_none()
             && T::ARRAY_FIELDS == 0
             && conn.in_sync(frame, store.live_before(self.history.newest()));
@@ -96,10 +97,11 @@ impl Sender {
             stats.bits = 1;
             return Ok(stats);
         }
-        removals.sort_unstable_by_key(|removal| removal.id);
-        items.sort_unstable_by_key(|p| p.id);
+        removals.sort_unstable_by_key(|removal| removal.wire);
+        items.sort_unstable_by_key(|p| p.wire);
         let message = Message {
             frame,
+            handles: conn.uses_handles(),
             removals: &removals,
             items: &items,
             inner: &scratch,
@@ -200,6 +202,9 @@ impl Sender {
 /// A planned message, ready to write.
 struct Message<'a> {
     frame: u64,
+    /// Whether items are named by the connection's handles (a whole entry
+    /// then carries the item's id).
+    handles: bool,
     removals: &'a [Removal],
     items: &'a [Planned],
     /// The items' array deltas.
@@ -211,23 +216,24 @@ impl Message<'_> {
     /// their payloads (from `encoded`) and array deltas.
     fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
         let exits = self.removals.iter().any(|removal| removal.exit);
-        if exits {
-            MessageKind::DeltaWithExits.write(writer);
-        } else {
-            MessageKind::Delta.write(writer);
-        }
+        MessageKind::delta(exits, self.handles).write(writer);
         conn.write_frame(writer, self.frame);
-        let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.id));
+        let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.wire));
         for removal in self.removals {
-            ids.write(writer, removal.id);
+            ids.write(writer, removal.wire);
         }
         if exits {
             write_exits(writer, self.removals.iter().map(|removal| removal.exit));
         }
-        let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.id));
+        let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.wire));
         for item in self.items {
-            ids.write(writer, item.id);
-            writer.write_bool(matches!(item.work, Work::Add { .. }));
+            ids.write(writer, item.wire);
+            let whole = matches!(item.work, Work::Add { .. });
+            writer.write_bool(whole);
+            if whole && self.handles {
+                writer.write_varint(item.id.to_raw());
+                writer.write_gamma(conn.handle_age(item.wire, self.frame));
+            }
             encoded.copy(item.span, writer);
             let (start, bits) = item.inner;
             if bits > 0 {

@@ -1,5 +1,6 @@
 //! Which removals of a delta are scope exits. A delta with exits says so
-//! in its kind (`1 1 1`, one bit more than a plain delta's `1 0`); after
+//! in its kind (`1 1 1 0`, two bits more than a plain delta's `1 0`; a
+//! delta by handles says it in its kind's last bit, at no cost); after
 //! its list of removals, one bit per removal, in the list's order, says
 //! which (`1`: the item left the client's scope and still exists; `0`: it
 //! was destroyed). A delta without exits pays nothing for them.
@@ -8,9 +9,14 @@ use crate::bits::{BitReader, BitWriter};
 use crate::error::DecodeError;
 
 /// The bits exits add to a delta of `count` removals, `any` being whether
-/// one of them is an exit: the kind's extra bit and a flag per removal.
-pub(crate) fn exit_bits(count: u64, any: bool) -> u64 {
-    if any { 1 + count } else { 0 }
+/// one of them is an exit: the kind's extra bits (none for a delta by
+/// `handles`) and a flag per removal.
+pub(crate) fn exit_bits(count: u64, any: bool, handles: bool) -> u64 {
+    match (any, handles) {
+        (false, _) => 0,
+        (true, false) => 2 + count,
+        (true, true) => count,
+    }
 }
 
 /// Writes the flag of each removal, given in the removals' order (for a

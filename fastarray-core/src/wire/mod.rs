@@ -26,7 +26,7 @@ use crate::error::DecodeError;
 /// history ring's length.
 pub(crate) const WINDOW: u64 = crate::history::HISTORY_LEN as u64;
 
-/// The kind of a message, from its first one or two bits.
+/// The kind of a message, from its first one to five bits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum MessageKind {
     /// Nothing to apply.
@@ -36,6 +36,12 @@ pub(crate) enum MessageKind {
     /// Changes since what the receiver holds, some of the removals being
     /// scope exits (a flag per removal follows the list).
     DeltaWithExits,
+    /// Changes for a connection that names items by its own handles: each
+    /// whole entry carries the item's id after its flag.
+    HandleDelta,
+    /// A [`HandleDelta`](Self::HandleDelta) whose removals carry exit
+    /// flags.
+    HandleDeltaWithExits,
     /// The whole array.
     Snapshot,
 }
@@ -46,7 +52,31 @@ impl MessageKind {
             Self::Empty => "empty delta",
             Self::Delta => "delta",
             Self::DeltaWithExits => "delta with scope exits",
+            Self::HandleDelta => "delta by handles",
+            Self::HandleDeltaWithExits => "delta by handles with scope exits",
             Self::Snapshot => "snapshot",
+        }
+    }
+
+    /// The kind of a delta: with exit flags or not, naming items by
+    /// handles or by ids.
+    pub(crate) fn delta(exits: bool, handles: bool) -> Self {
+        match (exits, handles) {
+            (false, false) => Self::Delta,
+            (true, false) => Self::DeltaWithExits,
+            (false, true) => Self::HandleDelta,
+            (true, true) => Self::HandleDeltaWithExits,
+        }
+    }
+
+    /// Bits the kind takes.
+    pub(crate) fn bits(self) -> u64 {
+        match self {
+            Self::Empty => 1,
+            Self::Delta => 2,
+            Self::Snapshot => 3,
+            Self::DeltaWithExits => 4,
+            Self::HandleDelta | Self::HandleDeltaWithExits => 5,
         }
     }
 
@@ -54,8 +84,10 @@ impl MessageKind {
         match self {
             Self::Empty => writer.write_bool(false),
             Self::Delta => writer.write_bits(0b01, 2),
-            Self::DeltaWithExits => writer.write_bits(0b111, 3),
             Self::Snapshot => writer.write_bits(0b011, 3),
+            Self::DeltaWithExits => writer.write_bits(0b0111, 4),
+            Self::HandleDelta => writer.write_bits(0b0_1111, 5),
+            Self::HandleDeltaWithExits => writer.write_bits(0b1_1111, 5),
         }
     }
 
@@ -66,10 +98,16 @@ impl MessageKind {
         if !reader.read_bool()? {
             return Ok(Self::Delta);
         }
+        if !reader.read_bool()? {
+            return Ok(Self::Snapshot);
+        }
+        if !reader.read_bool()? {
+            return Ok(Self::DeltaWithExits);
+        }
         Ok(if reader.read_bool()? {
-            Self::DeltaWithExits
+            Self::HandleDeltaWithExits
         } else {
-            Self::Snapshot
+            Self::HandleDelta
         })
     }
 
@@ -97,13 +135,16 @@ mod tests {
         for (kind, bits) in [
             (MessageKind::Empty, 1),
             (MessageKind::Delta, 2),
-            (MessageKind::DeltaWithExits, 3),
+            (MessageKind::DeltaWithExits, 4),
             (MessageKind::Snapshot, 3),
+            (MessageKind::HandleDelta, 5),
+            (MessageKind::HandleDeltaWithExits, 5),
         ] {
             let mut out = Vec::new();
             let mut w = BitWriter::new(&mut out);
             kind.write(&mut w);
             assert_eq!(w.finish(), bits);
+            assert_eq!(kind.bits(), bits);
             assert_eq!(MessageKind::read(&mut BitReader::new(&out)), Ok(kind));
         }
     }
