@@ -103,6 +103,7 @@ fn delta(frame: u64, whole: bool, payload: impl FnOnce(&mut BitWriter<'_>)) -> (
     w.write_bool(false); // no removals
     w.write_bits(0b01, 2); // one item
     w.write_bool(false); // ids as varints
+    w.write_bool(false); // no field set shared by the entries
     w.write_varint(0); // id 0
     if whole {
         w.write_bool(true);

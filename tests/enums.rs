@@ -175,8 +175,9 @@ fn enum_items_send_what_the_spec_says() {
     if let Order::Move { x, .. } = &mut *server.get_mut(id).unwrap() {
         *x = 9;
     }
-    // kind, frame, no removals, one item, its gap code (Elias-delta)
-    let header = 2 + 16 + 1 + 2 + 1;
+    // kind, frame, no removals, one item, its gap code (Elias-delta), no
+    // field set shared by the entries
+    let header = 2 + 16 + 1 + 2 + 1 + 1;
     let id_bits = 1; // id 0
     let one_field = 1 + 1 + 2; // selector + gamma(0) + 2-bit handle (4 fields)
     assert_eq!(

@@ -147,8 +147,9 @@ fn one_changed_leaf_sends_its_index_and_value() {
     server.commit();
     let mut bytes = Vec::new();
     let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
-    // kind, short frame, no removals, one item, its gap code (Elias-delta)
-    let header = 2 + 16 + 1 + 2 + 1;
+    // kind, short frame, no removals, one item, its gap code (Elias-delta),
+    // no field set shared by the entries
+    let header = 2 + 16 + 1 + 2 + 1 + 1;
     let id_bits = 10; // varint(50)
     let leaf = 1 + 1 + 4; // selector, gamma(0), one 4-bit leaf index of 11 leaves: the path
     assert_eq!(stats.bits, header + id_bits + 1 + leaf + 32);

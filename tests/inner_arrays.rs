@@ -87,18 +87,19 @@ fn a_single_inner_change_sends_outer_id_inner_id_and_field() {
     let mut bytes = Vec::new();
     let stats = server.write_delta(&mut conn, 2, &mut bytes).unwrap();
     // Outer: kind, short frame, no removals, one item and its gap code
-    // (Elias-delta), id 70 (varint, 11), not whole, no plain fields.
-    let outer_bits = 2 + 16 + 1 + (2 + 1) + 11 + 1 + 1;
-    // Inner: kind, short frame, no removals, one item and its gap code,
-    // id 30 (varint, 9), not whole, field set (selector + 2-bit mask), the
-    // u16.
-    let inner_bits = 2 + 16 + 1 + (2 + 1) + 9 + 1 + (1 + 2) + 16;
-    assert_eq!(outer_bits + inner_bits, 86);
+    // (Elias-delta), no shared field set, id 70 (varint, 11), not whole,
+    // no plain fields.
+    let outer_bits = 2 + 16 + 1 + (2 + 1) + 1 + 11 + 1 + 1;
+    // Inner: kind, short frame, no removals, one item and its gap code, no
+    // shared field set, id 30 (varint, 9), not whole, field set (selector
+    // + 2-bit mask), the u16.
+    let inner_bits = 2 + 16 + 1 + (2 + 1) + 1 + 9 + 1 + (1 + 2) + 16;
+    assert_eq!(outer_bits + inner_bits, 88);
     assert_eq!(stats.bits, outer_bits + inner_bits);
     // Against sending the squad's whole member array (to a fresh connection).
     let mut members = server.get(outer).unwrap().members.clone();
     let whole = members.write_delta(&mut SendState::new(), 0, &mut Vec::new());
-    assert_eq!(whole.unwrap().bits, 1_122);
+    assert_eq!(whole.unwrap().bits, 1_123);
     assert_eq!(
         (stats.added, stats.changed),
         (0, 2),
@@ -118,11 +119,11 @@ fn a_single_inner_change_sends_outer_id_inner_id_and_field() {
 fn a_plain_change_sends_no_member() {
     let (mut server, mut conn, mut client) = synced();
     server.get_mut(ReplicationId::from_raw(5)).unwrap().tag = 77;
-    // Outer: header, id 5 (varint, 5), not whole, plain fields follow,
-    // the one-field set (selector + 1-bit mask), the u8; then an empty
-    // inner delta.
+    // Outer: header (with the bit saying no field set is shared), id 5
+    // (varint, 5), not whole, plain fields follow, the one-field set
+    // (selector + 1-bit mask), the u8; then an empty inner delta.
     let bits = exchange(&mut server, &mut conn, &mut client, 2);
-    assert_eq!(bits, (2 + 16 + 1 + 2 + 1) + 5 + 1 + 1 + (1 + 1) + 8 + 1);
+    assert_eq!(bits, (2 + 16 + 1 + 2 + 1 + 1) + 5 + 1 + 1 + (1 + 1) + 8 + 1);
     assert_eq!(client, server);
 }
 

@@ -70,9 +70,10 @@ fn an_object_replicates_its_fields_and_arrays() {
     // One plain field: the object as item 0 of a one-item delta, with a
     // plain part and two empty array deltas.
     server.get_mut().clock = 7;
-    // header (with the one-item list's gap code), id 0, not whole, plain
-    // fields follow, mask of 2, u32
-    let plain = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + (1 + 2) + 32;
+    // header (with the one-item list's gap code and the bit saying no
+    // field set is shared), id 0, not whole, plain fields follow, mask of
+    // 2, u32
+    let plain = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + 1 + (1 + 2) + 32;
     assert_eq!(
         exchange_object(&mut server, &mut conn, &mut client, 2),
         plain + 1 + 1
@@ -82,9 +83,10 @@ fn an_object_replicates_its_fields_and_arrays() {
     // delta, and the other array's empty delta.
     let id = server.get().units.ids().nth(3).unwrap();
     server.get_mut().units.get_mut(id).unwrap().hp = 99;
-    let object = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1; // header, id 0, not whole, no plain fields
-    // header, id 3 (varint, 5), one of two fields, u16
-    let array = 2 + 16 + 1 + (2 + 1) + 5 + 1 + (1 + 1 + 1) + 16;
+    // header (no shared field set), id 0, not whole, no plain fields
+    let object = 2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + 1;
+    // header (no shared field set), id 3 (varint, 5), one of two fields, u16
+    let array = 2 + 16 + 1 + (2 + 1) + 1 + 5 + 1 + (1 + 1 + 1) + 16;
     assert_eq!(
         exchange_object(&mut server, &mut conn, &mut client, 3),
         object + array + 1
@@ -263,6 +265,7 @@ fn a_message_removing_the_object_is_refused_and_changes_nothing() {
     w.write_bool(false); // no removals
     w.write_bits(0b01, 2); // one item
     w.write_bool(false); // Elias-delta gaps
+    w.write_bool(false); // no shared field set
     w.write_varint(5); // id 5
     w.write_bool(true); // whole
     Match {
@@ -383,8 +386,12 @@ fn a_plain_object_sends_only_its_changed_fields() {
     let mut bytes = Vec::new();
     let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
     assert_eq!((stats.added, stats.changed), (0, 1));
-    // header, id 0, not whole, a field handle of 4 fields, the u16
-    assert_eq!(stats.bits, 2 + 16 + 1 + (2 + 1) + 1 + 1 + (1 + 1 + 2) + 16);
+    // header (no shared field set), id 0, not whole, a field handle of 4
+    // fields, the u16
+    assert_eq!(
+        stats.bits,
+        2 + 16 + 1 + (2 + 1) + 1 + 1 + 1 + (1 + 1 + 2) + 16
+    );
     client.apply_delta(&bytes, &mut ()).unwrap();
     assert_eq!(client, server);
     assert_eq!(

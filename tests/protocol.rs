@@ -93,7 +93,8 @@ fn header_bits(removals: u64, items: u64) -> u64 {
         1 => 2,
         _ => 2 + gamma(n - 2),
     };
-    2 + 16 + count(removals) + count(items)
+    // With items, a bit says whether their entries share one field set.
+    2 + 16 + count(removals) + count(items) + u64::from(items > 0)
 }
 
 /// Bits of a list of one id 9 to 14 bits long: its gap code (`1` + order
@@ -130,6 +131,34 @@ fn a_pure_reorder_costs_one_bit() {
     assert_eq!(s.client, s.server);
 }
 
+/// Entries that change the same fields state them once for the message;
+/// entries that change different ones each carry their own.
+#[test]
+fn entries_changing_the_same_fields_share_one_field_set() {
+    // Ids 0, 1, 2: the Elias-delta code (1 bit), a 1-bit gap each.
+    let ids_bits = 1 + 3;
+    // Selector + gamma(0) + a 3-bit handle of 5 fields.
+    let set = 1 + 1 + 3;
+    let mut s = Setup::new(100);
+    for &id in &s.ids[..3] {
+        s.server.get_mut(id).unwrap().ammo += 1;
+    }
+    s.server.commit();
+    let shared = header_bits(0, 3) + ids_bits + set + 3 * (1 + 16);
+    assert_eq!(s.round(), shared);
+    assert_eq!(s.client, s.server);
+
+    // Ammo for two, health for the third: each entry has its own set.
+    for &id in &s.ids[..2] {
+        s.server.get_mut(id).unwrap().ammo += 1;
+    }
+    s.server.get_mut(s.ids[2]).unwrap().health -= 1;
+    s.server.commit();
+    let own = header_bits(0, 3) + ids_bits + 2 * (1 + set + 16) + (1 + set + 8);
+    assert_eq!(s.round(), own);
+    assert_eq!(s.client, s.server);
+}
+
 #[test]
 fn one_changed_u16_field_sends_only_that_field() {
     let mut s = Setup::new(10_000);
@@ -139,7 +168,7 @@ fn one_changed_u16_field_sends_only_that_field() {
     // id + whole/fields flag + field set (selector + gamma(0) + 3-bit handle) + 16 bits.
     let expected = header_bits(0, 1) + lone_id_bits(id) + 1 + (1 + 1 + 3) + 16;
     assert_eq!(s.round(), expected);
-    assert_eq!(expected, 62);
+    assert_eq!(expected, 63);
     assert_eq!(s.client.get(id).unwrap().ammo, 12_345);
     assert_eq!(s.client, s.server);
 }

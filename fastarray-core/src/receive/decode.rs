@@ -180,6 +180,13 @@ fn read_body<T: Replicate>(
             decoded.skipped = removals.len() + count;
         }
     }
+    // Whether every entry with changed fields carries one field set,
+    // stated here once.
+    let common = if count > 0 && reader.read_bool()? {
+        Some(read_field_set(reader, T::FIELD_COUNT)?)
+    } else {
+        None
+    };
     let mut removed = removals.iter().peekable();
     for _ in 0..count {
         let wire = ids.read(reader)?;
@@ -198,7 +205,10 @@ fn read_body<T: Replicate>(
         } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
             Entry::Arrays
         } else {
-            let mask = read_field_set(reader, T::FIELD_COUNT)?;
+            let mask = match common {
+                Some(mask) => mask,
+                None => read_field_set(reader, T::FIELD_COUNT)?,
+            };
             Entry::Fields(mask, T::decode_fields(mask, reader)?)
         };
         let (Some((mirror, store)), Some(decoded)) = (mirror, into.as_deref_mut()) else {

@@ -163,7 +163,9 @@ pub(crate) fn plan<T: Replicate>(
     let mut fill = budget.map(|budget| Fill {
         budget: budget.bits,
         alone_budget: budget.alone,
-        header: MessageKind::delta(false, handles).bits() + conn.frame_bits(store.frame()),
+        // The kind, the frame, and the bit saying whether the items share
+        // one field set (counted as if they did not: sharing only saves).
+        header: MessageKind::delta(false, handles).bits() + conn.frame_bits(store.frame()) + 1,
         removals: ListSize::default(),
         exits: false,
         handles,

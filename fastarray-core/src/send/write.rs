@@ -17,6 +17,7 @@ use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::write_exits;
+use crate::wire::field_set::{field_set_bits, write_field_set};
 use crate::wire::id_list::IdWriter;
 
 impl Sender {
@@ -101,6 +102,8 @@ impl Sender {
         items.sort_unstable_by_key(|p| p.wire);
         let message = Message {
             frame,
+            field_count: T::FIELD_COUNT,
+            arrays: T::ARRAY_FIELDS > 0,
             handles: conn.uses_handles(),
             removals: &removals,
             items: &items,
@@ -202,6 +205,11 @@ impl Sender {
 /// A planned message, ready to write.
 struct Message<'a> {
     frame: u64,
+    /// The item type's replicated fields.
+    field_count: u32,
+    /// Whether the item type has array fields (then a fields entry starts
+    /// with a bit saying whether plain fields follow).
+    arrays: bool,
     /// Whether items are named by the connection's handles (a whole entry
     /// then carries the item's id).
     handles: bool,
@@ -212,6 +220,26 @@ struct Message<'a> {
 }
 
 impl Message<'_> {
+    /// The field set every entry with changed fields carries, if there are
+    /// two or more such entries and they all carry the same one: then the
+    /// message states it once (a sparse or dense tick changes the same
+    /// fields of every item it sends).
+    fn common_fields(&self) -> Option<FieldMask> {
+        let mut sets = self.items.iter().filter_map(|item| match item.work {
+            Work::Fields(mask) if !mask.is_empty() => Some(mask),
+            _ => None,
+        });
+        let first = sets.next()?;
+        let mut count = 1;
+        for mask in sets {
+            if mask != first {
+                return None;
+            }
+            count += 1;
+        }
+        (count >= 2).then_some(first)
+    }
+
     /// Writes the message: kind, frame, the removals, then the items with
     /// their payloads (from `encoded`) and array deltas.
     fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
@@ -226,6 +254,13 @@ impl Message<'_> {
             write_exits(writer, self.removals.iter().map(|removal| removal.exit));
         }
         let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.wire));
+        let common = self.common_fields();
+        if !self.items.is_empty() {
+            writer.write_bool(common.is_some());
+            if let Some(mask) = common {
+                write_field_set(writer, mask, self.field_count);
+            }
+        }
         for item in self.items {
             ids.write(writer, item.wire);
             let whole = matches!(item.work, Work::Add { .. });
@@ -234,7 +269,15 @@ impl Message<'_> {
                 writer.write_varint(item.id.to_raw());
                 writer.write_gamma(conn.handle_age(item.wire, self.frame));
             }
-            encoded.copy(item.span, writer);
+            match (item.work, common) {
+                (Work::Fields(mask), Some(_)) if !mask.is_empty() => {
+                    // The message stated the field set once.
+                    let at = u64::from(self.arrays);
+                    let len = field_set_bits(mask, self.field_count);
+                    encoded.copy_without(item.span, at, len, writer);
+                }
+                _ => encoded.copy(item.span, writer),
+            }
             let (start, bits) = item.inner;
             if bits > 0 {
                 let mut reader = BitReader::at(self.inner, start);

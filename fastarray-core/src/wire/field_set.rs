@@ -24,7 +24,6 @@ fn field_set_costs(mask: FieldMask, field_count: u32) -> (u64, u64) {
 }
 
 /// Bits [`write_field_set`] uses.
-#[cfg(test)]
 pub(crate) fn field_set_bits(mask: FieldMask, field_count: u32) -> u64 {
     let (as_mask, as_handles) = field_set_costs(mask, field_count);
     1 + as_mask.min(as_handles)
