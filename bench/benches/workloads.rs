@@ -11,6 +11,8 @@
 //! | `ours_apply` | the client's `apply_delta` of one tick's message |
 //! | `naive_diff_encode` | naive position diffing against the shadow, encoding, shadow update |
 //! | `naive_apply` | the naive client applying one tick's message by position |
+//! | `bytes_diff_encode` | the byte-level differ: shadow compare, raw little-endian bytes, `clone_from` |
+//! | `bytes_apply` | its client, writing each item into its slot |
 //! | `bitcode_encode` | `bitcode` encoding the whole array (full state) |
 //! | `bitcode_decode` | `bitcode` decoding the whole array |
 //! | `snapshot_encode` | `FastArray::write_snapshot` of the whole array |
@@ -33,6 +35,7 @@ use criterion::{
     BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
 };
 use fastarray::{FastArray, SendState};
+use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
 use fastarray_bench::{
     Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_writes,
@@ -173,6 +176,26 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
             })
         });
     }
+    {
+        let mut script = script.clone();
+        let mut items = agents.clone();
+        let mut sender = BytesSender::new(&items);
+        let mut out = Vec::new();
+        group.bench_function("bytes_diff_encode", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_vec(&mut items, &ops);
+                    out.clear();
+                    let start = Instant::now();
+                    black_box(sender.write(&items, &mut out));
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
 }
 
 /// Messages of `REPLAY` ticks, ours and naive, and the clients' state
@@ -181,6 +204,7 @@ struct Recording {
     ours: Vec<Vec<u8>>,
     mirror: FastArray<Agent>,
     naive: Vec<Vec<u8>>,
+    bytes: Vec<Vec<u8>>,
     client: Vec<Agent>,
 }
 
@@ -190,11 +214,13 @@ fn record(workload: Workload) -> Recording {
     let (mut conn, mirror): (SendState, _) = caught_up(&mut server, 0);
     let mut items = agents.clone();
     let mut sender = NaiveSender::new(&items);
+    let mut bytes_sender = BytesSender::new(&items);
     let mut ops = Vec::new();
     let mut recording = Recording {
         ours: Vec::new(),
         mirror,
         naive: Vec::new(),
+        bytes: Vec::new(),
         client: agents,
     };
     for tick in 1..=REPLAY as u32 {
@@ -211,6 +237,9 @@ fn record(workload: Workload) -> Recording {
         let mut bytes = Vec::new();
         sender.write(&items, &mut bytes).expect("write");
         recording.naive.push(bytes);
+        let mut bytes = Vec::new();
+        bytes_sender.write(&items, &mut bytes);
+        recording.bytes.push(bytes);
     }
     recording
 }
@@ -250,6 +279,26 @@ fn client_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
                     }
                     let start = Instant::now();
                     let applied = naive::apply(&mut client, &recording.naive[tick]);
+                    total += start.elapsed();
+                    applied.expect("apply");
+                    tick = (tick + 1) % REPLAY;
+                }
+                total
+            })
+        });
+    }
+    {
+        let mut client = recording.client.clone();
+        let mut tick = 0;
+        group.bench_function("bytes_apply", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if tick == 0 {
+                        client.clone_from(&recording.client);
+                    }
+                    let start = Instant::now();
+                    let applied = bytes::apply(&mut client, &recording.bytes[tick]);
                     total += start.elapsed();
                     applied.expect("apply");
                     tick = (tick + 1) % REPLAY;

@@ -5,6 +5,8 @@
 //! the baselines the issue asks for, which live here and not in fastarray:
 //!
 //! * [`naive`]: naive position diffing, what a plain replicated array does;
+//! * [`bytes`]: the same diffing writing raw little-endian bytes, the
+//!   cheapest CPU a hand-written differ gets;
 //! * [`ue`]: a bit-count model of Unreal's FastArray wire format;
 //! * full snapshots, with our own codec (`FastArray::write_snapshot`) and with
 //!   `bitcode`, need no code of their own.
@@ -19,6 +21,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The byte-level naive baseline.
+pub mod bytes;
 /// The interest-management workload and its baselines.
 pub mod interest;
 /// The naive position-diffing baseline.
