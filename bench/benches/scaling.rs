@@ -97,10 +97,18 @@ fn scale(c: &mut Criterion) {
 }
 
 fn fanout(c: &mut Criterion) {
+    fan_out(c, Workload::Sparse, "fanout", &[1, 16, 64, 256]);
+    // Churn: every connection gets the frame's adds (issue 15).
+    fan_out(c, Workload::Churn, "fanout_churn", &[1, 16]);
+}
+
+/// One tick of `workload` at 10k items: commit, then a write and an ack
+/// for each of `conns` caught-up connections.
+fn fan_out(c: &mut Criterion, workload: Workload, name: &str, conns: &[usize]) {
     let items = 10_000;
-    let mut group = c.benchmark_group(format!("fanout_{}", label(items)));
-    for conns in [1, 16, 64, 256] {
-        let (mut script, agents) = Script::new(Workload::Sparse, items, SEED);
+    let mut group = c.benchmark_group(format!("{name}_{}", label(items)));
+    for &conns in conns {
+        let (mut script, agents) = Script::new(workload, items, SEED);
         let mut server = server_array(&agents);
         drop(agents);
         let mut states: Vec<_> = (0..conns).map(|_| caught_up_conn(&mut server, 0)).collect();

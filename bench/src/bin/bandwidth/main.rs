@@ -37,6 +37,7 @@
 
 mod bits;
 mod chart;
+mod cpu_targets;
 mod estimates;
 mod events;
 mod format;

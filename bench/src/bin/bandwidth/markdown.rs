@@ -206,6 +206,7 @@ impl Results {
 
         // CPU.
         self.cpu_markdown(&mut md, charts);
+        self.cpu_targets_markdown(&mut md);
 
         // Memory.
         self.memory_markdown(&mut md);
