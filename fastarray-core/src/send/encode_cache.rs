@@ -14,7 +14,8 @@ use crate::id::ReplicationId;
 pub(crate) enum Payload {
     /// Every replicated field (`BitCodec::encode`).
     Full,
-    /// The field set header and the fields in the mask.
+    /// The values of the fields in the mask (the message writes the field
+    /// set, once per entry or once for all of them).
     Fields(u64),
 }
 
@@ -95,25 +96,6 @@ impl EncodeCache {
         self.arena.clear();
     }
 
-    /// Appends the bits of `span` to `writer`, but the `len` bits from bit
-    /// `at` on (a field set the message states once for every entry).
-    pub(crate) fn copy_without(&self, span: Span, at: u64, len: u64, writer: &mut BitWriter<'_>) {
-        debug_assert!(at + len <= span.bits);
-        let rest = span.bits - at - len;
-        if span.bits <= 64 {
-            let low = span.inline_or_start & ((1u64 << at) - 1);
-            writer.write_bits(low, at as u32);
-            if rest > 0 {
-                writer.write_bits(span.inline_or_start >> (at + len), rest as u32);
-            }
-            return;
-        }
-        let start = span.inline_or_start as usize;
-        let arena = &self.arena[start..];
-        copy_bits(&mut BitReader::new(arena), writer, at);
-        copy_bits(&mut BitReader::at(arena, at + len), writer, rest);
-    }
-
     /// Appends the bits of `span` to `writer`.
     pub(crate) fn copy(&self, span: Span, writer: &mut BitWriter<'_>) {
         if span.bits <= 64 {
@@ -123,42 +105,5 @@ impl EncodeCache {
         let start = span.inline_or_start as usize;
         // The span lies inside the arena, so every bit is there.
         copy_bits(&mut BitReader::new(&self.arena[start..]), writer, span.bits);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Copying a span without some of its bits gives the bits before and
-    /// after them, for spans kept inline and in the arena alike.
-    #[test]
-    fn a_span_copies_without_a_range_of_its_bits() {
-        let mut cache = EncodeCache::default();
-        for (n, bits) in [(1u64, 10u64), (2, 64), (3, 100), (4, 300)] {
-            let pattern = |i: u64| (i * 7 + n) % 3 == 0;
-            let span = cache
-                .get_or_encode(1, ReplicationId::from_raw(n), Payload::Full, |w| {
-                    (0..bits).for_each(|i| w.write_bool(pattern(i)));
-                    Ok(())
-                })
-                .unwrap();
-            for (at, len) in [(0, 1), (1, 5), (0, bits), (1, bits - 1), (3, bits - 3)] {
-                let mut out = Vec::new();
-                let mut writer = BitWriter::new(&mut out);
-                cache.copy_without(span, at, len, &mut writer);
-                let written = writer.finish();
-                assert_eq!(written, bits - len);
-                let mut reader = BitReader::new(&out);
-                let expected = (0..bits).filter(|&i| i < at || i >= at + len);
-                for i in expected {
-                    assert_eq!(
-                        reader.read_bool(),
-                        Ok(pattern(i)),
-                        "{bits} bits, {at}+{len}, bit {i}"
-                    );
-                }
-            }
-        }
     }
 }

@@ -14,7 +14,7 @@ use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
-use crate::wire::field_set::write_field_set;
+use crate::wire::field_set::field_set_bits;
 use crate::wire::id_list::ListSize;
 
 /// An item chosen for a message.
@@ -270,19 +270,21 @@ impl<T: Replicate> Chooser<'_, T> {
             let mut work = d.work;
             let mut span = self.encode_entry(d.id, d.pos, work)?;
             if let (Some(fill), Work::Fields(mask)) = (fill.as_deref(), work) {
-                let cost = fill.items.cost(d.wire) + 1 + span.bits + arrays;
+                let cost =
+                    fill.items.cost(d.wire) + 1 + framing_bits::<T>(work) + span.bits + arrays;
                 if !mask.is_empty() && fill.used() + cost > fill.budget {
                     // A known item may always go whole: with most of its
                     // fields changed, that can be the smaller entry.
                     let whole = Work::Add { structural: false };
                     let full = self.encode_entry(d.id, d.pos, whole)?;
-                    if full.bits + self.name_bits(&d, whole) < span.bits {
+                    if full.bits + self.name_bits(&d, whole) < framing_bits::<T>(work) + span.bits {
                         (work, span) = (whole, full);
                     }
                 }
             }
             let name = self.name_bits(&d, work);
-            let own = 1 + name + span.bits + arrays;
+            let framing = framing_bits::<T>(work);
+            let own = 1 + name + framing + span.bits + arrays;
             let mut inner = None;
             if let Some(fill) = fill.as_deref() {
                 let cost = fill.items.cost(d.wire) + own;
@@ -333,7 +335,7 @@ impl<T: Replicate> Chooser<'_, T> {
             }
             if let Some(fill) = fill.as_deref_mut() {
                 fill.items.insert(d.wire);
-                fill.entries += 1 + name + span.bits + deltas.1;
+                fill.entries += 1 + name + framing + span.bits + deltas.1;
             }
             plan.items.push(Planned {
                 id: d.id,
@@ -361,9 +363,9 @@ impl<T: Replicate> Chooser<'_, T> {
         }
     }
 
-    /// The encoding of an item's entry after its flag (shared by every
-    /// connection this frame): the whole item, or the field set and the
-    /// changed fields.
+    /// The encoding of an item's entry after its flag and its framing
+    /// (shared by every connection this frame): the whole item, or the
+    /// changed fields' values.
     fn encode_entry(
         &mut self,
         id: ReplicationId,
@@ -377,18 +379,7 @@ impl<T: Replicate> Chooser<'_, T> {
         let value = &self.store.slot(pos).value;
         self.encoded
             .get_or_encode(self.store.frame(), id, payload, |w| match work {
-                Work::Fields(mask) => {
-                    if T::ARRAY_FIELDS > 0 {
-                        // Whether any plain field follows: an entry may
-                        // carry array deltas only.
-                        w.write_bool(!mask.is_empty());
-                        if mask.is_empty() {
-                            return Ok(());
-                        }
-                    }
-                    write_field_set(w, mask, T::FIELD_COUNT);
-                    value.encode_fields(mask, w)
-                }
+                Work::Fields(mask) => value.encode_fields(mask, w),
                 _ => value.encode(w),
             })
             .map_err(|error| SendError::Encode { id, error })
@@ -454,5 +445,24 @@ impl<T: Replicate> Chooser<'_, T> {
             inner.id = d.id;
         }
         Ok(out)
+    }
+}
+
+/// The bits of a partial entry between its flag and its values, which the
+/// message writes around the shared encoding: for an item type with array
+/// fields, whether plain fields follow; then the field set (which a message
+/// whose entries share one states once, so this counts at most what is
+/// written).
+fn framing_bits<T: Replicate>(work: Work) -> u64 {
+    match work {
+        Work::Fields(mask) => {
+            let arrays = u64::from(T::ARRAY_FIELDS > 0);
+            if mask.is_empty() {
+                arrays
+            } else {
+                arrays + field_set_bits(mask, T::FIELD_COUNT)
+            }
+        }
+        _ => 0,
     }
 }

@@ -220,10 +220,10 @@ impl Scope {
         }
     }
 
-    /// The fewest frames between two writes of `id`'s changed fields, from
-    /// its detail level.
-    pub(crate) fn interval(&self, views: &Views, id: ReplicationId) -> u32 {
-        self.intervals[usize::from(Self::level(views, id))]
+    /// The fewest frames between two writes of the changed fields of an
+    /// item seen as `seen` (as a new item is, if out of scope).
+    pub(crate) fn interval(&self, seen: Option<Seen>) -> u32 {
+        self.intervals[usize::from(seen.unwrap_or_default().level)]
     }
 
     /// Sets the fewest frames between two writes of the changed fields of

@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 use super::pending::{Pending, PendingMap, Work};
 use super::retirement::{Record, RecordEntry, Retirement, SharedChanges};
 use super::scope::{Scope, ScopeExit};
-use super::view::{Holding, View, Views};
+use super::view::{Holding, View, Views, fields_work};
 use crate::bits::BitWriter;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
@@ -585,14 +585,15 @@ impl SendState {
         let mut dropped = Vec::new();
         let mut waiting = 0;
         for &(id, ref pending) in self.pending.iter() {
-            let held = self.views.contains(id);
+            let entry = self.views.for_write(id, frame);
+            let held = entry.holding.is_some();
             let pos = match position(id) {
                 Some(pos) if !pending.work.drops() => pos,
                 pos => {
                     if held {
                         removals.push(Removal {
                             id,
-                            wire: self.views.wire_name(id, frame),
+                            wire: entry.wire,
                             since: pending.since,
                             // An item gone since it left the scope is
                             // simply gone.
@@ -607,7 +608,7 @@ impl SendState {
             if let (Work::Fields(_), Some(scope)) = (pending.work, self.scope.as_deref()) {
                 // An item seen at a level with an interval waits until
                 // its changes have been due that many frames.
-                let interval = u64::from(scope.interval(&self.views, id));
+                let interval = u64::from(scope.interval(entry.seen));
                 if interval > 1 && frame + 1 < pending.since + interval {
                     waiting += 1;
                     continue;
@@ -615,7 +616,7 @@ impl SendState {
             }
             let (work, arrays_only) = match pending.work {
                 Work::Fields(mask) => {
-                    let work = self.views.fields_work(id, mask);
+                    let work = fields_work(entry.holding, mask);
                     // A whole value for a client that holds nothing of
                     // the item is real work, not a carrier.
                     (work, mask.is_empty() && held)
@@ -624,7 +625,7 @@ impl SendState {
             };
             items.push(Due {
                 id,
-                wire: self.views.wire_name(id, frame),
+                wire: entry.wire,
                 pos,
                 work,
                 since: pending.since,

@@ -137,6 +137,26 @@ impl Rest {
     }
 }
 
+/// What a write needs of an item's entry ([`Views::for_write`]).
+pub(crate) struct ForWrite {
+    /// What the client holds, if anything.
+    pub(crate) holding: Option<Holding>,
+    /// How the scope sees it, if in scope.
+    pub(crate) seen: Option<Seen>,
+    /// Its name on the wire.
+    pub(crate) wire: ReplicationId,
+}
+
+/// The one rule for changed fields `mask` of an item the client holds as
+/// `holding` (see [`Views::fields_work`]).
+pub(crate) fn fields_work(holding: Option<Holding>, mask: FieldMask) -> Work {
+    match holding {
+        Some(Holding::Known) => Work::Fields(mask),
+        Some(_) => Work::Add { structural: false },
+        None => Work::Add { structural: true },
+    }
+}
+
 /// Whether record `seq` carried an earlier stay of `id` than its entry
 /// `rest`'s (made by a later record, still guarded).
 fn is_stale(
@@ -337,24 +357,6 @@ impl Views {
             .map_or(0, |handles| handles.age(wire.to_raw() as u32, frame))
     }
 
-    /// The name of `id` on the wire in a message of `frame`: its handle
-    /// (taking one if it has none), or the id itself.
-    pub(crate) fn wire_name(&mut self, id: ReplicationId, frame: u64) -> ReplicationId {
-        let Some(handles) = self.handles.as_deref_mut() else {
-            return id;
-        };
-        let rest = self.map.entry(id).or_insert_with(Rest::absent);
-        let handle = match rest.handle() {
-            Some(handle) => handle,
-            None => {
-                let handle = handles.take(frame);
-                rest.word = handle + 1;
-                handle
-            }
-        };
-        ReplicationId::from_raw(u64::from(handle))
-    }
-
     /// The ids in the scope, in no order.
     pub(crate) fn scope_ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
         self.map
@@ -367,10 +369,34 @@ impl Views {
     /// knows the item; one that may not gets the whole item, which is
     /// structural if it holds nothing of it yet.
     pub(crate) fn fields_work(&self, id: ReplicationId, mask: FieldMask) -> Work {
-        match self.get(id) {
-            Some(view) if view.holding == Holding::Known => Work::Fields(mask),
-            Some(_) => Work::Add { structural: false },
-            None => Work::Add { structural: true },
+        fields_work(self.get(id).map(|view| view.holding), mask)
+    }
+
+    /// What a write needs of `id`'s entry, in one lookup: what the client
+    /// holds, the scope's marks, and its name on the wire in a message of
+    /// `frame` (taking a handle for an item in scope or held that has
+    /// none).
+    pub(crate) fn for_write(&mut self, id: ReplicationId, frame: u64) -> ForWrite {
+        let Some(rest) = self.map.get_mut(&id) else {
+            return ForWrite {
+                holding: None,
+                seen: None,
+                wire: id,
+            };
+        };
+        let wire = match (self.handles.as_deref_mut(), rest.handle()) {
+            (None, _) => id,
+            (Some(_), Some(handle)) => ReplicationId::from_raw(u64::from(handle)),
+            (Some(handles), None) => {
+                let handle = handles.take(frame);
+                rest.word = handle + 1;
+                ReplicationId::from_raw(u64::from(handle))
+            }
+        };
+        ForWrite {
+            holding: rest.holding(),
+            seen: rest.seen(),
+            wire,
         }
     }
 

@@ -17,7 +17,7 @@ use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::write_exits;
-use crate::wire::field_set::{field_set_bits, write_field_set};
+use crate::wire::field_set::write_field_set;
 use crate::wire::id_list::IdWriter;
 
 impl Sender {
@@ -261,6 +261,7 @@ impl Message<'_> {
                 write_field_set(writer, mask, self.field_count);
             }
         }
+
         for item in self.items {
             ids.write(writer, item.wire);
             let whole = matches!(item.work, Work::Add { .. });
@@ -269,15 +270,17 @@ impl Message<'_> {
                 writer.write_varint(item.id.to_raw());
                 writer.write_gamma(conn.handle_age(item.wire, self.frame));
             }
-            match (item.work, common) {
-                (Work::Fields(mask), Some(_)) if !mask.is_empty() => {
-                    // The message stated the field set once.
-                    let at = u64::from(self.arrays);
-                    let len = field_set_bits(mask, self.field_count);
-                    encoded.copy_without(item.span, at, len, writer);
+            if let Work::Fields(mask) = item.work {
+                if self.arrays {
+                    // Whether plain fields follow: an entry may carry
+                    // array deltas only.
+                    writer.write_bool(!mask.is_empty());
                 }
-                _ => encoded.copy(item.span, writer),
+                if !mask.is_empty() && common.is_none() {
+                    write_field_set(writer, mask, self.field_count);
+                }
             }
+            encoded.copy(item.span, writer);
             let (start, bits) = item.inner;
             if bits > 0 {
                 let mut reader = BitReader::at(self.inner, start);

@@ -32,7 +32,10 @@ impl Results {
     }
 
     fn server_tick(&self, group: &str) -> Option<f64> {
-        Some(self.cpu(&format!("{group}/ours_commit"))? + self.cpu(&format!("{group}/ours_write"))?)
+        Some(
+            self.cpu(&format!("{group}/ours_commit"))?
+                + self.cpu(&format!("{group}/ours_write"))?,
+        )
     }
 
     fn over(&self, a: &str, b: &str) -> Option<f64> {
@@ -42,7 +45,8 @@ impl Results {
     /// The section of `BENCHMARKS.md` with issue 15's targets.
     pub fn cpu_targets_markdown(&self, md: &mut String) {
         let hot_naive = self.stronger_naive("hot_10k", "naive_diff_encode", "bytes_diff_encode");
-        let dense_naive = self.stronger_naive("dense_10k", "naive_diff_encode", "bytes_diff_encode");
+        let dense_naive =
+            self.stronger_naive("dense_10k", "naive_diff_encode", "bytes_diff_encode");
         let div = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
         let dense = self.bits_of(Workload::Dense, LOSS_ITEMS);
         let sparse = self.bits_of(Workload::Sparse, LOSS_ITEMS);
@@ -62,7 +66,10 @@ impl Results {
             Row {
                 name: "dense: commit + write ÷ bitcode full encode",
                 of: "`dense_10k`".into(),
-                value: div(self.server_tick("dense_10k"), self.cpu("dense_10k/bitcode_encode")),
+                value: div(
+                    self.server_tick("dense_10k"),
+                    self.cpu("dense_10k/bitcode_encode"),
+                ),
                 limit: 3.0,
             },
             Row {
@@ -86,13 +93,19 @@ impl Results {
             Row {
                 name: "dense mutation through an iterator of guards ÷ the same on a `Vec`",
                 of: "`dense_iter_mut_agent`".into(),
-                value: self.over("dense_iter_mut_agent/ours_iter_mut", "dense_iter_mut_agent/vec"),
+                value: self.over(
+                    "dense_iter_mut_agent/ours_iter_mut",
+                    "dense_iter_mut_agent/vec",
+                ),
                 limit: 3.0,
             },
             Row {
                 name: "dense mutation by `get_mut(id)` ÷ the same on a `Vec`",
                 of: "`dense_iter_mut_agent`".into(),
-                value: self.over("dense_iter_mut_agent/ours_ids_get_mut", "dense_iter_mut_agent/vec"),
+                value: self.over(
+                    "dense_iter_mut_agent/ours_ids_get_mut",
+                    "dense_iter_mut_agent/vec",
+                ),
                 limit: 15.0,
             },
             Row {
@@ -129,7 +142,13 @@ impl Results {
         );
         for row in rows {
             let bits = row.name.contains("bits");
-            let show = |v: f64| if bits && v > 2.0 { format!("{v:.1}") } else { ratio(v) };
+            let show = |v: f64| {
+                if bits && v > 2.0 {
+                    format!("{v:.1}")
+                } else {
+                    ratio(v)
+                }
+            };
             let _ = writeln!(
                 md,
                 "| {} | {} | {} | ≤ {} | {} |",
