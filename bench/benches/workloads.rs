@@ -155,47 +155,83 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
             })
         });
     }
-    {
-        let mut script = script.clone();
-        let mut items = agents.clone();
-        let mut sender = NaiveSender::new(&items);
-        let mut out = Vec::new();
-        group.bench_function("naive_diff_encode", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    script.tick(&mut ops);
-                    apply_vec(&mut items, &ops);
-                    out.clear();
-                    let start = Instant::now();
-                    let bits = sender.write(&items, &mut out);
-                    total += start.elapsed();
-                    black_box(bits.expect("write"));
+    let mut naive = NaiveSender::new(&agents);
+    diff_encode(
+        group,
+        "naive_diff_encode",
+        &script,
+        &agents,
+        |items, out| {
+            black_box(naive.write(items, out).expect("write"));
+        },
+    );
+    let mut bytes = BytesSender::new(&agents);
+    diff_encode(
+        group,
+        "bytes_diff_encode",
+        &script,
+        &agents,
+        |items, out| {
+            black_box(bytes.write(items, out));
+        },
+    );
+}
+
+/// Times a naive sender's `write` of each tick's array, the script's
+/// mutations applied to a `Vec` outside the timed region.
+fn diff_encode(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    script: &Script,
+    agents: &[Agent],
+    mut write: impl FnMut(&[Agent], &mut Vec<u8>),
+) {
+    let mut script = script.clone();
+    let mut items = agents.to_vec();
+    let (mut ops, mut out) = (Vec::new(), Vec::new());
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script.tick(&mut ops);
+                apply_vec(&mut items, &ops);
+                out.clear();
+                let start = Instant::now();
+                write(&items, &mut out);
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+}
+
+/// Times a `Vec` client applying recorded `messages`, replayed in a loop
+/// from `start`.
+fn replay_on_vec<E: std::fmt::Debug>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    start: &[Agent],
+    messages: &[Vec<u8>],
+    apply: fn(&mut Vec<Agent>, &[u8]) -> Result<(), E>,
+) {
+    let mut client = start.to_vec();
+    let mut tick = 0;
+    group.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                if tick == 0 {
+                    client = start.to_vec();
                 }
-                total
-            })
-        });
-    }
-    {
-        let mut script = script.clone();
-        let mut items = agents.clone();
-        let mut sender = BytesSender::new(&items);
-        let mut out = Vec::new();
-        group.bench_function("bytes_diff_encode", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    script.tick(&mut ops);
-                    apply_vec(&mut items, &ops);
-                    out.clear();
-                    let start = Instant::now();
-                    black_box(sender.write(&items, &mut out));
-                    total += start.elapsed();
-                }
-                total
-            })
-        });
-    }
+                let begin = Instant::now();
+                let applied = apply(&mut client, &messages[tick]);
+                total += begin.elapsed();
+                applied.expect("apply");
+                tick = (tick + 1) % REPLAY;
+            }
+            total
+        })
+    });
 }
 
 /// Messages of `REPLAY` ticks, ours and naive, and the clients' state
@@ -267,46 +303,20 @@ fn client_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
             })
         });
     }
-    {
-        let mut client = recording.client.clone();
-        let mut tick = 0;
-        group.bench_function("naive_apply", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if tick == 0 {
-                        client.clone_from(&recording.client);
-                    }
-                    let start = Instant::now();
-                    let applied = naive::apply(&mut client, &recording.naive[tick]);
-                    total += start.elapsed();
-                    applied.expect("apply");
-                    tick = (tick + 1) % REPLAY;
-                }
-                total
-            })
-        });
-    }
-    {
-        let mut client = recording.client.clone();
-        let mut tick = 0;
-        group.bench_function("bytes_apply", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if tick == 0 {
-                        client.clone_from(&recording.client);
-                    }
-                    let start = Instant::now();
-                    let applied = bytes::apply(&mut client, &recording.bytes[tick]);
-                    total += start.elapsed();
-                    applied.expect("apply");
-                    tick = (tick + 1) % REPLAY;
-                }
-                total
-            })
-        });
-    }
+    replay_on_vec(
+        group,
+        "naive_apply",
+        &recording.client,
+        &recording.naive,
+        naive::apply,
+    );
+    replay_on_vec(
+        group,
+        "bytes_apply",
+        &recording.client,
+        &recording.bytes,
+        bytes::apply,
+    );
 }
 
 /// The whole array every tick: bitcode and our snapshot, both ways.
