@@ -5,7 +5,9 @@
 //! connection what is due, plans a message within its budget and writes it.
 //!
 //! The connection's state (`state`, `view`, `pending`, `retirement`,
-//! `stats`) knows nothing of the items' type and sits below `Replicate`;
+//! `stats`, and with a scope `scope`, `seen` and `handles`, the names it
+//! gives items on the wire) knows nothing of the items' type and sits
+//! below `Replicate`;
 //! the writer (`plan`, `write`) works on an array's items and sits above
 //! its storage.
 
