@@ -51,6 +51,14 @@ pub use writer::BitWriter;
 /// written as zeros.
 pub(crate) fn copy_bits(reader: &mut BitReader<'_>, writer: &mut BitWriter<'_>, bits: u64) {
     let mut left = bits;
+    // Both on a byte boundary (a message copied to the start of a packet,
+    // as a frame's shared message is): its whole bytes go at once.
+    if left >= 64 && writer.is_byte_aligned() {
+        if let Some(bytes) = reader.take_aligned_bytes((left / 8) as usize) {
+            writer.append_bytes(bytes);
+            left %= 8;
+        }
+    }
     while left > 0 {
         let step = left.min(64) as u32;
         writer.write_bits(reader.read_bits(step).unwrap_or(0), step);

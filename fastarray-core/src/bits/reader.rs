@@ -79,6 +79,18 @@ impl<'a> BitReader<'a> {
         self.pos
     }
 
+    /// The next `count` whole bytes, if the reader is on a byte boundary
+    /// and the input has them; the reader moves past them.
+    pub(crate) fn take_aligned_bytes(&mut self, count: usize) -> Option<&'a [u8]> {
+        if self.pos % 8 != 0 || self.remaining_bits() < 8 * count as u64 {
+            return None;
+        }
+        let start = usize::try_from(self.pos / 8).ok()?;
+        let bytes = self.bytes.get(start..start.checked_add(count)?)?;
+        self.pos += 8 * count as u64;
+        Some(bytes)
+    }
+
     /// Bits left in the input.
     #[inline]
     pub fn remaining_bits(&self) -> u64 {

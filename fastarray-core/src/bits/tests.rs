@@ -223,3 +223,46 @@ fn size_functions_agree_with_the_writer() {
         assert_eq!(w.bits_written(), gamma_bits(v), "gamma {v}");
     }
 }
+
+/// Copying bits gives the same bits whether or not reader and writer sit
+/// on a byte boundary (the aligned case copies whole bytes at once).
+#[test]
+fn copy_bits_is_the_same_aligned_or_not() {
+    let mut source = Vec::new();
+    let mut w = BitWriter::new(&mut source);
+    for i in 0..700u64 {
+        w.write_bool((i * 5 + i / 7) % 3 == 0);
+    }
+    let total = w.finish();
+    for (skip, lead, bits) in [
+        (0, 0, 700),
+        (0, 8, 600),
+        (8, 16, 333),
+        (3, 0, 200),
+        (0, 5, 650),
+        (16, 0, 70),
+    ] {
+        let mut reader = BitReader::new(&source);
+        let _ = reader.read_bits(skip);
+        let mut out = Vec::new();
+        let mut writer = BitWriter::new(&mut out);
+        writer.write_bits(0b1011, lead.min(4));
+        writer.write_bits(0, lead.saturating_sub(4));
+        super::copy_bits(&mut reader, &mut writer, bits);
+        writer.write_bits(0b11, 2);
+        assert_eq!(writer.finish(), u64::from(lead) + bits + 2);
+        let mut check = BitReader::new(&out);
+        let _ = check.read_bits(lead);
+        let mut expected = BitReader::new(&source);
+        let _ = expected.read_bits(skip);
+        for i in 0..bits {
+            assert_eq!(
+                check.read_bool(),
+                expected.read_bool(),
+                "{skip} {lead} {bits}: bit {i}"
+            );
+        }
+        assert_eq!(check.read_bits(2), Ok(0b11));
+        assert!(u64::from(skip) + bits <= total);
+    }
+}

@@ -181,6 +181,19 @@ impl<'a> BitWriter<'a> {
         self.bits
     }
 
+    /// Whether the next bit starts a byte.
+    pub(crate) fn is_byte_aligned(&self) -> bool {
+        self.used % 8 == 0
+    }
+
+    /// Appends whole bytes: call only when [`is_byte_aligned`](Self::is_byte_aligned).
+    pub(crate) fn append_bytes(&mut self, bytes: &[u8]) {
+        debug_assert!(self.is_byte_aligned());
+        self.flush();
+        self.out.extend_from_slice(bytes);
+        self.bits += 8 * bytes.len() as u64;
+    }
+
     /// Writes out the accumulator's bits, the last byte zero-padded.
     fn flush(&mut self) {
         let bytes = self.used.div_ceil(8) as usize;
