@@ -55,6 +55,12 @@ impl Handles {
         u64::from((frame as u32).wrapping_sub(start))
     }
 
+    /// Gives back a handle no message named (its item left before any
+    /// write carried it): it is free at once, first in line.
+    pub(crate) fn give_back_unused(&mut self, handle: u32) {
+        self.free.push_front((handle, 0));
+    }
+
     /// Gives `handle` back: no message of frame `after` or older names it
     /// any more. `after` never decreases from call to call (it is the
     /// connection's newest frame written), so the list stays in order.

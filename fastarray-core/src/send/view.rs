@@ -113,6 +113,29 @@ impl Rest {
         self.flags = (self.flags & !HOLDING) | holding as u8;
     }
 
+    /// One record that carried the item is resolved; returns whether it
+    /// was the last in flight (then its flight can go, unless it guards
+    /// the entry). A count that saturated stays, and so does the flight.
+    fn land(&mut self) -> bool {
+        match self.in_flight {
+            0 | u8::MAX => false,
+            1 => {
+                self.in_flight = 0;
+                true
+            }
+            _ => {
+                self.in_flight -= 1;
+                false
+            }
+        }
+    }
+
+    /// Out of scope: the scope's marks go.
+    fn clear_seen(&mut self) {
+        self.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
+        self.priority = 0;
+    }
+
     /// The client holds nothing of it: what the view kept is reset, the
     /// scope's marks stay.
     fn clear_view(&mut self) {
@@ -154,6 +177,18 @@ pub(crate) fn fields_work(holding: Option<Holding>, mask: FieldMask) -> Work {
         Some(Holding::Known) => Work::Fields(mask),
         Some(_) => Work::Add { structural: false },
         None => Work::Add { structural: true },
+    }
+}
+
+/// Gives back the handle of `rest`, if the connection names items by
+/// handles and it took one: named by messages up to frame `after`, or by
+/// none (`None`).
+fn give_back(handles: &mut Option<Box<Handles>>, rest: &Rest, after: Option<u64>) {
+    if let (Some(handles), Some(handle)) = (handles.as_deref_mut(), rest.handle()) {
+        match after {
+            Some(after) => handles.give_back(handle, after),
+            None => handles.give_back_unused(handle),
+        }
     }
 }
 
@@ -306,14 +341,10 @@ impl Views {
         if rest.flags & IN_SCOPE == 0 {
             return false;
         }
-        rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
-        rest.priority = 0;
+        rest.clear_seen();
         if rest.holding().is_none() {
-            // Its handle, if it took one, was never written: no message
-            // names it.
-            if let (Some(handle), Some(handles)) = (rest.handle(), self.handles.as_deref_mut()) {
-                handles.give_back(handle, 0);
-            }
+            // Its handle, if it took one, was never written.
+            give_back(&mut self.handles, rest, None);
             self.map.remove(&id);
         }
         true
@@ -323,13 +354,10 @@ impl Views {
     pub(crate) fn clear_scope(&mut self) {
         let handles = &mut self.handles;
         self.map.retain(|_, rest| {
-            rest.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
-            rest.priority = 0;
+            rest.clear_seen();
             let held = rest.holding().is_some();
-            if let (false, Some(handle), Some(handles)) =
-                (held, rest.handle(), handles.as_deref_mut())
-            {
-                handles.give_back(handle, 0);
+            if !held {
+                give_back(handles, rest, None);
             }
             held
         });
@@ -546,9 +574,7 @@ impl Views {
                 self.flights.remove(&id);
             }
             self.held -= 1;
-            if let (Some(handle), Some(handles)) = (rest.handle(), self.handles.as_deref_mut()) {
-                handles.give_back(handle, written);
-            }
+            give_back(&mut self.handles, rest, Some(written));
             if rest.flags & IN_SCOPE == 0 {
                 self.map.remove(&id);
             } else {
@@ -584,16 +610,11 @@ impl Views {
                 flight.get_mut().acked_seq = seq;
             }
         }
-        match rest.in_flight {
-            0 | u8::MAX => {}
-            1 => {
-                rest.in_flight = 0;
-                if let Some(flight) = flight.filter(|flight| flight.get().born == 0) {
-                    rest.flags &= !FLIGHT;
-                    flight.remove();
-                }
+        if rest.land() {
+            if let Some(flight) = flight.filter(|flight| flight.get().born == 0) {
+                rest.flags &= !FLIGHT;
+                flight.remove();
             }
-            _ => rest.in_flight -= 1,
         }
         false
     }
@@ -608,18 +629,13 @@ impl Views {
         if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
             return;
         }
-        match rest.in_flight {
-            0 | u8::MAX => {}
-            1 => {
-                rest.in_flight = 0;
-                if let Entry::Occupied(flight) = self.flights.entry(id) {
-                    if flight.get().born == 0 {
-                        rest.flags &= !FLIGHT;
-                        flight.remove();
-                    }
+        if rest.land() && rest.flags & FLIGHT != 0 {
+            if let Entry::Occupied(flight) = self.flights.entry(id) {
+                if flight.get().born == 0 {
+                    rest.flags &= !FLIGHT;
+                    flight.remove();
                 }
             }
-            _ => rest.in_flight -= 1,
         }
     }
 
@@ -835,6 +851,32 @@ mod tests {
         views.clear_scope();
         assert_eq!(views.map.len(), 1);
         assert_eq!(views.scope_ids().count(), 0);
+    }
+
+    /// A handle taken for an item that left the scope before any message
+    /// named it goes back at once, ahead of handles given back after a
+    /// message named them (which wait for a later frame).
+    #[test]
+    fn a_handle_never_written_goes_back_first() {
+        let mut views = Views::default();
+        views.start_handles();
+        let all = FieldMask::all(3);
+        let key = ReplicationKey::default();
+        views.enter_scope(id(1), Seen::default());
+        assert_eq!(views.for_write(id(1), 4).wire, id(0));
+        views.written(id(1), Work::Add { structural: true }, 1, all);
+        views.written(id(1), Work::Exit, 2, all);
+        views.leave_scope(id(1));
+        assert!(views.acknowledged(id(1), Work::Exit, key, 2, 5));
+        // Handle 0 waits for frame 6. Item 2 takes handle 1, is never
+        // written, and leaves.
+        views.enter_scope(id(2), Seen::default());
+        assert_eq!(views.for_write(id(2), 5).wire, id(1));
+        views.leave_scope(id(2));
+        views.enter_scope(id(3), Seen::default());
+        assert_eq!(views.for_write(id(3), 5).wire, id(1), "free at once");
+        views.enter_scope(id(4), Seen::default());
+        assert_eq!(views.for_write(id(4), 6).wire, id(0));
     }
 
     /// A lost record older than one still in flight needs no repair of
