@@ -674,7 +674,8 @@ fn handles_make_a_scope_cost_what_a_small_array_of_it_would() {
     }
     mirrors_scope(&mut big, &mut conn, &client).unwrap();
     assert_eq!(plain_client, small);
-    // By ids 100 apart, each entry would cost about 5 bits more (20%).
+    // By ids 100 apart (a connection scoped after its first message) this
+    // run took 33 168 bits against 24 780: 34% more.
     assert!(
         scoped_bits <= plain_bits + plain_bits / 50,
         "{scoped_bits} bits scoped, {plain_bits} for the small array"

@@ -201,3 +201,19 @@ impl Mirror {
         self.tombstones.expire(newest);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes `WIRE.md` states for handles.
+    #[test]
+    fn documented_sizes_hold() {
+        assert_eq!(core::mem::size_of::<(u64, Handle)>(), 40);
+        assert_eq!(
+            core::mem::size_of::<(u32, u64)>(),
+            16,
+            "a handle given back"
+        );
+    }
+}

@@ -21,7 +21,7 @@ struct Row {
 impl Results {
     /// The faster of the two naive baselines' `codec` and `bytes` figures
     /// in `group`.
-    fn stronger_naive(&self, group: &str, codec: &str, bytes: &str) -> Option<f64> {
+    pub fn stronger_naive(&self, group: &str, codec: &str, bytes: &str) -> Option<f64> {
         match (
             self.cpu(&format!("{group}/{codec}")),
             self.cpu(&format!("{group}/{bytes}")),

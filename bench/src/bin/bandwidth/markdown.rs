@@ -334,10 +334,8 @@ impl Results {
              |---|---|---|---|---|---|---|---|---|---|"
         );
         let get = |w: Workload, f: &str| self.cpu(&format!("{}_10k/{f}", w.name()));
-        // The faster of the two naive baselines.
-        let stronger = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let naive = |w: Workload, codec: &str, bytes: &str| {
+            self.stronger_naive(&format!("{}_10k", w.name()), codec, bytes)
         };
         for w in Workload::TABLE {
             let (Some(commit), Some(write)) = (get(w, "ours_commit"), get(w, "ours_write")) else {
@@ -357,10 +355,7 @@ impl Results {
                 cell(get(w, "bytes_diff_encode")),
                 cell(get(w, "bitcode_encode")),
                 cell(get(w, "snapshot_encode")),
-                div(stronger(
-                    get(w, "naive_diff_encode"),
-                    get(w, "bytes_diff_encode")
-                )),
+                div(naive(w, "naive_diff_encode", "bytes_diff_encode")),
                 div(get(w, "bitcode_encode")),
             );
         }
@@ -387,7 +382,7 @@ impl Results {
                 cell(get(w, "bytes_apply")),
                 cell(get(w, "bitcode_decode")),
                 cell(get(w, "snapshot_decode")),
-                div(stronger(get(w, "naive_apply"), get(w, "bytes_apply"))),
+                div(naive(w, "naive_apply", "bytes_apply")),
                 div(get(w, "bitcode_decode")),
                 cell(get(w, "ours_mutate")),
                 cell(get(w, "vec_mutate")),
