@@ -572,6 +572,43 @@ fn iter_mut_allocates_nothing_per_item() {
     assert_eq!(array.commit().changed().len(), 1_000);
 }
 
+/// Issue 15: a pre-image reuses the buffer an earlier frame's pre-image
+/// left, so a dense mutation of items that own heap data (a `String`, a
+/// `Vec`) allocates nothing per item either, through `iter_mut` or
+/// `get_mut`, once the array has been through one such frame.
+#[test]
+fn pre_images_of_heap_items_reuse_their_buffers() {
+    let mut array = FastArray::new();
+    let ids: Vec<_> = (0..1_000u16).map(|n| array.push(agent(n as u8))).collect();
+    array.commit();
+    let through_iter = |array: &mut FastArray<Agent>| {
+        for (_, mut item) in array.iter_mut() {
+            item.hp = item.hp.wrapping_add(1);
+        }
+    };
+    let through_ids = |array: &mut FastArray<Agent>| {
+        for &id in &ids {
+            let mut item = array.get_mut(id).unwrap();
+            item.position[0] += 1.0;
+        }
+    };
+    through_iter(&mut array);
+    assert_eq!(array.commit().changed().len(), 1_000);
+    let allocated = allocated_by(|| through_iter(&mut array));
+    assert_eq!(allocated, 0, "bytes allocated by a dense iter_mut");
+    assert_eq!(array.commit().changed().len(), 1_000);
+    let allocated = allocated_by(|| through_ids(&mut array));
+    assert_eq!(allocated, 0, "bytes allocated by a dense get_mut");
+    assert_eq!(array.commit().changed().len(), 1_000);
+    // A pre-image is the item's value before the frame, whatever the
+    // buffer held: a renamed item is a change of its name alone.
+    array.get_mut(ids[7]).unwrap().name.push('!');
+    assert_eq!(
+        array.commit().changed(),
+        [(ids[7], fastarray::FieldMask::single(2))]
+    );
+}
+
 /// Issue 13: what a scoped connection keeps per item in its scope (its
 /// view, its scope entry, the array's watch, its working lists), in a
 /// steady state where a tenth of the items change each frame: the bytes

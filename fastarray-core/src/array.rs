@@ -316,7 +316,7 @@ impl<T: Replicate> FastArray<T> {
         T: Clone,
     {
         self.expect_authority("FastArray::get_mut");
-        self.store.get_mut_with(id, pre_image)
+        self.store.get_mut(id)
     }
 
     /// Every item with its id, in the items' order, each behind a guard
@@ -361,7 +361,7 @@ impl<T: Replicate> FastArray<T> {
     {
         self.expect_authority("FastArray::iter_mut");
         let (slots, cells) = self.store.lend();
-        IterMut::new(slots, cells, pre_image)
+        IterMut::new(slots, cells)
     }
 
     /// Ends the frame: works out what was added, removed and changed since
@@ -593,12 +593,6 @@ impl<T: Replicate> FastArray<T> {
     }
 }
 
-/// What a guard keeps of an item before its first write in a frame: the
-/// plain fields (see [`Replicate::pre_image`]), or a whole copy.
-fn pre_image<T: Replicate + Clone>(value: &T) -> T {
-    value.pre_image().unwrap_or_else(|| value.clone())
-}
-
 /// Writes with `write` into `out`, returning the bits written; on error
 /// `out` is left as it was.
 fn write_truncating<E>(
@@ -638,6 +632,6 @@ mod tests {
     /// carries once per field (`WIRE.md`).
     #[test]
     fn documented_size_holds() {
-        assert_eq!(core::mem::size_of::<FastArray<()>>(), 208);
+        assert_eq!(core::mem::size_of::<FastArray<()>>(), 232);
     }
 }

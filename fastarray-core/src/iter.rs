@@ -11,6 +11,7 @@ use core::iter::FusedIterator;
 use core::slice;
 
 use crate::id::ReplicationId;
+use crate::pre_image::Lent;
 use crate::store::{ItemMut, Slot};
 
 /// The items of a [`FastArray`](crate::FastArray) with their ids, in the
@@ -102,23 +103,16 @@ impl<T> FusedIterator for Ids<'_, T> {}
 pub struct IterMut<'a, T> {
     slots: slice::IterMut<'a, Slot<T>>,
     /// One pre-image cell per slot not yet written this frame, in order.
-    cells: slice::IterMut<'a, (ReplicationId, Option<T>)>,
-    /// Makes a pre-image.
-    capture: fn(&T) -> T,
+    cells: Lent<'a, T>,
 }
 
 impl<'a, T> IterMut<'a, T> {
     /// Guards over `slots`, the clean ones recording into `cells` (one
     /// each, in order).
-    pub(crate) fn new(
-        slots: &'a mut [Slot<T>],
-        cells: &'a mut [(ReplicationId, Option<T>)],
-        capture: fn(&T) -> T,
-    ) -> Self {
+    pub(crate) fn new(slots: &'a mut [Slot<T>], cells: Lent<'a, T>) -> Self {
         Self {
             slots: slots.iter_mut(),
-            cells: cells.iter_mut(),
-            capture,
+            cells,
         }
     }
 }
@@ -130,12 +124,12 @@ impl<'a, T> Iterator for IterMut<'a, T> {
     fn next(&mut self) -> Option<Self::Item> {
         let slot = self.slots.next()?;
         let cell = if slot.is_clean() {
-            self.cells.next().map(|(_, cell)| cell)
+            self.cells.next()
         } else {
             None
         };
         let id = slot.id;
-        Some((id, ItemMut::lent(slot, cell, self.capture)))
+        Some((id, ItemMut::lent(slot, cell)))
     }
 
     #[inline]
@@ -151,12 +145,12 @@ impl<T> DoubleEndedIterator for IterMut<'_, T> {
         // The cells follow the clean slots' order, so the last cell left is
         // the last clean slot's.
         let cell = if slot.is_clean() {
-            self.cells.next_back().map(|(_, cell)| cell)
+            self.cells.next_back()
         } else {
             None
         };
         let id = slot.id;
-        Some((id, ItemMut::lent(slot, cell, self.capture)))
+        Some((id, ItemMut::lent(slot, cell)))
     }
 }
 

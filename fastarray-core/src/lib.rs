@@ -38,6 +38,7 @@ mod id;
 mod inner;
 mod iter;
 mod mask;
+mod pre_image;
 mod receive;
 mod replicate;
 mod replicated;
@@ -105,6 +106,7 @@ pub mod __private_0_1 {
     pub use crate::error::{DecodeError, EncodeError};
     pub use crate::inner::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
+    pub use crate::pre_image::{ByClone, CloneField, NotClone};
     pub use crate::replicate::Replicate;
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]

@@ -229,6 +229,22 @@ pub trait Replicate: BitCodec {
         None
     }
 
+    /// Makes `into`, an earlier pre-image of any item of this type, the
+    /// pre-image of `self`: copies each replicated field into `into`'s
+    /// with `Clone::clone_from`, which reuses what `into` owns (a
+    /// `String`'s buffer). Returns `false`, having perhaps written some
+    /// fields, if the type cannot: a field that is not `Clone`, an enum, a
+    /// type with array fields (see [`pre_image`](Self::pre_image)), a
+    /// hand-written impl. The caller then clones.
+    #[doc(hidden)]
+    fn capture_into(&self, into: &mut Self) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = into;
+        false
+    }
+
     /// Calls `visit` with each array field, in declaration order.
     #[doc(hidden)]
     fn for_each_array(&self, visit: &mut dyn FnMut(&dyn InnerArray)) {

@@ -586,7 +586,7 @@ impl<T> Deref for ObjectMut<'_, T> {
     }
 }
 
-impl<T> DerefMut for ObjectMut<'_, T> {
+impl<T: Replicate + Clone> DerefMut for ObjectMut<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.item
     }

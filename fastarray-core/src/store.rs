@@ -13,6 +13,7 @@ use crate::changeset::Changeset;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::inner::Lineage;
+use crate::pre_image::{self, Cell, Lent, PreImages};
 use crate::replicate::Replicate;
 use crate::send::state::Holdings;
 
@@ -66,17 +67,13 @@ enum SlotState {
     Touched,
 }
 
-/// A pre-image in `FrameWork::touched`: the item's value before its first
-/// write this frame. `None` is a cell lent to a guard of
-/// [`Store::lend`] that was never written (commit skips it).
-type PreImage<T> = (ReplicationId, Option<T>);
-
 /// This frame's uncommitted work: what `commit` has to look at.
 #[derive(Clone)]
 struct FrameWork<T> {
     added: Vec<ReplicationId>,
     removed: Vec<ReplicationId>,
-    touched: Vec<PreImage<T>>,
+    /// The items written through guards, before their first write.
+    touched: PreImages<T>,
 }
 
 impl<T> Default for FrameWork<T> {
@@ -84,7 +81,7 @@ impl<T> Default for FrameWork<T> {
         Self {
             added: Vec::new(),
             removed: Vec::new(),
-            touched: Vec::new(),
+            touched: PreImages::default(),
         }
     }
 }
@@ -204,9 +201,7 @@ impl<T> Store<T> {
     /// since the last commit. Cells lent to guards that were not written
     /// do not count (after commit, `touched` is empty and this is O(1)).
     pub(crate) fn has_uncommitted_work(&self) -> bool {
-        !(self.work.added.is_empty()
-            && self.work.removed.is_empty()
-            && self.work.touched.iter().all(|(_, pre)| pre.is_none()))
+        !(self.work.added.is_empty() && self.work.removed.is_empty() && !self.work.touched.any())
     }
 
     /// Whether this store never had an item of its own (no id was ever
@@ -265,18 +260,13 @@ impl<T> Store<T> {
         self.reindex();
     }
 
-    /// The item with this id behind a guard whose first write makes a
-    /// pre-image with `capture`.
-    pub(crate) fn get_mut_with(
-        &mut self,
-        id: ReplicationId,
-        capture: fn(&T) -> T,
-    ) -> Option<ItemMut<'_, T>> {
+    /// The item with this id behind a guard whose first write records a
+    /// pre-image.
+    pub(crate) fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>> {
         let pos = *self.index.get(&id)?;
         Some(ItemMut {
             slot: &mut self.slots[pos],
             record: Record::Push(&mut self.work.touched),
-            capture,
         })
     }
 
@@ -284,20 +274,16 @@ impl<T> Store<T> {
     /// not yet written this frame (in the same order): what the array's
     /// `IterMut` hands to its guards, which can all
     /// be alive at once because each owns its slot and its cell. Costs
-    /// O(len) and no allocation once `touched` has grown to the array's
-    /// size; cells of an earlier call that were never written are dropped
-    /// first.
-    pub(crate) fn lend(&mut self) -> (&mut [Slot<T>], &mut [PreImage<T>]) {
-        let touched = &mut self.work.touched;
-        touched.retain(|(_, pre)| pre.is_some());
-        let start = touched.len();
-        touched.extend(
-            self.slots
-                .iter()
-                .filter(|slot| slot.state == SlotState::Clean)
-                .map(|slot| (slot.id, None)),
-        );
-        (&mut self.slots, &mut touched[start..])
+    /// O(len) and no allocation once the pre-images have grown to the
+    /// array's size (see [`PreImages::lend`]).
+    pub(crate) fn lend(&mut self) -> (&mut [Slot<T>], Lent<'_, T>) {
+        let clean = self
+            .slots
+            .iter()
+            .filter(|slot| slot.state == SlotState::Clean)
+            .map(|slot| slot.id);
+        let cells = self.work.touched.lend(clean);
+        (&mut self.slots, cells)
     }
 
     /// Puts a new item with a server-assigned id into a mirror, its fields
@@ -400,16 +386,15 @@ impl<T: Replicate> Store<T> {
                 changes.vanished.push(id);
             }
         }
-        for (id, before) in self.work.touched.drain(..) {
-            // A lent cell whose guard was never written.
-            let Some(before) = before else { continue };
-            if let Some(&pos) = self.index.get(&id) {
-                let slot = &mut self.slots[pos];
+        let (index, slots) = (&self.index, &mut self.slots);
+        self.work.touched.drain(|id, before| {
+            if let Some(&pos) = index.get(&id) {
+                let slot = &mut slots[pos];
                 slot.state = SlotState::Clean;
                 if T::ARRAY_FIELDS > 0 {
-                    check_lineage(id, &slot.value, &before);
+                    check_lineage(id, &slot.value, before);
                 }
-                let mask = slot.value.diff(&before);
+                let mask = slot.value.diff(before);
                 let arrays = commit_arrays(&mut slot.value);
                 if !mask.is_empty() || arrays {
                     slot.key = slot.key.next();
@@ -422,7 +407,7 @@ impl<T: Replicate> Store<T> {
                     changes.arrays_changed.push(id);
                 }
             }
-        }
+        });
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
@@ -475,18 +460,16 @@ pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
     /// Where the first write puts the pre-image.
     record: Record<'a, T>,
-    /// Makes the pre-image.
-    capture: fn(&T) -> T,
 }
 
 /// Where a guard puts the pre-image of its item's first write this frame.
 enum Record<'a, T> {
-    /// Appended to the frame's list ([`Store::get_mut_with`]: one guard at
+    /// Appended to the frame's list ([`Store::get_mut`]: one guard at
     /// a time).
-    Push(&'a mut Vec<PreImage<T>>),
-    /// Into a cell of that list lent to this guard alone ([`Store::lend`]:
-    /// many guards at once).
-    Cell(&'a mut Option<T>),
+    Push(&'a mut PreImages<T>),
+    /// Into a cell of that list, and its buffer, lent to this guard alone
+    /// ([`Store::lend`]: many guards at once).
+    Cell(&'a mut Cell, &'a mut Option<T>),
     /// Nowhere: the item was already added or written this frame.
     Done,
 }
@@ -496,19 +479,14 @@ impl<'a, T> ItemMut<'a, T> {
     /// pre-image cell if it was not written yet this frame.
     pub(crate) fn lent(
         slot: &'a mut Slot<T>,
-        cell: Option<&'a mut Option<T>>,
-        capture: fn(&T) -> T,
+        cell: Option<(&'a mut Cell, &'a mut Option<T>)>,
     ) -> Self {
         debug_assert_eq!(cell.is_some(), slot.state == SlotState::Clean);
         let record = match cell {
-            Some(cell) => Record::Cell(cell),
+            Some((cell, buffer)) => Record::Cell(cell, buffer),
             None => Record::Done,
         };
-        Self {
-            slot,
-            record,
-            capture,
-        }
+        Self { slot, record }
     }
 
     /// The item's id.
@@ -526,14 +504,20 @@ impl<T> Deref for ItemMut<'_, T> {
     }
 }
 
-impl<T> DerefMut for ItemMut<'_, T> {
+/// Guards are only made for `Clone` items (`get_mut`, `iter_mut`): the
+/// pre-image is a copy.
+impl<T: Replicate + Clone> DerefMut for ItemMut<'_, T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut T {
         if self.slot.state == SlotState::Clean {
-            let before = Some((self.capture)(&self.slot.value));
             match &mut self.record {
-                Record::Push(touched) => touched.push((self.slot.id, before)),
-                Record::Cell(cell) => **cell = before,
+                Record::Push(touched) => {
+                    pre_image::capture(&self.slot.value, touched.record(self.slot.id));
+                }
+                Record::Cell(cell, buffer) => {
+                    pre_image::capture(&self.slot.value, buffer);
+                    cell.mark_written();
+                }
                 // A clean slot always comes with somewhere to record.
                 Record::Done => debug_assert!(false, "clean slot without a record"),
             }

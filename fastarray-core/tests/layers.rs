@@ -39,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["inner"],
     &["replicate"],
-    &["store", "iter"],
+    &["pre_image", "store", "iter"],
     &[
         "send::encode_cache",
         "send::caught_up",

@@ -72,9 +72,7 @@ impl Quantizer {
     /// The step index of `value` (clamped; `NaN` is step 0).
     pub fn quantize(&self, value: f64) -> u64 {
         let clamped = value.clamp(self.min, self.max);
-        let step = ((clamped - self.min) / (self.max - self.min) * self.steps()).round();
-        // `as` saturates, and maps NaN to 0.
-        step as u64
+        round_steps((clamped - self.min) / (self.max - self.min) * self.steps())
     }
 
     /// The value of step index `step`. It quantizes back to `step`
@@ -152,6 +150,18 @@ fn settle(value: f32, step: u64, quantize: impl Fn(f32) -> u64) -> f32 {
         candidate = next_f32(candidate, got < step);
     }
     value
+}
+
+/// `x.round() as u64` for `x` in `[0, 2^52)` or `NaN` (0), without the
+/// call to libm's `round` that `f64::round` compiles to on a target
+/// without SSE4.1: the whole part by truncation, plus one if the fraction
+/// (exact: `x - trunc(x)` loses nothing below 2^52) is at least a half,
+/// as `round` rounds halves away from zero.
+#[inline]
+fn round_steps(x: f64) -> u64 {
+    // `as` saturates, and maps NaN to 0.
+    let whole = x as u64;
+    whole + u64::from(x - whole as f64 >= 0.5)
 }
 
 /// The next `f32` above (`up`) or below a finite `value`.
@@ -408,6 +418,27 @@ quantize_tuple!(A 0, B 1, C 2, D 3);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `round_steps` is `round` over every value a quantization can make:
+    /// halves, the floats on either side of them, and a spread of others
+    /// up to the most steps (2^32 − 1).
+    #[test]
+    fn round_steps_is_round() {
+        let mut values = vec![0.0, f64::NAN, 0.49999999999999994, 4294967295.0];
+        for whole in [0u64, 1, 2, 7, 1 << 20, (1 << 32) - 2, (1 << 32) - 1] {
+            let half = whole as f64 + 0.5;
+            values.extend([half, half.next_down(), half.next_up(), whole as f64]);
+        }
+        let mut x = 1e-9_f64;
+        while x < 4294967295.0 {
+            values.push(x);
+            x = x * 1.37 + 0.11;
+        }
+        for x in values {
+            let expected = if x.is_nan() { 0 } else { x.round() as u64 };
+            assert_eq!(round_steps(x), expected, "{x:e}");
+        }
+    }
 
     #[test]
     fn quantizer_endpoints_are_exact() {

@@ -155,6 +155,26 @@ fn detail_mask(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
     }
 }
 
+/// `Replicate::capture_into`: each replicated field copied with
+/// `Clone::clone_from` into the earlier pre-image's, reusing what it owns.
+/// A field whose type is not `Clone` (or, in a generic struct, not known
+/// to be) makes it return `false`, and the guard clones the whole value
+/// (autoref picks `ByClone` when it applies, else `NotClone`).
+fn capture_into(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+    let copies = fields.iter().map(|field| {
+        let member = &field.field.member;
+        quote!(&& (&&#private::CloneField(&self.#member)).capture_field(&mut __into.#member))
+    });
+    quote! {
+        #[inline]
+        fn capture_into(&self, __into: &mut Self) -> ::core::primitive::bool {
+            #[allow(unused_imports)]
+            use #private::{ByClone as _, NotClone as _};
+            true #(#copies)*
+        }
+    }
+}
+
 /// `Replicate`: per-field diff, encode, decode and patch.
 fn replicate_items(
     cont: &Container,
@@ -235,6 +255,12 @@ fn replicate_items(
     });
     let slots = fields.iter().map(|field| &field.slot);
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    // A type with array fields makes its own pre-image (`object.rs`).
+    let capture = if array_items.is_empty() {
+        capture_into(private, fields)
+    } else {
+        TokenStream::new()
+    };
 
     ReplicateItems {
         field_count,
@@ -242,7 +268,7 @@ fn replicate_items(
         type_name: name,
         consts: structure.unwrap_or_default(),
         patch: quote!(#patch_ident #ty_generics),
-        extra: quote!(#array_items #detail),
+        extra: quote!(#array_items #capture #detail),
         diff_attrs: TokenStream::new(),
         diff: quote! {
             #[allow(unused_mut)]
