@@ -49,11 +49,25 @@ pub(crate) struct Slot<T> {
 }
 
 impl<T> Slot<T> {
+    /// Mirror: the frame of the exit the item came back after, if it left
+    /// the scope and came back (entries up to it are read past).
+    pub(crate) fn returned_after(&self) -> Option<u64> {
+        (self.changed > 0).then_some(self.changed)
+    }
+
     /// Whether the item was neither added nor written this frame (its
     /// first write has to record a pre-image).
     pub(crate) fn is_clean(&self) -> bool {
         self.state == SlotState::Clean
     }
+}
+
+/// The last item [`Store::locate`] found, from which it guesses where the
+/// next one is: as many slots further as its id is.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Near {
+    id: u64,
+    pos: usize,
 }
 
 /// What this frame has done to a slot so far.
@@ -175,6 +189,32 @@ impl<T> Store<T> {
         &self.slots[pos]
     }
 
+    /// Where item `id` is, trying first where `near` guesses it is
+    /// before the map: a message names items in id order, and a mirror's
+    /// slots are mostly in id order too, so walking a message's entries
+    /// the guess is usually right and costs no hashing.
+    #[inline]
+    pub(crate) fn locate(&self, id: ReplicationId, near: &mut Near) -> Option<usize> {
+        let guess = near
+            .pos
+            .wrapping_add(id.to_raw().wrapping_sub(near.id) as usize);
+        let pos = match self.slots.get(guess) {
+            Some(slot) if slot.id == id => guess,
+            _ => self.position(id)?,
+        };
+        *near = Near {
+            id: id.to_raw(),
+            pos,
+        };
+        Some(pos)
+    }
+
+    /// The slot at position `pos`, mutably (for the mirror).
+    #[inline]
+    pub(crate) fn slot_at_mut(&mut self, pos: usize) -> &mut Slot<T> {
+        &mut self.slots[pos]
+    }
+
     /// The item at position `pos`, to write through without recording a
     /// change (the writer, for the arrays inside it).
     pub(crate) fn value_mut(&mut self, pos: usize) -> &mut T {
@@ -189,12 +229,6 @@ impl<T> Store<T> {
     #[inline]
     pub(crate) fn get(&self, id: ReplicationId) -> Option<&T> {
         self.index.get(&id).map(|&pos| &self.slots[pos].value)
-    }
-
-    /// The slot of an item, for the mirror.
-    pub(crate) fn slot_mut(&mut self, id: ReplicationId) -> Option<&mut Slot<T>> {
-        let pos = *self.index.get(&id)?;
-        self.slots.get_mut(pos)
     }
 
     /// Whether anything was pushed, removed or written through a guard
@@ -303,8 +337,7 @@ impl<T> Store<T> {
     /// Mirror: the frame of the exit item `id` came back after, if it
     /// left the scope and came back (entries up to it are read past).
     pub(crate) fn returned_after(&self, id: ReplicationId) -> Option<u64> {
-        let slot = &self.slots[*self.index.get(&id)?];
-        (slot.changed > 0).then_some(slot.changed)
+        self.slots[*self.index.get(&id)?].returned_after()
     }
 
     /// Mirror: records that item `id` came back after an exit at `exit`.

@@ -10,7 +10,7 @@ use crate::id::ReplicationId;
 use crate::inner::InnerArray;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::store::Store;
+use crate::store::{Near, Store};
 
 impl Mirror {
     /// Applies a message decoded by [`decode`](Mirror::decode) to this
@@ -83,9 +83,10 @@ impl Mirror {
         let mut held = Vec::new();
         let mut later = Vec::new();
         let mut inner = decoded.inner.into_iter().peekable();
+        let mut near = Near::default();
         for (index, (id, entry)) in decoded.entries.into_iter().enumerate() {
             let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
-            let Some(slot) = store.slot_mut(id) else {
+            let Some(pos) = store.locate(id, &mut near) else {
                 // Validation let through only whole items for unknown ids.
                 if let Entry::Whole(mut value) = entry {
                     // Its arrays fill from empty: reported after its add.
@@ -111,6 +112,7 @@ impl Mirror {
                 entry: held.len(),
                 ..delta
             }));
+            let slot = store.slot_at_mut(pos);
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
@@ -158,27 +160,26 @@ impl Mirror {
                     slot.value.apply_patch(patch)
                 }
             };
-            held.push((id, changed));
+            held.push((id, pos, changed));
         }
 
         // The arrays' deltas carry frames of their own, and apply whatever
         // happened to the entry's plain fields; their events come before
         // their owner's `post_change`.
         let mut later = later.into_iter().peekable();
-        for (index, (id, changed)) in held.into_iter().enumerate() {
+        // Adds only push slots: the held items are where they were.
+        for (index, (id, pos, changed)) in held.into_iter().enumerate() {
             let mut arrays_changed = false;
             while let Some(delta) = later.next_if(|delta| delta.entry == index) {
-                if let Some(slot) = store.slot_mut(id) {
-                    let mut sink = |event: &InnerEvent<'_>| callbacks.inner_event(event);
-                    arrays_changed |= apply_array(&mut slot.value, id, delta, up, &mut sink);
-                }
+                let slot = store.slot_at_mut(pos);
+                let mut sink = |event: &InnerEvent<'_>| callbacks.inner_event(event);
+                arrays_changed |= apply_array(&mut slot.value, id, delta, up, &mut sink);
             }
-            match store.get(id) {
-                Some(item) if !changed.is_empty() || arrays_changed => {
-                    callbacks.post_change(id, item, changed);
-                    report.changed += 1;
-                }
-                _ => report.skipped += 1,
+            if !changed.is_empty() || arrays_changed {
+                callbacks.post_change(id, &store.slot(pos).value, changed);
+                report.changed += 1;
+            } else {
+                report.skipped += 1;
             }
         }
 

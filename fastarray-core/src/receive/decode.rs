@@ -10,7 +10,7 @@ use crate::id::ReplicationId;
 use crate::inner::InnerDelta;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::store::Store;
+use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::read_exits;
 use crate::wire::field_set::read_field_set;
@@ -188,6 +188,7 @@ fn read_body<T: Replicate>(
         None
     };
     let mut removed = removals.iter().peekable();
+    let mut near = Near::default();
     for _ in 0..count {
         let wire = ids.read(reader)?;
         let whole = reader.read_bool()?;
@@ -253,10 +254,11 @@ fn read_body<T: Replicate>(
         // Entries written before the item was removed, or before it last
         // left the scope (its mirror copy then belongs to a later stay),
         // are read past.
+        let held = store.locate(id, &mut near).map(|pos| store.slot(pos));
         let dropped = earlier
             || mirror.drops_entry(id, frame)
-            || store.returned_after(id).is_some_and(|exit| frame <= exit);
-        let held = store.get(id);
+            || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
+        let held = held.map(|slot| &slot.value);
         if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !dropped && held.is_none() {
             return Err(DecodeError::UnknownItem { id });
         }
