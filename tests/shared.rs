@@ -98,9 +98,9 @@ fn caught_up_connections_take_one_message_written_once() {
     let sent = room.send();
     for (index, (bytes, shared)) in sent.iter().enumerate() {
         assert_eq!(bytes, &expected, "connection {index}");
-        // The first caught-up connection writes its own, the second writes
-        // and keeps the shared one, the others copy it.
-        assert_eq!(*shared, index > 0, "connection {index}");
+        // The first caught-up connection writes the shared message from
+        // the frame's changes and keeps it, the others copy it.
+        assert!(*shared, "connection {index}");
     }
     for conn in &room.conns {
         assert!(room.server.is_settled(conn));
@@ -109,7 +109,7 @@ fn caught_up_connections_take_one_message_written_once() {
     for round in 0..5 {
         room.server.get_mut(room.ids[round]).unwrap().team = 9;
         let sent = room.tick();
-        assert!(sent[1..].iter().all(|(_, shared)| *shared));
+        assert!(sent.iter().all(|(_, shared)| *shared));
         assert!(sent.iter().all(|(bytes, _)| bytes == &sent[0].0));
     }
 }
@@ -137,7 +137,7 @@ fn a_connection_with_an_add_in_flight_writes_its_own_message() {
         .server
         .write_delta(&mut room.conns[0], 51, &mut first)
         .unwrap();
-    assert!(!stats.shared);
+    assert!(stats.shared, "its client holds every item");
     let mut second = Vec::new();
     let stats = room
         .server
@@ -155,7 +155,7 @@ fn a_connection_with_an_add_in_flight_writes_its_own_message() {
     // Both caught up again: back to one shared message.
     room.server.get_mut(room.ids[4]).unwrap().hp = 8;
     let sent = room.tick();
-    assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [false, true]);
+    assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [true, true]);
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn a_lost_shared_message_is_resent_and_nothing_else() {
     for (index, conn) in room.conns.iter_mut().enumerate() {
         let mut bytes = Vec::new();
         let stats = room.server.write_delta(conn, 7, &mut bytes).unwrap();
-        assert_eq!(stats.shared, index > 0);
+        assert!(stats.shared, "connection {index}");
         messages.push(bytes);
     }
     // Connection 2 loses it; the others get it.
@@ -264,6 +264,13 @@ fn mutate(server: &mut FastArray<Unit>, rng: &mut ChaCha8Rng, next: &mut u32) {
 fn run_many(seed: u64, ticks: u32) -> u64 {
     let mut profiles = LinkProfile::all_for_tests();
     profiles.push(LinkProfile::perfect());
+    run_links(seed, ticks, profiles)
+}
+
+/// One server and one connection per profile in `profiles`, all written
+/// every tick, until every client converges; returns how many messages
+/// were the frame's shared one.
+fn run_links(seed: u64, ticks: u32, profiles: Vec<LinkProfile>) -> u64 {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut server = FastArray::new();
     let mut next = 0;
@@ -324,6 +331,20 @@ fn many_connections_over_different_links_converge() {
         shared += run_many(seed, 120);
     }
     assert!(shared > 1_000, "only {shared} shared messages were taken");
+}
+
+/// A lone caught-up connection takes the shared message too (it writes it
+/// straight from the frame's changes and records no per-item work), and
+/// converges over every link, loss repair included.
+#[test]
+fn a_lone_connection_takes_the_shared_message_and_converges() {
+    for profile in LinkProfile::all_for_tests() {
+        let mut shared = 0;
+        for seed in 0..8 {
+            shared += run_links(seed, 120, vec![profile.clone()]);
+        }
+        assert!(shared > 100, "{}: {shared} shared messages", profile.name);
+    }
 }
 
 /// The long version of the above.

@@ -4,6 +4,8 @@
 use std::collections::VecDeque;
 
 use crate::changeset::Changeset;
+use crate::id::ReplicationId;
+use crate::mask::FieldMask;
 
 /// How many frames of changesets an array keeps. A connection whose next
 /// frame to send has fallen out of the ring resynchronises by comparing what
@@ -59,6 +61,27 @@ impl History {
     /// The oldest frame still held.
     pub(crate) fn oldest_frame(&self) -> Option<u64> {
         self.slots.front().map(|c| c.frame)
+    }
+
+    /// The fields of item `id` that frames `after + 1 .. before` changed,
+    /// or `None` if the ring no longer holds frame `after + 1`.
+    pub(crate) fn changed_between(
+        &self,
+        id: ReplicationId,
+        after: u64,
+        before: u64,
+    ) -> Option<FieldMask> {
+        let mut fields = FieldMask::EMPTY;
+        for changes in self.since(after + 1)? {
+            if changes.frame >= before {
+                break;
+            }
+            // A commit's changes are sorted by id.
+            if let Ok(at) = changes.changed.binary_search_by_key(&id, |&(id, _)| id) {
+                fields |= changes.changed[at].1;
+            }
+        }
+        Some(fields)
     }
 
     /// The changesets of frames `from..` (all of them if `from` is older than

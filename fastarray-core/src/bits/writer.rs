@@ -181,6 +181,21 @@ impl<'a> BitWriter<'a> {
         self.bits
     }
 
+    /// Takes what was written, if it is under 64 bits, as a word (least
+    /// significant bit first) and its length, leaving the writer empty and
+    /// its vector untouched: a small encoding then costs no byte copy.
+    /// `None`, with nothing taken, if 64 bits or more were written.
+    pub(crate) fn take_word(&mut self) -> Option<(u64, u64)> {
+        if self.bits >= 64 {
+            return None;
+        }
+        let word = (self.acc, self.bits);
+        self.acc = 0;
+        self.used = 0;
+        self.bits = 0;
+        Some(word)
+    }
+
     /// Whether the next bit starts a byte.
     pub(crate) fn is_byte_aligned(&self) -> bool {
         self.used % 8 == 0

@@ -3,17 +3,19 @@
 //! A connection that wrote everything up to the last frame, whose client
 //! knows every item (all adds acknowledged) and has nothing to repair, gets
 //! the same message as every other such connection: the frame's removals,
-//! adds and changed fields. The first of them writes its own as usual (a
-//! lone connection pays nothing for sharing); the second writes it and the
-//! bits are kept here; the others copy them and record the packet in
+//! adds and changed fields. The first of them writes it straight from the
+//! frame's changeset (`plan::plan_frame`) and the bits are kept here; every
+//! one of them, the first included, copies them and records the packet in
 //! O(adds + removals), sharing one list of the changed fields instead of
 //! one record entry and view update per changed item.
 
 use super::pending::Work;
+use super::plan::Planned;
 use super::retirement::{RecordEntry, SharedChanges};
-use super::state::SendState;
+use super::state::{Removal, SendState};
 use super::stats::DeltaStats;
 use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
 
 /// One frame's shared message and what taking it means for a connection.
@@ -21,8 +23,6 @@ use crate::mask::FieldMask;
 pub(crate) struct SharedMessage {
     /// The frame this message is for (0: none yet; frames start at 1).
     frame: u64,
-    /// The last frame a caught-up connection wrote a message for.
-    seen: u64,
     /// The message's bits, from the first bit of the byte.
     pub(crate) bytes: Vec<u8>,
     /// Bits of the message.
@@ -43,27 +43,34 @@ impl SharedMessage {
         self.frame == frame
     }
 
-    /// A caught-up connection writes its message for `frame`: returns
-    /// whether it is the second this frame, which keeps its bits for the
-    /// others.
-    pub(crate) fn second_of(&mut self, frame: u64) -> bool {
-        let second = self.seen == frame;
-        self.seen = frame;
-        second
-    }
-
-    /// Keeps the message of `frame` just written (its bits in `bytes`) to
-    /// a caught-up connection whose record is `entries`, for the other
-    /// caught-up connections this frame.
-    pub(crate) fn keep(&mut self, frame: u64, entries: &[RecordEntry], stats: DeltaStats) {
+    /// Keeps the message of `frame` just written into `bytes`, which
+    /// carries `removals` and `items`, for the caught-up connections of
+    /// this frame: the entries each records, and the changed fields they
+    /// all share.
+    pub(crate) fn keep(
+        &mut self,
+        frame: u64,
+        removals: &[Removal],
+        items: &[Planned],
+        stats: DeltaStats,
+    ) {
         self.frame = frame;
         self.bits = stats.bits;
         self.entries.clear();
-        let mut changed = Vec::new();
-        for entry in entries {
-            match entry.work {
-                Work::Fields(mask) => changed.push((entry.id, mask)),
-                _ => self.entries.push(*entry),
+        let key = ReplicationKey::default();
+        self.entries.extend(
+            removals
+                .iter()
+                .map(|removal| RecordEntry::new(removal.id, removal.work(), key, frame, frame)),
+        );
+        let mut changed = Vec::with_capacity(items.len());
+        for item in items {
+            match item.work {
+                Work::Fields(mask) => changed.push((item.id, mask)),
+                work => {
+                    let entry = RecordEntry::new(item.id, work, item.key, frame, frame);
+                    self.entries.push(entry);
+                }
             }
         }
         self.changed = (!changed.is_empty()).then(|| changed.into());

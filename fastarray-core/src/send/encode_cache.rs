@@ -56,31 +56,24 @@ impl EncodeCache {
             Entry::Occupied(found) => return Ok(*found.get()),
             Entry::Vacant(slot) => slot,
         };
-        self.scratch.clear();
-        let mut writer = BitWriter::new(&mut self.scratch);
-        let encoded = encode(&mut writer);
-        let bits = writer.finish();
-        encoded?;
-        let span = if bits <= 64 {
-            // At most 8 bytes, least significant bit first: the bits are
-            // the low `bits` of the bytes read as a little-endian word.
-            let mut word = [0; 8];
-            let len = self.scratch.len().min(8);
-            word[..len].copy_from_slice(&self.scratch[..len]);
-            Span {
-                inline_or_start: u64::from_le_bytes(word) & (u64::MAX >> (64 - bits.max(1))),
-                bits,
-            }
-        } else {
-            let start = self.arena.len() as u64;
-            self.arena.extend_from_slice(&self.scratch);
-            Span {
-                inline_or_start: start,
-                bits,
-            }
-        };
+        let span = encode_span(&mut self.scratch, &mut self.arena, encode)?;
         slot.insert(span);
         Ok(span)
+    }
+
+    /// An encoding made with `encode` at `frame` that no other connection
+    /// will look up: kept for this frame like the others, but not keyed,
+    /// so it costs no map entry. For the frame's shared message, which
+    /// every connection that could reuse its encodings copies whole.
+    pub(crate) fn encode_once(
+        &mut self,
+        frame: u64,
+        encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
+    ) -> Result<Span, EncodeError> {
+        if self.frame != frame {
+            self.start_frame(frame);
+        }
+        encode_span(&mut self.scratch, &mut self.arena, encode)
     }
 
     /// Forgets the last frame's encodings. The map's capacity follows what
@@ -106,4 +99,43 @@ impl EncodeCache {
         // The span lies inside the arena, so every bit is there.
         copy_bits(&mut BitReader::new(&self.arena[start..]), writer, span.bits);
     }
+}
+
+/// Encodes with `encode` through `scratch`: the bits inline if they fit a
+/// word, else appended to `arena`.
+fn encode_span(
+    scratch: &mut Vec<u8>,
+    arena: &mut Vec<u8>,
+    encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
+) -> Result<Span, EncodeError> {
+    scratch.clear();
+    let mut writer = BitWriter::new(scratch);
+    let encoded = encode(&mut writer);
+    if let Some((word, bits)) = writer.take_word() {
+        encoded?;
+        return Ok(Span {
+            inline_or_start: word,
+            bits,
+        });
+    }
+    let bits = writer.finish();
+    encoded?;
+    Ok(if bits <= 64 {
+        // At most 8 bytes, least significant bit first: the bits are the
+        // low `bits` of the bytes read as a little-endian word.
+        let mut word = [0; 8];
+        let len = scratch.len().min(8);
+        word[..len].copy_from_slice(&scratch[..len]);
+        Span {
+            inline_or_start: u64::from_le_bytes(word) & (u64::MAX >> (64 - bits.max(1))),
+            bits,
+        }
+    } else {
+        let start = arena.len() as u64;
+        arena.extend_from_slice(scratch);
+        Span {
+            inline_or_start: start,
+            bits,
+        }
+    })
 }

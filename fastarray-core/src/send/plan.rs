@@ -8,10 +8,11 @@ use super::pending::Work;
 use super::state::{Due, Removal, SendState};
 use super::stats::{Budget, DeltaStats, Oversized};
 use crate::bits::{BitWriter, gamma_bits, varint_bits};
+use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::replicate::Replicate;
-use crate::store::Store;
+use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
 use crate::wire::field_set::field_set_bits;
@@ -234,6 +235,76 @@ pub(crate) fn plan<T: Replicate>(
         return Err(error);
     }
     Ok(plan)
+}
+
+/// The plan of a connection in sync with the array (see
+/// [`SendState::in_sync`]), whose message is the newest frame's changes
+/// as they are: `changes`' removals, the changed fields of the items its
+/// client knows (a new shape whole), and its adds whole, in id order.
+/// Nothing here depends on the connection, so nothing of it is looked up:
+/// the frame's shared message (`send::caught_up`) is written from this.
+/// `items` is a list to reuse.
+pub(crate) fn plan_frame<T: Replicate>(
+    store: &Store<T>,
+    changes: &Changeset,
+    encoded: &mut EncodeCache,
+    mut items: Vec<Planned>,
+) -> Result<(Vec<Removal>, Vec<Planned>), SendError> {
+    debug_assert_eq!(T::ARRAY_FIELDS, 0, "arrays inside items are never shared");
+    let frame = changes.frame;
+    let removals = changes
+        .removed
+        .iter()
+        .map(|&id| Removal {
+            id,
+            wire: id,
+            since: frame,
+            exit: false,
+        })
+        .collect();
+    items.clear();
+    items.reserve(changes.changed.len() + changes.added.len());
+    let mut near = Near::default();
+    // Every changed item existed before the frame, every add is new: the
+    // changes' ids come before the adds'.
+    let changed = changes.changed.iter().map(|&(id, mask)| {
+        let work = if (mask & T::STRUCTURE).is_empty() {
+            Work::Fields(mask)
+        } else {
+            // A new shape (an enum's variant) goes whole.
+            Work::Add { structural: true }
+        };
+        (id, work)
+    });
+    let added = changes
+        .added
+        .iter()
+        .map(|&id| (id, Work::Add { structural: true }));
+    for (id, work) in changed.chain(added) {
+        // A commit's changes name live items only, and nothing has changed
+        // since the commit.
+        let Some(pos) = store.locate(id, &mut near) else {
+            debug_assert!(false, "item {id} of the newest changeset is gone");
+            continue;
+        };
+        let slot = store.slot(pos);
+        let span = encoded
+            .encode_once(frame, |w| match work {
+                Work::Fields(mask) => slot.value.encode_fields(mask, w),
+                _ => slot.value.encode(w),
+            })
+            .map_err(|error| SendError::Encode { id, error })?;
+        items.push(Planned {
+            id,
+            wire: id,
+            work,
+            key: slot.key,
+            since: frame,
+            span,
+            inner: (0, 0),
+        });
+    }
+    Ok((removals, items))
 }
 
 /// What choosing items works with.

@@ -55,7 +55,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (320 bytes before its own entries) per array field. Hash
+/// `SendState` (344 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -69,6 +69,11 @@ pub struct SendState {
     cursor: u64,
     /// The retirement list: one record per packet in flight.
     retirement: Retirement,
+    /// Changed fields that lost records of the frame's shared message
+    /// carried: which of them later records carried is known only from
+    /// the history ring, so they wait here for the next catch-up (see
+    /// [`resolve_lost_shared`](Self::resolve_lost_shared)).
+    lost_shared: Vec<LostShared>,
     /// The newest frame carried by a packet the client acknowledged.
     acked_frame: Option<u64>,
     /// The newest frame a message was written for.
@@ -84,6 +89,16 @@ pub struct SendState {
     /// The items the client may see, once the connection has a scope
     /// ([`FastArray::scope`](crate::FastArray::scope)); `None`: every item.
     scope: Option<Box<Scope>>,
+}
+
+/// Fields of an item that a lost record of frame `frame`'s shared message
+/// carried, due since `since` (see [`SendState::resolve_lost_shared`]).
+#[derive(Clone, Copy, Debug)]
+struct LostShared {
+    id: ReplicationId,
+    fields: FieldMask,
+    frame: u64,
+    since: u64,
 }
 
 /// The items of an array as a resynchronisation compares them: what the
@@ -161,6 +176,7 @@ impl SendState {
             pending: PendingMap::default(),
             cursor: 1,
             retirement: Retirement::default(),
+            lost_shared: Vec::new(),
             acked_frame: None,
             written_frame: 0,
             all_fields: FieldMask::EMPTY,
@@ -205,7 +221,13 @@ impl SendState {
 
     /// Items with work not yet written (after the last write's merge).
     pub fn pending_items(&self) -> usize {
-        self.pending.len()
+        self.pending.len() + self.lost_shared.len()
+    }
+
+    /// Whether something is due that no packet in flight carries: work
+    /// pending, or fields of lost shared records waiting to be resolved.
+    fn has_work_due(&self) -> bool {
+        !(self.pending.is_empty() && self.lost_shared.is_empty())
     }
 
     /// Items the client may hold (known, or with an add or removal in flight).
@@ -231,7 +253,7 @@ impl SendState {
     /// [`FastArray::is_settled`](crate::FastArray::is_settled).
     pub(crate) fn has_delivered(&self, last_change: u64) -> bool {
         self.cursor > last_change
-            && self.pending.is_empty()
+            && !self.has_work_due()
             && self.retirement.is_empty()
             && self
                 .scope
@@ -315,7 +337,7 @@ impl SendState {
     /// Such a connection's message is the same bits as every other one's.
     pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
         self.cursor == frame
-            && self.pending.is_empty()
+            && !self.has_work_due()
             && self.views.all_known()
             && self.views.len() == live_before
             && self.inner.is_empty()
@@ -334,6 +356,7 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        self.resolve_lost_shared(Some(history));
         let resynced = match history.since(self.cursor) {
             Some(frames) => {
                 frames.for_each(|changes| self.merge_frame(changes, structure));
@@ -362,6 +385,7 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        self.resolve_lost_shared(None);
         let resynced = match routed {
             Some(entries) => {
                 for &(id, work, at) in entries {
@@ -734,6 +758,29 @@ impl SendState {
         self.inner.remove(&id);
     }
 
+    /// Queues the fields lost shared records carried that no later record
+    /// carried: those that frames after the lost one changed went out
+    /// with the frame that changed them (every frame since is merged, and
+    /// written or pending), and that record's own fate takes care of them.
+    /// A record per item knows this from the item's view; a shared one
+    /// keeps no per-item trace, so `history` tells. Without it (a scoped
+    /// connection), or once it no longer reaches back, all of them.
+    fn resolve_lost_shared(&mut self, history: Option<&History>) {
+        if self.lost_shared.is_empty() {
+            return;
+        }
+        let cursor = self.cursor;
+        for lost in core::mem::take(&mut self.lost_shared) {
+            let later = history
+                .and_then(|history| history.changed_between(lost.id, lost.frame, cursor))
+                .unwrap_or(FieldMask::EMPTY);
+            let fields = lost.fields.without(later);
+            if !fields.is_empty() {
+                self.queue_seen(lost.id, Work::Fields(fields), lost.since);
+            }
+        }
+    }
+
     /// Merges one frame of the history ring into the pending work.
     fn merge_frame(&mut self, changes: &crate::changeset::Changeset, structure: FieldMask) {
         let frame = changes.frame;
@@ -1042,7 +1089,7 @@ impl SendState {
             } else {
                 state.on_loss(packet);
             }
-            due |= !state.pending.is_empty();
+            due |= state.has_work_due();
         }
         due
     }
@@ -1077,8 +1124,15 @@ impl SendState {
                 record.frame,
                 record.frame,
             );
-            if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
-                self.queue_seen(id, work, record.oldest_due);
+            match self.views.lost_work(&entry, record.seq, self.all_fields) {
+                Some(Work::Fields(mask)) => self.lost_shared.push(LostShared {
+                    id,
+                    fields: mask,
+                    frame: record.frame,
+                    since: record.oldest_due,
+                }),
+                Some(work) => self.queue_seen(id, work, record.oldest_due),
+                None => {}
             }
         }
         self.retirement.recycle(record);
@@ -1099,7 +1153,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            320,
+            344,
             "per array inside an item"
         );
     }

@@ -32,9 +32,10 @@ pub struct DeltaStats {
     /// Whether the message was this frame's shared message: the connection
     /// was caught up (everything up to the last frame written, every add
     /// acknowledged, nothing to repair), so its message was the same bits
-    /// as every other caught-up connection's. The second such connection of
-    /// a frame writes and keeps it; the later ones copy it. (The first
-    /// writes its own, so a lone connection pays nothing for sharing.)
+    /// as every other caught-up connection's. The first such connection of
+    /// a frame writes it straight from the frame's changes and keeps it;
+    /// the later ones copy it. None of them records or acknowledges
+    /// anything per changed item.
     pub shared: bool,
 }
 

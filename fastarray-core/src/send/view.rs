@@ -458,6 +458,12 @@ impl Views {
     ) {
         let rest = self.map.entry(id).or_insert_with(Rest::absent);
         let new = rest.holding().is_none();
+        // A whole value of a new shape (an enum's variant) for an item the
+        // client knows supersedes whatever older records carried, as an add
+        // does an earlier stay's: their fate is not this entry's. (A record
+        // of the frame's shared message keeps no per-item trace, so only
+        // this guard tells its loss that a new shape was written since.)
+        let reshaped = rest.is(Holding::Known) && work == (Work::Add { structural: true });
         if new {
             rest.set_holding(Holding::AddInFlight);
             self.held += 1;
@@ -476,8 +482,12 @@ impl Views {
                 FieldMask::EMPTY
             }
         };
-        rest.in_flight = rest.in_flight.saturating_add(1);
-        if new {
+        rest.in_flight = if reshaped {
+            1
+        } else {
+            rest.in_flight.saturating_add(1)
+        };
+        if new || reshaped {
             // Records of the id's earlier stay may still be in flight.
             rest.flags |= FLIGHT;
             self.first_guard = self.first_guard.min(seq);

@@ -4,7 +4,7 @@
 
 use super::encode_cache::EncodeCache;
 use super::pending::Work;
-use super::plan::{Plan, Planned, plan};
+use super::plan::{Plan, Planned, plan, plan_frame};
 use super::retirement::RecordEntry;
 use super::sender::Sender;
 use super::state::{Removal, SendState};
@@ -50,13 +50,9 @@ impl Sender {
         let shareable = budget.is_none()
             && T::ARRAY_FIELDS == 0
             && conn.in_sync(frame, store.live_before(self.history.newest()));
-        if shareable && self.shared.holds(frame) {
+        if shareable && (self.shared.holds(frame) || self.compose_shared(store, conn)?) {
             return Ok(self.shared.write(conn, packet, writer, all_fields));
         }
-        // The first caught-up connection of a frame writes as usual; the
-        // second keeps its bits for the others. A lone connection pays
-        // nothing for sharing.
-        let keep = shareable && self.shared.second_of(frame);
         let mut stats = DeltaStats {
             resynced: self.catch_up(store, conn),
             ..DeltaStats::default()
@@ -109,24 +105,13 @@ impl Sender {
             items: &items,
             inner: &scratch,
         };
-        if keep {
-            // Keep the bits for the other caught-up connections.
-            let mut bytes = core::mem::take(&mut self.shared.bytes);
-            bytes.clear();
-            let mut copy = BitWriter::new(&mut bytes);
-            message.write(&self.encoded, conn, &mut copy);
-            let bits = copy.finish();
-            copy_bits(&mut BitReader::new(&bytes), writer, bits);
-            self.shared.bytes = bytes;
-            stats.bits = bits;
-        } else {
-            let start = writer.bits_written();
-            message.write(&self.encoded, conn, writer);
-            stats.bits = writer.bits_written() - start;
-        }
+        let start = writer.bits_written();
+        message.write(&self.encoded, conn, writer);
+        stats.bits = writer.bits_written() - start;
         debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
         self.scratch = scratch;
 
+        count(&removals, &items, &mut stats);
         let mut record = conn.entry_buffer();
         record.reserve(removals.len() + items.len());
         for removal in &removals {
@@ -135,26 +120,14 @@ impl Sender {
             record.push(RecordEntry::new(id, removal.work(), key, frame, since));
         }
         for item in &items {
-            record.push(RecordEntry::new(
-                item.id, item.work, item.key, frame, item.since,
-            ));
-            match item.work {
-                Work::Add { .. } => stats.added += 1,
-                _ => stats.changed += 1,
-            }
+            let entry = RecordEntry::new(item.id, item.work, item.key, frame, item.since);
+            record.push(entry);
         }
-        let exits = removals.iter().filter(|removal| removal.exit).count();
-        stats.left_scope += exits;
-        stats.removed += removals.len() - exits;
         let oldest_due = removals
             .iter()
             .map(|removal| removal.since)
             .chain(items.iter().map(|item| item.since))
             .fold(frame, u64::min);
-        if keep {
-            stats.shared = true;
-            self.shared.keep(frame, &record, stats);
-        }
         // Usually everything due was written: the pending list empties at
         // once rather than id by id.
         let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
@@ -168,6 +141,53 @@ impl Sender {
 }
 
 impl Sender {
+    /// Writes the newest frame's message for the connections in sync with
+    /// the array, `conn` the first of them this frame, and keeps it (see
+    /// [`SharedMessage`](super::caught_up::SharedMessage)): straight from
+    /// the frame's changes, with no lookup in the connection's state.
+    /// Returns `false`, keeping nothing, if the frame changed nothing (the
+    /// one-bit empty message is not worth keeping).
+    fn compose_shared<T: Replicate>(
+        &mut self,
+        store: &Store<T>,
+        conn: &SendState,
+    ) -> Result<bool, SendError> {
+        let frame = store.frame();
+        let Some(changes) = self
+            .history
+            .newest()
+            .filter(|changes| changes.frame == frame && !changes.is_empty())
+        else {
+            return Ok(false);
+        };
+        let items = core::mem::take(&mut self.buffers.planned);
+        let (removals, mut items) = plan_frame(store, changes, &mut self.encoded, items)?;
+        items.sort_unstable_by_key(|p| p.wire);
+        let message = Message {
+            frame,
+            field_count: T::FIELD_COUNT,
+            arrays: false,
+            handles: false,
+            removals: &removals,
+            items: &items,
+            inner: &[],
+        };
+        let mut stats = DeltaStats {
+            shared: true,
+            ..DeltaStats::default()
+        };
+        let mut bytes = core::mem::take(&mut self.shared.bytes);
+        bytes.clear();
+        let mut out = BitWriter::new(&mut bytes);
+        message.write(&self.encoded, conn, &mut out);
+        stats.bits = out.finish();
+        self.shared.bytes = bytes;
+        count(&removals, &items, &mut stats);
+        self.shared.keep(frame, &removals, &items, stats);
+        self.buffers.planned = items;
+        Ok(true)
+    }
+
     /// Brings `conn`'s pending work up to the array's frame: from the
     /// history ring, or, for a connection with a scope, from what the
     /// array handed it. Returns whether it had to compare instead.
@@ -200,6 +220,19 @@ impl Sender {
             _ => Ok(()),
         }
     }
+}
+
+/// Counts in `stats` what a message carrying `removals` and `items` does.
+fn count(removals: &[Removal], items: &[Planned], stats: &mut DeltaStats) {
+    let added = items
+        .iter()
+        .filter(|item| matches!(item.work, Work::Add { .. }))
+        .count();
+    stats.added += added;
+    stats.changed += items.len() - added;
+    let exits = removals.iter().filter(|removal| removal.exit).count();
+    stats.left_scope += exits;
+    stats.removed += removals.len() - exits;
 }
 
 /// A planned message, ready to write.

@@ -216,9 +216,9 @@ impl Results {
                         "One connection's tick (commit + first write, which also encodes the 100 changed items) \
                          takes {}; each further connection adds {} ({} of it), so 256 connections cost \
                          1 + 255 × {:.3} = {:.1} times one. With {} caught-up connections, the messages of {} of {} \
-                         ticks were byte-identical for all of them, so the second caught-up connection writes the \
-                         frame's message and keeps it (the first writes its own, so a lone connection pays nothing \
-                         for sharing) and the others copy its bits: each records the packet with entries for \
+                         ticks were byte-identical for all of them, so the first caught-up connection writes the \
+                         frame's message straight from the frame's changes and keeps it, and the others copy its \
+                         bits: each records the packet with entries for \
                          its adds and removals only and one list of the changed fields that every record shares, \
                          and its ack does nothing per changed item. Before this (last session's report) each \
                          connection redid the whole write and ack, O(changes) each: 215×.",
