@@ -70,6 +70,31 @@ pub(crate) struct Near {
     pos: usize,
 }
 
+impl Near {
+    /// Where item `id` is in `slots` (indexed by `index`): see
+    /// [`Store::locate`].
+    #[inline]
+    fn find<T>(
+        &mut self,
+        slots: &[Slot<T>],
+        index: &HashMap<ReplicationId, usize>,
+        id: ReplicationId,
+    ) -> Option<usize> {
+        let guess = self
+            .pos
+            .wrapping_add(id.to_raw().wrapping_sub(self.id) as usize);
+        let pos = match slots.get(guess) {
+            Some(slot) if slot.id == id => guess,
+            _ => *index.get(&id)?,
+        };
+        *self = Near {
+            id: id.to_raw(),
+            pos,
+        };
+        Some(pos)
+    }
+}
+
 /// What this frame has done to a slot so far.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum SlotState {
@@ -195,18 +220,7 @@ impl<T> Store<T> {
     /// the guess is usually right and costs no hashing.
     #[inline]
     pub(crate) fn locate(&self, id: ReplicationId, near: &mut Near) -> Option<usize> {
-        let guess = near
-            .pos
-            .wrapping_add(id.to_raw().wrapping_sub(near.id) as usize);
-        let pos = match self.slots.get(guess) {
-            Some(slot) if slot.id == id => guess,
-            _ => self.position(id)?,
-        };
-        *near = Near {
-            id: id.to_raw(),
-            pos,
-        };
-        Some(pos)
+        near.find(&self.slots, &self.index, id)
     }
 
     /// The slot at position `pos`, mutably (for the mirror).
@@ -420,8 +434,10 @@ impl<T: Replicate> Store<T> {
             }
         }
         let (index, slots) = (&self.index, &mut self.slots);
+        // Pre-images come in the order of the writes: often the items'.
+        let mut near = Near::default();
         self.work.touched.drain(|id, before| {
-            if let Some(&pos) = index.get(&id) {
+            if let Some(pos) = near.find(slots, index, id) {
                 let slot = &mut slots[pos];
                 slot.state = SlotState::Clean;
                 if T::ARRAY_FIELDS > 0 {
