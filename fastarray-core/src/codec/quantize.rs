@@ -83,6 +83,7 @@ impl Quantizer {
     }
 
     /// The step index of `value` (clamped; `NaN` is step 0).
+    #[inline]
     pub fn quantize(&self, value: f64) -> u64 {
         let clamped = value.clamp(self.min, self.max);
         round_steps((clamped - self.min) * self.scale)
@@ -91,11 +92,13 @@ impl Quantizer {
     /// The value of step index `step`. It quantizes back to `step`
     /// whenever an `f64` does (`tests/wire_eq.rs` searches for
     /// counter-examples).
+    #[inline]
     pub fn dequantize(&self, step: u64) -> f64 {
         if step >= (1u64 << self.bits) - 1 {
             self.max
         } else {
-            self.min + step as f64 * self.step
+            // Below 2^32: through `i64` the conversion is one instruction.
+            self.min + step as i64 as f64 * self.step
         }
     }
 
@@ -104,6 +107,7 @@ impl Quantizer {
     /// neighbour when rounding to `f32` crossed into another step (the
     /// range's ends need not be `f32` values, and a fine quantization's
     /// steps are narrower than the `f32`s around them).
+    #[inline]
     pub fn dequantize_f32(&self, step: u64) -> f32 {
         let value = self.dequantize(step) as f32;
         settle(value, step, |v| self.quantize(f64::from(v)))
@@ -171,9 +175,17 @@ fn settle(value: f32, step: u64, quantize: impl Fn(f32) -> u64) -> f32 {
 /// as `round` rounds halves away from zero.
 #[inline]
 fn round_steps(x: f64) -> u64 {
-    // `as` saturates, and maps NaN to 0.
-    let whole = x as u64;
-    whole + u64::from(x - whole as f64 >= 0.5)
+    // `as` saturates, and maps NaN to 0; through `i64`, both conversions
+    // are one instruction (`x` is never negative here).
+    let whole = x as i64;
+    (whole + i64::from(x - whole as f64 >= 0.5)) as u64
+}
+
+/// `index % len`, without the division when `index < len` (one quantizer
+/// for every float, or the first axes of a list: the usual cases).
+#[inline]
+fn wrap(index: usize, len: usize) -> usize {
+    if index < len { index } else { index % len }
 }
 
 /// The next `f32` above (`up`) or below a finite `value`.
@@ -231,7 +243,7 @@ impl<'a> Quantizers<'a> {
     /// The quantizer of float `index` of the value.
     #[inline]
     pub fn at(&self, index: usize) -> &'a Quantizer {
-        &self.list[(self.first + index) % self.list.len()]
+        &self.list[wrap(self.first + index, self.list.len())]
     }
 
     /// The quantizers of what follows the first `floats` floats: what an
@@ -241,7 +253,7 @@ impl<'a> Quantizers<'a> {
     pub fn skip(&self, floats: usize) -> Self {
         Self {
             list: self.list,
-            first: (self.first + floats) % self.list.len(),
+            first: wrap(self.first + floats, self.list.len()),
         }
     }
 
@@ -311,10 +323,12 @@ impl Quantize for f32 {
     const FLOATS: u32 = 1;
     const TYPE_HASH: u64 = schema::named("f32", &[]);
 
+    #[inline]
     fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
         axes.at(0).write(f64::from(*self), writer);
     }
 
+    #[inline]
     fn read_quantized(
         axes: Quantizers<'_>,
         reader: &mut BitReader<'_>,
@@ -322,6 +336,7 @@ impl Quantize for f32 {
         axes.at(0).read_f32(reader)
     }
 
+    #[inline]
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
         // Most values a commit compares did not change at all.
         let q = axes.at(0);
