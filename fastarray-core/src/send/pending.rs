@@ -97,6 +97,15 @@ impl PendingMap {
         }
     }
 
+    /// Makes the work of `id`, if it has any, due since `since` at the
+    /// latest.
+    pub(crate) fn hasten(&mut self, id: ReplicationId, since: u64) {
+        if let Some(&pos) = self.positions.get(&id) {
+            let pending = &mut self.entries[pos].1;
+            pending.since = pending.since.min(since);
+        }
+    }
+
     /// Drops the work of `id` (the last entry takes its place).
     pub(crate) fn remove(&mut self, id: &ReplicationId) -> Option<Pending> {
         let pos = self.positions.remove(id)?;

@@ -55,7 +55,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (344 bytes before its own entries) per array field. Hash
+/// `SendState` (352 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -69,11 +69,11 @@ pub struct SendState {
     cursor: u64,
     /// The retirement list: one record per packet in flight.
     retirement: Retirement,
-    /// Changed fields that lost records of the frame's shared message
-    /// carried: which of them later records carried is known only from
-    /// the history ring, so they wait here for the next catch-up (see
-    /// [`resolve_lost_shared`](Self::resolve_lost_shared)).
-    lost_shared: Vec<LostShared>,
+    /// Changed fields that lost records carried: which of them later
+    /// records carried is known only from the history ring, so they wait
+    /// here for the next catch-up (see
+    /// [`resolve_lost_fields`](Self::resolve_lost_fields)).
+    lost_fields: Vec<LostFields>,
     /// The newest frame carried by a packet the client acknowledged.
     acked_frame: Option<u64>,
     /// The newest frame a message was written for.
@@ -91,10 +91,10 @@ pub struct SendState {
     scope: Option<Box<Scope>>,
 }
 
-/// Fields of an item that a lost record of frame `frame`'s shared message
-/// carried, due since `since` (see [`SendState::resolve_lost_shared`]).
+/// Fields of an item that a lost record of frame `frame` carried, due
+/// since `since` (see [`SendState::resolve_lost_fields`]).
 #[derive(Clone, Copy, Debug)]
-struct LostShared {
+struct LostFields {
     id: ReplicationId,
     fields: FieldMask,
     frame: u64,
@@ -176,7 +176,7 @@ impl SendState {
             pending: PendingMap::default(),
             cursor: 1,
             retirement: Retirement::default(),
-            lost_shared: Vec::new(),
+            lost_fields: Vec::new(),
             acked_frame: None,
             written_frame: 0,
             all_fields: FieldMask::EMPTY,
@@ -221,13 +221,13 @@ impl SendState {
 
     /// Items with work not yet written (after the last write's merge).
     pub fn pending_items(&self) -> usize {
-        self.pending.len() + self.lost_shared.len()
+        self.pending.len() + self.lost_fields.len()
     }
 
     /// Whether something is due that no packet in flight carries: work
     /// pending, or fields of lost shared records waiting to be resolved.
     fn has_work_due(&self) -> bool {
-        !(self.pending.is_empty() && self.lost_shared.is_empty())
+        !(self.pending.is_empty() && self.lost_fields.is_empty())
     }
 
     /// Items the client may hold (known, or with an add or removal in flight).
@@ -356,7 +356,6 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
-        self.resolve_lost_shared(Some(history));
         let resynced = match history.since(self.cursor) {
             Some(frames) => {
                 frames.for_each(|changes| self.merge_frame(changes, structure));
@@ -368,6 +367,7 @@ impl SendState {
             }
         };
         self.cursor = frame + 1;
+        self.resolve_lost_fields((!resynced).then_some(history));
         resynced
     }
 
@@ -385,7 +385,6 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
-        self.resolve_lost_shared(None);
         let resynced = match routed {
             Some(entries) => {
                 for &(id, work, at) in entries {
@@ -399,6 +398,7 @@ impl SendState {
             }
         };
         self.cursor = frame + 1;
+        self.resolve_lost_fields(None);
         if let Some(scope) = self.scope.as_deref_mut() {
             let pending = &mut self.pending;
             scope.take_returning(&self.views, frame, &mut |id| {
@@ -758,24 +758,40 @@ impl SendState {
         self.inner.remove(&id);
     }
 
-    /// Queues the fields lost shared records carried that no later record
-    /// carried: those that frames after the lost one changed went out
-    /// with the frame that changed them (every frame since is merged, and
-    /// written or pending), and that record's own fate takes care of them.
-    /// A record per item knows this from the item's view; a shared one
-    /// keeps no per-item trace, so `history` tells. Without it (a scoped
-    /// connection), or once it no longer reaches back, all of them.
-    fn resolve_lost_shared(&mut self, history: Option<&History>) {
-        if self.lost_shared.is_empty() {
+    /// Fields `fields` of item `id`, carried by a lost record of frame
+    /// `frame` and due since `since`, wait for the next catch-up (see
+    /// [`resolve_lost_fields`](Self::resolve_lost_fields)).
+    fn lose_fields(&mut self, id: ReplicationId, fields: FieldMask, frame: u64, since: u64) {
+        self.lost_fields.push(LostFields {
+            id,
+            fields,
+            frame,
+            since,
+        });
+    }
+
+    /// Queues the lost fields that no later record carried: those that
+    /// frames after the lost record's changed went out with the frame that
+    /// changed them, or are pending (every frame up to the cursor is
+    /// merged), and that record's own fate takes care of them; pending
+    /// work keeps the lost record's urgency. The item's view knows only
+    /// the records written per item (a shared one keeps no per-item
+    /// trace), so `history` tells. Without it (a scoped connection, a
+    /// resync), or once it no longer reaches back, all of them. Call after
+    /// merging up to the cursor.
+    fn resolve_lost_fields(&mut self, history: Option<&History>) {
+        if self.lost_fields.is_empty() {
             return;
         }
         let cursor = self.cursor;
-        for lost in core::mem::take(&mut self.lost_shared) {
+        for lost in core::mem::take(&mut self.lost_fields) {
             let later = history
                 .and_then(|history| history.changed_between(lost.id, lost.frame, cursor))
                 .unwrap_or(FieldMask::EMPTY);
             let fields = lost.fields.without(later);
-            if !fields.is_empty() {
+            if fields.is_empty() {
+                self.pending.hasten(lost.id, lost.since);
+            } else {
                 self.queue_seen(lost.id, Work::Fields(fields), lost.since);
             }
         }
@@ -1110,9 +1126,13 @@ impl SendState {
                 let inner = Work::Fields(FieldMask::EMPTY);
                 work = Some(work.map_or(inner, |work| work.merge(inner)));
             }
-            if let Some(work) = work {
-                let since = entry.since(record.frame, record.oldest_due);
-                self.queue_seen(entry.id, work, since);
+            let since = entry.since(record.frame, record.oldest_due);
+            match work {
+                Some(Work::Fields(fields)) if !repairs_inner => {
+                    self.lose_fields(entry.id, fields, record.frame, since);
+                }
+                Some(work) => self.queue_seen(entry.id, work, since),
+                None => {}
             }
         }
         for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
@@ -1125,12 +1145,9 @@ impl SendState {
                 record.frame,
             );
             match self.views.lost_work(&entry, record.seq, self.all_fields) {
-                Some(Work::Fields(mask)) => self.lost_shared.push(LostShared {
-                    id,
-                    fields: mask,
-                    frame: record.frame,
-                    since: record.oldest_due,
-                }),
+                Some(Work::Fields(fields)) => {
+                    self.lose_fields(id, fields, record.frame, record.oldest_due);
+                }
                 Some(work) => self.queue_seen(id, work, record.oldest_due),
                 None => {}
             }
@@ -1153,7 +1170,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            344,
+            352,
             "per array inside an item"
         );
     }

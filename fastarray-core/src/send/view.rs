@@ -212,7 +212,8 @@ fn is_stale(
 /// earlier stay can be in flight ([`born`](Self::born)).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Flight {
-    /// For an entry made by a record (an add, or an item back in scope):
+    /// For an entry made by a record on a connection with a scope (an
+    /// add, or an item back in scope), or by a whole value of a new shape:
     /// that record. Records older than it that are still in flight carried
     /// an earlier stay of the id (before its removal or exit was
     /// acknowledged): their fate is not this entry's. 0 once no such
@@ -256,6 +257,10 @@ pub(crate) struct Views {
     held: u32,
     /// The handles, once the connection names items by them.
     handles: Option<Box<Handles>>,
+    /// Whether an item ever entered a scope here: only then can an id
+    /// leave and come back, so that records of its earlier stay may be in
+    /// flight when it is added again (see [`Flight::born`]).
+    scoped: bool,
 }
 
 impl Views {
@@ -325,6 +330,7 @@ impl Views {
     /// Puts `id` in the scope, seen as `seen`; returns whether it was out
     /// (an item in scope already keeps how it is seen).
     pub(crate) fn enter_scope(&mut self, id: ReplicationId, seen: Seen) -> bool {
+        self.scoped = true;
         let rest = self.map.entry(id).or_insert_with(Rest::absent);
         let entered = rest.flags & IN_SCOPE == 0;
         if entered {
@@ -487,7 +493,9 @@ impl Views {
         } else {
             rest.in_flight.saturating_add(1)
         };
-        if new || reshaped {
+        // Without a scope an id never comes back, so a new one has no
+        // earlier stay to guard against: an add costs no flight.
+        if (new && self.scoped) || reshaped {
             // Records of the id's earlier stay may still be in flight.
             rest.flags |= FLIGHT;
             self.first_guard = self.first_guard.min(seq);
@@ -725,7 +733,10 @@ mod tests {
     /// lost or acknowledged, and no longer.
     #[test]
     fn a_flight_ends_with_the_last_record_that_carried_the_item() {
-        let mut views = Views::default();
+        let mut views = Views {
+            scoped: true,
+            ..Views::default()
+        };
         let all = FieldMask::all(3);
         views.written(id(1), Work::Add { structural: true }, 1, all);
         views.written(id(1), Work::Fields(FieldMask::EMPTY), 2, all);
@@ -746,6 +757,28 @@ mod tests {
         let view = views.get(id(1)).unwrap();
         assert!(view.acked && view.holding == Holding::Known);
         assert_eq!(views.map[&id(1)].in_flight, 0);
+    }
+
+    /// Without a scope an id never comes back: an add has no earlier stay
+    /// to guard against and makes no flight; a scope's first item turns
+    /// the guard on.
+    #[test]
+    fn an_add_makes_a_flight_only_where_ids_can_come_back() {
+        let mut views = Views::default();
+        let all = FieldMask::all(3);
+        views.written(id(1), Work::Add { structural: true }, 1, all);
+        assert!(views.flights.is_empty());
+        views.acknowledged(
+            id(1),
+            Work::Add { structural: true },
+            ReplicationKey::default(),
+            1,
+            0,
+        );
+        assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
+        views.enter_scope(id(2), Seen::default());
+        views.written(id(2), Work::Add { structural: true }, 2, all);
+        assert_eq!(views.flights.len(), 1);
     }
 
     /// An item written once per acknowledgement (the common tick) never
@@ -786,7 +819,10 @@ mod tests {
     /// own.
     #[test]
     fn records_of_an_earlier_stay_do_not_touch_the_new_entry() {
-        let mut views = Views::default();
+        let mut views = Views {
+            scoped: true,
+            ..Views::default()
+        };
         let all = FieldMask::all(3);
         let key = ReplicationKey::default();
         views.written(id(9), Work::Add { structural: true }, 1, all);
