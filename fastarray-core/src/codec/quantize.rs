@@ -454,7 +454,10 @@ mod tests {
         let mut values = vec![0.0, f64::NAN, 0.49999999999999994, 4294967295.0];
         for whole in [0u64, 1, 2, 7, 1 << 20, (1 << 32) - 2, (1 << 32) - 1] {
             let half = whole as f64 + 0.5;
-            values.extend([half, half.next_down(), half.next_up(), whole as f64]);
+            // The floats either side of the half (all positive here).
+            let below = f64::from_bits(half.to_bits() - 1);
+            let above = f64::from_bits(half.to_bits() + 1);
+            values.extend([half, below, above, whole as f64]);
         }
         let mut x = 1e-9_f64;
         while x < 4294967295.0 {

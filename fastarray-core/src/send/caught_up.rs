@@ -74,6 +74,10 @@ impl SharedMessage {
             }
         }
         self.changed = (!changed.is_empty()).then(|| changed.into());
+        // The next frame's message may be far smaller (after a burst).
+        if self.entries.capacity() > 4 * self.entries.len().max(64) {
+            self.entries.shrink_to(2 * self.entries.len());
+        }
         self.stats = DeltaStats {
             shared: true,
             ..stats

@@ -133,12 +133,7 @@ pub(crate) fn plan<T: Replicate>(
     budget: Option<Budget>,
     scratch: &mut Vec<u8>,
 ) -> Result<Plan, SendError> {
-    let mut due = core::mem::take(&mut buffers.due);
-    due.clear();
-    if due.capacity() > 4 * conn.pending_items().max(64) {
-        due = Vec::new();
-    }
-    due.reserve(conn.pending_items());
+    let mut due = reuse(core::mem::take(&mut buffers.due), conn.pending_items());
     let mut removals = Vec::new();
     let waiting = conn.due(
         store.frame(),
@@ -156,10 +151,7 @@ pub(crate) fn plan<T: Replicate>(
         unfinished: Vec::new(),
         waiting,
     };
-    plan.items.clear();
-    if plan.items.capacity() > 4 * due.len().max(64) {
-        plan.items = Vec::new();
-    }
+    plan.items = reuse(core::mem::take(&mut plan.items), due.len());
     let handles = conn.uses_handles();
     let mut fill = budget.map(|budget| Fill {
         budget: budget.bits,
@@ -243,13 +235,14 @@ pub(crate) fn plan<T: Replicate>(
 /// client knows (a new shape whole), and its adds whole, in id order.
 /// Nothing here depends on the connection, so nothing of it is looked up:
 /// the frame's shared message (`send::caught_up`) is written from this.
-/// `items` is a list to reuse.
+/// Its lists come from and go back to `buffers`.
 pub(crate) fn plan_frame<T: Replicate>(
     store: &Store<T>,
     changes: &Changeset,
     encoded: &mut EncodeCache,
-    mut items: Vec<Planned>,
+    buffers: &mut PlanBuffers,
 ) -> Result<(Vec<Removal>, Vec<Planned>), SendError> {
+    let items = core::mem::take(&mut buffers.planned);
     debug_assert_eq!(T::ARRAY_FIELDS, 0, "arrays inside items are never shared");
     let frame = changes.frame;
     let removals = changes
@@ -262,8 +255,9 @@ pub(crate) fn plan_frame<T: Replicate>(
             exit: false,
         })
         .collect();
-    items.clear();
-    items.reserve(changes.changed.len() + changes.added.len());
+    let mut items = reuse(items, changes.changed.len() + changes.added.len());
+    // Nothing else plans this frame: the due list goes back to its size.
+    buffers.due = reuse(core::mem::take(&mut buffers.due), 0);
     let mut near = Near::default();
     // Every changed item existed before the frame, every add is new: the
     // changes' ids come before the adds'.
@@ -305,6 +299,18 @@ pub(crate) fn plan_frame<T: Replicate>(
         });
     }
     Ok((removals, items))
+}
+
+/// `list` emptied, with room for `needed`: its capacity follows what
+/// recent writes needed, so a one-off burst (a first full sync) is not
+/// kept for good.
+fn reuse<T>(mut list: Vec<T>, needed: usize) -> Vec<T> {
+    list.clear();
+    if list.capacity() > 4 * needed.max(64) {
+        list = Vec::new();
+    }
+    list.reserve(needed);
+    list
 }
 
 /// What choosing items works with.

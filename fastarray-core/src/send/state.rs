@@ -741,6 +741,9 @@ impl SendState {
     ) {
         self.record(packet, frame, frame, entries, changes, all_fields);
         self.cursor = frame + 1;
+        // Nothing is pending; its capacity goes back to that (after a
+        // first full sync written per item, say).
+        self.pending.clear();
     }
 
     /// The arrays of item `id` have work left for a later packet (the

@@ -160,8 +160,8 @@ impl Sender {
         else {
             return Ok(false);
         };
-        let items = core::mem::take(&mut self.buffers.planned);
-        let (removals, mut items) = plan_frame(store, changes, &mut self.encoded, items)?;
+        let (removals, mut items) =
+            plan_frame(store, changes, &mut self.encoded, &mut self.buffers)?;
         items.sort_unstable_by_key(|p| p.wire);
         let message = Message {
             frame,
@@ -181,6 +181,9 @@ impl Sender {
         let mut out = BitWriter::new(&mut bytes);
         message.write(&self.encoded, conn, &mut out);
         stats.bits = out.finish();
+        if bytes.capacity() > 4 * bytes.len().max(64) {
+            bytes.shrink_to(2 * bytes.len());
+        }
         self.shared.bytes = bytes;
         count(&removals, &items, &mut stats);
         self.shared.keep(frame, &removals, &items, stats);
