@@ -19,10 +19,10 @@ pub(crate) enum Payload {
     Fields(u64),
 }
 
-/// An encoding: up to 64 bits kept inline, longer ones in the arena.
+/// An encoding: under 64 bits kept inline, longer ones in the arena.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Span {
-    /// The bits themselves (≤ 64 bits), or the arena's start byte.
+    /// The bits themselves (fewer than 64), or the arena's start byte.
     inline_or_start: u64,
     /// Bits, without the padding of the last byte.
     pub(crate) bits: u64,
@@ -91,7 +91,7 @@ impl EncodeCache {
 
     /// Appends the bits of `span` to `writer`.
     pub(crate) fn copy(&self, span: Span, writer: &mut BitWriter<'_>) {
-        if span.bits <= 64 {
+        if span.bits < 64 {
             writer.write_bits(span.inline_or_start, span.bits as u32);
             return;
         }
@@ -101,8 +101,9 @@ impl EncodeCache {
     }
 }
 
-/// Encodes with `encode` through `scratch`: the bits inline if they fit a
-/// word, else appended to `arena`.
+/// Encodes with `encode` through `scratch`: the bits inline if they are
+/// fewer than a word's (taken from the writer's accumulator, no byte
+/// copied), else appended to `arena`.
 fn encode_span(
     scratch: &mut Vec<u8>,
     arena: &mut Vec<u8>,
@@ -110,32 +111,20 @@ fn encode_span(
 ) -> Result<Span, EncodeError> {
     scratch.clear();
     let mut writer = BitWriter::new(scratch);
-    let encoded = encode(&mut writer);
-    if let Some((word, bits)) = writer.take_word() {
-        encoded?;
-        return Ok(Span {
+    encode(&mut writer)?;
+    Ok(match writer.take_word() {
+        Some((word, bits)) => Span {
             inline_or_start: word,
             bits,
-        });
-    }
-    let bits = writer.finish();
-    encoded?;
-    Ok(if bits <= 64 {
-        // At most 8 bytes, least significant bit first: the bits are the
-        // low `bits` of the bytes read as a little-endian word.
-        let mut word = [0; 8];
-        let len = scratch.len().min(8);
-        word[..len].copy_from_slice(&scratch[..len]);
-        Span {
-            inline_or_start: u64::from_le_bytes(word) & (u64::MAX >> (64 - bits.max(1))),
-            bits,
-        }
-    } else {
-        let start = arena.len() as u64;
-        arena.extend_from_slice(scratch);
-        Span {
-            inline_or_start: start,
-            bits,
+        },
+        None => {
+            let bits = writer.finish();
+            let start = arena.len() as u64;
+            arena.extend_from_slice(scratch);
+            Span {
+                inline_or_start: start,
+                bits,
+            }
         }
     })
 }

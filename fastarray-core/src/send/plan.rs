@@ -298,6 +298,8 @@ pub(crate) fn plan_frame<T: Replicate>(
             inner: (0, 0),
         });
     }
+    // The message names items in this order: no sort needed.
+    debug_assert!(items.is_sorted_by_key(|item| item.wire));
     Ok((removals, items))
 }
 

@@ -219,13 +219,15 @@ impl SendState {
         self.retirement.len()
     }
 
-    /// Items with work not yet written (after the last write's merge).
+    /// Items with work not yet written (after the last write's merge),
+    /// counting once each field set a lost packet carried that waits for
+    /// the next write to tell whether a later packet carried it too.
     pub fn pending_items(&self) -> usize {
         self.pending.len() + self.lost_fields.len()
     }
 
     /// Whether something is due that no packet in flight carries: work
-    /// pending, or fields of lost shared records waiting to be resolved.
+    /// pending, or fields of lost records waiting to be resolved.
     fn has_work_due(&self) -> bool {
         !(self.pending.is_empty() && self.lost_fields.is_empty())
     }
@@ -761,16 +763,21 @@ impl SendState {
         self.inner.remove(&id);
     }
 
-    /// Fields `fields` of item `id`, carried by a lost record of frame
-    /// `frame` and due since `since`, wait for the next catch-up (see
-    /// [`resolve_lost_fields`](Self::resolve_lost_fields)).
-    fn lose_fields(&mut self, id: ReplicationId, fields: FieldMask, frame: u64, since: u64) {
-        self.lost_fields.push(LostFields {
-            id,
-            fields,
-            frame,
-            since,
-        });
+    /// Puts back `work` for item `id` that a lost record of frame `frame`
+    /// carried, due since `since`. Changed fields wait for the next
+    /// catch-up, which knows which of them later records carried (see
+    /// [`resolve_lost_fields`](Self::resolve_lost_fields)); anything else
+    /// (a whole value, a removal, an array's repair) is due at once.
+    fn repair(&mut self, id: ReplicationId, work: Work, frame: u64, since: u64) {
+        match work {
+            Work::Fields(fields) if !fields.is_empty() => self.lost_fields.push(LostFields {
+                id,
+                fields,
+                frame,
+                since,
+            }),
+            work => self.queue_seen(id, work, since),
+        }
     }
 
     /// Queues the lost fields that no later record carried: those that
@@ -1123,19 +1130,15 @@ impl SendState {
                 continue;
             };
             let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
-            let mut work = self.views.lost_work(entry, record.seq, self.all_fields);
+            let work = self.views.lost_work(entry, record.seq, self.all_fields);
             self.views.lost(entry.id, record.seq);
-            if repairs_inner {
-                let inner = Work::Fields(FieldMask::EMPTY);
-                work = Some(work.map_or(inner, |work| work.merge(inner)));
-            }
             let since = entry.since(record.frame, record.oldest_due);
-            match work {
-                Some(Work::Fields(fields)) if !repairs_inner => {
-                    self.lose_fields(entry.id, fields, record.frame, since);
-                }
-                Some(work) => self.queue_seen(entry.id, work, since),
-                None => {}
+            if repairs_inner {
+                // The arrays' repair needs an entry for the item, now.
+                self.queue_seen(entry.id, Work::Fields(FieldMask::EMPTY), since);
+            }
+            if let Some(work) = work {
+                self.repair(entry.id, work, record.frame, since);
             }
         }
         for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
@@ -1147,12 +1150,8 @@ impl SendState {
                 record.frame,
                 record.frame,
             );
-            match self.views.lost_work(&entry, record.seq, self.all_fields) {
-                Some(Work::Fields(fields)) => {
-                    self.lose_fields(id, fields, record.frame, record.oldest_due);
-                }
-                Some(work) => self.queue_seen(id, work, record.oldest_due),
-                None => {}
+            if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
+                self.repair(id, work, record.frame, record.oldest_due);
             }
         }
         self.retirement.recycle(record);

@@ -160,9 +160,7 @@ impl Sender {
         else {
             return Ok(false);
         };
-        let (removals, mut items) =
-            plan_frame(store, changes, &mut self.encoded, &mut self.buffers)?;
-        items.sort_unstable_by_key(|p| p.wire);
+        let (removals, items) = plan_frame(store, changes, &mut self.encoded, &mut self.buffers)?;
         let message = Message {
             frame,
             field_count: T::FIELD_COUNT,
