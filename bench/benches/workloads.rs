@@ -156,7 +156,7 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         });
     }
     let mut naive = NaiveSender::new(&agents);
-    diff_encode(
+    vec_writes(
         group,
         "naive_diff_encode",
         &script,
@@ -166,7 +166,7 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         },
     );
     let mut bytes = BytesSender::new(&agents);
-    diff_encode(
+    vec_writes(
         group,
         "bytes_diff_encode",
         &script,
@@ -177,9 +177,10 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
     );
 }
 
-/// Times a naive sender's `write` of each tick's array, the script's
-/// mutations applied to a `Vec` outside the timed region.
-fn diff_encode(
+/// Times `write` of each tick's array, the script's mutations applied to
+/// a `Vec` outside the timed region: a naive sender's diff and encode, or
+/// a full-state encode.
+fn vec_writes(
     group: &mut BenchmarkGroup<'_, WallTime>,
     name: &str,
     script: &Script,
@@ -321,26 +322,14 @@ fn client_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
 
 /// The whole array every tick: bitcode and our snapshot, both ways.
 fn full_state(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
-    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
-    let mut items = agents.clone();
+    let (script, agents) = Script::new(workload, ITEMS, SEED);
     let mut server = server_array(&agents);
     let mut ops = Vec::new();
     let mut buffer = bitcode::Buffer::new();
-    group.bench_function("bitcode_encode", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                script.tick(&mut ops);
-                apply_vec(&mut items, &ops);
-                let start = Instant::now();
-                let bytes = buffer.encode(&items).len();
-                total += start.elapsed();
-                black_box(bytes);
-            }
-            total
-        })
+    vec_writes(group, "bitcode_encode", &script, &agents, |items, _| {
+        black_box(buffer.encode(items).len());
     });
-    let encoded = bitcode::encode(&items);
+    let encoded = bitcode::encode(&agents);
     group.bench_function("bitcode_decode", |b| {
         b.iter(|| {
             let decoded: Vec<Agent> = buffer.decode(&encoded).expect("decode");
