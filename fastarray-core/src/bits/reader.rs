@@ -130,26 +130,29 @@ impl<'a> BitReader<'a> {
         self.need(count)?;
         let byte = (self.pos / 8) as usize;
         let shift = (self.pos % 8) as u32;
-        // Up to 9 bytes hold the bits: a 16-byte window, zero past the end.
-        let mut window = [0u8; 16];
-        let available = (self.bytes.len() - byte).min(16);
-        window[..available].copy_from_slice(&self.bytes[byte..byte + available]);
-        let mut low = [0u8; 8];
-        let mut high = [0u8; 8];
-        low.copy_from_slice(&window[..8]);
-        high.copy_from_slice(&window[8..]);
-        let (low, high) = (u64::from_le_bytes(low), u64::from_le_bytes(high));
-        let value = if shift == 0 {
-            low
-        } else {
-            (low >> shift) | (high << (64 - shift))
-        };
+        // Up to 9 bytes hold the bits. Away from the end of the input, the
+        // word at `byte` and the byte after it, loaded directly (a window
+        // copy costs a call to `memcpy` on every read).
+        if let Some(word) = self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<8>) {
+            let low = u64::from_le_bytes(*word);
+            let value = if shift == 0 {
+                low
+            } else {
+                let high = self.bytes.get(byte + 8).copied().unwrap_or(0);
+                (low >> shift) | (u64::from(high) << (64 - shift))
+            };
+            self.pos += u64::from(count);
+            return Ok(mask_low(value, count));
+        }
+        // Near the end: the fewer than 8 bytes left, zero past the end.
+        let tail = self.bytes.get(byte..).unwrap_or_default();
+        let low = tail
+            .iter()
+            .rev()
+            .fold(0u64, |word, &b| word << 8 | u64::from(b));
+        let value = low >> shift;
         self.pos += u64::from(count);
-        Ok(if count == 64 {
-            value
-        } else {
-            value & ((1u64 << count) - 1)
-        })
+        Ok(mask_low(value, count))
     }
 
     /// Reads a value written by [`BitWriter::write_varint`](super::BitWriter::write_varint).
@@ -271,4 +274,14 @@ impl<'a> BitReader<'a> {
 pub(crate) fn prealloc<T>(len: usize) -> usize {
     const LIMIT_BYTES: usize = 64 * 1024;
     len.min(LIMIT_BYTES / core::mem::size_of::<T>().max(1))
+}
+
+/// The low `count` bits of `value` (`count` in 1..=64).
+#[inline]
+fn mask_low(value: u64, count: u32) -> u64 {
+    if count == 64 {
+        value
+    } else {
+        value & ((1u64 << count) - 1)
+    }
 }

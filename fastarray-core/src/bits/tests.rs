@@ -266,3 +266,29 @@ fn copy_bits_is_the_same_aligned_or_not() {
         assert!(u64::from(skip) + bits <= total);
     }
 }
+
+#[test]
+fn reads_agree_with_single_bits_at_every_offset_and_width() {
+    // 19 bytes: reads in the middle take the word path, reads within 8
+    // bytes of the end the tail path; both must match bit-by-bit reads.
+    let bytes: Vec<u8> = (0..19u32).map(|i| (i * 37 + 11) as u8 ^ 0xA5).collect();
+    let total = 8 * bytes.len() as u64;
+    let bit = |i: u64| u64::from(bytes[(i / 8) as usize] >> (i % 8) & 1);
+    for start in 0..total {
+        for count in 1..=64u32 {
+            let mut reader = BitReader::new(&bytes);
+            let _ = reader.read_bits((start % 64) as u32);
+            let _ = reader.read_bits((start - start % 64) as u32 / 2);
+            let _ = reader.read_bits((start - start % 64) as u32 / 2);
+            assert_eq!(reader.bit_offset(), start);
+            let got = reader.read_bits(count);
+            if start + u64::from(count) > total {
+                assert!(got.is_err(), "{start} + {count}");
+                assert_eq!(reader.bit_offset(), start);
+                continue;
+            }
+            let expected = (0..u64::from(count)).fold(0, |v, i| v | bit(start + i) << i);
+            assert_eq!(got, Ok(expected), "{start} + {count}");
+        }
+    }
+}

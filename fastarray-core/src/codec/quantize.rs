@@ -43,6 +43,10 @@ pub struct Quantizer {
     /// compare and of a mirror's decode).
     scale: f64,
     step: f64,
+    /// Whether every step's value, rounded to the nearest `f32`, quantizes
+    /// back to that step (see [`f32_is_exact`]): then
+    /// [`dequantize_f32`](Self::dequantize_f32) needs no search.
+    exact_f32: bool,
 }
 
 impl Quantizer {
@@ -58,12 +62,14 @@ impl Quantizer {
         );
         assert!(bits >= 1 && bits <= 32, "quantize needs 1..=32 bits");
         let steps = ((1u64 << bits) - 1) as f64;
+        let scale = steps / (max - min);
         Self {
             min,
             max,
             bits,
-            scale: steps / (max - min),
+            scale,
             step: (max - min) / steps,
+            exact_f32: f32_is_exact(min, max, scale),
         }
     }
 
@@ -110,6 +116,9 @@ impl Quantizer {
     #[inline]
     pub fn dequantize_f32(&self, step: u64) -> f32 {
         let value = self.dequantize(step) as f32;
+        if self.exact_f32 {
+            return value;
+        }
         settle(value, step, |v| self.quantize(f64::from(v)))
     }
 
@@ -145,6 +154,26 @@ impl Quantizer {
     pub fn read_f32(&self, reader: &mut BitReader<'_>) -> Result<f32, DecodeError> {
         Ok(self.dequantize_f32(reader.read_bits(self.bits)?))
     }
+}
+
+/// Whether rounding any value in `[min, max]` to the nearest `f32` moves
+/// it less than a quarter of a step (`1 / scale`): then a step's value, so
+/// rounded, quantizes back to the step (rounding to the nearest step
+/// forgives up to half a step; the other quarter covers the `f64` error of
+/// computing the value, which is many orders of magnitude smaller).
+///
+/// Rounding to `f32` moves a finite value `x` by at most half the spacing
+/// of the `f32`s around it: at most `|x| · 2^-23` for a normal `f32`, and
+/// `2^-149` among the subnormals; the ends of the range bound `|x|`.
+/// Values beyond `f32::MAX` round to infinity: never exact.
+const fn f32_is_exact(min: f64, max: f64, scale: f64) -> bool {
+    let low = if min < 0.0 { -min } else { min };
+    let high = if max < 0.0 { -max } else { max };
+    let magnitude = if low > high { low } else { high };
+    // Half of each spacing bound, added: 2^-150 is half the subnormals'.
+    let half_spacing =
+        magnitude / (1u64 << 24) as f64 + f32::MIN_POSITIVE as f64 / (1u64 << 24) as f64;
+    magnitude <= f32::MAX as f64 && half_spacing * scale <= 0.25
 }
 
 /// How many neighbouring `f32`s [`settle`] tries: one is enough wherever
@@ -468,6 +497,48 @@ mod tests {
             let expected = if x.is_nan() { 0 } else { x.round() as u64 };
             assert_eq!(round_steps(x), expected, "{x:e}");
         }
+    }
+
+    /// Where [`f32_is_exact`] lets `dequantize_f32` skip the search, the
+    /// plain rounding already lands in the step: every step of small
+    /// quantizations, and the ends plus a spread of steps of large ones,
+    /// over ranges from subnormal to huge; and the flag is set for the
+    /// usual game ranges, or the shortcut would never be taken.
+    #[test]
+    fn exact_quantizers_need_no_settling() {
+        let mut exact = 0;
+        for (min, max) in [
+            (-1000.0, 1000.0),
+            (0.0, 1.0),
+            (-1.0, 1.0),
+            (0.1, 0.7),
+            (1e6, 1e6 + 1.0),
+            (-1e-40, 1e-40),
+            (0.0, 1e-44),
+            (-3e38, 3e38),
+            (-1e39, 1e39),
+            (1e12, 1e12 + 1.0),
+        ] {
+            for bits in 1..=32 {
+                let q = Quantizer::new(min, max, bits);
+                if !q.exact_f32 {
+                    continue;
+                }
+                exact += 1;
+                let top = (1u64 << bits) - 1;
+                let stride = (top / 4096).max(1);
+                let steps = (0..=top).step_by(stride as usize).chain([top - 1, top]);
+                for step in steps {
+                    let value = q.dequantize(step) as f32;
+                    assert_eq!(q.quantize(f64::from(value)), step, "{q:?}: step {step}");
+                }
+            }
+        }
+        assert!(Quantizer::new(-1000.0, 1000.0, 16).exact_f32);
+        assert!(Quantizer::new(0.0, 1.0, 20).exact_f32);
+        assert!(!Quantizer::new(-1e-40, 1e-40, 20).exact_f32);
+        assert!(!Quantizer::new(0.1, 0.7, 32).exact_f32);
+        assert!(exact > 40, "{exact}");
     }
 
     #[test]
