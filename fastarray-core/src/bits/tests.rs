@@ -292,3 +292,23 @@ fn reads_agree_with_single_bits_at_every_offset_and_width() {
         }
     }
 }
+
+#[test]
+fn one_word_varints_are_the_general_code() {
+    let mut values: Vec<u64> = (0..5_000).collect();
+    for shift in 12..40 {
+        let p = 1u64 << shift;
+        values.extend([p - 2, p - 1, p, p + 1, p + p / 3]);
+    }
+    for v in values {
+        let (mut fast, mut wide) = (Vec::new(), Vec::new());
+        let mut w = BitWriter::new(&mut fast);
+        w.write_bits(0b101, 3);
+        w.write_varint(v);
+        let fast_bits = w.finish();
+        let mut w = BitWriter::new(&mut wide);
+        w.write_bits(0b101, 3);
+        w.write_varint_wide(v);
+        assert_eq!((fast_bits, fast), (w.finish(), wide), "{v}");
+    }
+}

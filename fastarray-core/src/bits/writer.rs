@@ -129,6 +129,24 @@ impl<'a> BitWriter<'a> {
 
     /// Writes `value` as an Elias-delta code of `value + 1` (see the module docs).
     pub fn write_varint(&mut self, value: u64) {
+        if value < 1 << 31 {
+            // The whole code fits in one word (at most 2·5 + 1 + 31 bits):
+            // `len_bits − 1` zeros, a one, the `len_bits − 1` bits of `n`
+            // below its leading one, then the `n − 1` bits of `x` below its.
+            let x = value + 1;
+            let n = 64 - x.leading_zeros(); // 1..=32
+            let len_bits = 32 - n.leading_zeros(); // 1..=6
+            let n_low = u64::from(n) & ((1 << (len_bits - 1)) - 1);
+            let x_low = x & ((1 << (n - 1)) - 1);
+            let word = 1 << (len_bits - 1) | n_low << len_bits | x_low << (2 * len_bits - 1);
+            self.write_bits(word, 2 * len_bits - 1 + n - 1);
+            return;
+        }
+        self.write_varint_wide(value);
+    }
+
+    /// [`write_varint`](Self::write_varint) for any value, field by field.
+    pub(super) fn write_varint_wide(&mut self, value: u64) {
         let x = u128::from(value) + 1;
         let n = 128 - x.leading_zeros(); // 1..=65 significant bits
         let len_bits = 32 - n.leading_zeros(); // 1..=7 bits to write `n`

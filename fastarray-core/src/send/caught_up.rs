@@ -4,18 +4,16 @@
 //! knows every item (all adds acknowledged) and has nothing to repair, gets
 //! the same message as every other such connection: the frame's removals,
 //! adds and changed fields. The first of them writes it straight from the
-//! frame's changeset (`plan::plan_frame`) and the bits are kept here; every
+//! frame's changeset (`plan::frame_entries`) and the bits are kept here; every
 //! one of them, the first included, copies them and records the packet in
 //! O(adds + removals), sharing one list of the changed fields instead of
 //! one record entry and view update per changed item.
 
-use super::pending::Work;
-use super::plan::Planned;
 use super::retirement::{RecordEntry, SharedChanges};
 use super::state::{Removal, SendState};
 use super::stats::DeltaStats;
 use crate::bits::{BitReader, BitWriter, copy_bits};
-use crate::id::ReplicationKey;
+use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
 /// One frame's shared message and what taking it means for a connection.
@@ -44,14 +42,16 @@ impl SharedMessage {
     }
 
     /// Keeps the message of `frame` just written into `bytes`, which
-    /// carries `removals` and `items`, for the caught-up connections of
+    /// carries `removals`, the items sent `whole` (their record entries) and the
+    /// `changed` fields of the others, for the caught-up connections of
     /// this frame: the entries each records, and the changed fields they
     /// all share.
     pub(crate) fn keep(
         &mut self,
         frame: u64,
         removals: &[Removal],
-        items: &[Planned],
+        whole: &[RecordEntry],
+        changed: impl Iterator<Item = (ReplicationId, FieldMask)>,
         stats: DeltaStats,
     ) {
         self.frame = frame;
@@ -63,16 +63,8 @@ impl SharedMessage {
                 .iter()
                 .map(|removal| RecordEntry::new(removal.id, removal.work(), key, frame, frame)),
         );
-        let mut changed = Vec::with_capacity(items.len());
-        for item in items {
-            match item.work {
-                Work::Fields(mask) => changed.push((item.id, mask)),
-                work => {
-                    let entry = RecordEntry::new(item.id, work, item.key, frame, frame);
-                    self.entries.push(entry);
-                }
-            }
-        }
+        self.entries.extend_from_slice(whole);
+        let changed: Vec<_> = changed.collect();
         self.changed = (!changed.is_empty()).then(|| changed.into());
         // The next frame's message may be far smaller (after a burst).
         if self.entries.capacity() > 4 * self.entries.len().max(64) {

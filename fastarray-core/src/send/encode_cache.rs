@@ -61,21 +61,6 @@ impl EncodeCache {
         Ok(span)
     }
 
-    /// An encoding made with `encode` at `frame` that no other connection
-    /// will look up: kept for this frame like the others, but not keyed,
-    /// so it costs no map entry. For the frame's shared message, which
-    /// every connection that could reuse its encodings copies whole.
-    pub(crate) fn encode_once(
-        &mut self,
-        frame: u64,
-        encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
-    ) -> Result<Span, EncodeError> {
-        if self.frame != frame {
-            self.start_frame(frame);
-        }
-        encode_span(&mut self.scratch, &mut self.arena, encode)
-    }
-
     /// Forgets the last frame's encodings. The map's capacity follows what
     /// recent frames needed, so a one-off burst (a first full sync) does not
     /// make every later frame pay to clear a huge table.

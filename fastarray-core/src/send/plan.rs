@@ -12,7 +12,7 @@ use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::replicate::Replicate;
-use crate::store::{Near, Store};
+use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
 use crate::wire::field_set::field_set_bits;
@@ -229,43 +229,20 @@ pub(crate) fn plan<T: Replicate>(
     Ok(plan)
 }
 
-/// The plan of a connection in sync with the array (see
-/// [`SendState::in_sync`]), whose message is the newest frame's changes
-/// as they are: `changes`' removals, the changed fields of the items its
-/// client knows (a new shape whole), and its adds whole, in id order.
-/// Nothing here depends on the connection, so nothing of it is looked up:
-/// the frame's shared message (`send::caught_up`) is written from this.
-/// Its lists come from and go back to `buffers`.
-pub(crate) fn plan_frame<T: Replicate>(
-    store: &Store<T>,
+/// The message of a connection in sync with the array (see
+/// [`SendState::in_sync`]) is the newest frame's changes as they are:
+/// `changes`' removals, then its entries: the changed fields of the items
+/// the client knows (a new shape, an enum's variant, whole), then its adds
+/// whole, in id order (every changed item existed before the frame, every
+/// add is new). Nothing here depends on the connection: the frame's
+/// shared message (`send::caught_up`) is written from this.
+pub(crate) fn frame_entries<T: Replicate>(
     changes: &Changeset,
-    encoded: &mut EncodeCache,
-    buffers: &mut PlanBuffers,
-) -> Result<(Vec<Removal>, Vec<Planned>), SendError> {
-    let items = core::mem::take(&mut buffers.planned);
-    debug_assert_eq!(T::ARRAY_FIELDS, 0, "arrays inside items are never shared");
-    let frame = changes.frame;
-    let removals = changes
-        .removed
-        .iter()
-        .map(|&id| Removal {
-            id,
-            wire: id,
-            since: frame,
-            exit: false,
-        })
-        .collect();
-    let mut items = reuse(items, changes.changed.len() + changes.added.len());
-    // Nothing else plans this frame: the due list goes back to its size.
-    buffers.due = reuse(core::mem::take(&mut buffers.due), 0);
-    let mut near = Near::default();
-    // Every changed item existed before the frame, every add is new: the
-    // changes' ids come before the adds'.
+) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone + '_ {
     let changed = changes.changed.iter().map(|&(id, mask)| {
         let work = if (mask & T::STRUCTURE).is_empty() {
             Work::Fields(mask)
         } else {
-            // A new shape (an enum's variant) goes whole.
             Work::Add { structural: true }
         };
         (id, work)
@@ -274,33 +251,43 @@ pub(crate) fn plan_frame<T: Replicate>(
         .added
         .iter()
         .map(|&id| (id, Work::Add { structural: true }));
-    for (id, work) in changed.chain(added) {
-        // A commit's changes name live items only, and nothing has changed
-        // since the commit.
-        let Some(pos) = store.locate(id, &mut near) else {
-            debug_assert!(false, "item {id} of the newest changeset is gone");
-            continue;
-        };
-        let slot = store.slot(pos);
-        let span = encoded
-            .encode_once(frame, |w| match work {
-                Work::Fields(mask) => slot.value.encode_fields(mask, w),
-                _ => slot.value.encode(w),
-            })
-            .map_err(|error| SendError::Encode { id, error })?;
-        items.push(Planned {
-            id,
-            wire: id,
-            work,
-            key: slot.key,
-            since: frame,
-            span,
-            inner: (0, 0),
-        });
+    // `Chain` is not `ExactSizeIterator`: the lengths are known.
+    Counted {
+        inner: changed.chain(added),
+        left: changes.changed.len() + changes.added.len(),
     }
-    // The message names items in this order: no sort needed.
-    debug_assert!(items.is_sorted_by_key(|item| item.wire));
-    Ok((removals, items))
+}
+
+/// An iterator whose length is known.
+#[derive(Clone)]
+struct Counted<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for Counted<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        let next = self.inner.next()?;
+        self.left -= 1;
+        Some(next)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for Counted<I> {}
+
+impl PlanBuffers {
+    /// Gives back the room of lists that no connection planned with this
+    /// frame (every connection took the shared message).
+    pub(crate) fn idle(&mut self) {
+        self.due = reuse(core::mem::take(&mut self.due), 0);
+        self.planned = reuse(core::mem::take(&mut self.planned), 0);
+    }
 }
 
 /// `list` emptied, with room for `needed`: its capacity follows what

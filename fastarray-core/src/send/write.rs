@@ -4,17 +4,18 @@
 
 use super::encode_cache::EncodeCache;
 use super::pending::Work;
-use super::plan::{Plan, Planned, plan, plan_frame};
+use super::plan::{Plan, Planned, frame_entries, plan};
 use super::retirement::RecordEntry;
 use super::sender::Sender;
 use super::state::{Removal, SendState};
 use super::stats::{Budget, DeltaStats};
 use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::changeset::Changeset;
 use crate::error::SendError;
-use crate::id::ReplicationKey;
+use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::store::Store;
+use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::write_exits;
 use crate::wire::field_set::write_field_set;
@@ -144,9 +145,12 @@ impl Sender {
     /// Writes the newest frame's message for the connections in sync with
     /// the array, `conn` the first of them this frame, and keeps it (see
     /// [`SharedMessage`](super::caught_up::SharedMessage)): straight from
-    /// the frame's changes, with no lookup in the connection's state.
-    /// Returns `false`, keeping nothing, if the frame changed nothing (the
-    /// one-bit empty message is not worth keeping).
+    /// the frame's changes, each payload encoded into the message as it is
+    /// written, with no lookup in the connection's state. Returns `false`,
+    /// keeping nothing, if the frame changed nothing (the one-bit empty
+    /// message is not worth keeping), or if a changed item is missing (a
+    /// broken invariant, caught by a debug assertion): the connection then
+    /// writes its own message.
     fn compose_shared<T: Replicate>(
         &mut self,
         store: &Store<T>,
@@ -160,32 +164,52 @@ impl Sender {
         else {
             return Ok(false);
         };
-        let (removals, items) = plan_frame(store, changes, &mut self.encoded, &mut self.buffers)?;
+        // No connection plans its own message this frame.
+        self.buffers.idle();
+        let removals: Vec<Removal> = changes
+            .removed
+            .iter()
+            .map(|&id| Removal {
+                id,
+                wire: id,
+                since: frame,
+                exit: false,
+            })
+            .collect();
         let message = Message {
             frame,
             field_count: T::FIELD_COUNT,
             arrays: false,
             handles: false,
             removals: &removals,
-            items: &items,
+            items: &[],
             inner: &[],
-        };
-        let mut stats = DeltaStats {
-            shared: true,
-            ..DeltaStats::default()
         };
         let mut bytes = core::mem::take(&mut self.shared.bytes);
         bytes.clear();
         let mut out = BitWriter::new(&mut bytes);
-        message.write(&self.encoded, conn, &mut out);
-        stats.bits = out.finish();
+        let written = message.write_frame(store, changes, conn, &mut out);
+        let bits = out.finish();
         if bytes.capacity() > 4 * bytes.len().max(64) {
             bytes.shrink_to(2 * bytes.len());
         }
         self.shared.bytes = bytes;
-        count(&removals, &items, &mut stats);
-        self.shared.keep(frame, &removals, &items, stats);
-        self.buffers.planned = items;
+        let Some(whole) = written? else {
+            return Ok(false);
+        };
+        let stats = DeltaStats {
+            shared: true,
+            bits,
+            added: whole.len(),
+            changed: changes.changed.len() + changes.added.len() - whole.len(),
+            removed: removals.len(),
+            ..DeltaStats::default()
+        };
+        let changed = frame_entries::<T>(changes).filter_map(|(id, work)| match work {
+            Work::Fields(mask) => Some((id, mask)),
+            _ => None,
+        });
+        self.shared.keep(frame, &removals, &whole, changed, stats);
         Ok(true)
     }
 
@@ -254,29 +278,74 @@ struct Message<'a> {
 }
 
 impl Message<'_> {
-    /// The field set every entry with changed fields carries, if there are
-    /// two or more such entries and they all carry the same one: then the
-    /// message states it once (a sparse or dense tick changes the same
-    /// fields of every item it sends).
-    fn common_fields(&self) -> Option<FieldMask> {
-        let mut sets = self.items.iter().filter_map(|item| match item.work {
-            Work::Fields(mask) if !mask.is_empty() => Some(mask),
-            _ => None,
-        });
-        let first = sets.next()?;
-        let mut count = 1;
-        for mask in sets {
-            if mask != first {
-                return None;
-            }
-            count += 1;
-        }
-        (count >= 2).then_some(first)
-    }
-
     /// Writes the message: kind, frame, the removals, then the items with
     /// their payloads (from `encoded`) and array deltas.
     fn write(&self, encoded: &EncodeCache, conn: &SendState, writer: &mut BitWriter<'_>) {
+        let common = common_fields(self.items.iter().map(|item| item.work));
+        let wires = self.items.iter().map(|item| item.wire);
+        let mut list = self.write_head(conn, writer, wires, common);
+        for item in self.items {
+            self.write_entry_head(conn, writer, &mut list, item.wire, item.id, item.work);
+            encoded.copy(item.span, writer);
+            let (start, bits) = item.inner;
+            if bits > 0 {
+                let mut reader = BitReader::at(self.inner, start);
+                copy_bits(&mut reader, writer, bits);
+            }
+        }
+    }
+
+    /// Writes the frame's shared message (see [`frame_entries`]): the
+    /// head, then each entry with its payload encoded straight from the
+    /// item in `store`, no plan in between. Returns the record entries of
+    /// those sent whole (adds and new shapes); `None` if an entry's
+    /// item is not in `store` (a broken invariant: the caller then writes
+    /// per connection), with `writer` holding a partial message.
+    fn write_frame<T: Replicate>(
+        &self,
+        store: &Store<T>,
+        changes: &Changeset,
+        conn: &SendState,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<Option<Vec<RecordEntry>>, SendError> {
+        let entries = frame_entries::<T>(changes);
+        let common = common_fields(entries.clone().map(|(_, work)| work));
+        let wires = entries.clone().map(|(id, _)| id);
+        let mut list = self.write_head(conn, writer, wires, common);
+        let mut whole = Vec::new();
+        let mut near = Near::default();
+        for (id, work) in entries {
+            // A commit's changes name live items only, and nothing has
+            // changed since the commit.
+            let Some(pos) = store.locate(id, &mut near) else {
+                debug_assert!(false, "item {id} of the newest changeset is gone");
+                return Ok(None);
+            };
+            let slot = store.slot(pos);
+            self.write_entry_head(conn, writer, &mut list, id, id, work);
+            let encoded = match work {
+                Work::Fields(mask) => slot.value.encode_fields(mask, writer),
+                _ => {
+                    whole.push(RecordEntry::new(id, work, slot.key, self.frame, self.frame));
+                    slot.value.encode(writer)
+                }
+            };
+            encoded.map_err(|error| SendError::Encode { id, error })?;
+        }
+        Ok(Some(whole))
+    }
+
+    /// Writes the message's kind, frame and removals, then the start of
+    /// its item list, whose entries are named `wires` and, if `common`,
+    /// all carry those changed fields. The entries follow, written by the
+    /// caller through the returned list.
+    fn write_head(
+        &self,
+        conn: &SendState,
+        writer: &mut BitWriter<'_>,
+        wires: impl ExactSizeIterator<Item = ReplicationId> + Clone,
+        common: Option<FieldMask>,
+    ) -> ItemList {
         let exits = self.removals.iter().any(|removal| removal.exit);
         MessageKind::delta(exits, self.handles).write(writer);
         conn.write_frame(writer, self.frame);
@@ -287,39 +356,73 @@ impl Message<'_> {
         if exits {
             write_exits(writer, self.removals.iter().map(|removal| removal.exit));
         }
-        let mut ids = IdWriter::start(writer, self.items.iter().map(|p| p.wire));
-        let common = self.common_fields();
-        if !self.items.is_empty() {
+        let any = wires.len() > 0;
+        let ids = IdWriter::start(writer, wires);
+        if any {
             writer.write_bool(common.is_some());
             if let Some(mask) = common {
                 write_field_set(writer, mask, self.field_count);
             }
         }
+        ItemList { ids, common }
+    }
 
-        for item in self.items {
-            ids.write(writer, item.wire);
-            let whole = matches!(item.work, Work::Add { .. });
-            writer.write_bool(whole);
-            if whole && self.handles {
-                writer.write_varint(item.id.to_raw());
-                writer.write_gamma(conn.handle_age(item.wire, self.frame));
+    /// Writes the entry of item `id`, named `wire`, up to its payload: its
+    /// name, whether it is whole (then, with handles, its id and its
+    /// handle's age), and the changed fields it carries unless the message
+    /// states them once for the whole `list`.
+    fn write_entry_head(
+        &self,
+        conn: &SendState,
+        writer: &mut BitWriter<'_>,
+        list: &mut ItemList,
+        wire: ReplicationId,
+        id: ReplicationId,
+        work: Work,
+    ) {
+        list.ids.write(writer, wire);
+        let whole = matches!(work, Work::Add { .. });
+        writer.write_bool(whole);
+        if whole && self.handles {
+            writer.write_varint(id.to_raw());
+            writer.write_gamma(conn.handle_age(wire, self.frame));
+        }
+        if let Work::Fields(mask) = work {
+            if self.arrays {
+                // Whether plain fields follow: an entry may carry array
+                // deltas only.
+                writer.write_bool(!mask.is_empty());
             }
-            if let Work::Fields(mask) = item.work {
-                if self.arrays {
-                    // Whether plain fields follow: an entry may carry
-                    // array deltas only.
-                    writer.write_bool(!mask.is_empty());
-                }
-                if !mask.is_empty() && common.is_none() {
-                    write_field_set(writer, mask, self.field_count);
-                }
-            }
-            encoded.copy(item.span, writer);
-            let (start, bits) = item.inner;
-            if bits > 0 {
-                let mut reader = BitReader::at(self.inner, start);
-                copy_bits(&mut reader, writer, bits);
+            if !mask.is_empty() && list.common.is_none() {
+                write_field_set(writer, mask, self.field_count);
             }
         }
     }
+}
+
+/// A message's item list being written: its ids, and the changed fields
+/// its entries all carry if the message states them once.
+struct ItemList {
+    ids: IdWriter,
+    common: Option<FieldMask>,
+}
+
+/// The field set every entry with changed fields carries, if there are two
+/// or more such entries and they all carry the same one: then the message
+/// states it once (a sparse or dense tick changes the same fields of every
+/// item it sends).
+fn common_fields(works: impl Iterator<Item = Work>) -> Option<FieldMask> {
+    let mut sets = works.filter_map(|work| match work {
+        Work::Fields(mask) if !mask.is_empty() => Some(mask),
+        _ => None,
+    });
+    let first = sets.next()?;
+    let mut count = 1;
+    for mask in sets {
+        if mask != first {
+            return None;
+        }
+        count += 1;
+    }
+    (count >= 2).then_some(first)
 }
