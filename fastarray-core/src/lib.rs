@@ -35,6 +35,7 @@ mod error;
 mod handshake;
 mod history;
 mod id;
+mod id_map;
 mod inner;
 mod iter;
 mod mask;

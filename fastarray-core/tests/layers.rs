@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 /// re-export their children, and take the layer of their highest child.
 const LAYERS: &[&[&str]] = &[
     &["error", "id", "mask", "schema"],
+    // The sender's maps keyed by ids.
+    &["id_map"],
     // Packet acknowledgements: their own error, no other module.
     &["ack"],
     &["spatial"],

@@ -1,9 +1,8 @@
 //! Pending work: what a connection still has to write, per item, and since
 //! which frame it has been due.
 
-use hashbrown::HashMap;
-
 use crate::id::ReplicationId;
+use crate::id_map::IdMap;
 use crate::mask::FieldMask;
 
 /// Work for one id.
@@ -63,7 +62,7 @@ pub(crate) struct Pending {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PendingMap {
     /// Each id's position in `entries`.
-    positions: HashMap<ReplicationId, usize>,
+    positions: IdMap<usize>,
     /// The work, in the order it first became due (until a removal).
     entries: Vec<(ReplicationId, Pending)>,
 }

@@ -7,7 +7,6 @@
 //! entry per item serves both, so an item in scope costs one 16-byte
 //! entry, not one in each of two maps.
 
-use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
 use super::handles::Handles;
@@ -15,6 +14,7 @@ use super::pending::Work;
 use super::retirement::RecordEntry;
 use super::seen::Seen;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::id_map::IdMap;
 use crate::mask::FieldMask;
 
 /// What the client may hold of one item (what is kept of it at rest; the
@@ -194,12 +194,7 @@ fn give_back(handles: &mut Option<Box<Handles>>, rest: &Rest, after: Option<u64>
 
 /// Whether record `seq` carried an earlier stay of `id` than its entry
 /// `rest`'s (made by a later record, still guarded).
-fn is_stale(
-    flights: &HashMap<ReplicationId, Flight>,
-    id: ReplicationId,
-    rest: &Rest,
-    seq: u64,
-) -> bool {
+fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -> bool {
     rest.flags & FLIGHT != 0 && flights.get(&id).is_some_and(|flight| seq < flight.born)
 }
 
@@ -246,8 +241,8 @@ pub(crate) struct Flight {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
     /// An entry per item the client may hold or the scope holds.
-    map: HashMap<ReplicationId, Rest>,
-    flights: HashMap<ReplicationId, Flight>,
+    map: IdMap<Rest>,
+    flights: IdMap<Flight>,
     /// The oldest record that made an entry still guarded (see
     /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
     /// the flights only once that guard can end.
