@@ -80,7 +80,7 @@ impl Mirror {
         // Held items whose entry applied: their changed plain fields, and
         // (in `later`, by index in `held`) their arrays' deltas, applied
         // once every add has been reported.
-        let mut held = Vec::new();
+        let mut held = Vec::with_capacity(decoded.entries.len());
         let mut later = Vec::new();
         let mut inner = decoded.inner.into_iter().peekable();
         let mut near = Near::default();
@@ -154,7 +154,9 @@ impl Mirror {
                     for field in newer.iter() {
                         frames[field as usize] = frame;
                     }
-                    T::retain_fields(&mut patch, newer);
+                    if newer != sent {
+                        T::retain_fields(&mut patch, newer);
+                    }
                     // Newer is not different: a field that went A → B → A while
                     // the packet with B was lost arrives newer and unchanged.
                     slot.value.apply_patch(patch)
