@@ -128,6 +128,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Writes `value` as an Elias-delta code of `value + 1` (see the module docs).
+    #[inline]
     pub fn write_varint(&mut self, value: u64) {
         if value < 1 << 31 {
             // The whole code fits in one word (at most 2·5 + 1 + 31 bits):
