@@ -78,68 +78,18 @@ impl GapCode {
     /// gaps' lengths best (estimated from how many gaps have each bit
     /// length), or Elias-delta when that is no longer, counted exactly.
     fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
-        // In one pass: gaps per bit length (0 for a gap of 0), and per bit
-        // length of the gap plus one, which is what an Elias-delta code's
-        // size depends on (its total is then exact).
-        let mut lengths = [0u64; 65];
-        let mut coded = [0u64; 66];
-        let mut next = 0u64;
-        for id in ids.clone() {
-            let gap = id.to_raw() - next;
-            next = id.to_raw().wrapping_add(1);
-            lengths[(64 - gap.leading_zeros()) as usize] += 1;
-            coded[(128 - (u128::from(gap) + 1).leading_zeros()) as usize] += 1;
-        }
-        // A gap whose successor is `n` bits long: `2^(n−1) − 1` is one.
-        let of_length = |n: usize| u64::MAX.checked_shr(65 - n as u32).unwrap_or(0);
-        let delta = GapCode::Delta.bits()
-            + (1..66)
-                .map(|n| coded[n] * varint_bits(of_length(n)))
-                .sum::<u64>();
-        let mut used = [(0u64, 0u64); 65];
-        let mut count = 0;
-        for (length, &n) in lengths.iter().enumerate() {
-            if n > 0 {
-                used[count] = (length as u64, n);
-                count += 1;
-            }
-        }
-        let used = &used[..count];
-        // A gap `b` bits long costs `k + 1` bits at order `k >= b`; below,
-        // its high part `b − k` bits long costs 3 bits if that is 1, else
-        // `2(b − k) − 1` (one more when the high part is all ones).
-        let estimate = |order: u64| -> u64 {
-            used.iter()
-                .map(|&(length, n)| {
-                    let high = length.saturating_sub(order);
-                    let gamma = match high {
-                        0 => 1,
-                        1 => 3,
-                        _ => 2 * high - 1,
-                    };
-                    n * (order + gamma)
-                })
-                .sum()
-        };
-        let order = (0..16).min_by_key(|&order| estimate(order)).unwrap_or(0);
+        let counts = GapCounts::of(ids.clone());
+        let order = counts.best_order();
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
         // then costs `k + 1`); otherwise count exactly.
-        let longest = used.last().map_or(0, |&(length, _)| length);
-        let total = if longest <= order {
-            golomb.bits() + estimate(order)
+        let total = if counts.longest() <= order {
+            golomb.bits() + counts.estimate(order)
         } else {
-            let mut total = golomb.bits();
-            let mut next = 0u64;
-            for id in ids {
-                let gap = id.to_raw() - next;
-                next = id.to_raw().wrapping_add(1);
-                total += golomb.gap_bits(gap);
-            }
-            total
+            golomb.bits() + gaps(ids).map(|gap| golomb.gap_bits(gap)).sum::<u64>()
         };
         // Ties go to Elias-delta.
-        if total < delta {
+        if total < GapCode::Delta.bits() + counts.delta {
             golomb
         } else {
             GapCode::Delta
@@ -202,6 +152,84 @@ impl GapCode {
             return Err(DecodeError::IdOverflow { bit_offset });
         }
         Ok(high << order | reader.read_bits(order)?)
+    }
+}
+
+/// The gaps of the ascending `ids`: each id minus the one after the
+/// previous id (0 for the first id's predecessor).
+fn gaps(ids: impl Iterator<Item = ReplicationId>) -> impl Iterator<Item = u64> {
+    ids.scan(0u64, |next, id| {
+        let gap = id.to_raw() - *next;
+        *next = id.to_raw().wrapping_add(1);
+        Some(gap)
+    })
+}
+
+/// What choosing a list's gap code needs of its gaps, counted in one pass.
+struct GapCounts {
+    /// Gaps of each bit length (0 for a gap of 0), as (length, count),
+    /// ascending, lengths with no gap left out.
+    used: [(u64, u64); 65],
+    kinds: usize,
+    /// The gaps' bits in Elias-delta, exactly: a delta code's size depends
+    /// only on the bit length of the gap plus one.
+    delta: u64,
+}
+
+impl GapCounts {
+    fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
+        let mut lengths = [0u64; 65];
+        let mut coded = [0u64; 66];
+        for gap in gaps(ids) {
+            lengths[(64 - gap.leading_zeros()) as usize] += 1;
+            coded[(128 - (u128::from(gap) + 1).leading_zeros()) as usize] += 1;
+        }
+        // A gap whose successor is `n` bits long: `2^(n−1) − 1` is one.
+        let of_length = |n: usize| u64::MAX.checked_shr(65 - n as u32).unwrap_or(0);
+        let delta = (1..66).map(|n| coded[n] * varint_bits(of_length(n))).sum();
+        let mut used = [(0u64, 0u64); 65];
+        let mut kinds = 0;
+        for (length, &n) in lengths.iter().enumerate() {
+            if n > 0 {
+                used[kinds] = (length as u64, n);
+                kinds += 1;
+            }
+        }
+        Self { used, kinds, delta }
+    }
+
+    /// The longest gap's bit length.
+    fn longest(&self) -> u64 {
+        self.used[..self.kinds]
+            .last()
+            .map_or(0, |&(length, _)| length)
+    }
+
+    /// The gaps' bits at exponential-Golomb order `order`, estimated: a
+    /// gap `b` bits long costs `k + 1` bits at order `k >= b`; below, its
+    /// high part `b − k` bits long costs 3 bits if that is 1, else
+    /// `2(b − k) − 1` (one more when the high part is all ones, which is
+    /// the estimate's only error).
+    fn estimate(&self, order: u64) -> u64 {
+        self.used[..self.kinds]
+            .iter()
+            .map(|&(length, n)| {
+                let high = length.saturating_sub(order);
+                let gamma = match high {
+                    0 => 1,
+                    1 => 3,
+                    _ => 2 * high - 1,
+                };
+                n * (order + gamma)
+            })
+            .sum()
+    }
+
+    /// The order whose estimate is smallest (the lowest on a tie).
+    fn best_order(&self) -> u64 {
+        (0..16)
+            .min_by_key(|&order| self.estimate(order))
+            .unwrap_or(0)
     }
 }
 
@@ -388,12 +416,22 @@ mod tests {
         bits
     }
 
+    /// A xorshift generator from `state` (not 0): the tests' random lists.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
     /// The gaps of the ascending ids `raw` as Elias-delta varints, in bits.
     fn delta_gap_bits(raw: &[u64]) -> u64 {
         raw.iter()
             .scan(0, |next, &id| {
                 let bits = varint_bits(id - *next);
-                *next = id + 1;
+                *next = id.wrapping_add(1);
                 Some(bits)
             })
             .sum()
@@ -464,13 +502,7 @@ mod tests {
     /// truncation to whole bytes is an error, not a panic.
     #[test]
     fn random_lists_round_trip_within_the_elias_delta_bound() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15u64);
         for _ in 0..500 {
             let len = random() % 40;
             let spacing = 1 + random() % (1 << (random() % 40));
@@ -498,19 +530,13 @@ mod tests {
         }
     }
 
-    /// The one-pass choice of a list's gap code is the two-pass one it
-    /// replaced (kept here as the reference), so lists are written with
-    /// the same bits: runs of consecutive ids (a dense tick), spread and
-    /// clustered ids, and gaps up to the largest.
+    /// The choice of a list's gap code, counted in one pass, is the
+    /// cheaper of Elias-delta and the best estimated Golomb order, both
+    /// counted gap by gap: runs of consecutive ids (a dense tick), spread
+    /// and clustered ids, and gaps up to the largest.
     #[test]
-    fn the_gap_code_is_chosen_as_before() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut random = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+    fn the_gap_code_is_the_cheaper_counted_exactly() {
+        let mut random = xorshift(0x2545_f491_4f6c_dd1du64);
         let mut lists: Vec<Vec<u64>> = vec![
             (0..10_000).collect(),
             (5..900).step_by(3).collect(),
@@ -532,67 +558,21 @@ mod tests {
             lists.push(list);
         }
         for raw in lists {
-            let ids = raw.iter().map(|&id| ReplicationId::from_raw(id));
-            assert_eq!(
-                GapCode::choose(ids.clone()),
-                two_pass_choose(ids),
-                "{raw:?}"
-            );
-        }
-    }
-
-    /// The choice before the one-pass count, verbatim.
-    fn two_pass_choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> GapCode {
-        // Gaps per bit length (0 for a gap of 0), and the exact Elias-delta
-        // total, in one pass.
-        let mut lengths = [0u64; 65];
-        let mut delta = GapCode::Delta.bits();
-        let mut next = 0u64;
-        for id in ids.clone() {
-            let gap = id.to_raw() - next;
-            next = id.to_raw().wrapping_add(1);
-            lengths[(64 - gap.leading_zeros()) as usize] += 1;
-            delta += varint_bits(gap);
-        }
-        let mut used = [(0u64, 0u64); 65];
-        let mut count = 0;
-        for (length, &n) in lengths.iter().enumerate() {
-            if n > 0 {
-                used[count] = (length as u64, n);
-                count += 1;
+            if raw.is_empty() {
+                continue;
             }
-        }
-        let used = &used[..count];
-        // A gap `b` bits long costs `k + 1` bits at order `k >= b`; below,
-        // its high part `b − k` bits long costs 3 bits if that is 1, else
-        // `2(b − k) − 1` (one more when the high part is all ones).
-        let estimate = |order: u64| -> u64 {
-            used.iter()
-                .map(|&(length, n)| {
-                    let high = length.saturating_sub(order);
-                    let gamma = match high {
-                        0 => 1,
-                        1 => 3,
-                        _ => 2 * high - 1,
-                    };
-                    n * (order + gamma)
-                })
-                .sum()
-        };
-        let order = (0..16).min_by_key(|&order| estimate(order)).unwrap_or(0);
-        let golomb = GapCode::Golomb(order as u8);
-        let mut total = golomb.bits();
-        let mut next = 0u64;
-        for id in ids {
-            let gap = id.to_raw() - next;
-            next = id.to_raw().wrapping_add(1);
-            total += golomb.gap_bits(gap);
-        }
-        // Ties go to Elias-delta.
-        if total < delta {
-            golomb
-        } else {
-            GapCode::Delta
+            let ids = raw.iter().map(|&id| ReplicationId::from_raw(id));
+            let delta = 1 + delta_gap_bits(&raw);
+            let counts = GapCounts::of(ids.clone());
+            assert_eq!(1 + counts.delta, delta, "{raw:?}");
+            let golomb = GapCode::Golomb(counts.best_order() as u8);
+            let exact = golomb.bits() + gaps(ids.clone()).map(|g| golomb.gap_bits(g)).sum::<u64>();
+            let expected = if exact < delta {
+                golomb
+            } else {
+                GapCode::Delta
+            };
+            assert_eq!(GapCode::choose(ids), expected, "{raw:?}");
         }
     }
 
