@@ -659,3 +659,45 @@ fn a_scoped_connection_keeps_little_per_item_in_scope() {
     assert!(small <= 220.0 && large <= 220.0, "{small:.1}, {large:.1}");
     assert!((large / small - 1.0).abs() <= 0.1, "{small:.1}, {large:.1}");
 }
+
+/// Issue 15: what a server holds per item once its connection is caught
+/// up and takes the frame's shared message every tick, against the same
+/// array that never wrote a delta: the working memory of the first full
+/// sync, written per connection (every item's encoding, the plan's lists),
+/// goes once the shared message takes over.
+#[test]
+fn a_full_sync_leaves_nothing_per_item_once_messages_are_shared() {
+    let items = 10_000u64;
+    let held_after = |write: bool| {
+        let mut server = FastArray::new();
+        let ids: Vec<_> = (0..items)
+            .map(|v| server.push(Small { v: v as u8 }))
+            .collect();
+        server.commit();
+        let mut conn = SendState::new();
+        for tick in 1..12u32 {
+            if tick > 1 {
+                for &id in ids.iter().step_by(1_000) {
+                    server.get_mut(id).unwrap().v = tick as u8;
+                }
+                server.commit();
+            }
+            if write {
+                let mut bytes = Vec::new();
+                let stats = server.write_delta(&mut conn, tick, &mut bytes).unwrap();
+                assert_eq!(stats.shared, tick > 1, "tick {tick}");
+                conn.on_ack(tick);
+            }
+        }
+        let before = ALLOCATED.with(Cell::get) - FREED.with(Cell::get);
+        drop(server);
+        let after = ALLOCATED.with(Cell::get) - FREED.with(Cell::get);
+        (before - after) as f64 / items as f64
+    };
+    let (wrote, never) = (held_after(true), held_after(false));
+    println!("per item: {wrote:.1} bytes after shared writes, {never:.1} never written");
+    assert!(
+        wrote - never <= 2.0,
+        "{wrote:.1} vs {never:.1} bytes per item"
+    );
+}

@@ -48,9 +48,7 @@ impl EncodeCache {
         payload: Payload,
         encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
     ) -> Result<Span, EncodeError> {
-        if self.frame != frame {
-            self.start_frame(frame);
-        }
+        self.begin(frame);
         // One probe whether or not this frame encoded it already.
         let slot = match self.spans.entry((id, payload)) {
             Entry::Occupied(found) => return Ok(*found.get()),
@@ -61,9 +59,21 @@ impl EncodeCache {
         Ok(span)
     }
 
-    /// Forgets the last frame's encodings. The map's capacity follows what
-    /// recent frames needed, so a one-off burst (a first full sync) does not
-    /// make every later frame pay to clear a huge table.
+    /// Starts frame `frame`, if it has not started: the last frame's
+    /// encodings go. For a frame whose only message is the shared one,
+    /// which encodes straight into itself: without this, the encodings of
+    /// the last frame written per connection (a first full sync) would
+    /// stay for good.
+    pub(crate) fn begin(&mut self, frame: u64) {
+        if self.frame != frame {
+            self.start_frame(frame);
+        }
+    }
+
+    /// Forgets the last frame's encodings. The map's and the arena's
+    /// capacities follow what recent frames needed, so a one-off burst (a
+    /// first full sync) does not make every later frame pay to clear a
+    /// huge table, nor keep its bytes.
     fn start_frame(&mut self, frame: u64) {
         let used = self.spans.len();
         self.frame = frame;
@@ -71,7 +81,11 @@ impl EncodeCache {
         if self.spans.capacity() > 4 * used.max(64) {
             self.spans.shrink_to(2 * used);
         }
+        let bytes = self.arena.len();
         self.arena.clear();
+        if self.arena.capacity() > 4 * bytes.max(4096) {
+            self.arena.shrink_to(2 * bytes);
+        }
     }
 
     /// Appends the bits of `span` to `writer`.

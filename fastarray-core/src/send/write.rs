@@ -164,8 +164,10 @@ impl Sender {
         else {
             return Ok(false);
         };
-        // No connection plans its own message this frame.
+        // No connection plans its own message this frame, nor encodes into
+        // the cache.
         self.buffers.idle();
+        self.encoded.begin(frame);
         let removals: Vec<Removal> = changes
             .removed
             .iter()
