@@ -167,42 +167,38 @@ fn gaps(ids: impl Iterator<Item = ReplicationId>) -> impl Iterator<Item = u64> {
 
 /// What choosing a list's gap code needs of its gaps, counted in one pass.
 struct GapCounts {
-    /// Gaps of each bit length (0 for a gap of 0), as (length, count),
-    /// ascending, lengths with no gap left out.
-    used: [(u64, u64); 65],
-    kinds: usize,
-    /// The gaps' bits in Elias-delta, exactly: a delta code's size depends
-    /// only on the bit length of the gap plus one.
+    /// Gaps of each bit length (0 for a gap of 0).
+    lengths: [u64; 65],
+    /// The shortest and longest bit lengths among the gaps: the estimates
+    /// look only between them (a short list's gaps have few lengths).
+    shortest: usize,
+    longest: usize,
+    /// The gaps' bits in Elias-delta, exactly.
     delta: u64,
 }
 
 impl GapCounts {
+    #[inline]
     fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
-        let mut lengths = [0u64; 65];
-        let mut coded = [0u64; 66];
+        let mut counts = Self {
+            lengths: [0; 65],
+            shortest: 64,
+            longest: 0,
+            delta: 0,
+        };
         for gap in gaps(ids) {
-            lengths[(64 - gap.leading_zeros()) as usize] += 1;
-            coded[(128 - (u128::from(gap) + 1).leading_zeros()) as usize] += 1;
+            let length = (64 - gap.leading_zeros()) as usize;
+            counts.lengths[length] += 1;
+            counts.shortest = counts.shortest.min(length);
+            counts.longest = counts.longest.max(length);
+            counts.delta += varint_bits(gap);
         }
-        // A gap whose successor is `n` bits long: `2^(n−1) − 1` is one.
-        let of_length = |n: usize| u64::MAX.checked_shr(65 - n as u32).unwrap_or(0);
-        let delta = (1..66).map(|n| coded[n] * varint_bits(of_length(n))).sum();
-        let mut used = [(0u64, 0u64); 65];
-        let mut kinds = 0;
-        for (length, &n) in lengths.iter().enumerate() {
-            if n > 0 {
-                used[kinds] = (length as u64, n);
-                kinds += 1;
-            }
-        }
-        Self { used, kinds, delta }
+        counts
     }
 
     /// The longest gap's bit length.
     fn longest(&self) -> u64 {
-        self.used[..self.kinds]
-            .last()
-            .map_or(0, |&(length, _)| length)
+        self.longest as u64
     }
 
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
@@ -210,10 +206,15 @@ impl GapCounts {
     /// high part `b − k` bits long costs 3 bits if that is 1, else
     /// `2(b − k) − 1` (one more when the high part is all ones, which is
     /// the estimate's only error).
+    #[inline]
     fn estimate(&self, order: u64) -> u64 {
-        self.used[..self.kinds]
+        let lengths = self.lengths.get(self.shortest..=self.longest);
+        let lengths = lengths
+            .unwrap_or_default()
             .iter()
-            .map(|&(length, n)| {
+            .zip(self.shortest as u64..);
+        lengths
+            .map(|(&n, length)| {
                 let high = length.saturating_sub(order);
                 let gamma = match high {
                     0 => 1,
@@ -226,6 +227,7 @@ impl GapCounts {
     }
 
     /// The order whose estimate is smallest (the lowest on a tie).
+    #[inline]
     fn best_order(&self) -> u64 {
         (0..16)
             .min_by_key(|&order| self.estimate(order))
