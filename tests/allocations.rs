@@ -140,6 +140,14 @@ fn many() -> Many {
     m
 }
 
+/// An array of `len` small items, committed, and their ids.
+fn small_array(len: u64) -> (FastArray<Small>, Vec<ReplicationId>) {
+    let mut array = FastArray::new();
+    let ids = (0..len).map(|v| array.push(Small { v: v as u8 })).collect();
+    array.commit();
+    (array, ids)
+}
+
 fn agent(n: u8) -> Agent {
     Agent {
         position: [f32::from(n); 3],
@@ -617,11 +625,7 @@ fn pre_images_of_heap_items_reuse_their_buffers() {
 #[test]
 fn a_scoped_connection_keeps_little_per_item_in_scope() {
     let per_item = |total: u64| {
-        let mut server = FastArray::new();
-        let ids: Vec<_> = (0..total)
-            .map(|v| server.push(Small { v: v as u8 }))
-            .collect();
-        server.commit();
+        let (mut server, ids) = small_array(total);
         let in_scope = 1_000;
         let mut conns: Vec<SendState> = (0..16u64)
             .map(|c| {
@@ -669,11 +673,7 @@ fn a_scoped_connection_keeps_little_per_item_in_scope() {
 fn a_full_sync_leaves_nothing_per_item_once_messages_are_shared() {
     let items = 10_000u64;
     let held_after = |write: bool| {
-        let mut server = FastArray::new();
-        let ids: Vec<_> = (0..items)
-            .map(|v| server.push(Small { v: v as u8 }))
-            .collect();
-        server.commit();
+        let (mut server, ids) = small_array(items);
         let mut conn = SendState::new();
         for tick in 1..12u32 {
             if tick > 1 {
