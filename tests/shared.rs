@@ -3,7 +3,7 @@
 //! What it must not change: the bytes, loss repair, resynchronisation, and
 //! convergence of many connections over different links at once.
 
-use fastarray::{FastArray, Replicate, ReplicationId, SendState};
+use fastarray::{DeltaStats, FastArray, Replicate, ReplicationId, SendState};
 use fastarray_testkit::exchange;
 use fastarray_testkit::link::{Link, LinkProfile, Report};
 use rand::{Rng, SeedableRng};
@@ -50,14 +50,14 @@ impl Room {
     }
 
     /// Commits, then [`send`](Self::send)s.
-    fn tick(&mut self) -> Vec<(Vec<u8>, bool)> {
+    fn tick(&mut self) -> Vec<(Vec<u8>, DeltaStats)> {
         self.server.commit();
         self.send()
     }
 
     /// Writes one packet per connection, delivers and acks them all;
-    /// returns each connection's bytes and whether it was shared.
-    fn send(&mut self) -> Vec<(Vec<u8>, bool)> {
+    /// returns each connection's bytes and what writing them counted.
+    fn send(&mut self) -> Vec<(Vec<u8>, DeltaStats)> {
         let packet = self.packet;
         self.packet += 1;
         let mut sent = Vec::new();
@@ -66,7 +66,7 @@ impl Room {
             let stats = self.server.write_delta(conn, packet, &mut bytes).unwrap();
             client.apply_delta(&bytes, &mut ()).unwrap();
             assert!(conn.on_ack(packet) || bytes == [0]);
-            sent.push((bytes, stats.shared));
+            sent.push((bytes, stats));
         }
         for client in &self.clients {
             assert_eq!(client, &self.server);
@@ -99,8 +99,17 @@ fn caught_up_connections_take_one_message_written_once() {
     for (index, (bytes, shared)) in sent.iter().enumerate() {
         assert_eq!(bytes, &expected, "connection {index}");
         // The first caught-up connection writes the shared message from
-        // the frame's changes and keeps it, the others copy it.
-        assert!(*shared, "connection {index}");
+        // the frame's changes and keeps it, the others copy it; all count
+        // what the per-connection path counts.
+        assert!(shared.shared, "connection {index}");
+        assert_eq!(
+            DeltaStats {
+                shared: false,
+                ..*shared
+            },
+            stats,
+            "connection {index}"
+        );
     }
     for conn in &room.conns {
         assert!(room.server.is_settled(conn));
@@ -109,7 +118,7 @@ fn caught_up_connections_take_one_message_written_once() {
     for round in 0..5 {
         room.server.get_mut(room.ids[round]).unwrap().team = 9;
         let sent = room.tick();
-        assert!(sent.iter().all(|(_, shared)| *shared));
+        assert!(sent.iter().all(|(_, stats)| stats.shared));
         assert!(sent.iter().all(|(bytes, _)| bytes == &sent[0].0));
     }
 }
@@ -155,7 +164,8 @@ fn a_connection_with_an_add_in_flight_writes_its_own_message() {
     // Both caught up again: back to one shared message.
     room.server.get_mut(room.ids[4]).unwrap().hp = 8;
     let sent = room.tick();
-    assert_eq!(sent.iter().map(|s| s.1).collect::<Vec<_>>(), [true, true]);
+    let shared: Vec<_> = sent.iter().map(|(_, stats)| stats.shared).collect();
+    assert_eq!(shared, [true, true]);
 }
 
 #[test]
@@ -212,7 +222,7 @@ fn resync_after_shared_messages_sends_only_what_changed_while_away() {
             room.server.get_mut(room.ids[round * 10 + n]).unwrap().hp += 1;
         }
         let sent = room.tick();
-        assert!(sent[1].1, "connection 1 takes the shared message");
+        assert!(sent[1].1.shared, "connection 1 takes the shared message");
     }
     // Connection 1 goes quiet for 70 commits; 7 items change meanwhile.
     for n in 0..70 {
