@@ -14,9 +14,11 @@
 //!
 //! Runs are short because they cluster: runs placed at random overlap, and
 //! a lookup walks past a neighbour's run. With runs of 256, a map of
-//! consecutive ids at hashbrown's highest load took 3 times as long per
-//! hit and 4 per miss as the seeded hash, in the cache; with runs of 8 the
-//! hits take within 15% of it and misses less.
+//! consecutive ids at hashbrown's highest load took 3.2 times as long per
+//! hit and 3.6 per miss as the seeded hash, in the cache. With runs of 8,
+//! hits take 8% to 20% longer than with the seeded hash, misses from half
+//! as long (at the highest load) to 30% longer (ids 4 096 apart): the
+//! price in the cache of the misses saved outside it.
 //!
 //! Only ids the array dealt out are hashed this way (the sender's maps): a
 //! mirror's maps hold ids read off the wire, which a hostile peer could
@@ -117,30 +119,6 @@ mod tests {
                 worst <= 8,
                 "stride {stride}: {worst} ids in one of 64 buckets"
             );
-        }
-    }
-
-    /// A map with this hash keeps what a map keeps, under churn: the
-    /// newest ids come, scattered older ones go (checked against a
-    /// `BTreeMap`).
-    #[test]
-    fn an_id_map_is_a_map_under_churn() {
-        let mut map: IdMap<u64> = IdMap::default();
-        let mut model = std::collections::BTreeMap::new();
-        let mut state = 0x853c_49e6_748f_ea9bu64;
-        for raw in 0..20_000u64 {
-            let id = ReplicationId::from_raw(raw);
-            map.insert(id, raw * 3);
-            model.insert(id, raw * 3);
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let gone = ReplicationId::from_raw(state % (raw + 1));
-            assert_eq!(map.remove(&gone), model.remove(&gone), "{gone}");
-        }
-        assert_eq!(map.len(), model.len());
-        for (id, value) in &model {
-            assert_eq!(map.get(id), Some(value), "{id}");
         }
     }
 }

@@ -51,7 +51,7 @@ impl SharedMessage {
         frame: u64,
         removals: &[Removal],
         whole: &[RecordEntry],
-        changed: impl Iterator<Item = (ReplicationId, FieldMask)>,
+        changed: Vec<(ReplicationId, FieldMask)>,
         stats: DeltaStats,
     ) {
         self.frame = frame;
@@ -64,7 +64,6 @@ impl SharedMessage {
                 .map(|removal| RecordEntry::new(removal.id, removal.work(), key, frame, frame)),
         );
         self.entries.extend_from_slice(whole);
-        let changed: Vec<_> = changed.collect();
         self.changed = (!changed.is_empty()).then(|| changed.into());
         // The next frame's message may be far smaller (after a burst).
         if self.entries.capacity() > 4 * self.entries.len().max(64) {

@@ -196,21 +196,17 @@ impl Sender {
             bytes.shrink_to(2 * bytes.len());
         }
         self.shared.bytes = bytes;
-        let Some(whole) = written? else {
+        let Some((whole, changed)) = written? else {
             return Ok(false);
         };
         let stats = DeltaStats {
             shared: true,
             bits,
             added: whole.len(),
-            changed: changes.changed.len() + changes.added.len() - whole.len(),
+            changed: changed.len(),
             removed: removals.len(),
             ..DeltaStats::default()
         };
-        let changed = frame_entries::<T>(changes).filter_map(|(id, work)| match work {
-            Work::Fields(mask) => Some((id, mask)),
-            _ => None,
-        });
         self.shared.keep(frame, &removals, &whole, changed, stats);
         Ok(true)
     }
@@ -299,22 +295,25 @@ impl Message<'_> {
 
     /// Writes the frame's shared message (see [`frame_entries`]): the
     /// head, then each entry with its payload encoded straight from the
-    /// item in `store`, no plan in between. Returns the record entries of
-    /// those sent whole (adds and new shapes); `None` if an entry's
-    /// item is not in `store` (a broken invariant: the caller then writes
-    /// per connection), with `writer` holding a partial message.
+    /// item in `store`, no plan in between. Returns what the connections
+    /// that take it record: the record entries of the items sent whole
+    /// (adds and new shapes), and the changed fields of the others; `None`
+    /// if an entry's item is not in `store` (a broken invariant: the caller
+    /// then writes per connection), with `writer` holding a partial
+    /// message.
     fn write_frame<T: Replicate>(
         &self,
         store: &Store<T>,
         changes: &Changeset,
         conn: &SendState,
         writer: &mut BitWriter<'_>,
-    ) -> Result<Option<Vec<RecordEntry>>, SendError> {
+    ) -> Result<Option<FrameRecord>, SendError> {
         let entries = frame_entries::<T>(changes);
         let common = common_fields(entries.clone().map(|(_, work)| work));
         let wires = entries.clone().map(|(id, _)| id);
         let mut list = self.write_head(conn, writer, wires, common);
         let mut whole = Vec::new();
+        let mut changed = Vec::with_capacity(changes.changed.len());
         let mut near = Near::default();
         for (id, work) in entries {
             // A commit's changes name live items only, and nothing has
@@ -326,7 +325,10 @@ impl Message<'_> {
             let slot = store.slot(pos);
             self.write_entry_head(conn, writer, &mut list, id, id, work);
             let encoded = match work {
-                Work::Fields(mask) => slot.value.encode_fields(mask, writer),
+                Work::Fields(mask) => {
+                    changed.push((id, mask));
+                    slot.value.encode_fields(mask, writer)
+                }
                 _ => {
                     whole.push(RecordEntry::new(id, work, slot.key, self.frame, self.frame));
                     slot.value.encode(writer)
@@ -334,7 +336,7 @@ impl Message<'_> {
             };
             encoded.map_err(|error| SendError::Encode { id, error })?;
         }
-        Ok(Some(whole))
+        Ok(Some((whole, changed)))
     }
 
     /// Writes the message's kind, frame and removals, then the start of
@@ -401,6 +403,11 @@ impl Message<'_> {
         }
     }
 }
+
+/// What the connections taking a frame's shared message record (see
+/// [`SharedMessage::keep`](super::caught_up::SharedMessage::keep)): the
+/// record entries of its whole items, and the changed fields of the others.
+type FrameRecord = (Vec<RecordEntry>, Vec<(ReplicationId, FieldMask)>);
 
 /// A message's item list being written: its ids, and the changed fields
 /// its entries all carry if the message states them once.

@@ -83,7 +83,7 @@ impl GapCode {
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
         // then costs `k + 1`); otherwise count exactly.
-        let total = if counts.longest() <= order {
+        let total = if counts.longest as u64 <= order {
             golomb.bits() + counts.estimate(order)
         } else {
             golomb.bits() + gaps(ids).map(|gap| golomb.gap_bits(gap)).sum::<u64>()
@@ -194,11 +194,6 @@ impl GapCounts {
             counts.delta += varint_bits(gap);
         }
         counts
-    }
-
-    /// The longest gap's bit length.
-    fn longest(&self) -> u64 {
-        self.longest as u64
     }
 
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
