@@ -60,10 +60,10 @@ impl EncodeCache {
     }
 
     /// Starts frame `frame`, if it has not started: the last frame's
-    /// encodings go. For a frame whose only message is the shared one,
-    /// which encodes straight into itself: without this, the encodings of
-    /// the last frame written per connection (a first full sync) would
-    /// stay for good.
+    /// encodings go. Every write calls it, so that a frame whose only
+    /// message is the shared one (which encodes straight into itself) does
+    /// not keep the encodings of the last frame written per connection (a
+    /// first full sync's) for good.
     pub(crate) fn begin(&mut self, frame: u64) {
         if self.frame != frame {
             self.start_frame(frame);

@@ -45,6 +45,10 @@ impl Sender {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
         let frame = store.frame();
+        // Every write starts its frame in the encode cache, whether or not
+        // it encodes through it (the shared message encodes into itself):
+        // the encodings of an earlier frame, a first full sync's say, go.
+        self.encoded.begin(frame);
         let all_fields = FieldMask::all(T::FIELD_COUNT);
         conn.expire(frame);
         conn.choose_names();
@@ -164,10 +168,8 @@ impl Sender {
         else {
             return Ok(false);
         };
-        // No connection plans its own message this frame, nor encodes into
-        // the cache.
+        // No connection plans its own message this frame.
         self.buffers.idle();
-        self.encoded.begin(frame);
         let removals: Vec<Removal> = changes
             .removed
             .iter()
