@@ -50,15 +50,13 @@ pub use writer::BitWriter;
 /// they are there (they were written by this crate); missing bits are
 /// written as zeros.
 pub(crate) fn copy_bits(reader: &mut BitReader<'_>, writer: &mut BitWriter<'_>, bits: u64) {
-    let mut left = bits;
-    // Both on a byte boundary (a message copied to the start of a packet,
-    // as a frame's shared message is): its whole bytes go at once.
-    if left >= 64 && writer.is_byte_aligned() {
-        if let Some(bytes) = reader.take_aligned_bytes((left / 8) as usize) {
-            writer.append_bytes(bytes);
-            left %= 8;
-        }
+    // A reader on a byte boundary: its input from there is a slice that
+    // starts with these bits.
+    if let Some(bytes) = reader.take_aligned(bits) {
+        writer.write_bits_from(bytes, bits);
+        return;
     }
+    let mut left = bits;
     while left > 0 {
         let step = left.min(64) as u32;
         writer.write_bits(reader.read_bits(step).unwrap_or(0), step);

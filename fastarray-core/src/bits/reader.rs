@@ -79,15 +79,15 @@ impl<'a> BitReader<'a> {
         self.pos
     }
 
-    /// The next `count` whole bytes, if the reader is on a byte boundary
-    /// and the input has them; the reader moves past them.
-    pub(crate) fn take_aligned_bytes(&mut self, count: usize) -> Option<&'a [u8]> {
-        if self.pos % 8 != 0 || self.remaining_bits() < 8 * count as u64 {
+    /// Moves past the next `bits` bits if they are there and start on a
+    /// byte boundary, returning the input from their first byte (for a
+    /// copy that takes whole bytes at once).
+    pub(crate) fn take_aligned(&mut self, bits: u64) -> Option<&'a [u8]> {
+        if self.pos % 8 != 0 || self.remaining_bits() < bits {
             return None;
         }
-        let start = usize::try_from(self.pos / 8).ok()?;
-        let bytes = self.bytes.get(start..start.checked_add(count)?)?;
-        self.pos += 8 * count as u64;
+        let bytes = self.bytes.get(usize::try_from(self.pos / 8).ok()?..)?;
+        self.pos += bits;
         Some(bytes)
     }
 

@@ -267,6 +267,36 @@ fn copy_bits_is_the_same_aligned_or_not() {
     }
 }
 
+/// Appending a kept encoding gives its bits at every lead (aligned: one
+/// byte copy; not: a word at a time), and zeros for bits past its end.
+#[test]
+fn writing_bits_from_bytes_is_writing_them_one_by_one() {
+    let bytes: Vec<u8> = (0..29u32).map(|i| (i * 73 + 5) as u8 ^ 0x3C).collect();
+    let bit = |i: u64| {
+        bytes
+            .get((i / 8) as usize)
+            .map_or(0, |b| u64::from(b >> (i % 8) & 1))
+    };
+    for lead in [0u32, 1, 7, 8, 13, 16, 63] {
+        for bits in [0u64, 1, 7, 8, 9, 63, 64, 65, 200, 232, 240] {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            let mut writer = BitWriter::new(&mut fast);
+            writer.write_bits(0x5A5A_5A5A_5A5A_5A5A, lead);
+            writer.write_bits_from(&bytes, bits);
+            writer.write_bits(0b101, 3);
+            let written = writer.finish();
+            let mut writer = BitWriter::new(&mut slow);
+            writer.write_bits(0x5A5A_5A5A_5A5A_5A5A, lead);
+            for i in 0..bits {
+                writer.write_bits(bit(i), 1);
+            }
+            writer.write_bits(0b101, 3);
+            assert_eq!(written, writer.finish(), "{lead} {bits}");
+            assert_eq!(fast, slow, "{lead} {bits}");
+        }
+    }
+}
+
 #[test]
 fn reads_agree_with_single_bits_at_every_offset_and_width() {
     // 19 bytes: reads in the middle take the word path, reads within 8

@@ -220,12 +220,40 @@ impl<'a> BitWriter<'a> {
         self.used % 8 == 0
     }
 
-    /// Appends whole bytes: call only when [`is_byte_aligned`](Self::is_byte_aligned).
-    pub(crate) fn append_bytes(&mut self, bytes: &[u8]) {
-        debug_assert!(self.is_byte_aligned());
-        self.flush();
-        self.out.extend_from_slice(bytes);
-        self.bits += 8 * bytes.len() as u64;
+    /// Appends the first `bits` bits of `bytes`, which were written from
+    /// the first bit of a byte as this writer writes them (an encoding
+    /// kept to be copied); bits past the end of `bytes` are written as
+    /// zeros. On a byte boundary the whole bytes go in one copy (a frame's
+    /// shared message into a fresh packet), else a word at a time.
+    pub(crate) fn write_bits_from(&mut self, bytes: &[u8], bits: u64) {
+        let whole = usize::try_from(bits / 8)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let (head, rest) = bytes.split_at(whole);
+        if self.is_byte_aligned() {
+            self.flush();
+            self.out.extend_from_slice(head);
+            self.bits += 8 * whole as u64;
+        } else {
+            let mut words = head.chunks_exact(8);
+            for word in &mut words {
+                self.write_bits(word.try_into().map_or(0, u64::from_le_bytes), 64);
+            }
+            for &byte in words.remainder() {
+                self.write_bits(u64::from(byte), 8);
+            }
+        }
+        let mut left = bits - 8 * whole as u64;
+        if let Some(&byte) = rest.first() {
+            // `bytes` goes on: fewer than 8 bits are left, in this byte.
+            self.write_bits(u64::from(byte), left as u32);
+            left = 0;
+        }
+        while left > 0 {
+            let step = left.min(64);
+            self.write_bits(0, step as u32);
+            left -= step;
+        }
     }
 
     /// Writes out the accumulator's bits, the last byte zero-padded.

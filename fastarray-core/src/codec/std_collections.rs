@@ -31,7 +31,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque, btree_map};
 
 use super::BitCodec;
 use super::collections::{read_len, write_len};
-use crate::bits::{BitReader, BitWriter, copy_bits, prealloc};
+use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
 use crate::schema;
 
@@ -238,7 +238,7 @@ fn write_sorted_by_key<'v, K: BitCodec + 'v, V: 'v>(
     }
     sorted.sort_unstable_by(|a, b| keys[a.0..a.1].cmp(&keys[b.0..b.1]).then(a.2.cmp(&b.2)));
     for (start, end, bits, value) in sorted {
-        copy_bits(&mut BitReader::new(&keys[start..end]), writer, bits);
+        writer.write_bits_from(&keys[start..end], bits);
         write_value(value, writer)?;
     }
     Ok(())

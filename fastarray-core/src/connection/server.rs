@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
-use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::bits::BitWriter;
 use crate::send::SendState;
 use crate::send::stats::{Budget, DeltaStats, Oversized};
 
@@ -330,7 +330,7 @@ impl Connection {
         let said = result.is_ok() && bits > 1;
         if said {
             write_tag(writer, channel);
-            copy_bits(&mut BitReader::new(&scratch), writer, bits);
+            writer.write_bits_from(&scratch, bits);
         }
         self.scratch = scratch;
         result

@@ -12,7 +12,7 @@
 use super::retirement::{RecordEntry, SharedChanges};
 use super::state::{Removal, SendState};
 use super::stats::DeltaStats;
-use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::bits::BitWriter;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 
@@ -85,7 +85,7 @@ impl SharedMessage {
         writer: &mut BitWriter<'_>,
         all_fields: FieldMask,
     ) -> DeltaStats {
-        copy_bits(&mut BitReader::new(&self.bytes), writer, self.bits);
+        writer.write_bits_from(&self.bytes, self.bits);
         let mut entries = conn.entry_buffer();
         entries.extend_from_slice(&self.entries);
         conn.record_shared(

@@ -5,7 +5,7 @@
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
-use crate::bits::{BitReader, BitWriter, copy_bits};
+use crate::bits::BitWriter;
 use crate::error::EncodeError;
 use crate::id::ReplicationId;
 
@@ -96,7 +96,7 @@ impl EncodeCache {
         }
         let start = span.inline_or_start as usize;
         // The span lies inside the arena, so every bit is there.
-        copy_bits(&mut BitReader::new(&self.arena[start..]), writer, span.bits);
+        writer.write_bits_from(&self.arena[start..], span.bits);
     }
 }
 
