@@ -86,7 +86,7 @@ impl SharedMessage {
         all_fields: FieldMask,
     ) -> DeltaStats {
         writer.write_bits_from(&self.bytes, self.bits);
-        let mut entries = conn.entry_buffer();
+        let mut entries = conn.entry_buffer(self.entries.len());
         entries.extend_from_slice(&self.entries);
         conn.record_shared(
             packet,

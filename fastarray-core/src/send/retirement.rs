@@ -126,10 +126,17 @@ impl Retirement {
         self.records.pop_front()
     }
 
-    /// An empty buffer for a record's entries (a retired record's, if any).
-    pub(crate) fn entry_buffer(&mut self) -> Vec<RecordEntry> {
+    /// An empty buffer for a record of `entries` entries (a retired
+    /// record's, if any). A record of none needs no buffer: a caught-up
+    /// connection's record of a frame that only changed fields takes none,
+    /// and touches none of the spare ones.
+    pub(crate) fn entry_buffer(&mut self, entries: usize) -> Vec<RecordEntry> {
+        if entries == 0 {
+            return Vec::new();
+        }
         let mut buffer = self.spare.pop().unwrap_or_default();
         buffer.clear();
+        buffer.reserve(entries);
         buffer
     }
 
@@ -176,7 +183,8 @@ impl Retirement {
     pub(crate) fn recycle(&mut self, record: Record) {
         const KEEP_CAPACITY: usize = 1024;
         let mut entries = record.entries;
-        if self.spare.len() < 8 && entries.capacity() <= KEEP_CAPACITY {
+        let keep = (1..=KEEP_CAPACITY).contains(&entries.capacity());
+        if keep && self.spare.len() < 8 {
             if entries.capacity() > 4 * entries.len().max(16) {
                 entries.shrink_to(2 * entries.len());
             }

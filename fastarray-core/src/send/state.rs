@@ -701,9 +701,10 @@ impl SendState {
         self.pending.remove(&id);
     }
 
-    /// An empty buffer for a record's entries (a retired record's, if any).
-    pub(crate) fn entry_buffer(&mut self) -> Vec<RecordEntry> {
-        self.retirement.entry_buffer()
+    /// An empty buffer for a record of `entries` entries (a retired
+    /// record's, if any).
+    pub(crate) fn entry_buffer(&mut self, entries: usize) -> Vec<RecordEntry> {
+        self.retirement.entry_buffer(entries)
     }
 
     /// Records that `packet` carries `entries` (the work the writer took,

@@ -117,8 +117,7 @@ impl Sender {
         self.scratch = scratch;
 
         count(&removals, &items, &mut stats);
-        let mut record = conn.entry_buffer();
-        record.reserve(removals.len() + items.len());
+        let mut record = conn.entry_buffer(removals.len() + items.len());
         for removal in &removals {
             let key = ReplicationKey::default();
             let (id, since) = (removal.id, removal.since);
