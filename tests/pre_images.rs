@@ -2,9 +2,16 @@
 //! which commit diffs it against: reused from frame to frame where the
 //! derive can copy each field into an earlier one (`capture_into`), a
 //! clone where it cannot. Either way the changes found are the same.
-//! (That reuse allocates nothing is `tests/allocations.rs`.)
+//! (That reuse allocates nothing is `tests/allocations.rs`.) Commit brings
+//! each buffer up to its item's committed value, so an item written again
+//! through the same buffer next frame costs no copy at all.
+
+use std::cell::Cell;
+use std::collections::HashMap;
 
 use fastarray::{FastArray, FieldMask, Replicate, ReplicationId};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 /// Not `Clone`: an item holding it cannot copy its fields one by one.
 #[derive(Replicate, Debug, PartialEq)]
@@ -150,4 +157,257 @@ fn reused_pre_images_find_the_same_changes_as_clones() {
         },
         1,
     );
+}
+
+thread_local! {
+    /// Copies made of a [`Counted`] on this thread.
+    static COPIES: Cell<usize> = const { Cell::new(0) };
+}
+
+fn copies() -> usize {
+    COPIES.with(Cell::get)
+}
+
+/// A field that counts its copies: the cost a pre-image can avoid.
+#[derive(Replicate, Debug, PartialEq)]
+struct Counted {
+    label: u32,
+}
+
+impl Clone for Counted {
+    fn clone(&self) -> Self {
+        COPIES.with(|c| c.set(c.get() + 1));
+        Self { label: self.label }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        COPIES.with(|c| c.set(c.get() + 1));
+        self.label = source.label;
+    }
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Mover {
+    step: u32,
+    tag: Counted,
+}
+
+#[test]
+fn items_written_again_through_the_same_buffers_are_not_copied_until_a_field_changes() {
+    let mut array = FastArray::new();
+    let ids: Vec<_> = (0..50)
+        .map(|n| {
+            array.push(Mover {
+                step: 0,
+                tag: Counted { label: n },
+            })
+        })
+        .collect();
+    array.commit();
+    let moved: Vec<_> = ids.iter().map(|&id| (id, FieldMask::single(0))).collect();
+    // The first frame makes the buffers: one copy of each tag.
+    let before = copies();
+    for (_, mut item) in array.iter_mut() {
+        item.step += 1;
+    }
+    assert_eq!(array.commit().changed(), moved);
+    assert_eq!(copies() - before, 50);
+    // The same loop again: every buffer already holds its item.
+    for frame in 2..6 {
+        let before = copies();
+        for (_, mut item) in array.iter_mut() {
+            item.step += 1;
+        }
+        assert_eq!(array.commit().changed(), moved);
+        assert_eq!(copies(), before, "frame {frame}");
+    }
+    // `get_mut` in the same order takes the same buffers.
+    let before = copies();
+    for &id in &ids {
+        array.get_mut(id).unwrap().step += 1;
+    }
+    array.commit();
+    assert_eq!(copies(), before);
+    // A changed tag is copied once, by the commit that finds it changed.
+    let before = copies();
+    for (n, (_, mut item)) in array.iter_mut().enumerate() {
+        if n % 5 == 0 {
+            item.tag.label += 100;
+        }
+    }
+    let expected: Vec<_> = ids
+        .iter()
+        .step_by(5)
+        .map(|&id| (id, FieldMask::single(1)))
+        .collect();
+    assert_eq!(array.commit().changed(), expected);
+    assert_eq!(copies() - before, 10);
+    // Another order meets other items' buffers: each is copied again.
+    let before = copies();
+    for &id in ids.iter().rev() {
+        array.get_mut(id).unwrap().step += 1;
+    }
+    assert_eq!(array.commit().changed().len(), 50);
+    assert_eq!(copies() - before, 50);
+}
+
+/// An item of the model test: a plain field, a heap one, a quantized one.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u8,
+    name: String,
+    #[replicate(quantize(min = -10.0, max = 10.0, bits = 8))]
+    x: f32,
+}
+
+fn unit(rng: &mut ChaCha8Rng) -> Unit {
+    Unit {
+        hp: rng.random_range(0..4),
+        name: ["a", "bb", "ccc"][rng.random_range(0..3)].to_string(),
+        x: rng.random_range(-10.0..10.0),
+    }
+}
+
+/// A write: often nothing new (the same value, or a change undone), a
+/// drift below the quantization's step, or a new value.
+fn touch(rng: &mut ChaCha8Rng, item: &mut Unit) {
+    match rng.random_range(0..6) {
+        0 => {}
+        1 => item.hp = rng.random_range(0..4),
+        2 => item.name = ["a", "bb", "ccc"][rng.random_range(0..3)].to_string(),
+        3 => item.x += rng.random_range(-0.02..0.02),
+        4 => {
+            let old = item.hp;
+            item.hp = old.wrapping_add(1);
+            item.hp = old;
+        }
+        _ => *item = unit(rng),
+    }
+}
+
+/// Flattened leaves: a field's copy covers every leaf it holds.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Pose {
+    x: i16,
+    y: i16,
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+enum Mode {
+    Idle,
+    Busy(u8),
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Walker {
+    #[replicate(flatten)]
+    pose: Pose,
+    #[replicate(flatten)]
+    mode: Mode,
+    tag: String,
+}
+
+fn walker(rng: &mut ChaCha8Rng) -> Walker {
+    Walker {
+        pose: Pose {
+            x: rng.random_range(0..3),
+            y: rng.random_range(0..3),
+        },
+        mode: match rng.random_range(0..3) {
+            0 => Mode::Idle,
+            n => Mode::Busy(n),
+        },
+        tag: "w".repeat(rng.random_range(1..3)),
+    }
+}
+
+fn step(rng: &mut ChaCha8Rng, item: &mut Walker) {
+    match rng.random_range(0..5) {
+        0 => {}
+        1 => item.pose.x = rng.random_range(0..3),
+        2 => item.pose.y = rng.random_range(0..3),
+        3 => item.mode = walker(rng).mode,
+        _ => *item = walker(rng),
+    }
+}
+
+/// Drives random frames of writes (loops in order, the buffers' fast
+/// case; loops twice in a frame; lookups in another order) with the array
+/// reshaped between them, and checks each commit against a diff of every
+/// item with its value at the last commit.
+fn check_against_snapshots<T: Replicate + Clone + PartialEq + std::fmt::Debug>(
+    make: fn(&mut ChaCha8Rng) -> T,
+    touch: fn(&mut ChaCha8Rng, &mut T),
+    order: fn(&T, &T) -> std::cmp::Ordering,
+) {
+    for seed in 0..12 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut array = FastArray::new();
+        for _ in 0..30 {
+            array.push(make(&mut rng));
+        }
+        array.commit();
+        let mut last: HashMap<ReplicationId, T> =
+            array.iter().map(|(id, item)| (id, item.clone())).collect();
+        for frame in 0..80 {
+            for _ in 0..rng.random_range(1..4) {
+                match rng.random_range(0..7) {
+                    0 | 1 => {
+                        let odds = rng.random_range(0.2..1.0);
+                        for (_, mut item) in array.iter_mut() {
+                            if rng.random_bool(odds) {
+                                touch(&mut rng, &mut item);
+                            }
+                        }
+                    }
+                    2 => {
+                        let mut ids: Vec<_> = array.ids().collect();
+                        if rng.random_bool(0.5) {
+                            ids.reverse();
+                        }
+                        for id in ids {
+                            if rng.random_bool(0.5) {
+                                touch(&mut rng, &mut array.get_mut(id).unwrap());
+                            }
+                        }
+                    }
+                    3 => {
+                        if let Some(id) = array.ids().nth(rng.random_range(0..array.len().max(1))) {
+                            array.remove(id);
+                        }
+                    }
+                    4 => {
+                        array.push(make(&mut rng));
+                    }
+                    5 => {
+                        let ids: Vec<_> = array.ids().collect();
+                        if ids.len() > 1 {
+                            array.swap(ids[0], ids[ids.len() - 1]);
+                        }
+                    }
+                    _ => array.sort_by(order),
+                }
+            }
+            let mut expected: Vec<_> = array
+                .iter()
+                .filter_map(|(id, item)| {
+                    let mask = item.diff(last.get(&id)?);
+                    (!mask.is_empty()).then_some((id, mask))
+                })
+                .collect();
+            expected.sort_by_key(|&(id, _)| id);
+            assert_eq!(
+                array.commit().changed(),
+                expected,
+                "seed {seed}, frame {frame}"
+            );
+            last = array.iter().map(|(id, item)| (id, item.clone())).collect();
+        }
+    }
+}
+
+#[test]
+fn commits_name_exactly_the_fields_that_differ_from_the_last_commit() {
+    check_against_snapshots(unit, touch, |a, b| a.hp.cmp(&b.hp));
+    check_against_snapshots(walker, step, |a, b| a.pose.x.cmp(&b.pose.x));
 }

@@ -298,6 +298,15 @@ impl<T: Replicate> FastArray<T> {
     /// first time it is written this frame (reads through the guard cost
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
     ///
+    /// The pre-image is a copy of the item's replicated fields into a
+    /// buffer the array keeps from frame to frame. Commit brings each
+    /// buffer up to its item's new value (copying the fields that changed),
+    /// so when the frame's writes meet the items in the same order as the
+    /// last frame's (a loop over the same items, by `get_mut` or
+    /// [`iter_mut`](Self::iter_mut)), each buffer already holds its item and
+    /// the first write copies nothing: a `String` field is copied when it
+    /// changes, not every frame.
+    ///
     /// For an item type with `#[replicate(array)]` fields the pre-image is
     /// the plain fields only: the arrays inside
     /// track their own changes, and this array's commit commits them.
@@ -327,7 +336,8 @@ impl<T: Replicate> FastArray<T> {
     /// Costs O(len) to start (one pre-image cell per item not yet written
     /// this frame, in a list the array keeps from frame to frame) and
     /// nothing per item beyond what [`get_mut`](Self::get_mut) costs: no
-    /// allocation, and an item is copied only when first written.
+    /// allocation, and an item is copied only when first written, and not
+    /// even then if the last frame's loop wrote it too (see `get_mut`).
     ///
     /// ```
     /// use fastarray_core::{FastArray, FieldMask};

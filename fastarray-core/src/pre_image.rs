@@ -3,6 +3,14 @@
 //! outlive the frame, so the next frame's pre-image of an item that owns
 //! heap data (a `String`, a `Vec`) is a copy into memory that is already
 //! there ([`Replicate::capture_into`]), not an allocation and a free.
+//!
+//! Commit goes one step further: having found which fields of an item
+//! changed, it copies those into the item's buffer
+//! ([`Replicate::capture_fields_into`]), which then holds the item's
+//! committed value. An item written again next frame through the same
+//! buffer (a loop over the same items in the same order, the dense case)
+//! needs no copy at all: its strings are not copied every frame, only
+//! when they change.
 
 use core::iter::Zip;
 use core::slice;
@@ -10,16 +18,43 @@ use core::slice;
 use crate::id::ReplicationId;
 use crate::replicate::Replicate;
 
-/// Makes the pre-image of `value` into `buffer`: its replicated fields
-/// copied into the buffer's if the type can ([`Replicate::capture_into`]),
-/// else the type's own pre-image ([`Replicate::pre_image`]) or a clone.
-pub(crate) fn capture<T: Replicate + Clone>(value: &T, buffer: &mut Option<T>) {
-    if let Some(old) = buffer
-        && value.capture_into(old)
-    {
+/// One pre-image: a value whose heap is reused from frame to frame, and
+/// the item whose committed value it is, if it is one.
+#[derive(Clone)]
+pub(crate) struct Buffer<T> {
+    value: Option<T>,
+    /// The item whose value at the last commit `value` is (as
+    /// [`Replicate::diff`] compares): set by [`PreImages::drain`] when
+    /// commit brought the buffer up to the item's value, and only then.
+    /// Every value of an item between a commit and its first write in the
+    /// next frame is that committed value (items change only through
+    /// guards, which capture first), so such a buffer is already the
+    /// item's pre-image.
+    holds: Option<ReplicationId>,
+}
+
+impl<T> Buffer<T> {
+    const EMPTY: Self = Self {
+        value: None,
+        holds: None,
+    };
+}
+
+/// Makes the pre-image of item `id`, `value`, into `buffer`: nothing if the
+/// buffer already holds it, else its replicated fields copied into the
+/// buffer's if the type can ([`Replicate::capture_into`]), else the type's
+/// own pre-image ([`Replicate::pre_image`]) or a clone.
+pub(crate) fn capture<T: Replicate + Clone>(id: ReplicationId, value: &T, buffer: &mut Buffer<T>) {
+    if buffer.holds == Some(id) && buffer.value.is_some() {
         return;
     }
-    *buffer = Some(value.pre_image().unwrap_or_else(|| value.clone()));
+    buffer.holds = None;
+    if let Some(old) = &mut buffer.value {
+        if value.capture_into(old) {
+            return;
+        }
+    }
+    buffer.value = Some(value.pre_image().unwrap_or_else(|| value.clone()));
 }
 
 /// Derive plumbing for [`Replicate::capture_into`]: in
@@ -66,7 +101,7 @@ pub(crate) struct PreImages<T> {
     cells: Vec<Cell>,
     /// The pre-image of `cells[i]` is in `buffers[i]`; past `cells.len()`,
     /// buffers of the last frame's pre-images, kept for reuse.
-    buffers: Vec<Option<T>>,
+    buffers: Vec<Buffer<T>>,
 }
 
 /// One item's place in a frame's pre-images.
@@ -78,7 +113,7 @@ pub(crate) struct Cell {
 
 /// Cells lent to guards that can all be alive at once, each with its
 /// buffer ([`PreImages::lend`]).
-pub(crate) type Lent<'a, T> = Zip<slice::IterMut<'a, Cell>, slice::IterMut<'a, Option<T>>>;
+pub(crate) type Lent<'a, T> = Zip<slice::IterMut<'a, Cell>, slice::IterMut<'a, Buffer<T>>>;
 
 impl<T> Default for PreImages<T> {
     fn default() -> Self {
@@ -107,12 +142,13 @@ impl<T> PreImages<T> {
     }
 
     /// Records a pre-image for item `id`: returns its buffer, which may
-    /// hold an earlier pre-image to reuse (see [`capture`]).
-    pub(crate) fn record(&mut self, id: ReplicationId) -> &mut Option<T> {
+    /// hold an earlier pre-image to reuse, or already the item's (see
+    /// [`capture`]).
+    pub(crate) fn record(&mut self, id: ReplicationId) -> &mut Buffer<T> {
         let at = self.cells.len();
         self.cells.push(Cell { id, written: true });
         if at == self.buffers.len() {
-            self.buffers.push(None);
+            self.buffers.push(Buffer::EMPTY);
         }
         &mut self.buffers[at]
     }
@@ -126,20 +162,24 @@ impl<T> PreImages<T> {
         self.cells.extend(ids.map(|id| Cell { id, written: false }));
         let end = self.cells.len();
         if self.buffers.len() < end {
-            self.buffers.resize_with(end, || None);
+            self.buffers.resize_with(end, || Buffer::EMPTY);
         }
         self.cells[start..]
             .iter_mut()
             .zip(&mut self.buffers[start..end])
     }
 
-    /// Each pre-image of the frame, in order, with its item's id; then
-    /// starts the next frame, keeping these pre-images' buffers for reuse.
-    pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &T)) {
-        for (cell, buffer) in self.cells.iter().zip(&self.buffers) {
-            if let (true, Some(before)) = (cell.written, buffer) {
-                visit(cell.id, before);
-            }
+    /// Each pre-image of the frame, in order, with its item's id, to
+    /// `visit`, which may bring it up to the item's committed value and
+    /// then returns `true` (see [`Buffer::holds`]); then starts the next
+    /// frame, keeping these pre-images' buffers for reuse.
+    pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &mut T) -> bool) {
+        for (cell, buffer) in self.cells.iter().zip(&mut self.buffers) {
+            let committed = match (cell.written, &mut buffer.value) {
+                (true, Some(before)) => visit(cell.id, before),
+                _ => false,
+            };
+            buffer.holds = committed.then_some(cell.id);
         }
         let written = self.keep_written();
         self.cells.clear();
@@ -178,10 +218,12 @@ impl Cell {
 mod tests {
     use super::*;
 
-    fn copy(value: &String, buffer: &mut Option<String>) {
-        match buffer {
+    /// What [`capture`] does, for a type that is not `Replicate`.
+    fn copy(value: &String, buffer: &mut Buffer<String>) {
+        buffer.holds = None;
+        match &mut buffer.value {
             Some(old) => old.clone_from(value),
-            None => *buffer = Some(value.clone()),
+            None => buffer.value = Some(value.clone()),
         }
     }
 
@@ -191,7 +233,10 @@ mod tests {
 
     fn seen(images: &mut PreImages<String>) -> Vec<(u64, String)> {
         let mut seen = Vec::new();
-        images.drain(|id, before| seen.push((id.to_raw(), before.clone())));
+        images.drain(|id, before| {
+            seen.push((id.to_raw(), before.clone()));
+            false
+        });
         seen
     }
 
@@ -223,10 +268,46 @@ mod tests {
         }
         seen(&mut images);
         assert_eq!(images.buffers.len(), 3);
-        let before = images.buffers[0].as_ref().unwrap().as_ptr();
+        let before = images.buffers[0].value.as_ref().unwrap().as_ptr();
         copy(&"short".to_string(), images.record(id(5)));
-        assert_eq!(images.buffers[0].as_ref().unwrap().as_ptr(), before);
+        assert_eq!(images.buffers[0].value.as_ref().unwrap().as_ptr(), before);
         assert_eq!(seen(&mut images), [(5, "short".into())]);
         assert_eq!(images.buffers.len(), 1);
+    }
+
+    #[test]
+    fn a_buffer_holds_its_item_only_from_a_commit_that_said_so_to_its_next_write() {
+        let mut images = PreImages::default();
+        for n in 0..3 {
+            copy(&format!("v{n}"), images.record(id(n)));
+        }
+        // Commit brought items 0 and 2 up to date, not item 1.
+        images.drain(|id, before| {
+            before.push('!');
+            id.to_raw() != 1
+        });
+        let holds = |images: &PreImages<String>| -> Vec<Option<u64>> {
+            let held = images
+                .buffers
+                .iter()
+                .map(|b| b.holds.map(ReplicationId::to_raw));
+            held.collect()
+        };
+        assert_eq!(holds(&images), [Some(0), None, Some(2)]);
+        // Lent again in the same order: each cell meets its own buffer.
+        let lent: Vec<_> = images
+            .lend([0, 1, 2].into_iter().map(id))
+            .map(|(cell, buffer)| (cell.id.to_raw(), buffer.holds.map(ReplicationId::to_raw)))
+            .collect();
+        assert_eq!(lent, [(0, Some(0)), (1, None), (2, Some(2))]);
+        // Nothing was written: the next commit keeps no buffer, so none
+        // can claim an item whose value it no longer follows.
+        assert_eq!(seen(&mut images), []);
+        assert!(images.buffers.is_empty());
+        // A buffer taken for another item forgets the one it held.
+        copy(&"a".to_string(), images.record(id(7)));
+        images.drain(|_, _| true);
+        copy(&"b".to_string(), images.record(id(8)));
+        assert_eq!(holds(&images), [None]);
     }
 }

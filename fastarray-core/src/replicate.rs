@@ -245,6 +245,24 @@ pub trait Replicate: BitCodec {
         false
     }
 
+    /// Brings `into`, which holds an earlier value of this same item that
+    /// differs from `self` (as [`diff`](Self::diff) compares) in `fields`
+    /// at most, up to `self`: copies the replicated fields in `fields`
+    /// like [`capture_into`](Self::capture_into) and leaves the others.
+    /// Commit calls it with the fields it found changed, so the pre-image
+    /// buffer of an item written again next frame already holds its value
+    /// and the guard copies nothing. Returns `false`, having perhaps
+    /// written some fields, where `capture_into` would: `into` is then not
+    /// used as the item's value.
+    #[doc(hidden)]
+    fn capture_fields_into(&self, into: &mut Self, fields: FieldMask) -> bool
+    where
+        Self: Sized,
+    {
+        let _ = (into, fields);
+        false
+    }
+
     /// Calls `visit` with each array field, in declaration order.
     #[doc(hidden)]
     fn for_each_array(&self, visit: &mut dyn FnMut(&dyn InnerArray)) {

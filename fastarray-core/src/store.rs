@@ -13,7 +13,7 @@ use crate::changeset::Changeset;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::inner::Lineage;
-use crate::pre_image::{self, Cell, Lent, PreImages};
+use crate::pre_image::{self, Buffer, Cell, Lent, PreImages};
 use crate::replicate::Replicate;
 use crate::send::state::Holdings;
 
@@ -437,25 +437,29 @@ impl<T: Replicate> Store<T> {
         // Pre-images come in the order of the writes: often the items'.
         let mut near = Near::default();
         self.work.touched.drain(|id, before| {
-            if let Some(pos) = near.find(slots, index, id) {
-                let slot = &mut slots[pos];
-                slot.state = SlotState::Clean;
-                if T::ARRAY_FIELDS > 0 {
-                    check_lineage(id, &slot.value, before);
-                }
-                let mask = slot.value.diff(before);
-                let arrays = commit_arrays(&mut slot.value);
-                if !mask.is_empty() || arrays {
-                    slot.key = slot.key.next();
-                    slot.changed = frame;
-                }
-                if !mask.is_empty() {
-                    changes.changed.push((id, mask));
-                }
-                if arrays {
-                    changes.arrays_changed.push(id);
-                }
+            let Some(pos) = near.find(slots, index, id) else {
+                return false;
+            };
+            let slot = &mut slots[pos];
+            slot.state = SlotState::Clean;
+            if T::ARRAY_FIELDS > 0 {
+                check_lineage(id, &slot.value, before);
             }
+            let mask = slot.value.diff(before);
+            let arrays = commit_arrays(&mut slot.value);
+            if !mask.is_empty() || arrays {
+                slot.key = slot.key.next();
+                slot.changed = frame;
+            }
+            if !mask.is_empty() {
+                changes.changed.push((id, mask));
+            }
+            if arrays {
+                changes.arrays_changed.push(id);
+            }
+            // The pre-image becomes the committed value: the fields that
+            // changed are all it lacks.
+            slot.value.capture_fields_into(before, mask)
         });
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
@@ -502,9 +506,10 @@ impl<T> Holdings for Store<T> {
 /// [`FastArray::get_mut`](crate::FastArray::get_mut) or
 /// [`FastArray::iter_mut`](crate::FastArray::iter_mut).
 ///
-/// The first mutable access in a frame copies the item's current value, so
-/// the next [`commit`](crate::FastArray::commit) can tell which fields
-/// changed.
+/// The first mutable access in a frame makes the item's pre-image (a copy
+/// of its current value, or nothing if the buffer it meets already holds
+/// it; see [`FastArray::get_mut`](crate::FastArray::get_mut)), so the next
+/// [`commit`](crate::FastArray::commit) can tell which fields changed.
 pub struct ItemMut<'a, T> {
     slot: &'a mut Slot<T>,
     /// Where the first write puts the pre-image.
@@ -518,7 +523,7 @@ enum Record<'a, T> {
     Push(&'a mut PreImages<T>),
     /// Into a cell of that list, and its buffer, lent to this guard alone
     /// ([`Store::lend`]: many guards at once).
-    Cell(&'a mut Cell, &'a mut Option<T>),
+    Cell(&'a mut Cell, &'a mut Buffer<T>),
     /// Nowhere: the item was already added or written this frame.
     Done,
 }
@@ -528,7 +533,7 @@ impl<'a, T> ItemMut<'a, T> {
     /// pre-image cell if it was not written yet this frame.
     pub(crate) fn lent(
         slot: &'a mut Slot<T>,
-        cell: Option<(&'a mut Cell, &'a mut Option<T>)>,
+        cell: Option<(&'a mut Cell, &'a mut Buffer<T>)>,
     ) -> Self {
         debug_assert_eq!(cell.is_some(), slot.state == SlotState::Clean);
         let record = match cell {
@@ -561,10 +566,11 @@ impl<T: Replicate + Clone> DerefMut for ItemMut<'_, T> {
         if self.slot.state == SlotState::Clean {
             match &mut self.record {
                 Record::Push(touched) => {
-                    pre_image::capture(&self.slot.value, touched.record(self.slot.id));
+                    let buffer = touched.record(self.slot.id);
+                    pre_image::capture(self.slot.id, &self.slot.value, buffer);
                 }
                 Record::Cell(cell, buffer) => {
-                    pre_image::capture(&self.slot.value, buffer);
+                    pre_image::capture(self.slot.id, &self.slot.value, buffer);
                     cell.mark_written();
                 }
                 // A clean slot always comes with somewhere to record.

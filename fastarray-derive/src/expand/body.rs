@@ -239,6 +239,17 @@ impl Replicated<'_> {
     }
 
     /// The field's own bits of `mask`, moved down to bit 0.
+    /// An expression: whether `mask` names any of the field's leaves.
+    pub fn named_in(&self, mask: TokenStream) -> TokenStream {
+        let (p, offset) = (&self.private, &self.offset);
+        if self.codec.is_flattened() {
+            let sub = self.window(mask);
+            quote!(!#p::FieldMask::is_empty(#sub))
+        } else {
+            quote!(#p::FieldMask::contains(#mask, #offset))
+        }
+    }
+
     fn window(&self, mask: TokenStream) -> TokenStream {
         let (p, offset, width) = (&self.private, &self.offset, &self.width);
         quote!(#p::FieldMask::window(#mask, #offset, #width))

@@ -156,7 +156,9 @@ fn detail_mask(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
 }
 
 /// `Replicate::capture_into`: each replicated field copied with
-/// `Clone::clone_from` into the earlier pre-image's, reusing what it owns.
+/// `Clone::clone_from` into the earlier pre-image's, reusing what it owns;
+/// and `Replicate::capture_fields_into`, the same for the fields a mask
+/// names.
 /// A field whose type is not `Clone` (or, in a generic struct, not known
 /// to be) makes it return `false`, and the guard clones the whole value
 /// (autoref picks `ByClone` when it applies, else `NotClone`).
@@ -165,12 +167,30 @@ fn capture_into(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
         let member = &field.field.member;
         quote!(&& (&&#private::CloneField(&self.#member)).capture_field(&mut __into.#member))
     });
+    // The same copies, of the fields `__fields` names only.
+    let named = fields.iter().map(|field| {
+        let member = &field.field.member;
+        let named = field.named_in(quote!(__fields));
+        quote!(&& (!(#named) || (&&#private::CloneField(&self.#member)).capture_field(&mut __into.#member)))
+    });
     quote! {
         #[inline]
         fn capture_into(&self, __into: &mut Self) -> ::core::primitive::bool {
             #[allow(unused_imports)]
             use #private::{ByClone as _, NotClone as _};
             true #(#copies)*
+        }
+
+        #[inline]
+        fn capture_fields_into(
+            &self,
+            __into: &mut Self,
+            __fields: #private::FieldMask,
+        ) -> ::core::primitive::bool {
+            #[allow(unused_imports)]
+            use #private::{ByClone as _, NotClone as _};
+            let _ = &__fields;
+            true #(#named)*
         }
     }
 }

@@ -362,7 +362,8 @@ impl Results {
         let _ = writeln!(
             md,
             "\nClient, applying one tick, and the game's mutations (through the `FastArray` API — guards that \
-             copy an item the first time it is written in a frame, `remove`, `push`, `swap` — against the same \
+             copy an item the first time it is written in a frame unless its pre-image buffer already holds it, \
+             `remove`, `push`, `swap` — against the same \
              mutations on a plain `Vec`):\n\n\
              | workload | ours apply_delta | naive apply | bytes apply | bitcode decode | snapshot decode | ÷ naive | ÷ bitcode | ours mutate | Vec mutate |\n\
              |---|---|---|---|---|---|---|---|---|---|"
