@@ -335,9 +335,7 @@ fn mutate_outers(
             7 => {
                 let mut o = outers.get_mut(id).unwrap();
                 let mids: Vec<_> = o.mids.ids().collect();
-                if let Some(m) = pick(rng, &mids)
-                    && !hot.iter().any(|h| h.mid == m)
-                {
+                if let Some(m) = pick(rng, &mids).filter(|&m| !hot.iter().any(|h| h.mid == m)) {
                     o.mids.remove(m);
                 }
             }
@@ -369,9 +367,8 @@ fn mutate_outers(
                 if let Some(m) = pick(rng, &mids) {
                     let mut m = o.mids.get_mut(m).unwrap();
                     let leaves: Vec<_> = m.leaves.ids().collect();
-                    if let Some(l) = pick(rng, &leaves)
-                        && !hot.iter().any(|h| h.leaf == l)
-                    {
+                    let free = |&l: &_| !hot.iter().any(|h| h.leaf == l);
+                    if let Some(l) = pick(rng, &leaves).filter(free) {
                         m.leaves.remove(l);
                     }
                 }

@@ -601,9 +601,7 @@ fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
     let mut field = 0;
     value.for_each_array(&mut |array| {
         let now = array.lineage();
-        if let Some(was) = was.get(field)
-            && !now.continues(was)
-        {
+        if was.get(field).is_some_and(|was| !now.continues(was)) {
             panic!(
                 "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
                  since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
