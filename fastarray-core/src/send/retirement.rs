@@ -112,6 +112,10 @@ impl Retirement {
 
     /// Takes out the record of `packet`.
     pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
+        // Acks come in order on a good link: the oldest record, usually.
+        if self.records.front().is_some_and(|r| r.packet == packet) {
+            return self.records.pop_front();
+        }
         let index = self.records.iter().position(|r| r.packet == packet)?;
         self.records.remove(index)
     }
