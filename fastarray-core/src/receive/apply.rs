@@ -116,7 +116,9 @@ impl Mirror {
             let frames = slot
                 .field_frames
                 .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
-            let (sent, patch, reshapes) = match entry {
+            // What the entry sends, read in place: the patch moves once, into
+            // `apply_patch`.
+            let (sent, reshapes) = match &entry {
                 Entry::Whole(value) => {
                     // Only a change of shape (enum variant) has to be known
                     // before applying.
@@ -125,42 +127,40 @@ impl Mirror {
                     } else {
                         value.diff(&slot.value) & T::STRUCTURE
                     };
-                    (
-                        FieldMask::all(T::FIELD_COUNT),
-                        Some(value.into_patch()),
-                        reshapes,
-                    )
+                    (FieldMask::all(T::FIELD_COUNT), reshapes)
                 }
-                Entry::Fields(mask, patch) => (mask, Some(patch), FieldMask::EMPTY),
-                Entry::Arrays => (FieldMask::EMPTY, None, FieldMask::EMPTY),
+                Entry::Fields(mask, _) => (*mask, FieldMask::EMPTY),
+                Entry::Arrays => (FieldMask::EMPTY, FieldMask::EMPTY),
             };
             // Each field takes the value only if it is newer than the one it
             // holds: duplicates and late copies change nothing.
             let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
             let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
-            let changed = match patch {
-                None => FieldMask::EMPTY,
-                Some(_) if newer.is_empty() => FieldMask::EMPTY,
-                Some(patch) if !(reshapes & newer).is_empty() => {
-                    // A newer, different shape (enum variant): the whole value
-                    // replaces the old one, and every field dates from this
-                    // frame. (No field can hold newer data: changed fields are
-                    // only sent once a whole value of the new shape is known to
-                    // have arrived.)
+            // Newer is not different: a field that went A → B → A while the
+            // packet with B was lost arrives newer and unchanged.
+            let mut apply_newer = |mut patch: T::Patch| {
+                for field in newer.iter() {
+                    frames[field as usize] = frame;
+                }
+                if newer != sent {
+                    T::retain_fields(&mut patch, newer);
+                }
+                slot.value.apply_patch(patch)
+            };
+            let changed = match entry {
+                _ if newer.is_empty() => FieldMask::EMPTY,
+                Entry::Whole(value) if !(reshapes & newer).is_empty() => {
+                    // A newer, different shape (enum variant): the whole
+                    // value replaces the old one, and every field dates from
+                    // this frame. (No field can hold newer data: changed
+                    // fields are only sent once a whole value of the new
+                    // shape is known to have arrived.)
                     frames.iter_mut().for_each(|f| *f = frame);
-                    slot.value.apply_patch(patch)
+                    slot.value.apply_patch(value.into_patch())
                 }
-                Some(mut patch) => {
-                    for field in newer.iter() {
-                        frames[field as usize] = frame;
-                    }
-                    if newer != sent {
-                        T::retain_fields(&mut patch, newer);
-                    }
-                    // Newer is not different: a field that went A → B → A while
-                    // the packet with B was lost arrives newer and unchanged.
-                    slot.value.apply_patch(patch)
-                }
+                Entry::Whole(value) => apply_newer(value.into_patch()),
+                Entry::Fields(_, patch) => apply_newer(patch),
+                Entry::Arrays => FieldMask::EMPTY,
             };
             held.push((id, pos, changed));
         }

@@ -141,6 +141,7 @@ pub fn replicate(target: &Target, items: ReplicateItems) -> TokenStream {
                 #encode_fields
             }
 
+            #[inline]
             fn decode_fields(
                 __mask: #private::FieldMask,
                 __reader: &mut #private::BitReader<'_>,
