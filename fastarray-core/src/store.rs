@@ -17,6 +17,10 @@ use crate::pre_image::{self, Buffer, Cell, Lent, PreImages};
 use crate::replicate::Replicate;
 use crate::send::state::Holdings;
 
+mod field_frames;
+
+use field_frames::FieldFrames;
+
 /// The items of one array, with what this frame did to them.
 pub(crate) struct Store<T> {
     /// Which array this is: a number no other array created in this
@@ -30,6 +34,11 @@ pub(crate) struct Store<T> {
     array_key: ReplicationKey,
     frame: u64,
     work: FrameWork<T>,
+    /// Mirror only: the frame of the newest value applied to each field
+    /// of each slot's item (behind a pointer, allocated by the first item
+    /// a mirror receives: a server, and an array inside an item, carry 8
+    /// bytes for it).
+    field_frames: Option<Box<FieldFrames>>,
 }
 
 /// One item and what the array keeps of it.
@@ -42,9 +51,6 @@ pub(crate) struct Slot<T> {
     /// that exit (entries up to it belong to its earlier stay); else 0.
     pub(crate) changed: u64,
     state: SlotState,
-    /// Mirror only: per replicated field, the frame of the newest value
-    /// applied to it (a delta entry or snapshot). `None` on a server.
-    pub(crate) field_frames: Option<Box<[u64]>>,
     pub(crate) value: T,
 }
 
@@ -145,6 +151,7 @@ impl<T: Clone> Clone for Store<T> {
             array_key: self.array_key,
             frame: self.frame,
             work: self.work.clone(),
+            field_frames: self.field_frames.clone(),
         }
     }
 }
@@ -161,6 +168,7 @@ impl<T> Store<T> {
             array_key: ReplicationKey::default(),
             frame: 0,
             work: FrameWork::default(),
+            field_frames: None,
         }
     }
 
@@ -229,6 +237,17 @@ impl<T> Store<T> {
         &mut self.slots[pos]
     }
 
+    /// Mirror: the slot at position `pos` and the frames of its fields'
+    /// newest values, to apply an entry to.
+    #[inline]
+    pub(crate) fn slot_and_frames_mut(&mut self, pos: usize) -> (&mut Slot<T>, &mut [u64]) {
+        let frames = self
+            .field_frames
+            .as_deref_mut()
+            .map(|frames| frames.at_mut(pos));
+        (&mut self.slots[pos], frames.unwrap_or_default())
+    }
+
     /// The item at position `pos`, to write through without recording a
     /// change (the writer, for the arrays inside it).
     pub(crate) fn value_mut(&mut self, pos: usize) -> &mut T {
@@ -289,6 +308,7 @@ impl<T> Store<T> {
             kept
         });
         if self.slots.len() != before {
+            self.reorder_frames();
             self.reindex();
         }
     }
@@ -298,6 +318,9 @@ impl<T> Store<T> {
             return false;
         };
         self.slots.swap(pa, pb);
+        if let Some(frames) = &mut self.field_frames {
+            frames.swap(pa, pb);
+        }
         self.index.insert(a, pb);
         self.index.insert(b, pa);
         true
@@ -305,6 +328,7 @@ impl<T> Store<T> {
 
     pub(crate) fn sort_by(&mut self, mut compare: impl FnMut(&T, &T) -> Order) {
         self.slots.sort_by(|x, y| compare(&x.value, &y.value));
+        self.reorder_frames();
         self.reindex();
     }
 
@@ -343,9 +367,8 @@ impl<T> Store<T> {
         debug_assert!(!self.index.contains_key(&id));
         self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
         self.insert_slot(id, SlotState::Clean, value);
-        if let Some(slot) = self.slots.last_mut() {
-            slot.field_frames = Some(vec![frame; T::FIELD_COUNT as usize].into_boxed_slice());
-        }
+        let frames = self.field_frames.get_or_insert_with(Box::default);
+        frames.push(T::FIELD_COUNT as usize, frame);
     }
 
     /// Mirror: the frame of the exit item `id` came back after, if it
@@ -366,8 +389,7 @@ impl<T> Store<T> {
     pub(crate) fn newest_field_frame(&self, id: ReplicationId) -> u64 {
         self.index
             .get(&id)
-            .and_then(|&pos| self.slots[pos].field_frames.as_deref())
-            .and_then(|frames| frames.iter().copied().max())
+            .and_then(|&pos| self.field_frames.as_ref()?.at(pos).iter().copied().max())
             .unwrap_or(0)
     }
 
@@ -380,6 +402,9 @@ impl<T> Store<T> {
     fn take_slot(&mut self, id: ReplicationId) -> Option<Slot<T>> {
         let pos = self.index.remove(&id)?;
         let slot = self.slots.swap_remove(pos);
+        if let Some(frames) = &mut self.field_frames {
+            frames.swap_remove(pos);
+        }
         if let Some(moved) = self.slots.get(pos) {
             self.index.insert(moved.id, pos);
         }
@@ -393,9 +418,21 @@ impl<T> Store<T> {
             key: ReplicationKey::default(),
             changed: 0,
             state,
-            field_frames: None,
             value,
         });
+    }
+
+    /// Moves the field frames after the slots were reordered or thinned
+    /// out, while the index still gives each item's old position.
+    fn reorder_frames(&mut self) {
+        if let Some(frames) = &mut self.field_frames {
+            let index = &self.index;
+            frames.reorder(
+                self.slots
+                    .iter()
+                    .filter_map(|slot| index.get(&slot.id).copied()),
+            );
+        }
     }
 
     fn reindex(&mut self) {
@@ -630,7 +667,7 @@ mod tests {
     /// The per-item overhead stated in `WIRE.md`.
     #[test]
     fn documented_slot_size_holds() {
-        assert_eq!(core::mem::size_of::<Slot<()>>(), 40);
+        assert_eq!(core::mem::size_of::<Slot<()>>(), 24);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
     }
 }

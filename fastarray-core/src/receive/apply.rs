@@ -112,10 +112,9 @@ impl Mirror {
                 entry: held.len(),
                 ..delta
             }));
-            let slot = store.slot_at_mut(pos);
-            let frames = slot
-                .field_frames
-                .get_or_insert_with(|| vec![0; T::FIELD_COUNT as usize].into_boxed_slice());
+            let (slot, frames) = store.slot_and_frames_mut(pos);
+            // Every item a mirror holds came whole, with its fields' frames.
+            debug_assert_eq!(frames.len(), T::FIELD_COUNT as usize);
             // What the entry sends, read in place: the patch moves once, into
             // `apply_patch`.
             let (sent, reshapes) = match &entry {

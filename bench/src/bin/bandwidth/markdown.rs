@@ -9,6 +9,10 @@ use crate::memory::Heap;
 use crate::report::{Results, status};
 use crate::{LOSS_ITEMS, LOSS_TICKS, SIZES, TICKS};
 
+/// Bytes of a slot beside each item (`WIRE.md`, checked by
+/// `fastarray-core`'s `documented_slot_size_holds`).
+const SLOT_BYTES: f64 = 24.0;
+
 impl Results {
     pub fn markdown(&self, charts: &[(&str, &str)]) -> String {
         let mut md = String::new();
@@ -227,8 +231,8 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 40-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 48-byte one per item while two or more packets that carried it are in flight; \
-             mirror: a 40-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
+             this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 48-byte one per item while two or more packets that carried it are in flight; \
+             mirror: a 24-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
              plus one control byte per bucket). A connection with packets in flight adds 72 bytes per packet and \
              32 per item it carried.\n\n\
              | items | structure | bytes per item | beyond the item | spare | documented, beyond the item |\n\
@@ -242,12 +246,12 @@ impl Results {
             let per = |v: usize| v as f64 / n as f64;
             let map = |entry: usize| map_bytes(n, entry) / n as f64;
             let rows: [(&str, Heap, bool, Option<f64>); 6] = [
-                ("server array", m.server, true, Some(40.0 + map(16))),
+                ("server array", m.server, true, Some(SLOT_BYTES + map(16))),
                 (
                     "same server array, never sent a delta",
                     m.server_unsent,
                     true,
-                    Some(40.0 + map(16)),
+                    Some(SLOT_BYTES + map(16)),
                 ),
                 (
                     "connection (`SendState`), caught up",
@@ -265,7 +269,7 @@ impl Results {
                     "mirror",
                     m.mirror,
                     true,
-                    Some(40.0 + 8.0 * fields + map(16)),
+                    Some(SLOT_BYTES + 8.0 * fields + map(16)),
                 ),
                 ("naive: shadow per connection", m.naive_shadow, false, None),
             ];
