@@ -6,10 +6,10 @@
 //! each buffer up to its item's committed value, so an item written again
 //! through the same buffer next frame costs no copy at all.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 
 use fastarray::{FastArray, FieldMask, Replicate, ReplicationId};
+use fastarray_testkit::counted::{self, Counted};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -159,33 +159,6 @@ fn reused_pre_images_find_the_same_changes_as_clones() {
     );
 }
 
-thread_local! {
-    /// Copies made of a [`Counted`] on this thread.
-    static COPIES: Cell<usize> = const { Cell::new(0) };
-}
-
-fn copies() -> usize {
-    COPIES.with(Cell::get)
-}
-
-/// A field that counts its copies: the cost a pre-image can avoid.
-#[derive(Replicate, Debug, PartialEq)]
-struct Counted {
-    label: u32,
-}
-
-impl Clone for Counted {
-    fn clone(&self) -> Self {
-        COPIES.with(|c| c.set(c.get() + 1));
-        Self { label: self.label }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        COPIES.with(|c| c.set(c.get() + 1));
-        self.label = source.label;
-    }
-}
-
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Mover {
     step: u32,
@@ -199,40 +172,40 @@ fn items_written_again_through_the_same_buffers_are_not_copied_until_a_field_cha
         .map(|n| {
             array.push(Mover {
                 step: 0,
-                tag: Counted { label: n },
+                tag: Counted(n),
             })
         })
         .collect();
     array.commit();
     let moved: Vec<_> = ids.iter().map(|&id| (id, FieldMask::single(0))).collect();
     // The first frame makes the buffers: one copy of each tag.
-    let before = copies();
+    counted::take_copies();
     for (_, mut item) in array.iter_mut() {
         item.step += 1;
     }
     assert_eq!(array.commit().changed(), moved);
-    assert_eq!(copies() - before, 50);
+    assert_eq!(counted::take_copies(), 50);
     // The same loop again: every buffer already holds its item.
     for frame in 2..6 {
-        let before = copies();
+        counted::take_copies();
         for (_, mut item) in array.iter_mut() {
             item.step += 1;
         }
         assert_eq!(array.commit().changed(), moved);
-        assert_eq!(copies(), before, "frame {frame}");
+        assert_eq!(counted::take_copies(), 0, "frame {frame}");
     }
     // `get_mut` in the same order takes the same buffers.
-    let before = copies();
+    counted::take_copies();
     for &id in &ids {
         array.get_mut(id).unwrap().step += 1;
     }
     array.commit();
-    assert_eq!(copies(), before);
+    assert_eq!(counted::take_copies(), 0);
     // A changed tag is copied once, by the commit that finds it changed.
-    let before = copies();
+    counted::take_copies();
     for (n, (_, mut item)) in array.iter_mut().enumerate() {
         if n % 5 == 0 {
-            item.tag.label += 100;
+            item.tag.0 += 100;
         }
     }
     let expected: Vec<_> = ids
@@ -241,14 +214,14 @@ fn items_written_again_through_the_same_buffers_are_not_copied_until_a_field_cha
         .map(|&id| (id, FieldMask::single(1)))
         .collect();
     assert_eq!(array.commit().changed(), expected);
-    assert_eq!(copies() - before, 10);
+    assert_eq!(counted::take_copies(), 10);
     // Another order meets other items' buffers: each is copied again.
-    let before = copies();
+    counted::take_copies();
     for &id in ids.iter().rev() {
         array.get_mut(id).unwrap().step += 1;
     }
     assert_eq!(array.commit().changed().len(), 50);
-    assert_eq!(copies() - before, 50);
+    assert_eq!(counted::take_copies(), 50);
 }
 
 /// An item of the model test: a plain field, a heap one, a quantized one.
