@@ -4,16 +4,16 @@
 //! | bench | what one iteration times |
 //! |---|---|
 //! | `vec` | the loop over a `Vec` of the items (`iter_mut`) |
-//! | `ours_iter_mut` | the loop through `FastArray::iter_mut` (a guard per item; a pre-image per item on its first write: here last tick's buffer, missing only the fields that changed) |
+//! | `ours_iter_mut` | the loop through `FastArray::iter_mut` (a guard per item; a pre-image per item on its first write, already held from the last tick here) |
 //! | `ours_ids_get_mut` | the loop users wrote before `iter_mut`: collect the ids, then `get_mut` each |
 //! | `ours_get_mut_alternating` | `get_mut` over the ids (collected untimed), forwards one tick and backwards the next: no buffer holds its item, every first write copies |
 //!
 //! Each for two items: `particle`, plain numbers, and `agent`, the
 //! workloads' `Agent`, which holds a `String`. The loop meets the items in
-//! the same order every tick, so after the first tick each item's first
-//! write finds its pre-image buffer from the last tick and copies only the
-//! fields that commit found changed (not the name). The commit after each
-//! tick is not timed.
+//! the same order every tick, so after the first tick each pre-image
+//! buffer already holds its item (commit copied the changed fields into
+//! it) and the guards copy nothing, the name included. The commit after
+//! each tick is not timed.
 //!
 //! ```sh
 //! cargo bench -p fastarray-bench --bench iter_mut

@@ -299,12 +299,12 @@ impl<T: Replicate> FastArray<T> {
     /// nothing). [`commit`](Self::commit) compares against that pre-image.
     ///
     /// The pre-image is a copy of the item's replicated fields into a
-    /// buffer the array keeps from frame to frame, and commit notes in
-    /// each buffer which of its item's fields changed. When the frame's
-    /// writes meet the items in the same order as the last frame's (a loop
-    /// over the same items, by `get_mut` or [`iter_mut`](Self::iter_mut)),
-    /// each buffer already holds its item but for those fields, and the
-    /// first write copies only them: a `String` field is copied when it
+    /// buffer the array keeps from frame to frame. Commit brings each
+    /// buffer up to its item's new value (copying the fields that changed),
+    /// so when the frame's writes meet the items in the same order as the
+    /// last frame's (a loop over the same items, by `get_mut` or
+    /// [`iter_mut`](Self::iter_mut)), each buffer already holds its item and
+    /// the first write copies nothing: a `String` field is copied when it
     /// changes, not every frame.
     ///
     /// For an item type with `#[replicate(array)]` fields the pre-image is

@@ -4,33 +4,33 @@
 //! heap data (a `String`, a `Vec`) is a copy into memory that is already
 //! there ([`Replicate::capture_into`]), not an allocation and a free.
 //!
-//! Commit goes one step further: it notes in each buffer which fields of
-//! its item it found changed. Those are all the buffer lacks of the item's
-//! committed value, so an item written again next frame through the same
+//! Commit goes one step further: having found which fields of an item
+//! changed, it copies those into the item's buffer
+//! ([`Replicate::capture_fields_into`]), which then holds the item's
+//! committed value. An item written again next frame through the same
 //! buffer (a loop over the same items in the same order, the dense case)
-//! copies only them ([`Replicate::capture_fields_into`]): its strings are
-//! not copied every frame, only when they change.
+//! needs no copy at all: its strings are not copied every frame, only
+//! when they change.
 
 use core::iter::Zip;
 use core::slice;
 
 use crate::id::ReplicationId;
-use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 
 /// One pre-image: a value whose heap is reused from frame to frame, and
-/// the item whose committed value it nearly is, if it is one.
+/// the item whose committed value it is, if it is one.
 #[derive(Clone)]
 pub(crate) struct Buffer<T> {
     value: Option<T>,
-    /// The item whose pre-image `value` was at the last commit, and the
-    /// fields that commit found changed: in every other field `value` is
-    /// the item's committed value (as [`Replicate::diff`] compares). Set
-    /// by [`PreImages::drain`], and only there. Every value of an item
-    /// between a commit and its first write in the next frame is that
-    /// committed value (items change only through guards, which capture
-    /// first), so copying those fields makes the buffer its pre-image.
-    holds: Option<(ReplicationId, FieldMask)>,
+    /// The item whose value at the last commit `value` is (as
+    /// [`Replicate::diff`] compares): set by [`PreImages::drain`] when
+    /// commit brought the buffer up to the item's value, and only then.
+    /// Every value of an item between a commit and its first write in the
+    /// next frame is that committed value (items change only through
+    /// guards, which capture first), so such a buffer is already the
+    /// item's pre-image.
+    holds: Option<ReplicationId>,
 }
 
 impl<T> Buffer<T> {
@@ -40,21 +40,16 @@ impl<T> Buffer<T> {
     };
 }
 
-/// Makes the pre-image of item `id`, `value`, into `buffer`: the fields
-/// the last commit found changed if the buffer was this item's then
-/// ([`Replicate::capture_fields_into`]), else its replicated fields copied
-/// into the buffer's if the type can ([`Replicate::capture_into`]), else
-/// the type's own pre-image ([`Replicate::pre_image`]) or a clone.
+/// Makes the pre-image of item `id`, `value`, into `buffer`: nothing if the
+/// buffer already holds it, else its replicated fields copied into the
+/// buffer's if the type can ([`Replicate::capture_into`]), else the type's
+/// own pre-image ([`Replicate::pre_image`]) or a clone.
 pub(crate) fn capture<T: Replicate + Clone>(id: ReplicationId, value: &T, buffer: &mut Buffer<T>) {
-    let holds = buffer.holds.take();
+    if buffer.holds == Some(id) && buffer.value.is_some() {
+        return;
+    }
+    buffer.holds = None;
     if let Some(old) = &mut buffer.value {
-        let changed = match holds {
-            Some((held, changed)) if held == id => Some(changed),
-            _ => None,
-        };
-        if changed.is_some_and(|changed| value.capture_fields_into(old, changed)) {
-            return;
-        }
         if value.capture_into(old) {
             return;
         }
@@ -175,15 +170,16 @@ impl<T> PreImages<T> {
     }
 
     /// Each pre-image of the frame, in order, with its item's id, to
-    /// `visit`, which returns the fields it found changed (`None` if the
-    /// item is gone: see [`Buffer::holds`]); then starts the next frame,
-    /// keeping these pre-images' buffers for reuse.
-    pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &T) -> Option<FieldMask>) {
+    /// `visit`, which may bring it up to the item's committed value and
+    /// then returns `true` (see [`Buffer::holds`]); then starts the next
+    /// frame, keeping these pre-images' buffers for reuse.
+    pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &mut T) -> bool) {
         for (cell, buffer) in self.cells.iter().zip(&mut self.buffers) {
-            buffer.holds = match (cell.written, &buffer.value) {
-                (true, Some(before)) => visit(cell.id, before).map(|changed| (cell.id, changed)),
-                _ => None,
+            let committed = match (cell.written, &mut buffer.value) {
+                (true, Some(before)) => visit(cell.id, before),
+                _ => false,
             };
+            buffer.holds = committed.then_some(cell.id);
         }
         let written = self.keep_written();
         self.cells.clear();
@@ -239,7 +235,7 @@ mod tests {
         let mut seen = Vec::new();
         images.drain(|id, before| {
             seen.push((id.to_raw(), before.clone()));
-            None
+            false
         });
         seen
     }
@@ -285,29 +281,23 @@ mod tests {
         for n in 0..3 {
             copy(&format!("v{n}"), images.record(id(n)));
         }
-        // Commit found items 0 and 2 (field 0 of item 2 changed), not
-        // item 1.
-        images.drain(|id, _| match id.to_raw() {
-            0 => Some(FieldMask::EMPTY),
-            2 => Some(FieldMask::single(0)),
-            _ => None,
+        // Commit brought items 0 and 2 up to date, not item 1.
+        images.drain(|id, before| {
+            before.push('!');
+            id.to_raw() != 1
         });
-        let holds = |images: &PreImages<String>| -> Vec<Option<(u64, FieldMask)>> {
+        let holds = |images: &PreImages<String>| -> Vec<Option<u64>> {
             let held = images
                 .buffers
                 .iter()
-                .map(|b| b.holds.map(|(id, f)| (id.to_raw(), f)));
+                .map(|b| b.holds.map(ReplicationId::to_raw));
             held.collect()
         };
-        let changed = FieldMask::single(0);
-        assert_eq!(
-            holds(&images),
-            [Some((0, FieldMask::EMPTY)), None, Some((2, changed))]
-        );
+        assert_eq!(holds(&images), [Some(0), None, Some(2)]);
         // Lent again in the same order: each cell meets its own buffer.
         let lent: Vec<_> = images
             .lend([0, 1, 2].into_iter().map(id))
-            .map(|(cell, buffer)| (cell.id.to_raw(), buffer.holds.map(|(id, _)| id.to_raw())))
+            .map(|(cell, buffer)| (cell.id.to_raw(), buffer.holds.map(ReplicationId::to_raw)))
             .collect();
         assert_eq!(lent, [(0, Some(0)), (1, None), (2, Some(2))]);
         // Nothing was written: the next commit keeps no buffer, so none
@@ -316,7 +306,7 @@ mod tests {
         assert!(images.buffers.is_empty());
         // A buffer taken for another item forgets the one it held.
         copy(&"a".to_string(), images.record(id(7)));
-        images.drain(|_, _| Some(FieldMask::EMPTY));
+        images.drain(|_, _| true);
         copy(&"b".to_string(), images.record(id(8)));
         assert_eq!(holds(&images), [None]);
     }

@@ -249,11 +249,11 @@ pub trait Replicate: BitCodec {
     /// differs from `self` (as [`diff`](Self::diff) compares) in `fields`
     /// at most, up to `self`: copies the replicated fields in `fields`
     /// like [`capture_into`](Self::capture_into) and leaves the others.
-    /// A guard calls it on the pre-image buffer its item had last frame,
-    /// with the fields that frame's commit found changed: the item's
-    /// strings are copied when they change, not every frame. Returns
-    /// `false`, having perhaps written some fields, where `capture_into`
-    /// would: `into` is then not used as the item's value.
+    /// Commit calls it with the fields it found changed, so the pre-image
+    /// buffer of an item written again next frame already holds its value
+    /// and the guard copies nothing. Returns `false`, having perhaps
+    /// written some fields, where `capture_into` would: `into` is then not
+    /// used as the item's value.
     #[doc(hidden)]
     fn capture_fields_into(&self, into: &mut Self, fields: FieldMask) -> bool
     where

@@ -474,7 +474,9 @@ impl<T: Replicate> Store<T> {
         // Pre-images come in the order of the writes: often the items'.
         let mut near = Near::default();
         self.work.touched.drain(|id, before| {
-            let pos = near.find(slots, index, id)?;
+            let Some(pos) = near.find(slots, index, id) else {
+                return false;
+            };
             let slot = &mut slots[pos];
             slot.state = SlotState::Clean;
             if T::ARRAY_FIELDS > 0 {
@@ -492,9 +494,9 @@ impl<T: Replicate> Store<T> {
             if arrays {
                 changes.arrays_changed.push(id);
             }
-            // What the pre-image lacks of the committed value: a guard that
-            // meets it again next frame copies just that.
-            Some(mask)
+            // The pre-image becomes the committed value: the fields that
+            // changed are all it lacks.
+            slot.value.capture_fields_into(before, mask)
         });
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
