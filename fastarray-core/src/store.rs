@@ -367,8 +367,9 @@ impl<T> Store<T> {
         debug_assert!(!self.index.contains_key(&id));
         self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
         self.insert_slot(id, SlotState::Clean, value);
+        let slots = self.slots.capacity();
         let frames = self.field_frames.get_or_insert_with(Box::default);
-        frames.push(T::FIELD_COUNT as usize, frame);
+        frames.push(T::FIELD_COUNT as usize, frame, slots);
     }
 
     /// Mirror: the frame of the exit item `id` came back after, if it

@@ -18,10 +18,17 @@ pub(crate) struct FieldFrames {
 
 impl FieldFrames {
     /// Appends the frames of the slot pushed last: `fields` of them, each
-    /// `frame` (the item arrived whole).
-    pub(crate) fn push(&mut self, fields: usize, frame: u64) {
+    /// `frame` (the item arrived whole). The column keeps room for as many
+    /// slots as the slots have (`slots`): it grows with them, once for a
+    /// snapshot that reserved its items, rather than by doublings of its
+    /// own.
+    pub(crate) fn push(&mut self, fields: usize, frame: u64, slots: usize) {
         debug_assert!(self.stride == 0 || self.stride == fields);
         self.stride = fields;
+        let room = fields.saturating_mul(slots);
+        if self.frames.capacity() < room {
+            self.frames.reserve_exact(room - self.frames.len());
+        }
         self.frames.extend(core::iter::repeat_n(frame, fields));
     }
 
@@ -86,7 +93,7 @@ mod tests {
         let mut frames = FieldFrames::default();
         assert_eq!(frames.at(0), [0u64; 0]);
         for frame in 1..=4 {
-            frames.push(2, frame);
+            frames.push(2, frame, 4);
         }
         frames.at_mut(1)[1] = 9;
         assert_eq!(rows(&frames, 4), [[1, 1], [2, 9], [3, 3], [4, 4]]);
@@ -96,7 +103,7 @@ mod tests {
         assert_eq!(rows(&frames, 2), [[4, 4], [2, 9]]);
         frames.swap(0, 1);
         assert_eq!(rows(&frames, 2), [[2, 9], [4, 4]]);
-        frames.push(2, 5);
+        frames.push(2, 5, 4);
         frames.reorder([2, 0].into_iter());
         assert_eq!(rows(&frames, 2), [[5, 5], [2, 9]]);
         frames.swap_remove(1);
