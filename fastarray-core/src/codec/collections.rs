@@ -143,20 +143,19 @@ impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
 }
 
 /// An array of `N` values made by `next`, or the first error it returns.
+///
+/// A plain loop over `Option`s rather than `core::array::from_fn`: that
+/// one calls its closure out of line for every element, which cost a
+/// mirror's decode of a quantized `[f32; 3]` a tenth of its time.
+#[inline]
 pub(crate) fn try_array<T, E, const N: usize>(
     mut next: impl FnMut() -> Result<T, E>,
 ) -> Result<[T; N], E> {
-    let mut failure = None;
-    let items: [Option<T>; N] = core::array::from_fn(|_| {
-        if failure.is_some() {
-            return None;
-        }
-        next().map_err(|e| failure = Some(e)).ok()
-    });
-    if let Some(error) = failure {
-        return Err(error);
+    let mut items: [Option<T>; N] = [const { None }; N];
+    for item in &mut items {
+        *item = Some(next()?);
     }
-    // Every slot is `Some`: the first `None` would have set `failure`.
+    // Every slot is `Some`: the loop filled each or returned.
     Ok(items.map(|item| item.unwrap_or_else(|| unreachable!("array element decoded"))))
 }
 
