@@ -158,6 +158,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Writes `value` as an Elias-gamma code of `value + 1` (see the module docs).
+    #[inline]
     pub fn write_gamma(&mut self, value: u64) {
         if value < 1 << 31 {
             // The whole code fits in one word: `n − 1` zeros, the leading
@@ -168,6 +169,12 @@ impl<'a> BitWriter<'a> {
             self.write_bits(1 << (n - 1) | low << n, 2 * n - 1);
             return;
         }
+        self.write_gamma_wide(value);
+    }
+
+    /// [`write_gamma`](Self::write_gamma) of a value of 2^31 or more: out
+    /// of line, so that the common case inlines small.
+    fn write_gamma_wide(&mut self, value: u64) {
         let x = u128::from(value) + 1;
         let n = 128 - x.leading_zeros(); // 1..=65
         self.write_zeros(n - 1);

@@ -376,6 +376,7 @@ impl Message<'_> {
     /// name, whether it is whole (then, with handles, its id and its
     /// handle's age), and the changed fields it carries unless the message
     /// states them once for the whole `list`.
+    #[inline]
     fn write_entry_head(
         &self,
         conn: &SendState,
