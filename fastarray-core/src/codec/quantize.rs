@@ -264,6 +264,7 @@ impl<'a> Quantizers<'a> {
     ///
     /// # Panics
     /// On an empty list; in a `const` this is a compile error.
+    #[inline]
     pub const fn new(list: &'a [Quantizer]) -> Self {
         assert!(!list.is_empty(), "quantize needs at least one range");
         Self { list, first: 0 }
@@ -399,6 +400,7 @@ impl<T: Quantize, const N: usize> Quantize for [T; N] {
     const FLOATS: u32 = T::FLOATS * N as u32;
     const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
 
+    #[inline]
     fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
         let each = T::FLOATS as usize;
         for (i, item) in self.iter().enumerate() {
@@ -406,6 +408,7 @@ impl<T: Quantize, const N: usize> Quantize for [T; N] {
         }
     }
 
+    #[inline]
     fn read_quantized(
         axes: Quantizers<'_>,
         reader: &mut BitReader<'_>,
@@ -418,6 +421,7 @@ impl<T: Quantize, const N: usize> Quantize for [T; N] {
         })
     }
 
+    #[inline]
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
         let each = T::FLOATS as usize;
         self.iter()
