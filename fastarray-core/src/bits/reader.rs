@@ -155,8 +155,50 @@ impl<'a> BitReader<'a> {
         Ok(mask_low(value, count))
     }
 
+    /// The next 64 bits, if the input has that many left: the window the
+    /// Elias codes are read from in one go.
+    #[inline]
+    pub(super) fn peek_word(&self) -> Option<u64> {
+        if self.remaining_bits() < 64 {
+            return None;
+        }
+        let byte = (self.pos / 8) as usize;
+        let shift = (self.pos % 8) as u32;
+        let low = u64::from_le_bytes(*self.bytes.get(byte..)?.first_chunk::<8>()?);
+        if shift == 0 {
+            return Some(low);
+        }
+        // 64 bits from an unaligned start span a ninth byte.
+        let high = *self.bytes.get(byte + 8)?;
+        Some((low >> shift) | (u64::from(high) << (64 - shift)))
+    }
+
     /// Reads a value written by [`BitWriter::write_varint`](super::BitWriter::write_varint).
+    #[inline]
     pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
+        // The whole code in one 64-bit window: `z` zeros, a one, the `z`
+        // low bits of `n`, then the `n − 1` low bits of the value plus one
+        // (the writer's one-word case, values below 2^31, always fits).
+        if let Some(word) = self.peek_word() {
+            let zeros = word.trailing_zeros();
+            if zeros <= 5 {
+                let n = (1u64 << zeros) | mask_low(word >> (zeros + 1), zeros);
+                let head = 2 * zeros + 1;
+                let total = u64::from(head) + n - 1;
+                if total <= 64 {
+                    let low = mask_low(word >> head, (n - 1) as u32);
+                    self.pos += total;
+                    return Ok(((1u64 << (n - 1)) | low) - 1);
+                }
+            }
+        }
+        self.read_varint_bitwise()
+    }
+
+    /// [`read_varint`](Self::read_varint) bit by bit: near the end of the
+    /// input, for a code longer than a word, and for malformed input
+    /// (whose error it reports).
+    pub(super) fn read_varint_bitwise(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut zeros = 0u32;
         while !self.read_bool()? {
@@ -173,7 +215,25 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads a value written by [`BitWriter::write_gamma`](super::BitWriter::write_gamma).
+    #[inline]
     pub fn read_gamma(&mut self) -> Result<u64, DecodeError> {
+        // The whole code in one 64-bit window: `z` zeros, a one, then the
+        // `z` low bits of the value plus one.
+        if let Some(word) = self.peek_word() {
+            let zeros = word.trailing_zeros();
+            if zeros < 32 {
+                let low = mask_low(word >> (zeros + 1), zeros);
+                self.pos += u64::from(2 * zeros + 1);
+                return Ok(((1u64 << zeros) | low) - 1);
+            }
+        }
+        self.read_gamma_bitwise()
+    }
+
+    /// [`read_gamma`](Self::read_gamma) bit by bit: near the end of the
+    /// input, for a code longer than a word, and for malformed input
+    /// (whose error it reports).
+    pub(super) fn read_gamma_bitwise(&mut self) -> Result<u64, DecodeError> {
         let start = self.pos;
         let mut zeros = 0u32;
         while !self.read_bool()? {

@@ -342,3 +342,77 @@ fn one_word_varints_are_the_general_code() {
         assert_eq!((fast_bits, fast), (w.finish(), wide), "{v}");
     }
 }
+
+/// Bytes from a xorshift generator, each the AND of `sparsity` draws, so
+/// that runs of zeros of every length (the Elias codes' prefixes) occur.
+fn sparse_bytes(state: &mut u64, len: usize, sparsity: u32) -> Vec<u8> {
+    let mut next = || {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state as u8
+    };
+    (0..len)
+        .map(|_| (1..sparsity).fold(next(), |byte, _| byte & next()))
+        .collect()
+}
+
+#[test]
+fn elias_codes_read_in_one_window_as_bit_by_bit() {
+    // The one-window reads must agree with the bit-by-bit ones on every
+    // input: the value or the error, and where the reader stops. Codes are
+    // read in a row until one fails, from every start in the first byte.
+    let mut state = 0x9e37_79b9_7f4a_7c15;
+    let mut windows = 0;
+    for case in 0..3_000 {
+        let bytes = sparse_bytes(&mut state, case % 40, 1 + (case % 4) as u32);
+        for start in 0..8 {
+            let (mut fast, mut slow) = (BitReader::at(&bytes, start), BitReader::at(&bytes, start));
+            let gamma = case % 2 == 0;
+            loop {
+                windows += u64::from(fast.peek_word().is_some());
+                let (got, want) = if gamma {
+                    (fast.read_gamma(), slow.read_gamma_bitwise())
+                } else {
+                    (fast.read_varint(), slow.read_varint_bitwise())
+                };
+                assert_eq!(got, want, "case {case} from bit {start}: {bytes:?}");
+                assert_eq!(fast.bit_offset(), slow.bit_offset(), "case {case}");
+                if got.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    // Most reads took the window (the rest were near the end).
+    assert!(windows > 50_000, "{windows} reads in one window");
+}
+
+#[test]
+fn elias_codes_round_trip_at_every_alignment() {
+    let mut values: Vec<u64> = (0..300).collect();
+    for shift in 8..64 {
+        let p = 1u64 << shift;
+        values.extend([p - 1, p, p + 1]);
+    }
+    values.push(u64::MAX);
+    for lead in 0..64 {
+        for tail in [0, 70] {
+            let mut out = Vec::new();
+            let mut w = BitWriter::new(&mut out);
+            w.write_bits(0, lead);
+            for &v in &values {
+                w.write_varint(v);
+                w.write_gamma(v);
+            }
+            (0..tail).for_each(|_| w.write_bool(false));
+            w.finish();
+            let mut r = BitReader::new(&out);
+            assert_eq!(r.read_bits(lead), Ok(0));
+            for &v in &values {
+                assert_eq!(r.read_varint(), Ok(v), "varint {v} after {lead}");
+                assert_eq!(r.read_gamma(), Ok(v), "gamma {v} after {lead}");
+            }
+        }
+    }
+}
