@@ -188,6 +188,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Writes whole bytes (8 bits each, no alignment needed).
+    #[inline]
     pub fn write_bytes(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for chunk in &mut chunks {
@@ -242,13 +243,7 @@ impl<'a> BitWriter<'a> {
             self.out.extend_from_slice(head);
             self.bits += 8 * whole as u64;
         } else {
-            let mut words = head.chunks_exact(8);
-            for word in &mut words {
-                self.write_bits(word.try_into().map_or(0, u64::from_le_bytes), 64);
-            }
-            for &byte in words.remainder() {
-                self.write_bits(u64::from(byte), 8);
-            }
+            self.write_bytes(head);
         }
         let mut left = bits - 8 * whole as u64;
         if let Some(&byte) = rest.first() {
