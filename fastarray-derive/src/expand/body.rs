@@ -238,7 +238,6 @@ impl Replicated<'_> {
         }
     }
 
-    /// The field's own bits of `mask`, moved down to bit 0.
     /// An expression: whether `mask` names any of the field's leaves.
     pub fn named_in(&self, mask: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);
@@ -250,6 +249,7 @@ impl Replicated<'_> {
         }
     }
 
+    /// The field's own bits of `mask`, moved down to bit 0.
     fn window(&self, mask: TokenStream) -> TokenStream {
         let (p, offset, width) = (&self.private, &self.offset, &self.width);
         quote!(#p::FieldMask::window(#mask, #offset, #width))
