@@ -190,3 +190,96 @@ fn a_whole_value_clears_what_was_withheld() {
     server.scope(&mut conn).unwrap().set_detail(id, MAX_DETAIL);
     assert_eq!(round(&mut server, &mut conn, &mut client, 2).bits, 1);
 }
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Secretive {
+    hp: u16,
+    #[replicate(detail = 2)]
+    secret: u32,
+}
+
+/// The repro: an item seen at level 0 whose add is in flight
+/// twice; the second copy is lost after the first was acknowledged, and
+/// its repair goes whole. A whole value is only what the connection may
+/// see: `secret`, withheld at level 0, must not ride along.
+#[test]
+fn a_repair_sent_whole_does_not_carry_a_withheld_field() {
+    let mut server = FastArray::new();
+    let id = server.push(Secretive { hp: 10, secret: 0 });
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::<Secretive>::mirror());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        scope.include(id);
+        scope.set_detail(id, 0);
+    }
+    let write = |server: &mut FastArray<Secretive>, conn: &mut SendState, packet| {
+        let mut bytes = Vec::new();
+        let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+        (bytes, stats)
+    };
+    let (first, _) = write(&mut server, &mut conn, 1);
+    server.get_mut(id).unwrap().hp = 11;
+    server.commit();
+    let (_second, stats) = write(&mut server, &mut conn, 2);
+    assert_eq!(stats.added, 1, "the add is in flight: whole again");
+    client.apply_delta(&first, &mut ()).unwrap();
+    conn.on_ack(1);
+
+    server.get_mut(id).unwrap().secret = 2;
+    server.commit();
+    let (third, _) = write(&mut server, &mut conn, 3);
+    client.apply_delta(&third, &mut ()).unwrap();
+    assert_eq!(client.get(id).unwrap().secret, 0, "withheld at level 0");
+
+    conn.on_loss(2);
+    let (fourth, _) = write(&mut server, &mut conn, 4);
+    client.apply_delta(&fourth, &mut ()).unwrap();
+    conn.on_ack(3);
+    conn.on_ack(4);
+    assert_eq!(client.get(id).unwrap().hp, 11, "the repair arrived");
+    assert_eq!(
+        client.get(id).unwrap().secret,
+        0,
+        "a field withheld from the connection reached it through loss repair"
+    );
+
+    // Once the level sends it, it goes.
+    server.scope(&mut conn).unwrap().set_detail(id, 2);
+    let (fifth, _) = write(&mut server, &mut conn, 5);
+    client.apply_delta(&fifth, &mut ()).unwrap();
+    conn.on_ack(5);
+    assert_eq!(client.get(id).unwrap().secret, 2);
+    assert!(client.wire_eq(&server));
+}
+
+/// An item that enters the scope at a low level goes whole with only the
+/// fields that level sends; the others hold `Default` on the client until
+/// the level rises.
+#[test]
+fn an_add_at_a_low_level_carries_only_what_the_level_sends() {
+    let mut server = FastArray::new();
+    let id = server.push(Secretive { hp: 10, secret: 7 });
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::<Secretive>::mirror());
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        scope.include(id);
+        scope.set_detail(id, 1);
+    }
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 1, &mut bytes).unwrap();
+    assert_eq!(stats.added, 1);
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(1);
+    assert_eq!(*client.get(id).unwrap(), Secretive { hp: 10, secret: 0 });
+    assert!(server.is_settled(&conn), "withheld fields are not due");
+
+    server.scope(&mut conn).unwrap().set_detail(id, 2);
+    let mut bytes = Vec::new();
+    let stats = server.write_delta(&mut conn, 2, &mut bytes).unwrap();
+    assert_eq!((stats.added, stats.changed), (0, 1));
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(2);
+    assert_eq!(*client.get(id).unwrap(), Secretive { hp: 10, secret: 7 });
+}
