@@ -453,10 +453,17 @@ pub mod wire_format {}
 /// connection that sees the item at a lower level
 /// ([`ScopeMut::set_detail`]) is not sent the field's changes; when its
 /// level rises, the fields withheld that changed meanwhile are sent, and
-/// only those (BigWorld's `detailLevel`). Whole values (an item entering
-/// the scope) carry every field. On a `flatten` field it applies to all
-/// its leaves, on top of their own. Not part of the schema: it decides
-/// what is sent, not how.
+/// only those (BigWorld's `detailLevel`). A withheld field is in no
+/// message to that connection, whatever wrote it: a whole value (an item
+/// entering the scope, a repair of a lost packet, a resynchronisation)
+/// carries only the fields the level sends, and the client holds the
+/// others as their `Default` until the level rises (so a field with
+/// `detail` above 0 needs `Default`); a snapshot, which holds every field,
+/// is refused to a scoped connection ([`SendError::ScopedSnapshot`]). On a
+/// `flatten` field it applies to all its leaves, on top of their own (the
+/// flattened type then needs `Default`). The levels are not part of the
+/// schema (they decide what is sent, not how); whether a type has any is,
+/// since its whole values then say which fields they carry.
 ///
 /// ```
 /// use fastarray::{FastArray, Replicate, SendState};
@@ -489,7 +496,7 @@ pub mod wire_format {}
 /// client.apply_delta(&packet, &mut ()).unwrap();
 /// assert!(client.get(id).unwrap().crew.is_empty()); // withheld
 ///
-/// ships.scope(&mut conn).unwrap().set_detail(id, 2); // closer
+/// ships.scope(&mut conn).unwrap().set_detail(id, 2); // closer: the crew goes
 /// packet.clear();
 /// ships.write_delta(&mut conn, 3, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut ()).unwrap();

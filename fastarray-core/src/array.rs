@@ -592,9 +592,12 @@ impl<T: Replicate> FastArray<T> {
     pub(crate) fn for_object(value: T, mirror: bool) -> Self {
         let mut array = Self::new();
         if mirror {
-            array
-                .store
-                .insert_replicated(ReplicationId::from_raw(0), 0, value);
+            array.store.insert_replicated(
+                ReplicationId::from_raw(0),
+                0,
+                value,
+                crate::mask::FieldMask::all(T::FIELD_COUNT),
+            );
             array.mirror = Some(Box::new(Mirror::object()));
         } else {
             array.store.push(value);

@@ -251,6 +251,7 @@ impl<T: Replicate> FastArray<T> {
         conn: &mut SendState,
         w: &mut impl BitWrite,
     ) -> Result<u64, BitstreamError> {
+        conn.may_join_by_snapshot()?;
         let mut joined = SendState::new();
         let bits = write_framed(w, |writer| {
             self.write_snapshot_for_bits(&mut joined, writer)

@@ -385,6 +385,11 @@ pub enum SendError {
     /// [`FastArray::scope`](crate::FastArray::scope) on the array it
     /// receives.
     ScopedElsewhere,
+    /// A snapshot was asked for a connection with a scope: a snapshot holds
+    /// every item with every field, which such a connection may not be
+    /// sent. Its client joins by delta: the first deltas carry the items
+    /// in its scope, whole, with the fields their detail levels send.
+    ScopedSnapshot,
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -415,6 +420,10 @@ impl fmt::Display for SendError {
             Self::ScopedElsewhere => f.write_str(
                 "this connection's scope was set up on another array: a connection state serves \
                  one array",
+            ),
+            Self::ScopedSnapshot => f.write_str(
+                "this connection has a scope, and a snapshot holds every item and every field: \
+                 join a scoped connection by delta (its first deltas carry its scope's items whole)",
             ),
             Self::Encode { id, error } => write!(f, "item {id}: {error}"),
         }

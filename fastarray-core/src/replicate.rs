@@ -128,6 +128,31 @@ pub trait Replicate: BitCodec {
         FieldMask::all(Self::FIELD_COUNT)
     }
 
+    /// Whether a detail level can withhold some of the fields
+    /// ([`detail_mask`](Self::detail_mask) of level 0 is not every field).
+    /// A whole value of such a type carries only the fields its
+    /// connection sees, so its whole entries on the wire say which (one
+    /// bit, and the field set when some are withheld): part of the wire
+    /// format, so the schema hash includes it (the levels themselves are
+    /// a sending policy, and it does not).
+    const WITHHOLDS: bool = false;
+
+    /// Reads a whole value of which only the fields in `mask` were written
+    /// (with [`encode_fields`](Self::encode_fields)), `mask` being one of
+    /// the type's [`detail_mask`](Self::detail_mask)s: each field it
+    /// withholds is its `Default`, as a skipped field is. Without detail
+    /// levels, `mask` must be every field.
+    fn decode_visible(mask: FieldMask, reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        if mask.covers(FieldMask::all(Self::FIELD_COUNT)) {
+            Self::decode(reader)
+        } else {
+            Err(DecodeError::InvalidFieldSet {
+                bit_offset: reader.bit_offset(),
+                field_count: Self::FIELD_COUNT,
+            })
+        }
+    }
+
     /// The replicated fields whose values differ between `self` and `other`
     /// (compared with [`BitCodec::same`]).
     fn diff(&self, other: &Self) -> FieldMask;

@@ -89,7 +89,7 @@ pub(crate) fn decode_body<T: Replicate>(
             }
         });
         result?;
-        store.insert_replicated(id, frame, value);
+        store.insert_replicated(id, frame, value, FieldMask::all(T::FIELD_COUNT));
     }
     Ok((store, frame))
 }

@@ -13,6 +13,7 @@ use crate::changeset::Changeset;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::inner::Lineage;
+use crate::mask::FieldMask;
 use crate::pre_image::{self, Buffer, Cell, Lent, PreImages};
 use crate::replicate::Replicate;
 use crate::send::state::Holdings;
@@ -359,9 +360,15 @@ impl<T> Store<T> {
     }
 
     /// Puts a new item with a server-assigned id into a mirror, its fields
-    /// applied at `frame`. Mirrors do not record changes of their own.
-    pub(crate) fn insert_replicated(&mut self, id: ReplicationId, frame: u64, value: T)
-    where
+    /// `carried` applied at `frame` (the others, withheld by a detail level,
+    /// hold their `Default` as of no frame). Mirrors do not record changes of their own.
+    pub(crate) fn insert_replicated(
+        &mut self,
+        id: ReplicationId,
+        frame: u64,
+        value: T,
+        carried: FieldMask,
+    ) where
         T: Replicate,
     {
         debug_assert!(!self.index.contains_key(&id));
@@ -369,7 +376,7 @@ impl<T> Store<T> {
         self.insert_slot(id, SlotState::Clean, value);
         let slots = self.slots.capacity();
         let frames = self.field_frames.get_or_insert_with(Box::default);
-        frames.push(T::FIELD_COUNT as usize, frame, slots);
+        frames.push(T::FIELD_COUNT as usize, frame, carried, slots);
     }
 
     /// Mirror: the frame of the exit item `id` came back after, if it

@@ -111,6 +111,7 @@ impl<T: Replicate> FastArray<T> {
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
+        conn.may_join_by_snapshot()?;
         snapshot::write_header::<T>(writer);
         snapshot::encode_body(&self.store, writer)
             .map_err(|(id, error)| SendError::Encode { id, error })?;

@@ -88,12 +88,12 @@ impl Mirror {
             let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
             let Some(pos) = store.locate(id, &mut near) else {
                 // Validation let through only whole items for unknown ids.
-                if let Entry::Whole(mut value) = entry {
+                if let Entry::Whole(mut value, carried) = entry {
                     // Its arrays fill from empty: reported after its add.
                     for delta in &mut deltas {
                         apply_array(&mut *value, id, delta, up, &mut |_| {});
                     }
-                    store.insert_replicated(id, frame, *value);
+                    store.insert_replicated(id, frame, *value, carried);
                     let exit = self.take_exit(id);
                     if exit > 0 {
                         store.set_returned_after(id, exit);
@@ -118,15 +118,17 @@ impl Mirror {
             // What the entry sends, read in place: the patch moves once, into
             // `apply_patch`.
             let (sent, reshapes) = match &entry {
-                Entry::Whole(value) => {
+                Entry::Whole(value, fields) => {
                     // Only a change of shape (enum variant) has to be known
                     // before applying.
                     let reshapes = if T::STRUCTURE.is_empty() {
                         FieldMask::EMPTY
                     } else {
-                        value.diff(&slot.value) & T::STRUCTURE
+                        value.diff(&slot.value) & T::STRUCTURE & *fields
                     };
-                    (FieldMask::all(T::FIELD_COUNT), reshapes)
+                    // The fields it carries: a detail level may have
+                    // withheld some, and those stay as they are.
+                    (*fields, reshapes)
                 }
                 Entry::Fields(mask, _) => (*mask, FieldMask::EMPTY),
                 Entry::Arrays => (FieldMask::EMPTY, FieldMask::EMPTY),
@@ -137,18 +139,25 @@ impl Mirror {
             let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
             // Newer is not different: a field that went A → B → A while the
             // packet with B was lost arrives newer and unchanged.
+            // What the patch holds: every field for a whole value (a field
+            // withheld from it holds its `Default`, not sent), the sent
+            // fields otherwise.
+            let in_patch = match &entry {
+                Entry::Whole(..) => FieldMask::all(T::FIELD_COUNT),
+                _ => sent,
+            };
             let mut apply_newer = |mut patch: T::Patch| {
                 for field in newer.iter() {
                     frames[field as usize] = frame;
                 }
-                if newer != sent {
+                if newer != in_patch {
                     T::retain_fields(&mut patch, newer);
                 }
                 slot.value.apply_patch(patch)
             };
             let changed = match entry {
                 _ if newer.is_empty() => FieldMask::EMPTY,
-                Entry::Whole(value) if !(reshapes & newer).is_empty() => {
+                Entry::Whole(value, _) if !(reshapes & newer).is_empty() => {
                     // A newer, different shape (enum variant): the whole
                     // value replaces the old one, and every field dates from
                     // this frame. (No field can hold newer data: changed
@@ -157,7 +166,7 @@ impl Mirror {
                     frames.iter_mut().for_each(|f| *f = frame);
                     slot.value.apply_patch(value.into_patch())
                 }
-                Entry::Whole(value) => apply_newer(value.into_patch()),
+                Entry::Whole(value, _) => apply_newer(value.into_patch()),
                 Entry::Fields(_, patch) => apply_newer(patch),
                 Entry::Arrays => FieldMask::EMPTY,
             };

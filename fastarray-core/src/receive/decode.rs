@@ -10,6 +10,7 @@ use crate::id::ReplicationId;
 use crate::inner::InnerDelta;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
+use crate::send::scope::MAX_DETAIL;
 use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::read_exits;
@@ -23,7 +24,10 @@ pub(crate) enum Entry<T: Replicate> {
     /// each whatever the size of the item type (an item with array fields
     /// holds a `FastArray` per field), and a whole value, which costs at
     /// least the type's `MIN_BITS`, is the only one that pays for its size.
-    Whole(Box<T>),
+    /// With the fields it carries: every field, or those the sender's
+    /// detail level lets the receiver see (the others hold their
+    /// `Default` in a new item, and stay as they are in a held one).
+    Whole(Box<T>, FieldMask),
     /// Some of its plain fields.
     Fields(FieldMask, T::Patch),
     /// None of its plain fields: only its arrays changed.
@@ -202,7 +206,13 @@ fn read_body<T: Replicate>(
             None
         };
         let entry = if whole {
-            Entry::Whole(Box::new(T::decode(reader)?))
+            let fields = read_whole_fields::<T>(reader)?;
+            let value = if fields == FieldMask::all(T::FIELD_COUNT) {
+                T::decode(reader)?
+            } else {
+                T::decode_visible(fields, reader)?
+            };
+            Entry::Whole(Box::new(value), fields)
         } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
             Entry::Arrays
         } else {
@@ -259,7 +269,7 @@ fn read_body<T: Replicate>(
             || mirror.drops_entry(id, frame)
             || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
         let held = held.map(|slot| &slot.value);
-        if !matches!(entry, Entry::Whole(_)) && !decoded.stale && !dropped && held.is_none() {
+        if !matches!(entry, Entry::Whole(..)) && !decoded.stale && !dropped && held.is_none() {
             return Err(DecodeError::UnknownItem { id });
         }
         if !keep || dropped {
@@ -274,7 +284,7 @@ fn read_body<T: Replicate>(
         // (a partial entry for an item the mirror does not hold was
         // refused above).
         let new = match &entry {
-            Entry::Whole(value) => Some(&**value),
+            Entry::Whole(value, _) => Some(&**value),
             _ => None,
         };
         if let Some(target) = held.or(new) {
@@ -342,6 +352,25 @@ fn read_arrays<T: Replicate>(
         field += 1;
     });
     failure.map_or(Ok(()), Err)
+}
+
+/// Reads which fields a whole entry carries: every field, unless the type
+/// can withhold some and the entry says it does; then one of the type's
+/// detail masks (any other set, every field included, is refused).
+fn read_whole_fields<T: Replicate>(reader: &mut BitReader<'_>) -> Result<FieldMask, DecodeError> {
+    let all = FieldMask::all(T::FIELD_COUNT);
+    if !T::WITHHOLDS || !reader.read_bool()? {
+        return Ok(all);
+    }
+    let bit_offset = reader.bit_offset();
+    let fields = read_field_set(reader, T::FIELD_COUNT)?;
+    if fields == all || !(0..=MAX_DETAIL).any(|level| T::detail_mask(level) == fields) {
+        return Err(DecodeError::InvalidFieldSet {
+            bit_offset,
+            field_count: T::FIELD_COUNT,
+        });
+    }
+    Ok(fields)
 }
 
 /// The item of a replicated object's array.

@@ -11,6 +11,7 @@ use crate::bits::{BitWriter, gamma_bits, varint_bits};
 use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::MessageKind;
@@ -25,6 +26,8 @@ pub(crate) struct Planned {
     /// Its name on the wire (see [`Due::wire`]).
     pub(crate) wire: ReplicationId,
     pub(crate) work: Work,
+    /// The fields its entry carries if whole: those the connection may see.
+    pub(crate) whole: FieldMask,
     pub(crate) key: ReplicationKey,
     /// The frame its work first became due.
     pub(crate) since: u64,
@@ -139,6 +142,7 @@ pub(crate) fn plan<T: Replicate>(
         store.frame(),
         |id| store.position(id),
         T::ARRAY_FIELDS > 0,
+        FieldMask::all(T::FIELD_COUNT),
         &mut removals,
         &mut due,
     );
@@ -334,22 +338,24 @@ impl<T: Replicate> Chooser<'_, T> {
                 }
             }
             let mut work = d.work;
-            let mut span = self.encode_entry(d.id, d.pos, work)?;
+            let mut span = self.encode_entry(d.id, d.pos, work, d.whole)?;
             if let (Some(fill), Work::Fields(mask)) = (fill.as_deref(), work) {
-                let cost =
-                    fill.items.cost(d.wire) + 1 + framing_bits::<T>(work) + span.bits + arrays;
+                let framing = framing_bits::<T>(work, d.whole);
+                let cost = fill.items.cost(d.wire) + 1 + framing + span.bits + arrays;
                 if !mask.is_empty() && fill.used() + cost > fill.budget {
                     // A known item may always go whole: with most of its
                     // fields changed, that can be the smaller entry.
                     let whole = Work::Add { structural: false };
-                    let full = self.encode_entry(d.id, d.pos, whole)?;
-                    if full.bits + self.name_bits(&d, whole) < framing_bits::<T>(work) + span.bits {
+                    let full = self.encode_entry(d.id, d.pos, whole, d.whole)?;
+                    let full_bits =
+                        full.bits + self.name_bits(&d, whole) + framing_bits::<T>(whole, d.whole);
+                    if full_bits < framing + span.bits {
                         (work, span) = (whole, full);
                     }
                 }
             }
             let name = self.name_bits(&d, work);
-            let framing = framing_bits::<T>(work);
+            let framing = framing_bits::<T>(work, d.whole);
             let own = 1 + name + framing + span.bits + arrays;
             let mut inner = None;
             if let Some(fill) = fill.as_deref() {
@@ -407,6 +413,7 @@ impl<T: Replicate> Chooser<'_, T> {
                 id: d.id,
                 wire: d.wire,
                 work,
+                whole: d.whole,
                 key: self.store.slot(d.pos).key,
                 since: d.since,
                 span,
@@ -431,22 +438,27 @@ impl<T: Replicate> Chooser<'_, T> {
 
     /// The encoding of an item's entry after its flag and its framing
     /// (shared by every connection this frame): the whole item, or the
-    /// changed fields' values.
+    /// changed fields' values. A whole item carries the fields `whole`
+    /// (those the connection may see): when that is not every field, the
+    /// same bits as those fields changed.
     fn encode_entry(
         &mut self,
         id: ReplicationId,
         pos: usize,
         work: Work,
+        whole: FieldMask,
     ) -> Result<Span, SendError> {
-        let payload = match work {
-            Work::Fields(mask) => Payload::Fields(mask.bits()),
-            _ => Payload::Full,
+        let fields = match work {
+            Work::Fields(mask) => Some(mask),
+            _ if whole != FieldMask::all(T::FIELD_COUNT) => Some(whole),
+            _ => None,
         };
+        let payload = fields.map_or(Payload::Full, |mask| Payload::Fields(mask.bits()));
         let value = &self.store.slot(pos).value;
         self.encoded
-            .get_or_encode(self.store.frame(), id, payload, |w| match work {
-                Work::Fields(mask) => value.encode_fields(mask, w),
-                _ => value.encode(w),
+            .get_or_encode(self.store.frame(), id, payload, |w| match fields {
+                Some(mask) => value.encode_fields(mask, w),
+                None => value.encode(w),
             })
             .map_err(|error| SendError::Encode { id, error })
     }
@@ -514,12 +526,13 @@ impl<T: Replicate> Chooser<'_, T> {
     }
 }
 
-/// The bits of a partial entry between its flag and its values, which the
-/// message writes around the shared encoding: for an item type with array
-/// fields, whether plain fields follow; then the field set (which a message
-/// whose entries share one states once, so this counts at most what is
-/// written).
-fn framing_bits<T: Replicate>(work: Work) -> u64 {
+/// The bits of an entry between its flag (and name) and its values, which
+/// the message writes around the shared encoding. A partial entry: for an
+/// item type with array fields, whether plain fields follow; then the
+/// field set (which a message whose entries share one states once, so this
+/// counts at most what is written). A whole entry of a type that can
+/// withhold fields: whether it does, and if so which it carries (`whole`).
+fn framing_bits<T: Replicate>(work: Work, whole: FieldMask) -> u64 {
     match work {
         Work::Fields(mask) => {
             let arrays = u64::from(T::ARRAY_FIELDS > 0);
@@ -529,6 +542,19 @@ fn framing_bits<T: Replicate>(work: Work) -> u64 {
                 arrays + field_set_bits(mask, T::FIELD_COUNT)
             }
         }
-        _ => 0,
+        _ => whole_framing_bits::<T>(whole),
+    }
+}
+
+/// The bits saying which fields a whole entry carries (`whole`): none for
+/// a type that cannot withhold any; else one, and the field set when some
+/// are withheld.
+pub(crate) fn whole_framing_bits<T: Replicate>(whole: FieldMask) -> u64 {
+    if !T::WITHHOLDS {
+        0
+    } else if whole == FieldMask::all(T::FIELD_COUNT) {
+        1
+    } else {
+        1 + field_set_bits(whole, T::FIELD_COUNT)
     }
 }

@@ -202,7 +202,7 @@ impl Scope {
         let allowed = if self.is_frozen(id) {
             FieldMask::EMPTY
         } else {
-            self.masks[usize::from(Self::level(views, id))]
+            self.visible(views.seen(id))
         };
         let held = mask.without(allowed);
         if !held.is_empty() {
@@ -213,10 +213,32 @@ impl Scope {
         mask & allowed
     }
 
-    /// A whole value of `id` was written: nothing withheld is left.
-    pub(crate) fn sent_whole(&mut self, id: ReplicationId) {
-        if !self.withheld.is_empty() {
-            self.withheld.remove(&id);
+    /// The fields of an item seen as `seen` (as a new item is, if out of
+    /// scope) that the connection is sent: those of its detail level. This
+    /// is the rule "withheld means never sent": every entry written for the
+    /// connection, a whole value included, carries only these.
+    pub(crate) fn visible(&self, seen: Option<Seen>) -> FieldMask {
+        self.masks[usize::from(seen.unwrap_or_default().level)]
+    }
+
+    /// A whole value of `id` was written for `frame`, carrying the fields
+    /// its level sends: every other field of the type (`all`) is withheld
+    /// from then on, since the client holds it as it was, or as its
+    /// `Default` if the item is new to it. They go when the level rises.
+    pub(crate) fn sent_whole(
+        &mut self,
+        views: &Views,
+        id: ReplicationId,
+        all: FieldMask,
+        frame: u64,
+    ) {
+        let held = all.without(self.visible(views.seen(id)));
+        if held.is_empty() {
+            if !self.withheld.is_empty() {
+                self.withheld.remove(&id);
+            }
+        } else {
+            self.withheld.insert(id, (held, frame));
         }
     }
 

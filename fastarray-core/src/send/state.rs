@@ -12,8 +12,10 @@ use hashbrown::HashMap;
 use super::pending::{Pending, PendingMap, Work};
 use super::retirement::{Record, RecordEntry, Retirement, SharedChanges};
 use super::scope::{Scope, ScopeExit};
+use super::seen::Seen;
 use super::view::{Holding, View, Views, fields_work};
 use crate::bits::BitWriter;
+use crate::error::SendError;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -134,6 +136,13 @@ impl Removal {
     }
 }
 
+/// The fields of an item seen as `seen` that a connection with `scope` is
+/// sent, of `all_fields`: every field without a scope. Written once, for
+/// every path that writes a message.
+fn visible(scope: Option<&Scope>, seen: Option<Seen>, all_fields: FieldMask) -> FieldMask {
+    scope.map_or(all_fields, |scope| scope.visible(seen) & all_fields)
+}
+
 /// Work due for a live item, in the form the view allows.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Due {
@@ -143,6 +152,9 @@ pub(crate) struct Due {
     /// The item's position in the array's storage.
     pub(crate) pos: usize,
     pub(crate) work: Work,
+    /// The fields a whole entry for it carries: those the connection may
+    /// see.
+    pub(crate) whole: FieldMask,
     /// The frame the work first became due.
     pub(crate) since: u64,
     /// Whether the entry would carry only the item's array deltas (its
@@ -410,6 +422,16 @@ impl SendState {
         resynced
     }
 
+    /// Whether the connection's client may join by a snapshot, which
+    /// holds every item with every field: not with a scope (see
+    /// [`SendError::ScopedSnapshot`]).
+    pub(crate) fn may_join_by_snapshot(&self) -> Result<(), SendError> {
+        match self.scope {
+            Some(_) => Err(SendError::ScopedSnapshot),
+            None => Ok(()),
+        }
+    }
+
     // The scope.
 
     /// The connection's scope, if it has one.
@@ -598,17 +620,24 @@ impl SendState {
     /// became due) and live items (`position` finds an item in the array's
     /// storage), each in the form the view allows. Work for items that are
     /// gone and that the client never held is dropped. `has_arrays`:
-    /// whether the item type has array fields. Returns how many items wait
-    /// for their detail level's interval (they stay pending).
+    /// whether the item type has array fields; `all_fields`: every field
+    /// of it. Each item's work carries only the fields the connection may
+    /// see ([`Scope::visible`]), whatever made it due: changed
+    /// fields its level no longer sends (it dropped since they were
+    /// queued) are withheld again, and a whole value is only those fields.
+    /// Returns how many items wait for their detail level's interval (they
+    /// stay pending).
     pub(crate) fn due(
         &mut self,
         frame: u64,
         position: impl Fn(ReplicationId) -> Option<usize>,
         has_arrays: bool,
+        all_fields: FieldMask,
         removals: &mut Vec<Removal>,
         items: &mut Vec<Due>,
     ) -> usize {
         let mut dropped = Vec::new();
+        let mut withheld = Vec::new();
         let mut waiting = 0;
         for &(id, ref pending) in self.pending.iter() {
             let entry = self.views.for_write(id, frame);
@@ -642,10 +671,21 @@ impl SendState {
             }
             let (work, arrays_only) = match pending.work {
                 Work::Fields(mask) => {
-                    let work = fields_work(entry.holding, mask);
+                    let sent = match self.scope.as_deref_mut() {
+                        Some(scope) if !mask.is_empty() => {
+                            scope.withhold(&self.views, id, mask, pending.since)
+                        }
+                        _ => mask,
+                    };
+                    if sent.is_empty() && !mask.is_empty() && !has_arrays {
+                        // All withheld again: nothing to write.
+                        withheld.push(id);
+                        continue;
+                    }
+                    let work = fields_work(entry.holding, sent);
                     // A whole value for a client that holds nothing of
                     // the item is real work, not a carrier.
-                    (work, mask.is_empty() && held)
+                    (work, sent.is_empty() && held)
                 }
                 work => (work, false),
             };
@@ -654,12 +694,16 @@ impl SendState {
                 wire: entry.wire,
                 pos,
                 work,
+                whole: visible(self.scope.as_deref(), entry.seen, all_fields),
                 since: pending.since,
                 arrays_only: arrays_only && has_arrays,
             });
         }
         for id in dropped {
             self.forget(id);
+        }
+        for id in withheld {
+            self.pending.remove(&id);
         }
         waiting
     }
@@ -1053,7 +1097,7 @@ impl SendState {
         for entry in &entries {
             self.views.written(entry.id, entry.work, seq, all_fields);
             if let (Work::Add { .. }, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
-                scope.sent_whole(entry.id);
+                scope.sent_whole(&self.views, entry.id, all_fields, frame);
             }
         }
         self.views.trim(self.retirement.oldest_seq());

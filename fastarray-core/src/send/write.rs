@@ -104,6 +104,7 @@ impl Sender {
         let message = Message {
             frame,
             field_count: T::FIELD_COUNT,
+            withholds: T::WITHHOLDS,
             arrays: T::ARRAY_FIELDS > 0,
             handles: conn.uses_handles(),
             removals: &removals,
@@ -182,6 +183,7 @@ impl Sender {
         let message = Message {
             frame,
             field_count: T::FIELD_COUNT,
+            withholds: T::WITHHOLDS,
             arrays: false,
             handles: false,
             removals: &removals,
@@ -264,6 +266,9 @@ struct Message<'a> {
     frame: u64,
     /// The item type's replicated fields.
     field_count: u32,
+    /// Whether the item type can withhold fields (then a whole entry says
+    /// which it carries: see `Replicate::WITHHOLDS`).
+    withholds: bool,
     /// Whether the item type has array fields (then a fields entry starts
     /// with a bit saying whether plain fields follow).
     arrays: bool,
@@ -284,7 +289,8 @@ impl Message<'_> {
         let wires = self.items.iter().map(|item| item.wire);
         let mut list = self.write_head(conn, writer, wires, common);
         for item in self.items {
-            self.write_entry_head(conn, writer, &mut list, item.wire, item.id, item.work);
+            let entry = (item.wire, item.id, item.work, item.whole);
+            self.write_entry_head(conn, writer, &mut list, entry);
             encoded.copy(item.span, writer);
             let (start, bits) = item.inner;
             if bits > 0 {
@@ -316,6 +322,8 @@ impl Message<'_> {
         let mut whole = Vec::new();
         let mut changed = Vec::with_capacity(changes.changed.len());
         let mut near = Near::default();
+        // The connections taking it have no scope: they see every field.
+        let all = FieldMask::all(T::FIELD_COUNT);
         for (id, work) in entries {
             // A commit's changes name live items only, and nothing has
             // changed since the commit.
@@ -324,7 +332,7 @@ impl Message<'_> {
                 return Ok(None);
             };
             let slot = store.slot(pos);
-            self.write_entry_head(conn, writer, &mut list, id, id, work);
+            self.write_entry_head(conn, writer, &mut list, (id, id, work, all));
             let encoded = match work {
                 Work::Fields(mask) => {
                     changed.push((id, mask));
@@ -372,19 +380,19 @@ impl Message<'_> {
         ItemList { ids, common }
     }
 
-    /// Writes the entry of item `id`, named `wire`, up to its payload: its
-    /// name, whether it is whole (then, with handles, its id and its
-    /// handle's age), and the changed fields it carries unless the message
-    /// states them once for the whole `list`.
+    /// Writes the entry `(wire, id, work, fields)` of item `id`, named
+    /// `wire`, up to its payload: its name, whether it is whole (then, with
+    /// handles, its id and its handle's age; and for a type that can
+    /// withhold fields, whether this one carries only `fields`, and which),
+    /// and the changed fields it carries unless the message states them
+    /// once for the whole `list`.
     #[inline]
     fn write_entry_head(
         &self,
         conn: &SendState,
         writer: &mut BitWriter<'_>,
         list: &mut ItemList,
-        wire: ReplicationId,
-        id: ReplicationId,
-        work: Work,
+        (wire, id, work, fields): (ReplicationId, ReplicationId, Work, FieldMask),
     ) {
         list.ids.write(writer, wire);
         let whole = matches!(work, Work::Add { .. });
@@ -392,6 +400,13 @@ impl Message<'_> {
         if whole && self.handles {
             writer.write_varint(id.to_raw());
             writer.write_gamma(conn.handle_age(wire, self.frame));
+        }
+        if whole && self.withholds {
+            let withheld = fields != FieldMask::all(self.field_count);
+            writer.write_bool(withheld);
+            if withheld {
+                write_field_set(writer, fields, self.field_count);
+            }
         }
         if let Work::Fields(mask) = work {
             if self.arrays {

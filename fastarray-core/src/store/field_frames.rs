@@ -6,6 +6,8 @@
 //! follow, the slots stay small for the server (which keeps none), and a
 //! mirror spends 8 bytes per field and no allocation per item.
 
+use crate::mask::FieldMask;
+
 /// The field frames of a store's slots, moved with them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct FieldFrames {
@@ -18,18 +20,25 @@ pub(crate) struct FieldFrames {
 
 impl FieldFrames {
     /// Appends the frames of the slot pushed last: `fields` of them, each
-    /// `frame` (the item arrived whole). The column keeps room for as many
-    /// slots as the slots have (`slots`): it grows with them, once for a
-    /// snapshot that reserved its items, rather than by doublings of its
-    /// own.
-    pub(crate) fn push(&mut self, fields: usize, frame: u64, slots: usize) {
+    /// `frame` (the item arrived whole) if `carried` names it, else 0 (a
+    /// detail level withheld it: the item holds its `Default`, and any
+    /// value sent later is newer). The column keeps room for as many slots
+    /// as the slots have (`slots`): it grows with them, once for a snapshot
+    /// that reserved its items, rather than by doublings of its own.
+    pub(crate) fn push(&mut self, fields: usize, frame: u64, carried: FieldMask, slots: usize) {
         debug_assert!(self.stride == 0 || self.stride == fields);
         self.stride = fields;
         let room = fields.saturating_mul(slots);
         if self.frames.capacity() < room {
             self.frames.reserve_exact(room - self.frames.len());
         }
-        self.frames.extend(core::iter::repeat_n(frame, fields));
+        if carried.covers(FieldMask::all(fields as u32)) {
+            self.frames.extend(core::iter::repeat_n(frame, fields));
+        } else {
+            self.frames.extend(
+                (0..fields as u32).map(|field| if carried.contains(field) { frame } else { 0 }),
+            );
+        }
     }
 
     /// The frames of the slot at `pos`.
@@ -92,7 +101,7 @@ mod tests {
     fn frames_follow_their_slots_through_every_move() {
         let mut frames = FieldFrames::default();
         for frame in 1..=4 {
-            frames.push(2, frame, 4);
+            frames.push(2, frame, FieldMask::all(2), 4);
         }
         frames.at_mut(1)[1] = 9;
         assert_eq!(rows(&frames, 4), [[1, 1], [2, 9], [3, 3], [4, 4]]);
@@ -102,11 +111,18 @@ mod tests {
         assert_eq!(rows(&frames, 2), [[4, 4], [2, 9]]);
         frames.swap(0, 1);
         assert_eq!(rows(&frames, 2), [[2, 9], [4, 4]]);
-        frames.push(2, 5, 4);
+        frames.push(2, 5, FieldMask::all(2), 4);
         frames.reorder([2, 0].into_iter());
         assert_eq!(rows(&frames, 2), [[5, 5], [2, 9]]);
         frames.swap_remove(1);
         frames.swap_remove(0);
         assert!(frames.frames.is_empty());
+    }
+
+    #[test]
+    fn a_withheld_field_dates_from_no_frame() {
+        let mut frames = FieldFrames::default();
+        frames.push(3, 7, FieldMask::from_bits(0b101), 1);
+        assert_eq!(rows(&frames, 1), [[7, 0, 7]]);
     }
 }

@@ -166,6 +166,43 @@ impl Replicated<'_> {
         }
     }
 
+    /// An expression reading the field of a whole value of which only the
+    /// fields in `__mask` (one of the type's detail masks) were written: a
+    /// field a detail level can withhold (`detail = N`, N > 0) is its
+    /// `Default` when `__mask` does not name it; a flattened field's type
+    /// reads its own leaves so. The others are always written.
+    pub fn decode_visible(&self) -> TokenStream {
+        let p = &self.private;
+        let withheld = self
+            .field
+            .attrs
+            .detail()
+            .is_some_and(|&(_, level)| level > 0);
+        let default = default(self.field.ty);
+        if self.codec.is_flattened() {
+            let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
+            let read = quote!(#replicate::decode_visible(__sub, __reader)?);
+            return if withheld {
+                quote!({
+                    let __sub = #sub;
+                    if #p::FieldMask::is_empty(__sub) { #default } else { #read }
+                })
+            } else {
+                quote!({
+                    let __sub = #sub;
+                    #read
+                })
+            };
+        }
+        let decode = self.decode();
+        if withheld {
+            let named = self.named_in(quote!(__mask));
+            quote!(if #named { #decode } else { #default })
+        } else {
+            decode
+        }
+    }
+
     /// The type of the field's slot in the patch: an `Option` of the field
     /// type (or of a flattened type's patch). `container` names the derived
     /// type, for the `Self` the field type may mention.

@@ -41,6 +41,7 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
         &target,
         replicate_items(
             cont,
+            style,
             &private,
             all_fields,
             &fields,
@@ -123,7 +124,12 @@ fn bit_codec_items(
 /// sends them. Nothing otherwise: the trait's default sends every field.
 /// Detail is a sending policy, not a wire format: the schema hash ignores
 /// it.
-fn detail_mask(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+fn detail_mask(
+    private: &TokenStream,
+    style: Style,
+    all_fields: &[Field],
+    fields: &[Replicated],
+) -> TokenStream {
     let needed = fields
         .iter()
         .any(|f| f.field.attrs.detail().is_some() || f.codec.is_flattened());
@@ -146,11 +152,37 @@ fn detail_mask(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
             _ => add,
         }
     });
+    let withholds = fields.iter().map(|f| {
+        let own = f.field.attrs.detail().is_some_and(|&(_, level)| level > 0);
+        if f.codec.is_flattened() {
+            let ty = f.field.ty;
+            quote_spanned!(at_type(ty)=> (#own || <#ty as #private::Replicate>::WITHHOLDS))
+        } else {
+            quote!(#own)
+        }
+    });
+    // A whole value with withheld fields: every field is read as it is, or
+    // as its `Default` when withheld (skipped and array fields as ever).
+    let visible = body::construct_sent(quote!(Self), style, all_fields, fields, |field| {
+        field.decode_visible()
+    });
+    let nest_reader = nest_reader(private);
     quote! {
         fn detail_mask(__level: ::core::primitive::u8) -> #private::FieldMask {
             let mut __bits = 0u64;
             #(#parts)*
             #private::FieldMask::from_bits(__bits)
+        }
+
+        const WITHHOLDS: ::core::primitive::bool = false #(|| #withholds)*;
+
+        fn decode_visible(
+            __mask: #private::FieldMask,
+            __reader: &mut #private::BitReader<'_>,
+        ) -> #private::Result<Self, #private::DecodeError> {
+            #nest_reader
+            let _ = &__mask;
+            #private::Ok(#visible)
         }
     }
 }
@@ -198,6 +230,7 @@ fn capture_into(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
 /// `Replicate`: per-field diff, encode, decode and patch.
 fn replicate_items(
     cont: &Container,
+    style: Style,
     private: &TokenStream,
     all_fields: &[Field],
     fields: &[Replicated],
@@ -236,7 +269,7 @@ fn replicate_items(
         quote!(const STRUCTURE: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);)
     });
 
-    let detail = detail_mask(private, fields);
+    let detail = detail_mask(private, style, all_fields, fields);
     let array_steps = object::schema_steps(all_fields, private);
     let schema_hash = if fields.is_empty() && array_steps.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
@@ -246,6 +279,11 @@ fn replicate_items(
             let mut __hash = #private::schema::str(#private::schema::START, #name);
             #(#steps)*
             #(#array_steps)*
+            // Whole entries of a type that can withhold fields say which
+            // they carry.
+            if <Self as #private::Replicate>::WITHHOLDS {
+                __hash = #private::schema::str(__hash, "withholds");
+            }
             __hash
         })
     };
