@@ -248,3 +248,63 @@ fn apply_patch_returns_the_fields_whose_value_changed() {
     assert_eq!(idle.apply_patch(patch), FieldMask::EMPTY);
     assert_eq!(idle, Order::Idle);
 }
+
+/// Every change, and whether a whole value made it.
+#[derive(Default)]
+struct Kinds(Vec<(ReplicationId, FieldMask, bool)>);
+
+impl<T> Callbacks<T> for Kinds {
+    fn post_change(&mut self, id: ReplicationId, _item: &T, changed: FieldMask) {
+        self.0.push((id, changed, false));
+    }
+    fn post_change_whole(&mut self, id: ReplicationId, _item: &T, changed: FieldMask) {
+        self.0.push((id, changed, true));
+    }
+}
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Hp {
+    hp: u16,
+    team: u8,
+}
+
+/// A client can tell a change that a whole value made (here the repair of
+/// a lost whole entry) from one that came as changed fields; a game that
+/// does not override `post_change_whole` hears both as `post_change`.
+#[test]
+fn a_change_made_by_a_whole_value_is_told_apart() {
+    let mut server = FastArray::new();
+    let id = server.push(Hp { hp: 10, team: 1 });
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::<Hp>::mirror());
+    let write = |server: &mut FastArray<Hp>, conn: &mut SendState, packet| {
+        let mut bytes = Vec::new();
+        server.write_delta(conn, packet, &mut bytes).unwrap();
+        bytes
+    };
+    let first = write(&mut server, &mut conn, 1);
+    server.get_mut(id).unwrap().hp = 11;
+    server.commit();
+    let _lost = write(&mut server, &mut conn, 2); // whole: the add is in flight
+    let mut kinds = Kinds::default();
+    client.apply_delta(&first, &mut kinds).unwrap();
+    conn.on_ack(1);
+    conn.on_loss(2);
+    let repair = write(&mut server, &mut conn, 3);
+    client.apply_delta(&repair, &mut kinds).unwrap();
+    conn.on_ack(3);
+    server.get_mut(id).unwrap().hp = 12;
+    server.commit();
+    let change = write(&mut server, &mut conn, 4);
+    client.apply_delta(&change, &mut kinds).unwrap();
+    let hp = FieldMask::single(0);
+    assert_eq!(kinds.0, [(id, hp, true), (id, hp, false)]);
+
+    // By default, both are `post_change`.
+    let mut changes = Changes::default();
+    let mut other = FastArray::<Hp>::mirror();
+    for bytes in [&first, &repair, &change] {
+        other.apply_delta(bytes, &mut changes).unwrap();
+    }
+    assert_eq!(changes.0, [(id, hp), (id, hp)]);
+}

@@ -155,6 +155,7 @@ impl Mirror {
                 }
                 slot.value.apply_patch(patch)
             };
+            let whole = matches!(entry, Entry::Whole(..));
             let changed = match entry {
                 _ if newer.is_empty() => FieldMask::EMPTY,
                 Entry::Whole(value, _) if !(reshapes & newer).is_empty() => {
@@ -170,7 +171,7 @@ impl Mirror {
                 Entry::Fields(_, patch) => apply_newer(patch),
                 Entry::Arrays => FieldMask::EMPTY,
             };
-            held.push((id, pos, changed));
+            held.push((id, pos, changed, whole));
         }
 
         // The arrays' deltas carry frames of their own, and apply whatever
@@ -178,7 +179,7 @@ impl Mirror {
         // their owner's `post_change`.
         let mut later = later.into_iter().peekable();
         // Adds only push slots: the held items are where they were.
-        for (index, (id, pos, changed)) in held.into_iter().enumerate() {
+        for (index, (id, pos, changed, whole)) in held.into_iter().enumerate() {
             let mut arrays_changed = false;
             while let Some(delta) = later.next_if(|delta| delta.entry == index) {
                 let slot = store.slot_at_mut(pos);
@@ -186,7 +187,12 @@ impl Mirror {
                 arrays_changed |= apply_array(&mut slot.value, id, delta, up, &mut sink);
             }
             if !changed.is_empty() || arrays_changed {
-                callbacks.post_change(id, &store.slot(pos).value, changed);
+                let item = &store.slot(pos).value;
+                if whole {
+                    callbacks.post_change_whole(id, item, changed);
+                } else {
+                    callbacks.post_change(id, item, changed);
+                }
                 report.changed += 1;
             } else {
                 report.skipped += 1;

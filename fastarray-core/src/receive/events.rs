@@ -80,6 +80,15 @@ pub trait Callbacks<T> {
         let _ = (id, item, changed);
     }
 
+    /// As [`post_change`](Self::post_change), for an item the mirror held
+    /// that a *whole* value changed (a lost whole value repaired, a
+    /// persisted copy resynchronised, a new enum variant): `changed` names
+    /// the fields it changed, as there. Called instead of `post_change`,
+    /// which it calls by default: override it to tell the two apart.
+    fn post_change_whole(&mut self, id: ReplicationId, item: &T, changed: FieldMask) {
+        self.post_change(id, item, changed);
+    }
+
     /// An item of an array inside an item was added, changed, or is about
     /// to be removed (see [`InnerEvent`], and the order above).
     fn inner_event(&mut self, event: &InnerEvent<'_>) {
