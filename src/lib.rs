@@ -57,6 +57,37 @@ pub mod wire_format {}
 /// `Replicate::Patch` is a hidden generated type with one `Option` per
 /// replicated field.
 ///
+/// # Field constants
+///
+/// For a struct, the derive also names each replicated field's mask bits,
+/// so that no mask is numbered by hand: an associated constant per field,
+/// its name in upper case (`health` → `HEALTH`, a tuple struct's field
+/// `0` → `FIELD_0`), holding its bit (or, for a `flatten` field, the bits
+/// of its leaves). Reordering the fields moves the bits and the constants
+/// with them. Use them wherever a [`FieldMask`] is taken or given:
+///
+/// ```
+/// use fastarray::{Callbacks, FieldMask, Replicate, ReplicationId};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Unit { position: [f32; 2], #[replicate(skip)] path: Vec<u32>, health: u8 }
+///
+/// assert_eq!(Unit::HEALTH, FieldMask::single(1)); // `path` takes no bit
+///
+/// struct Game;
+/// impl Callbacks<Unit> for Game {
+///     fn post_change(&mut self, _id: ReplicationId, unit: &Unit, changed: FieldMask) {
+///         if changed.intersects(Unit::HEALTH) {
+///             println!("health now {}", unit.health);
+///         }
+///     }
+/// }
+/// ```
+///
+/// A constant of the same name defined by hand on the type is a compile
+/// error (two definitions of one name). Enums have no field constants:
+/// their mask bits are the variant and the current variant's fields.
+///
 /// # Field types
 ///
 /// Without an attribute a field needs a [`BitCodec`] type: the integers,

@@ -561,3 +561,85 @@ proptest! {
         prop_assert!(wire_eq(&synced, &value));
     }
 }
+
+mod field_names {
+    use fastarray::{FastArray, FieldMask, Replicate};
+
+    #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    pub struct Leaf {
+        pub a: u8,
+        pub b: u8,
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Agent {
+        pub position: [f32; 3],
+        #[replicate(skip)]
+        pub cache: u32,
+        pub health: u8,
+        #[replicate(flatten)]
+        pub leaf: Leaf,
+        pub r#type: u8,
+    }
+
+    /// The same fields in another order: the constants follow the fields.
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Reordered {
+        pub health: u8,
+        pub position: [f32; 3],
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Pair(pub u8, #[replicate(skip)] pub u8, pub u16);
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Wrap<T> {
+        pub value: T,
+        pub count: u8,
+    }
+
+    /// Each replicated field has a constant named after it: its mask bit,
+    /// or the bits of a flattened field's leaves; skipped fields have none
+    /// and take no bit.
+    #[test]
+    fn each_field_has_a_constant_named_after_it() {
+        assert_eq!(Agent::POSITION, FieldMask::single(0));
+        assert_eq!(Agent::HEALTH, FieldMask::single(1));
+        assert_eq!(Agent::LEAF, FieldMask::from_bits(0b1100));
+        assert_eq!(Agent::TYPE, FieldMask::single(4));
+        assert_eq!(Reordered::HEALTH, FieldMask::single(0));
+        assert_eq!(Reordered::POSITION, FieldMask::single(1));
+        assert_eq!(
+            (Pair::FIELD_0, Pair::FIELD_2),
+            (FieldMask::single(0), FieldMask::single(1))
+        );
+        assert_eq!(Wrap::<u32>::COUNT, FieldMask::single(1));
+        let every = Agent::POSITION | Agent::HEALTH | Agent::LEAF | Agent::TYPE;
+        assert_eq!(every, FieldMask::all(Agent::FIELD_COUNT));
+    }
+
+    /// Usable wherever a mask is: what commit reports, and the events.
+    #[test]
+    fn the_constants_name_what_changed() {
+        let mut agents = FastArray::new();
+        let id = agents.push(Agent {
+            position: [0.0; 3],
+            cache: 0,
+            health: 100,
+            leaf: Leaf::default(),
+            r#type: 1,
+        });
+        agents.commit();
+        agents.get_mut(id).unwrap().health = 90;
+        agents.get_mut(id).unwrap().leaf.b = 3;
+        let changes = agents.commit();
+        let (changed_id, mask) = changes.changed()[0];
+        assert_eq!(changed_id, id);
+        assert!(mask.intersects(Agent::HEALTH) && mask.intersects(Agent::LEAF));
+        assert!(!mask.intersects(Agent::POSITION | Agent::TYPE));
+        assert_eq!(
+            mask,
+            Agent::HEALTH | Agent::LEAF.without(FieldMask::single(2))
+        );
+    }
+}

@@ -105,6 +105,28 @@ impl FieldMask {
         Self(shifted & Self::all(width).0)
     }
 
+    /// Whether `self` and `other` share a field: with a derived field
+    /// constant, whether a changed-field mask names that field (any of its
+    /// leaves, for a flattened field).
+    ///
+    /// ```
+    /// use fastarray_core::FieldMask;
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate)]
+    /// #[replicate(crate = "fastarray_core")]
+    /// struct Agent { position: [f32; 3], health: u8 }
+    ///
+    /// let changed = FieldMask::single(1);
+    /// assert!(changed.intersects(Agent::HEALTH));
+    /// assert!(!changed.intersects(Agent::POSITION));
+    /// ```
+    #[inline]
+    #[must_use]
+    pub const fn intersects(self, other: Self) -> bool {
+        self.0 & other.0 != 0
+    }
+
     /// The fields in `self` that are not in `other`.
     #[inline]
     #[must_use]

@@ -49,13 +49,69 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
             array_items,
         ),
     );
+    let consts = field_consts(cont, &private, &fields, &generics);
     quote! {
         const _: () = {
             #(#items)*
             #patch
             #bit_codec
             #replicate
+            #consts
         };
+    }
+}
+
+/// One `FieldMask` constant per replicated field, named after it in upper
+/// case (`health` → `HEALTH`, a tuple struct's `0` → `FIELD_0`): its mask
+/// bit, or for a flattened field the bits of its leaves. Names, not
+/// numbers: reordering the fields moves the bits, and the constants with
+/// them.
+fn field_consts(
+    cont: &Container,
+    private: &TokenStream,
+    fields: &[Replicated],
+    generics: &syn::Generics,
+) -> TokenStream {
+    if fields.is_empty() {
+        return TokenStream::new();
+    }
+    let ident = cont.ident;
+    let (impl_generics, ty_generics, where_clause) = generics.split_for_impl();
+    let consts = fields.iter().map(|field| {
+        let (name, shown) = match &field.field.member {
+            syn::Member::Named(named) => {
+                let name = named.to_string();
+                let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
+                (name.to_uppercase(), name)
+            }
+            syn::Member::Unnamed(index) => {
+                (format!("FIELD_{}", index.index), index.index.to_string())
+            }
+        };
+        let name = syn::Ident::new(&name, syn::spanned::Spanned::span(&field.field.member));
+        let (offset, width) = (&field.offset, &field.width);
+        let (value, doc) = if field.codec.is_flattened() {
+            (
+                quote!(#private::FieldMask::shifted_up(#private::FieldMask::all(#width), #offset)),
+                format!("The mask bits of the leaves of the flattened field `{shown}`."),
+            )
+        } else {
+            (
+                quote!(#private::FieldMask::single(#offset)),
+                format!("The mask bit of the replicated field `{shown}`."),
+            )
+        };
+        quote! {
+            #[doc = #doc]
+            #[allow(dead_code)]
+            pub const #name: #private::FieldMask = #value;
+        }
+    });
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #ident #ty_generics #where_clause {
+            #(#consts)*
+        }
     }
 }
 
