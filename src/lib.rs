@@ -29,8 +29,8 @@ pub mod wire_format {}
 /// | none | a field of any [`BitCodec`] type | the type's own encoding | [`BitCodec::same`] |
 /// | [`bits = N`](#bits--n) | a `u8`..`u64` or `i8`..`i64` field | `N` bits (1..=64, at most the type's width); a value that does not fit is an [`EncodeError::ValueOutOfRange`] | `==` |
 /// | [`varint`](#varint) | an integer field | [varint](BitWriter::write_varint), zig-zag for signed | `==` |
-/// | [`quantize(min = A, max = B, bits = N)`](#quantizemin--a-max--b-bits--n) | an `f32` or `f64` field, arrays and tuples of them, glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4` (feature `glam`) | `N` bits (1..=32) per float over `[A, B]`, clamped; any of `A`, `B`, `N` may be a list, one per axis (`min = [-512.0, 0.0, -512.0]`) | quantized values |
-/// | [`quantize(bits = N)`](#quantizebits--n-quaternions) | a glam `Quat` or `DQuat` (feature `glam`) | smallest-three: `2 + 3·N` bits (`N` in 4..=32), a unit quaternion arrives | quantized values (`q` and `−q` alike) |
+/// | [`quantize(min = A, max = B, bits = N)`](#quantizemin--a-max--b-bits--n) | an `f32` or `f64` field, arrays and tuples of them, glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4` (a [glam feature](#glam-versions)) | `N` bits (1..=32) per float over `[A, B]`, clamped; any of `A`, `B`, `N` may be a list, one per axis (`min = [-512.0, 0.0, -512.0]`) | quantized values |
+/// | [`quantize(bits = N)`](#quantizebits--n-quaternions) | a glam `Quat` or `DQuat` (a [glam feature](#glam-versions)) | smallest-three: `2 + 3·N` bits (`N` in 4..=32), a unit quaternion arrives | quantized values (`q` and `−q` alike) |
 /// | [`with = path`](#with--path) | a field of any `PartialEq` type | `path::encode` / `path::decode` | `==` |
 /// | [`serde`](#serde) | a field of any `Serialize + DeserializeOwned + PartialEq` type (feature `serde`) | serde over the bit stream | `==` |
 /// | [`skip`](#skip) | a field of any `Default` type | not sent, no mask bit; `Default` on the receiver | none |
@@ -94,7 +94,7 @@ pub mod wire_format {}
 /// floats, `bool`, `char`, `String`, `Option`, `Box`, arrays, tuples,
 /// `Vec`, `VecDeque`, `BTreeMap`, `HashMap`, `BTreeSet`, `HashSet` (a hash
 /// collection is written in an order that depends only on its contents),
-/// [`ReplicationId`], with feature `glam` glam's vectors and quaternions at
+/// [`ReplicationId`], with a [glam feature](#glam-versions) glam's vectors and quaternions at
 /// full precision, and any `#[derive(Replicate)]` type. A type of another
 /// crate takes [`with = path`](#with--path), [`serde`](#serde), or a
 /// newtype of your own that implements [`BitCodec`].
@@ -110,6 +110,23 @@ pub mod wire_format {}
 /// (`Vec<T>: BitCodec`); for any other field a missing impl is an error
 /// pointing at the field's type. A field may name the type itself
 /// (`children: Vec<Node>`).
+///
+/// # glam versions
+///
+/// glam's types have codecs for each glam version whose feature is on, as
+/// nalgebra's glam interop does: `glam-0_32` (the glam of Bevy 0.19),
+/// `glam-0_33` (Bevy 0.20) and `glam-0_34` (`glam` is the same). Turn on
+/// the one your crate or Bevy uses; `cargo tree -i glam` lists the
+/// versions in a build. The versions' types encode alike and have the same
+/// schema hashes, so peers on different glam versions understand each
+/// other. Each version is re-exported (`fastarray::glam_0_32`,
+/// `fastarray::glam_0_33`, `fastarray::glam`). Bevy's own paths
+/// (`bevy::math::Vec3`) are glam's types and work as they are.
+///
+/// ```toml
+/// [dependencies]
+/// fastarray = { version = "0.1", features = ["glam-0_33"] } # Bevy 0.20
+/// ```
 ///
 /// # Compile-time checks
 ///
@@ -235,14 +252,14 @@ pub mod wire_format {}
 /// assert!((back.position[0] - 100.0).abs() <= 1024.0 / 65535.0 / 2.0);
 /// ```
 ///
-/// With the `glam` feature, glam's `Vec2`, `Vec3`, `Vec3A`, `Vec4` and
+/// With a [glam feature](#glam-versions), glam's `Vec2`, `Vec3`, `Vec3A`, `Vec4` and
 /// `DVec2`..`DVec4` quantize as the arrays of their axes: `position: Vec3`
 /// takes the attribute above unchanged. (glam 0.34; name its types through
 /// `fastarray::glam` to use the same version.)
 ///
 /// # `quantize(bits = N)`: quaternions
 ///
-/// A glam `Quat` or `DQuat` (feature `glam`) in smallest-three
+/// A glam `Quat` or `DQuat` (a [glam feature](#glam-versions)) in smallest-three
 /// ([`SmallestThree`]): the index of its largest component in 2 bits, the
 /// other three in `N` bits each over `[−1/√2, 1/√2]`, the sign chosen so the
 /// largest is positive; `N` in 4..=32. The input is normalized first; the

@@ -70,10 +70,18 @@ pub use connection::{
     PacketStats, WithCallbacks,
 };
 pub use error::{DecodeError, EncodeError, SendError};
-/// The glam crate whose types have codecs here (feature `glam`): name
-/// them through this path to use the same version.
-#[cfg(feature = "glam")]
+/// glam 0.34, whose types have codecs here (feature `glam-0_34`, or
+/// `glam`): name them through this path to use the same version.
+#[cfg(feature = "glam-0_34")]
 pub use glam;
+/// glam 0.32 (Bevy 0.19's), whose types have codecs here with the feature
+/// `glam-0_32`.
+#[cfg(feature = "glam-0_32")]
+pub use glam_0_32;
+/// glam 0.33 (Bevy 0.20's), whose types have codecs here with the feature
+/// `glam-0_33`.
+#[cfg(feature = "glam-0_33")]
+pub use glam_0_33;
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};

@@ -12,7 +12,7 @@
 //!   edge cases: the identity, negative `w`, near-equal components, ties,
 //!   non-unit and degenerate input; jitter below the resolution and `q`
 //!   against `-q` are not changes.
-#![cfg(feature = "glam")]
+#![cfg(feature = "glam-0_34")]
 
 use fastarray_core::glam::{DQuat, DVec2, DVec3, DVec4, Quat, Vec2, Vec3, Vec3A, Vec4};
 use fastarray_core::{

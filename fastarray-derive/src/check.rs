@@ -152,7 +152,12 @@ fn shape(ty: &syn::Type) -> Option<Shape> {
                 return None;
             }
             let segments = path.path.segments.len();
-            let in_glam = segments == 1 || path.path.segments[segments - 2].ident == "glam";
+            // `Vec3`, `glam::Vec3`, `glam_0_33::Vec3` (a renamed glam),
+            // `bevy::math::Vec3`, `bevy_math::Vec3`.
+            let in_glam = segments == 1 || {
+                let module = path.path.segments[segments - 2].ident.to_string();
+                module.starts_with("glam") || module == "math" || module == "bevy_math"
+            };
             let name = last.ident.to_string();
             match name.as_str() {
                 "f32" | "f64" if segments == 1 => Some(Shape::Floats(1)),

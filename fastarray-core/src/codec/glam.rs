@@ -1,5 +1,8 @@
 //! `BitCodec`, `Quantize` and `QuantizeRotation` for glam's vectors and
-//! quaternions (feature `glam`).
+//! quaternions, for each glam version whose feature is on (`glam-0_32`,
+//! `glam-0_33`, `glam-0_34`; `glam` is `glam-0_34`). The versions' types
+//! encode alike and have the same schema hashes: a server built on one
+//! glam and a client on another understand each other.
 //!
 //! | type | plain field | `quantize(min = .., max = .., bits = ..)` | `quantize(bits = N)` |
 //! |---|---|---|---|
@@ -10,8 +13,6 @@
 //! A plain field is sent at full precision and compared by bits, like the
 //! floats it holds (so `-0.0 ≠ 0.0` and a `NaN` is stable). `Vec3A` is
 //! written as three floats, like `Vec3`, and has the same schema hash.
-
-use glam::{DQuat, DVec2, DVec3, DVec4, Quat, Vec2, Vec3, Vec3A, Vec4};
 
 use super::BitCodec;
 use super::quantize::{Quantize, Quantizers};
@@ -72,37 +73,49 @@ macro_rules! glam_vector {
     };
 }
 
-glam_vector!(Vec2, f32, 2, "Vec2");
-glam_vector!(Vec3, f32, 3, "Vec3");
-glam_vector!(Vec3A, f32, 3, "Vec3");
-glam_vector!(Vec4, f32, 4, "Vec4");
-glam_vector!(DVec2, f64, 2, "DVec2");
-glam_vector!(DVec3, f64, 3, "DVec3");
-glam_vector!(DVec4, f64, 4, "DVec4");
+/// Every codec above for the types of the glam crate `$glam`.
+macro_rules! glam_types {
+    ($glam:ident) => {
+        glam_vector!($glam::Vec2, f32, 2, "Vec2");
+        glam_vector!($glam::Vec3, f32, 3, "Vec3");
+        glam_vector!($glam::Vec3A, f32, 3, "Vec3");
+        glam_vector!($glam::Vec4, f32, 4, "Vec4");
+        glam_vector!($glam::DVec2, f64, 2, "DVec2");
+        glam_vector!($glam::DVec3, f64, 3, "DVec3");
+        glam_vector!($glam::DVec4, f64, 4, "DVec4");
 
-glam_codec!(Quat, f32, 4, "Quat");
-glam_codec!(DQuat, f64, 4, "DQuat");
+        glam_codec!($glam::Quat, f32, 4, "Quat");
+        glam_codec!($glam::DQuat, f64, 4, "DQuat");
 
-impl QuantizeRotation for Quat {
-    const TYPE_HASH: u64 = schema::named("Quat", &[]);
+        impl QuantizeRotation for $glam::Quat {
+            const TYPE_HASH: u64 = schema::named("Quat", &[]);
 
-    fn to_xyzw(&self) -> [f64; 4] {
-        self.to_array().map(f64::from)
-    }
+            fn to_xyzw(&self) -> [f64; 4] {
+                self.to_array().map(f64::from)
+            }
 
-    fn from_xyzw(q: [f64; 4]) -> Self {
-        Quat::from_array(q.map(|c| c as f32))
-    }
+            fn from_xyzw(q: [f64; 4]) -> Self {
+                $glam::Quat::from_array(q.map(|c| c as f32))
+            }
+        }
+
+        impl QuantizeRotation for $glam::DQuat {
+            const TYPE_HASH: u64 = schema::named("DQuat", &[]);
+
+            fn to_xyzw(&self) -> [f64; 4] {
+                self.to_array()
+            }
+
+            fn from_xyzw(q: [f64; 4]) -> Self {
+                $glam::DQuat::from_array(q)
+            }
+        }
+    };
 }
 
-impl QuantizeRotation for DQuat {
-    const TYPE_HASH: u64 = schema::named("DQuat", &[]);
-
-    fn to_xyzw(&self) -> [f64; 4] {
-        self.to_array()
-    }
-
-    fn from_xyzw(q: [f64; 4]) -> Self {
-        DQuat::from_array(q)
-    }
-}
+#[cfg(feature = "glam-0_32")]
+glam_types!(glam_0_32);
+#[cfg(feature = "glam-0_33")]
+glam_types!(glam_0_33);
+#[cfg(feature = "glam-0_34")]
+glam_types!(glam);

@@ -16,12 +16,12 @@
 //! | `[T; N]` | the N elements, no length |
 //! | tuples up to 4, `()` | the elements in order |
 //! | `Box<T>` | as `T` |
-//! | glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4`, `Quat`, `DQuat` (feature `glam`) | the components' raw floats |
+//! | glam's `Vec2`..`Vec4`, `Vec3A`, `DVec2`..`DVec4`, `Quat`, `DQuat` (features `glam-0_32`, `glam-0_33`, `glam-0_34`) | the components' raw floats |
 //! | [`ReplicationId`](crate::ReplicationId) | [varint](crate::BitWriter::write_varint) of the raw id: 1 bit for `#0`, 5 for `#3` |
 
 mod collections;
 pub(crate) mod encodings;
-#[cfg(feature = "glam")]
+#[cfg(any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34"))]
 mod glam;
 mod id;
 pub(crate) mod quantize;
@@ -48,8 +48,32 @@ use crate::error::{DecodeError, EncodeError};
     message = "`{Self}` cannot be replicated",
     label = "no bit encoding for `{Self}`",
     note = "a type of your own: add `#[derive(Replicate)]` to `{Self}`",
-    note = "a type of another crate: mark the field `#[replicate(with = path::to::module)]` (your `encode` and `decode` functions), or `#[replicate(serde)]` if it implements serde's traits (feature `serde`), or wrap it in a newtype that implements `BitCodec`; glam's vectors and quaternions need the `glam` feature of fastarray",
+    note = "a type of another crate: mark the field `#[replicate(with = path::to::module)]` (your `encode` and `decode` functions), or `#[replicate(serde)]` if it implements serde's traits (feature `serde`), or wrap it in a newtype that implements `BitCodec`",
     note = "not replicated at all: mark the field `#[replicate(skip)]`"
+)]
+#[cfg_attr(
+    not(any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34")),
+    diagnostic::on_unimplemented(
+        note = "glam's vectors and quaternions need fastarray's feature for the glam version they come from: `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) or `glam-0_34`"
+    )
+)]
+#[cfg_attr(
+    any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34"),
+    diagnostic::on_unimplemented(
+        note = "if `{Self}` is a glam type, it comes from a glam version whose fastarray feature is off (this build has those below): `cargo tree -i glam` lists the versions in your build, and `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) and `glam-0_34` turn them on"
+    )
+)]
+#[cfg_attr(
+    feature = "glam-0_32",
+    diagnostic::on_unimplemented(note = "glam 0.32's types are encoded (feature `glam-0_32`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_33",
+    diagnostic::on_unimplemented(note = "glam 0.33's types are encoded (feature `glam-0_33`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_34",
+    diagnostic::on_unimplemented(note = "glam 0.34's types are encoded (feature `glam-0_34`)")
 )]
 pub trait BitCodec: Sized {
     /// The fewest bits any value of this type encodes to. Decoders of

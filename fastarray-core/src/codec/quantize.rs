@@ -322,12 +322,36 @@ impl<'a> Quantizers<'a> {
 
 /// A float, or a fixed group of floats, that can be quantized
 /// (`#[replicate(quantize(...))]` on `f32`, `f64`, `[f32; N]`, tuples of
-/// floats, and with the `glam` feature glam's vectors). Float `i` of the
+/// floats, and with a glam feature glam's vectors). Float `i` of the
 /// value uses [`Quantizers::at`]`(i)`.
 #[diagnostic::on_unimplemented(
     message = "`#[replicate(quantize(min = .., max = .., bits = ..))]` needs `f32`, `f64`, a glam vector, or an array or tuple of them, not `{Self}`",
     label = "cannot be quantized over a range",
-    note = "glam's `Vec2`..`Vec4` and `DVec2`..`DVec4` need the `glam` feature of fastarray; a glam `Quat` takes `quantize(bits = N)` without `min` and `max`"
+    note = "a glam `Quat` takes `quantize(bits = N)` without `min` and `max`"
+)]
+#[cfg_attr(
+    not(any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34")),
+    diagnostic::on_unimplemented(
+        note = "glam's vectors and quaternions need fastarray's feature for the glam version they come from: `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) or `glam-0_34`"
+    )
+)]
+#[cfg_attr(
+    any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34"),
+    diagnostic::on_unimplemented(
+        note = "if `{Self}` is a glam type, it comes from a glam version whose fastarray feature is off (this build has those below): `cargo tree -i glam` lists the versions in your build, and `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) and `glam-0_34` turn them on"
+    )
+)]
+#[cfg_attr(
+    feature = "glam-0_32",
+    diagnostic::on_unimplemented(note = "glam 0.32's types are encoded (feature `glam-0_32`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_33",
+    diagnostic::on_unimplemented(note = "glam 0.33's types are encoded (feature `glam-0_33`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_34",
+    diagnostic::on_unimplemented(note = "glam 0.34's types are encoded (feature `glam-0_34`)")
 )]
 pub trait Quantize: Sized {
     /// How many floats the value holds.

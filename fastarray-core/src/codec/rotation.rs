@@ -282,11 +282,35 @@ fn normalize(q: [f64; 4]) -> Option<[f64; 4]> {
 
 /// A unit quaternion that can be sent as [`SmallestThree`]
 /// (`#[replicate(quantize(bits = N))]`, without `min` and `max`): glam's
-/// `Quat` and `DQuat` with the `glam` feature.
+/// `Quat` and `DQuat` with a glam feature (`glam-0_32`, `glam-0_33`, `glam-0_34`).
 #[diagnostic::on_unimplemented(
     message = "`#[replicate(quantize(bits = N))]` without `min` and `max` is for unit quaternions (glam `Quat`, `DQuat`), not `{Self}`",
     label = "not a quaternion",
-    note = "give other floats a range: `quantize(min = -100.0, max = 100.0, bits = 16)`; glam types need the `glam` feature of fastarray"
+    note = "give other floats a range: `quantize(min = -100.0, max = 100.0, bits = 16)`"
+)]
+#[cfg_attr(
+    not(any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34")),
+    diagnostic::on_unimplemented(
+        note = "glam's vectors and quaternions need fastarray's feature for the glam version they come from: `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) or `glam-0_34`"
+    )
+)]
+#[cfg_attr(
+    any(feature = "glam-0_32", feature = "glam-0_33", feature = "glam-0_34"),
+    diagnostic::on_unimplemented(
+        note = "if `{Self}` is a glam type, it comes from a glam version whose fastarray feature is off (this build has those below): `cargo tree -i glam` lists the versions in your build, and `glam-0_32` (Bevy 0.19), `glam-0_33` (Bevy 0.20) and `glam-0_34` turn them on"
+    )
+)]
+#[cfg_attr(
+    feature = "glam-0_32",
+    diagnostic::on_unimplemented(note = "glam 0.32's types are encoded (feature `glam-0_32`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_33",
+    diagnostic::on_unimplemented(note = "glam 0.33's types are encoded (feature `glam-0_33`)")
+)]
+#[cfg_attr(
+    feature = "glam-0_34",
+    diagnostic::on_unimplemented(note = "glam 0.34's types are encoded (feature `glam-0_34`)")
 )]
 pub trait QuantizeRotation: Sized {
     /// The schema hash of the unquantized type.
