@@ -116,7 +116,7 @@ impl Scoped {
         for (n, conn) in conns.iter_mut().enumerate() {
             server.scope(conn).expect("the server's array");
             let center = [rng.random_range(-HALF..HALF), rng.random_range(-HALF..HALF)];
-            grid.set_viewer(n, center, radius);
+            grid.set_viewer(n as u64, center, radius);
         }
         let mut world = Self {
             server,
@@ -152,7 +152,7 @@ impl Scoped {
         let events = &mut self.events;
         events.iter_mut().for_each(Vec::clear);
         self.grid
-            .update(|viewer, id, relevance| events[viewer].push((id, relevance)));
+            .update(|viewer, id, relevance| events[viewer as usize].push((id, relevance)));
         self.packet += 1;
         let mut bits = Vec::with_capacity(self.conns.len());
         let mut bytes = Vec::new();

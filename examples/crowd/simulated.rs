@@ -131,12 +131,12 @@ pub fn run(ticks: u32) -> ExitCode {
         // connection's scope follows what its player sees.
         if live {
             for (n, client) in clients.iter().enumerate() {
-                grid.set_viewer(n, client.position(now), client.radius);
+                grid.set_viewer(n as u64, client.position(now), client.radius);
             }
         }
         grid.update(|viewer, id, relevance| {
             let mut scope = server
-                .scope(&mut clients[viewer].conn)
+                .scope(&mut clients[viewer as usize].conn)
                 .expect("the server's array");
             match relevance {
                 Relevance::Enter => scope.include(id),

@@ -238,7 +238,7 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
         agents.commit();
         game.commit();
         grid.update(|viewer, id, relevance| {
-            if let Some(peer) = peers.iter_mut().find(|peer| peer.index == viewer) {
+            if let Some(peer) = peers.iter_mut().find(|peer| peer.index as u64 == viewer) {
                 let mut scope = agents
                     .scope(peer.conn.state_mut(0))
                     .expect("the server's array");
@@ -377,7 +377,7 @@ fn receive(
     match peer.conn.receive(now, bytes) {
         Ok((_, payload)) => {
             if let Some(([x, z, radius], _)) = read_view(payload) {
-                grid.set_viewer(peer.index, [x, z], radius);
+                grid.set_viewer(peer.index as u64, [x, z], radius);
             }
         }
         // Duplicates and stale or broken headers change nothing.

@@ -48,6 +48,7 @@ pub enum Relevance {
 /// moves) visits every item.
 ///
 /// ```
+/// use std::collections::HashMap;
 /// use fastarray_core::{FastArray, InterestGrid, Relevance, SendState};
 /// use fastarray_derive::Replicate;
 ///
@@ -63,17 +64,20 @@ pub enum Relevance {
 /// }
 /// units.commit();
 ///
-/// // One connection, whose player stands at the origin and sees 50 units.
-/// let mut conns = vec![SendState::new()];
-/// grid.set_viewer(0, [0.0, 0.0], 50.0);
+/// // One connection, client 7_000_042 of the transport, whose player
+/// // stands at the origin and sees 50 units. Viewers are keyed by the
+/// // transport's client ids.
+/// let client: u64 = 7_000_042;
+/// let mut conns = HashMap::from([(client, SendState::new())]);
+/// grid.set_viewer(client, [0.0, 0.0], 50.0);
 /// grid.update(|viewer, id, relevance| {
-///     let mut scope = units.scope(&mut conns[viewer]).unwrap();
+///     let mut scope = units.scope(conns.get_mut(&viewer).unwrap()).unwrap();
 ///     match relevance {
 ///         Relevance::Enter => scope.include(id),
 ///         Relevance::Leave => scope.exclude(id),
 ///     };
 /// });
-/// assert_eq!(units.scope(&mut conns[0]).unwrap().len(), 2);
+/// assert_eq!(units.scope(conns.get_mut(&client).unwrap()).unwrap().len(), 2);
 /// ```
 #[derive(Clone, Debug)]
 pub struct InterestGrid {
@@ -82,10 +86,18 @@ pub struct InterestGrid {
     items: HashMap<ReplicationId, Item>,
     cells: HashMap<Cell, CellContents>,
     viewers: Vec<Option<Viewer>>,
+    /// The viewers' slots in `viewers`, by the caller's key (a
+    /// transport's client id): keys are any `u64`, slots are dense and
+    /// reused.
+    slots: HashMap<u64, usize>,
+    /// Per slot, the key of the viewer in it.
+    keys: Vec<u64>,
+    /// Slots whose viewer was removed, to reuse.
+    free: Vec<usize>,
     /// Items set or removed since the last update, with the cell each was
     /// in at the last update (`None`: nowhere, or new).
     moved: HashMap<ReplicationId, Option<Cell>>,
-    /// Viewers set since the last update.
+    /// Viewers set since the last update (their slots).
     moved_viewers: HashSet<usize>,
     /// Viewers whose area spans more than [`WIDE_CELLS`] cells: listed in
     /// no cell, tested against every item that moves.
@@ -168,6 +180,9 @@ impl InterestGrid {
             items: HashMap::new(),
             cells: HashMap::new(),
             viewers: Vec::new(),
+            slots: HashMap::new(),
+            keys: Vec::new(),
+            free: Vec::new(),
             moved: HashMap::new(),
             moved_viewers: HashSet::new(),
             wide: Vec::new(),
@@ -222,13 +237,13 @@ impl InterestGrid {
         self.items.get(&id).map(|item| item.position)
     }
 
-    /// Places viewer `viewer` at `center`, seeing `radius` around it (a
-    /// negative or non-finite radius sees nothing, as does a centre that
-    /// is not finite).
-    pub fn set_viewer(&mut self, viewer: usize, center: [f32; 2], radius: f32) {
-        if self.viewers.len() <= viewer {
-            self.viewers.resize_with(viewer + 1, || None);
-        }
+    /// Places the viewer keyed `key` at `center`, seeing `radius` around
+    /// it (a negative or non-finite radius sees nothing, as does a centre
+    /// that is not finite). A key is any `u64` (a transport's client id,
+    /// as renet and the game's own tables name clients), new or known;
+    /// [`update`](Self::update) names the viewer by it.
+    pub fn set_viewer(&mut self, key: u64, center: [f32; 2], radius: f32) {
+        let viewer = self.slot_for(key);
         let radius = if radius.is_finite() { radius } else { -1.0 };
         match &mut self.viewers[viewer] {
             Some(v) if v.center == center && v.radius == radius => return,
@@ -248,9 +263,13 @@ impl InterestGrid {
         self.moved_viewers.insert(viewer);
     }
 
-    /// Removes viewer `viewer` and forgets what it saw (no events: its
-    /// connection is going).
-    pub fn remove_viewer(&mut self, viewer: usize) {
+    /// Removes the viewer keyed `key` and forgets what it saw (no events:
+    /// its connection is going). Its key may name a new viewer later.
+    pub fn remove_viewer(&mut self, key: u64) {
+        let Some(viewer) = self.slots.remove(&key) else {
+            return;
+        };
+        self.free.push(viewer);
         let Some(Some(v)) = self.viewers.get_mut(viewer).map(Option::take) else {
             return;
         };
@@ -262,13 +281,14 @@ impl InterestGrid {
         self.moved_viewers.remove(&viewer);
     }
 
-    /// Whether viewer `viewer` saw item `id` at the last update.
-    pub fn is_visible(&self, viewer: usize, id: ReplicationId) -> bool {
+    /// Whether the viewer keyed `viewer` saw item `id` at the last update.
+    pub fn is_visible(&self, viewer: u64, id: ReplicationId) -> bool {
         self.viewer(viewer).is_some_and(|v| v.visible.contains(&id))
     }
 
-    /// The items viewer `viewer` saw at the last update, in no order.
-    pub fn visible(&self, viewer: usize) -> impl Iterator<Item = ReplicationId> + '_ {
+    /// The items the viewer keyed `viewer` saw at the last update, in no
+    /// order.
+    pub fn visible(&self, viewer: u64) -> impl Iterator<Item = ReplicationId> + '_ {
         self.viewer(viewer)
             .into_iter()
             .flat_map(|v| v.visible.iter().copied())
@@ -289,7 +309,30 @@ impl InterestGrid {
     /// or left each viewer's area: (viewer, item, what happened). A
     /// viewer's events come in no particular order; an item that left and
     /// came back between two updates reports nothing.
-    pub fn update(&mut self, mut events: impl FnMut(usize, ReplicationId, Relevance)) {
+    pub fn update(&mut self, mut events: impl FnMut(u64, ReplicationId, Relevance)) {
+        let keys = core::mem::take(&mut self.keys);
+        self.update_slots(|slot, id, relevance| events(keys[slot], id, relevance));
+        self.keys = keys;
+    }
+
+    /// The slot of the viewer keyed `key`: its own, or a free one.
+    fn slot_for(&mut self, key: u64) -> usize {
+        if let Some(&slot) = self.slots.get(&key) {
+            return slot;
+        }
+        let slot = self.free.pop().unwrap_or(self.viewers.len());
+        if slot == self.viewers.len() {
+            self.viewers.push(None);
+            self.keys.push(key);
+        } else {
+            self.keys[slot] = key;
+        }
+        self.slots.insert(key, slot);
+        slot
+    }
+
+    /// [`update`](Self::update), with viewers named by their slots.
+    fn update_slots(&mut self, mut events: impl FnMut(usize, ReplicationId, Relevance)) {
         // Items first: relist them, and test them against the viewers
         // that did not move (those that did are tested whole below).
         let moved = core::mem::take(&mut self.moved);
@@ -451,8 +494,9 @@ impl InterestGrid {
         }
     }
 
-    fn viewer(&self, viewer: usize) -> Option<&Viewer> {
-        self.viewers.get(viewer).and_then(Option::as_ref)
+    fn viewer(&self, key: u64) -> Option<&Viewer> {
+        let slot = *self.slots.get(&key)?;
+        self.viewers.get(slot).and_then(Option::as_ref)
     }
 
     /// The cell of a position (`None` if it is not finite); coordinates

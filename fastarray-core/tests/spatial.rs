@@ -86,6 +86,18 @@ impl Reference {
     }
 }
 
+/// A viewer's key, as a transport's client id: sparse and wide, not a
+/// dense index.
+fn key(v: u8) -> u64 {
+    (u64::from(v) << 40) | 0x5eed
+}
+
+/// The viewer a key names.
+fn unkey(key: u64) -> u8 {
+    assert_eq!(key & 0xff_ffff_ffff, 0x5eed, "not a viewer's key: {key:#x}");
+    (key >> 40) as u8
+}
+
 fn id(i: u8) -> ReplicationId {
     ReplicationId::from_raw(u64::from(i))
 }
@@ -108,11 +120,11 @@ proptest! {
                     reference.items.remove(&i);
                 }
                 Op::SetViewer(v, c, r) => {
-                    grid.set_viewer(usize::from(v), c, r);
+                    grid.set_viewer(key(v), c, r);
                     reference.viewers.insert(v, (c, r));
                 }
                 Op::RemoveViewer(v) => {
-                    grid.remove_viewer(usize::from(v));
+                    grid.remove_viewer(key(v));
                     reference.viewers.remove(&v);
                     reference.seen.remove(&v);
                 }
@@ -124,7 +136,7 @@ proptest! {
                     let mut events = BTreeSet::new();
                     grid.update(|v, item, relevance| {
                         let fresh = events.insert((
-                            v as u8,
+                            unkey(v),
                             item.to_raw() as u8,
                             relevance == Relevance::Enter,
                         ));
@@ -133,7 +145,7 @@ proptest! {
                     prop_assert_eq!(&events, &reference.update());
                     for (&v, seen) in &reference.seen {
                         let grid_seen: BTreeSet<u8> =
-                            grid.visible(usize::from(v)).map(|i| i.to_raw() as u8).collect();
+                            grid.visible(key(v)).map(|i| i.to_raw() as u8).collect();
                         prop_assert_eq!(&grid_seen, seen);
                     }
                 }
@@ -179,4 +191,25 @@ fn the_leave_margin_keeps_an_item_on_the_rim() {
 #[should_panic(expected = "cell size must be positive")]
 fn a_cell_size_of_zero_is_refused() {
     InterestGrid::new(0.0);
+}
+
+/// Viewers are named by any `u64` (a transport's client id): a removed
+/// viewer's place is reused by the next, whose events carry its own key.
+#[test]
+fn viewers_are_keyed_by_client_ids() {
+    let mut grid = InterestGrid::new(10.0);
+    grid.set_item(id(1), [0.0, 0.0]);
+    grid.set_viewer(u64::MAX, [0.0, 0.0], 5.0);
+    grid.set_viewer(10, [100.0, 0.0], 5.0);
+    let mut events = Vec::new();
+    grid.update(|viewer, item, relevance| events.push((viewer, item, relevance)));
+    assert_eq!(events, [(u64::MAX, id(1), Relevance::Enter)]);
+    grid.remove_viewer(u64::MAX);
+    grid.set_viewer(7_000_042, [1.0, 0.0], 5.0);
+    events.clear();
+    grid.update(|viewer, item, relevance| events.push((viewer, item, relevance)));
+    assert_eq!(events, [(7_000_042, id(1), Relevance::Enter)]);
+    assert!(grid.is_visible(7_000_042, id(1)));
+    assert!(!grid.is_visible(u64::MAX, id(1)) && !grid.is_visible(10, id(1)));
+    assert_eq!(grid.visible(7_000_042).collect::<Vec<_>>(), [id(1)]);
 }
