@@ -430,3 +430,44 @@ fn mirror_state_sees_tombstones_and_field_frames() {
     assert_eq!(mirror, held);
     assert_ne!(mirror.mirror_state(), held.mirror_state());
 }
+
+/// A scoped connection names items by handles, and takes items out of
+/// scope with exits: a message with exits and adds counts what the mirror
+/// would hold once the handles are resolved.
+#[test]
+fn exits_and_adds_by_handles_count_around_the_cap() {
+    let (mut server, ids) = server_of(20);
+    let mut conn = SendState::new();
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        for &id in &ids[..5] {
+            scope.include(id);
+        }
+    }
+    let mut packet = Vec::new();
+    server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    assert!(conn.on_ack(1));
+    let mut mirror = FastArray::<Tiny>::mirror_with_limits(limits(5));
+    mirror.apply_delta(&packet, &mut ()).unwrap();
+    assert_eq!(mirror.len(), 5);
+
+    // Two leave the scope, three enter: six held after it.
+    server.commit();
+    {
+        let mut scope = server.scope(&mut conn).unwrap();
+        for &id in &ids[..2] {
+            scope.exclude(id);
+        }
+        for &id in &ids[10..13] {
+            scope.include(id);
+        }
+    }
+    packet.clear();
+    server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    refused(&mut mirror, &packet, exceeded(Limit::Items, 5, 6));
+    mirror.set_limits(limits(6));
+    mirror.apply_delta(&packet, &mut ()).unwrap();
+    let mut held: Vec<_> = mirror.ids().collect();
+    held.sort();
+    assert_eq!(held, [&ids[2..5], &ids[10..13]].concat());
+}
