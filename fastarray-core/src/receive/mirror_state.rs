@@ -32,7 +32,7 @@ use crate::id::{ReplicationId, ReplicationKey};
 /// server.commit();
 /// let mut packet = Vec::new();
 /// server.write_delta(&mut SendState::new(), 1, &mut packet).unwrap();
-/// let mut client = FastArray::mirror();
+/// let mut client = FastArray::<Unit>::mirror();
 /// client.apply_delta(&packet, &mut ()).unwrap();
 ///
 /// let (before, state) = (client.clone(), client.mirror_state());
