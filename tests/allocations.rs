@@ -12,7 +12,9 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use fastarray::{BitCodec, BitWriter, FastArray, Replicate, Replicated, ReplicationId, SendState};
+use fastarray::{
+    BitCodec, BitWriter, FastArray, MirrorLimits, Replicate, Replicated, ReplicationId, SendState,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -464,7 +466,12 @@ fn tombstones_grow_linearly_with_the_message() {
     server.push(Small { v: 1 });
     server.commit();
     let mut conn = SendState::new();
-    let mut client = FastArray::<Small>::new();
+    // Removals past the default limit (one message of 64 KiB removes up to
+    // 524 288 ids): what they cost unlimited.
+    let mut client = FastArray::<Small>::mirror_with_limits(MirrorLimits {
+        removals: usize::MAX,
+        ..MirrorLimits::DEFAULT
+    });
     let mut bytes = Vec::new();
     server.write_delta(&mut conn, 0, &mut bytes).unwrap();
     client.apply_delta(&bytes, &mut ()).unwrap();
@@ -700,4 +707,139 @@ fn a_full_sync_leaves_nothing_per_item_once_messages_are_shared() {
         wrote - never <= 2.0,
         "{wrote:.1} vs {never:.1} bytes per item"
     );
+}
+
+/// An item of one bit: a whole entry of it is three bits on the wire.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Bit {
+    #[replicate(bits = 1)]
+    on: u8,
+}
+
+/// No limits at all: what a mirror did before it had any.
+const UNLIMITED: MirrorLimits = MirrorLimits {
+    items: usize::MAX,
+    message_bytes: usize::MAX,
+    inner_items: usize::MAX,
+    removals: usize::MAX,
+};
+
+/// Issue 17: a genuine message of tiny items is cheap on the wire and dear
+/// in memory. What an item costs a mirror (the figures `WIRE.md`, "Limits",
+/// states; `cargo test --release --test allocations tiny -- --nocapture`
+/// prints them), and that a mirror's item limit bounds what a longer
+/// message allocates before it is refused.
+#[test]
+fn tiny_items_cost_what_wire_md_says_and_the_limit_bounds_them() {
+    // More than the default limit, 262 144.
+    const ITEMS: usize = 300_000;
+    let mut server = FastArray::new();
+    for n in 0..ITEMS {
+        server.push(Bit { on: n as u8 & 1 });
+    }
+    server.commit();
+    let mut delta = Vec::new();
+    server
+        .write_delta(&mut SendState::new(), 1, &mut delta)
+        .unwrap();
+    let mut snapshot = Vec::new();
+    server.write_snapshot(&mut snapshot).unwrap();
+
+    let measure = |what: &str, bytes: &[u8], apply: &mut dyn FnMut() -> bool| {
+        let mut applied = false;
+        let mut allocated = 0;
+        let kept = kept_by(|| allocated = allocated_by(|| applied = apply()));
+        println!(
+            "{what}: {} bytes of message, {allocated} allocated ({:.0} a byte, {:.1} an item), \
+             {kept} kept ({:.1} an item), {}",
+            bytes.len(),
+            allocated as f64 / bytes.len() as f64,
+            allocated as f64 / ITEMS as f64,
+            kept as f64 / ITEMS as f64,
+            if applied { "applied" } else { "refused" },
+        );
+        (allocated, kept, applied)
+    };
+
+    // Unlimited: the cost of an item.
+    let mut mirrors = Vec::new();
+    let (_, delta_kept, applied) = measure("delta, unlimited", &delta, &mut || {
+        let mut mirror = FastArray::<Bit>::mirror_with_limits(UNLIMITED);
+        let ok = mirror.apply_delta(&delta, &mut ()).is_ok();
+        mirrors.push(mirror);
+        ok
+    });
+    assert!(applied);
+    let (_, snapshot_kept, applied) = measure("snapshot, unlimited", &snapshot, &mut || {
+        let mirror = FastArray::<Bit>::from_snapshot_with_limits(&snapshot, UNLIMITED);
+        let ok = mirror.is_ok();
+        mirrors.extend(mirror);
+        ok
+    });
+    assert!(applied);
+    // `WIRE.md` says a tiny item costs a mirror 65 to 90 bytes kept.
+    for kept in [delta_kept, snapshot_kept] {
+        assert!(kept / (ITEMS as u64) < 128, "{kept} bytes kept");
+    }
+
+    // The default limit: refused at the item past it, having allocated
+    // for no more than that many (the decoded entries, about 84 bytes an
+    // item, where applying them all allocates about 240 an item).
+    let limits = MirrorLimits::DEFAULT;
+    let (allocated, kept, applied) = measure("delta, default limits", &delta, &mut || {
+        let mut mirror = FastArray::<Bit>::mirror_with_limits(limits);
+        mirror.apply_delta(&delta, &mut ()).is_ok()
+    });
+    assert!(!applied && kept == 0);
+    assert!(
+        allocated < 128 * limits.items as u64,
+        "{allocated} bytes allocated"
+    );
+    let (allocated, _, applied) = measure("snapshot, default limits", &snapshot, &mut || {
+        FastArray::<Bit>::from_snapshot_with_limits(&snapshot, limits).is_ok()
+    });
+    assert!(!applied);
+    assert!(allocated < 1_024, "{allocated} bytes allocated");
+    drop(mirrors);
+}
+
+/// One 64 KiB message of consecutive removals (one bit each): unlimited,
+/// it makes the mirror allocate about 64 bytes per byte while decoding
+/// (the ids, 8 bytes each); with the default limit on removals a message
+/// is refused before any is kept, and one at the limit allocates in
+/// proportion to it.
+#[test]
+fn removals_past_the_limit_allocate_nothing_per_id() {
+    let ids = 64 * 1024 * 8u64;
+    let mut bytes = Vec::new();
+    let mut w = BitWriter::new(&mut bytes);
+    w.write_bits(0b01, 2); // a delta
+    w.write_bool(true);
+    w.write_varint(2);
+    w.write_bits(0b11, 2);
+    w.write_gamma(ids - 2);
+    w.write_bool(false); // Elias-delta gaps
+    (0..ids).for_each(|_| w.write_varint(0));
+    w.write_bool(false); // no items
+    w.finish();
+    for (what, limits) in [
+        ("unlimited", UNLIMITED),
+        ("default limits", MirrorLimits::DEFAULT),
+    ] {
+        let mut mirror = FastArray::<Small>::mirror_with_limits(limits);
+        let mut result = Ok(());
+        let allocated = allocated_by(|| result = mirror.apply_delta(&bytes, &mut ()).map(|_| ()));
+        println!(
+            "{ids} removals, {what}: {} bytes of message, {allocated} allocated \
+             ({:.1} a byte), {result:?}",
+            bytes.len(),
+            allocated as f64 / bytes.len() as f64,
+        );
+        if limits == UNLIMITED {
+            assert!(result.is_ok());
+        } else {
+            assert!(result.is_err());
+            assert!(allocated < 1_024, "{allocated} bytes allocated");
+        }
+    }
 }

@@ -426,6 +426,7 @@ fn corrupted_messages_never_panic() {
         }
         server.commit();
     }
+    let state = client.mirror_state();
     for _ in 0..20_000 {
         let mut bytes = messages[rng.random_range(0..messages.len())].clone();
         for _ in 0..rng.random_range(1..4) {
@@ -438,6 +439,12 @@ fn corrupted_messages_never_panic() {
         let mut mirror = client.clone();
         if mirror.apply_delta(&bytes, &mut ()).is_err() {
             assert_eq!(mirror, client, "a refused message changed the mirror");
+            // Tombstones, field frames and the newest frame too.
+            assert_eq!(
+                mirror.mirror_state(),
+                state,
+                "a refused message changed the mirror's state"
+            );
         }
     }
 }

@@ -7,10 +7,11 @@ use core::fmt;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::changeset::Changeset;
-use crate::error::{DecodeError, SendError};
+use crate::error::{DecodeError, Limit, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::iter::{Ids, Iter, IterMut};
+use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
 use crate::receive::decode::Decoded;
 use crate::receive::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive::mirror::Mirror;
@@ -22,6 +23,8 @@ use crate::store::{ItemMut, Store};
 
 pub use scope::ScopeMut;
 
+mod limits;
+mod mirror_state;
 mod role;
 mod scope;
 mod settle;
@@ -543,6 +546,8 @@ impl<T: Replicate> FastArray<T> {
         bytes: &[u8],
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
+        self.expect_receiver()?;
+        check_message_bytes(&self.limits(), bytes.len())?;
         let mut reader = BitReader::new(bytes);
         let decoded = self.decode_delta(&mut reader)?;
         reader.expect_end()?;
@@ -561,15 +566,31 @@ impl<T: Replicate> FastArray<T> {
         Ok(self.apply_decoded(decoded, callbacks, None))
     }
 
-    /// Decodes one delta and validates it against this mirror.
+    /// Decodes one delta and validates it against this mirror and its
+    /// [limits](Self::limits), the message no longer than their
+    /// `message_bytes`.
     pub(crate) fn decode_delta(
         &self,
         reader: &mut BitReader<'_>,
     ) -> Result<Decoded<T>, DecodeError> {
         self.expect_receiver()?;
+        let limits = self.limits();
+        within_message_bytes(reader, &limits, |reader| {
+            self.decode_delta_under(reader, ArrayLimits::top(limits))
+        })
+    }
+
+    /// Decodes one delta and validates it against this mirror and `limits`
+    /// (its own, or its owner's for an array inside an item).
+    pub(crate) fn decode_delta_under(
+        &self,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<Decoded<T>, DecodeError> {
+        self.expect_receiver()?;
         match &self.mirror {
-            Some(mirror) => mirror.decode(&self.store, reader),
-            None => Mirror::default().decode(&self.store, reader),
+            Some(mirror) => mirror.decode(&self.store, reader, limits),
+            None => Mirror::default().decode(&self.store, reader, limits),
         }
     }
 
@@ -603,6 +624,31 @@ impl<T: Replicate> FastArray<T> {
             array.store.push(value);
         }
         array
+    }
+}
+
+/// Runs `read` on `reader` cut to `limits.message_bytes` bytes from where
+/// it is: a read past that point (the end of the input, or a length too
+/// large for what is left) refuses the message as
+/// [`Limit::MessageBytes`], `would_be` the bytes the input held from its
+/// start.
+pub(crate) fn within_message_bytes<R>(
+    reader: &mut BitReader<'_>,
+    limits: &MirrorLimits,
+    read: impl FnOnce(&mut BitReader<'_>) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let left = reader.remaining_bits();
+    let max_bits = (limits.message_bytes as u64).saturating_mul(8);
+    let (result, cut) = reader.within(max_bits, read);
+    match result {
+        Err(DecodeError::UnexpectedEnd { .. } | DecodeError::LengthTooLarge { .. }) if cut => {
+            Err(DecodeError::LimitExceeded {
+                limit: Limit::MessageBytes,
+                max: limits.message_bytes as u64,
+                would_be: left.div_ceil(8),
+            })
+        }
+        result => result,
     }
 }
 

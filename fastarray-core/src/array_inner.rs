@@ -8,9 +8,11 @@ use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::inner::{ArrayField, InnerArray, InnerDelta, Lineage};
+use crate::limits::ArrayLimits;
 use crate::receive::apply::report_whole;
 use crate::receive::decode::{Decoded, skip_delta};
 use crate::receive::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
+use crate::receive::mirror_state::MirrorState;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
@@ -75,8 +77,9 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
     fn decode_delta_from(
         &self,
         reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
     ) -> Result<Option<InnerDelta>, DecodeError> {
-        let decoded = self.decode_delta(reader)?;
+        let decoded = self.decode_delta_under(reader, limits)?;
         Ok(decoded.has_effect().then(|| InnerDelta::new(decoded)))
     }
 
@@ -121,8 +124,16 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         snapshot::encode_body(self.store(), writer).map_err(|(_, error)| error)
     }
 
-    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
-        *self = Self::decode_snapshot_body(reader)?;
+    fn decode_snapshot_body(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<(), DecodeError> {
+        *self = Self::decode_snapshot_body(reader, limits)?;
         Ok(())
+    }
+
+    fn mirror_state(&self) -> MirrorState {
+        self.mirror_state()
     }
 }

@@ -148,6 +148,20 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A message that would take a mirror past one of the
+    /// [`MirrorLimits`](crate::MirrorLimits) its game set: refused while
+    /// it was decoded, before the memory it would take was allocated.
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// The limit's value.
+        max: u64,
+        /// What the message would make it: the items the array would hold,
+        /// the ids it removes, or its size in bytes (for a message read
+        /// from a shared bit stream that did not end within the limit, the
+        /// bytes the stream held from the message's start).
+        would_be: u64,
+    },
     /// Bits left over after the message that are not zero padding.
     TrailingData {
         /// Bit offset where the message ended.
@@ -281,6 +295,15 @@ impl fmt::Display for DecodeError {
                  committed on its own), whose items it would overwrite: apply messages to a mirror \
                  (`mirror()`, a snapshot, or a new array that never held an item)"
             ),
+            Self::LimitExceeded {
+                limit,
+                max,
+                would_be,
+            } => write!(
+                f,
+                "the message would make `{}` {would_be}, over the mirror's limit of {max}",
+                limit.name()
+            ),
             Self::TrailingData {
                 bit_offset,
                 remaining_bits,
@@ -305,6 +328,38 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+/// Which of a mirror's [`MirrorLimits`](crate::MirrorLimits) a message
+/// would break (in [`DecodeError::LimitExceeded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// [`MirrorLimits::items`](crate::MirrorLimits::items): the items the
+    /// array would hold.
+    Items,
+    /// [`MirrorLimits::message_bytes`](crate::MirrorLimits::message_bytes):
+    /// the message's size in bytes.
+    MessageBytes,
+    /// [`MirrorLimits::inner_items`](crate::MirrorLimits::inner_items): the
+    /// items an array inside an item would hold.
+    InnerItems,
+    /// [`MirrorLimits::removals`](crate::MirrorLimits::removals): the ids
+    /// one message removes or takes out of scope.
+    Removals,
+}
+
+impl Limit {
+    /// The limit's name, as [`MirrorLimits`](crate::MirrorLimits) spells
+    /// its field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Items => "items",
+            Self::MessageBytes => "message_bytes",
+            Self::InnerItems => "inner_items",
+            Self::Removals => "removals",
+        }
+    }
+}
 
 /// Why a value could not be encoded.
 ///

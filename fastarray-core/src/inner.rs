@@ -11,7 +11,9 @@ use core::any::Any;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
+use crate::limits::ArrayLimits;
 use crate::receive::events::{ApplyReport, ArrayPath, InnerEvent};
+use crate::receive::mirror_state::MirrorState;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 
@@ -68,11 +70,12 @@ pub trait InnerArray {
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError>;
     /// Decodes one delta and checks it against this array (the mirror it
-    /// will be applied to), without applying it. `None` when it has nothing
-    /// to apply (an empty or stale message).
+    /// will be applied to) and `limits` (its owner's), without applying
+    /// it. `None` when it has nothing to apply (an empty or stale message).
     fn decode_delta_from(
         &self,
         reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
     ) -> Result<Option<InnerDelta>, DecodeError>;
     /// Reads past one delta whose owner is being dropped: nothing is
     /// checked or kept.
@@ -103,8 +106,15 @@ pub trait InnerArray {
     /// Writes its frame and items as in a snapshot (no kind, no schema hash).
     fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
     /// Replaces its contents with a body written by
-    /// [`encode_snapshot_body`](Self::encode_snapshot_body).
-    fn decode_snapshot_body(&mut self, reader: &mut BitReader<'_>) -> Result<(), DecodeError>;
+    /// [`encode_snapshot_body`](Self::encode_snapshot_body), checked
+    /// against `limits` (its owner's).
+    fn decode_snapshot_body(
+        &mut self,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<(), DecodeError>;
+    /// Everything it holds as a mirror but its items' values.
+    fn mirror_state(&self) -> MirrorState;
 }
 
 /// A delta decoded by an array inside an item, kept until the owner's whole

@@ -38,6 +38,7 @@ mod id;
 mod id_map;
 mod inner;
 mod iter;
+mod limits;
 mod mask;
 mod pre_image;
 mod receive;
@@ -69,7 +70,7 @@ pub use connection::{
     Connection, ConnectionError, Incoming, MAX_PACKET, MirrorConnection, Outgoing, PacketReport,
     PacketStats, WithCallbacks,
 };
-pub use error::{DecodeError, EncodeError, SendError};
+pub use error::{DecodeError, EncodeError, Limit, SendError};
 /// glam 0.34, whose types have codecs here (feature `glam-0_34`, or
 /// `glam`): name them through this path to use the same version.
 #[cfg(feature = "glam-0_34")]
@@ -86,8 +87,9 @@ pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
 pub use iter::{Ids, Iter, IterMut};
+pub use limits::MirrorLimits;
 pub use mask::FieldMask;
-pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
+pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent, MirrorState};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
 pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};

@@ -18,7 +18,9 @@ use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::limits::{MirrorLimits, check_message_bytes};
 use crate::receive::events::{ApplyReport, Callbacks};
+use crate::receive::mirror_state::MirrorState;
 use crate::replicate::Replicate;
 use crate::send::scope::ScopeExit;
 use crate::send::state::SendState;
@@ -157,6 +159,51 @@ impl<T: Replicate> Replicated<T> {
         Self {
             item: FastArray::for_object(T::default(), true),
         }
+    }
+
+    /// A client-side mirror, as [`mirror`](Self::mirror), that refuses any
+    /// message that would take it past `limits`
+    /// ([`DecodeError::LimitExceeded`], changing nothing). The object's
+    /// `#[replicate(array)]` fields are the game's arrays: they are held to
+    /// [`MirrorLimits::items`], and the arrays inside their items to
+    /// [`MirrorLimits::inner_items`].
+    pub fn mirror_with_limits(limits: MirrorLimits) -> Self
+    where
+        T: Default,
+    {
+        let mut object = Self::mirror();
+        object.item.set_limits(limits);
+        object
+    }
+
+    /// The limits messages applied to this mirror are checked against
+    /// ([`MirrorLimits::DEFAULT`] unless set).
+    pub fn limits(&self) -> MirrorLimits {
+        self.item.limits()
+    }
+
+    /// Checks every message applied from now on against `limits` (see
+    /// [`mirror_with_limits`](Self::mirror_with_limits)).
+    ///
+    /// # Panics
+    /// On a server's object (from [`new`](Self::new)), which applies no
+    /// messages.
+    #[track_caller]
+    pub fn set_limits(&mut self, limits: MirrorLimits) {
+        if !self.is_mirror() {
+            panic!(
+                "Replicated::set_limits on a server's object of `{}`: limits are a mirror's",
+                core::any::type_name::<T>()
+            );
+        }
+        self.item.set_limits(limits);
+    }
+
+    /// Everything this mirror holds but the object's value (see
+    /// [`MirrorState`]): with `==` on the objects, whether two mirrors are
+    /// in the same state.
+    pub fn mirror_state(&self) -> MirrorState {
+        self.item.mirror_state()
     }
 
     /// Whether this is a client's mirror (from [`mirror`](Self::mirror)
@@ -549,8 +596,20 @@ impl<T: Replicate> Replicated<T> {
     /// that does not hold exactly the object, item `#0`
     /// ([`DecodeError::NotAnObjectChange`], [`DecodeError::MissingObject`]).
     pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::from_snapshot_with_limits(bytes, MirrorLimits::DEFAULT)
+    }
+
+    /// [`from_snapshot`](Self::from_snapshot) of a mirror held to `limits`
+    /// (as [`FastArray::from_snapshot_with_limits`]; the object's arrays
+    /// are held to [`MirrorLimits::items`], the arrays inside their items
+    /// to [`MirrorLimits::inner_items`]).
+    pub fn from_snapshot_with_limits(
+        bytes: &[u8],
+        limits: MirrorLimits,
+    ) -> Result<Self, DecodeError> {
+        check_message_bytes(&limits, bytes.len())?;
         let mut reader = BitReader::new(bytes);
-        let object = Self::from_snapshot_bits(&mut reader)?;
+        let object = Self::from_snapshot_bits_with_limits(&mut reader, limits)?;
         reader.expect_end()?;
         Ok(object)
     }
@@ -558,17 +617,28 @@ impl<T: Replicate> Replicated<T> {
     /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a
     /// shared bit stream.
     pub fn from_snapshot_bits(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
+        Self::from_snapshot_bits_with_limits(reader, MirrorLimits::DEFAULT)
+    }
+
+    /// [`from_snapshot_with_limits`](Self::from_snapshot_with_limits) of
+    /// one snapshot read from a shared bit stream.
+    pub fn from_snapshot_bits_with_limits(
+        reader: &mut BitReader<'_>,
+        limits: MirrorLimits,
+    ) -> Result<Self, DecodeError> {
         Ok(Self {
-            item: FastArray::object_from_snapshot_bits(reader)?,
+            item: FastArray::object_from_snapshot_bits(reader, limits)?,
         })
     }
 
     /// Replaces this mirror's object with a snapshot that fills all of
-    /// `bytes`. On error the mirror is unchanged; a server's object (from
-    /// [`new`](Self::new)) returns [`DecodeError::NotAMirror`].
+    /// `bytes`, keeping its [limits](Self::limits), which the snapshot is
+    /// checked against. On error the mirror is unchanged; a server's
+    /// object (from [`new`](Self::new)) returns
+    /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         self.item.expect_receiver()?;
-        *self = Self::from_snapshot(bytes)?;
+        *self = Self::from_snapshot_with_limits(bytes, self.limits())?;
         Ok(())
     }
 }

@@ -14,6 +14,7 @@
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
+use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
@@ -68,14 +69,21 @@ pub(crate) fn encode_body<T: Replicate>(
 }
 
 /// Reads what [`encode_body`] wrote: the items, and the snapshot's frame.
+/// Refuses more items than `limits` allow before reading them, and checks
+/// the arrays inside them against their limits (`items` for a replicated
+/// object's arrays, if `object`; else `inner_items`).
 pub(crate) fn decode_body<T: Replicate>(
     reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+    object: bool,
 ) -> Result<(Store<T>, u64), DecodeError> {
     let frame = read_long_frame(reader)?;
     let claimed = reader.read_varint()?;
     // Each item costs at least a one-bit id gap plus its fields, and two
     // bits (frame and count) per array field.
     let count = reader.check_len(claimed, 1 + T::MIN_BITS + 2 * u64::from(T::ARRAY_FIELDS))?;
+    limits.check_items(count)?;
+    let inner = limits.for_arrays(object);
     let mut store = Store::with_capacity(prealloc::<Slot<T>>(count));
     store.set_frame(frame);
     let mut next = 0u64;
@@ -85,7 +93,7 @@ pub(crate) fn decode_body<T: Replicate>(
         let mut result = Ok(());
         value.for_each_array_mut(&mut |array| {
             if result.is_ok() {
-                result = array.decode_snapshot_body(reader);
+                result = array.decode_snapshot_body(reader, inner);
             }
         });
         result?;

@@ -249,6 +249,15 @@ impl<T> Store<T> {
         (&mut self.slots[pos], frames.unwrap_or_default())
     }
 
+    /// Mirror: the frames of the newest values applied to the fields of
+    /// the item at position `pos` (none on a server).
+    pub(crate) fn field_frames(&self, pos: usize) -> &[u64] {
+        self.field_frames
+            .as_deref()
+            .map(|frames| frames.at(pos))
+            .unwrap_or_default()
+    }
+
     /// The item at position `pos`, to write through without recording a
     /// change (the writer, for the arrays inside it).
     pub(crate) fn value_mut(&mut self, pos: usize) -> &mut T {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 /// of the layers before it. Folders' `mod.rs` files only declare and
 /// re-export their children, and take the layer of their highest child.
 const LAYERS: &[&[&str]] = &[
-    &["error", "id", "mask", "schema"],
+    &["error", "id", "limits", "mask", "schema"],
     // The sender's maps keyed by ids.
     &["id_map"],
     // Packet acknowledgements: their own error, no other module.
@@ -38,6 +38,7 @@ const LAYERS: &[&[&str]] = &[
         "receive::events",
         "receive::tombstones",
         "receive::mirror",
+        "receive::mirror_state",
     ],
     &["inner"],
     &["replicate"],

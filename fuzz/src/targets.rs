@@ -18,7 +18,7 @@
 
 use std::fmt::Debug;
 
-use fastarray::{FastArray, Replicate, Replicated, SendState};
+use fastarray::{FastArray, MirrorLimits, Replicate, Replicated, SendState};
 
 /// The targets, by name: the directory names under `fuzz/corpus/` and
 /// `fuzz/regressions/`.
@@ -235,6 +235,16 @@ fn equal_to_itself<T: PartialEq>(value: &T) -> bool {
 // Targets `delta` and `inner`
 // ---------------------------------------------------------------------------
 
+/// Limits below what a genuine session's messages reach (its mirrors hold
+/// 4 to 5 items, with a few inside each), for the cases that fuzz
+/// refusals for a limit: some genuine messages are refused, some apply.
+pub const LOW_LIMITS: MirrorLimits = MirrorLimits {
+    items: 4,
+    message_bytes: 48,
+    inner_items: 2,
+    removals: 1,
+};
+
 /// The item types of the `delta` target, by selector byte.
 pub const DELTA_TYPES: [&str; 3] = ["Unit", "Thing", "Named"];
 
@@ -265,10 +275,13 @@ pub fn inner(data: &[u8]) {
     }
 }
 
-/// `data[0]` (modulo the history's length + 1) genuine messages applied to
-/// a mirror, then `data[1..]` as a message:
+/// `data[0]` (its low 7 bits, modulo the history's length + 1) genuine
+/// messages applied to a mirror, then `data[1..]` as a message; with
+/// `data[0]`'s high bit set the mirror is held to [`LOW_LIMITS`] first, so
+/// that refusals for a limit are fuzzed too:
 /// - it must not panic;
-/// - an `Err` must leave the mirror as it was: equal items, and the next
+/// - an `Err` must leave the mirror as it was: equal items, an equal
+///   `mirror_state` (tombstones, field frames, frames), and the next
 ///   genuine message does the same to it as to a copy taken before;
 /// - after an `Ok` the rest of the genuine messages must not panic either
 ///   (they may fail: the mirror took garbage), and the mirror's items must
@@ -278,15 +291,25 @@ fn delta_case<T: Fixture>(data: &[u8]) {
         return;
     };
     let history = T::history();
-    let prefix = usize::from(prefix) % history.mirrors.len();
+    let limited = prefix & 0x80 != 0;
+    let prefix = usize::from(prefix & 0x7f) % history.mirrors.len();
     let mut mirror = history.mirrors[prefix].clone();
+    if limited {
+        mirror.set_limits(LOW_LIMITS);
+    }
     let before = mirror.clone();
+    let state = mirror.mirror_state();
     let next = history.messages.get(prefix);
     match mirror.apply_delta(message, &mut ()) {
         Err(error) => {
             assert_eq!(
                 mirror, before,
                 "a refused message ({error}) changed the mirror"
+            );
+            assert_eq!(
+                mirror.mirror_state(),
+                state,
+                "a refused message ({error}) changed the mirror's state"
             );
             if let Some(next) = next {
                 let mut expected = before;

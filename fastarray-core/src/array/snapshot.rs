@@ -2,10 +2,11 @@
 //! client that joins (`write_snapshot_for` starts its connection at the
 //! snapshot) and for a mirror built or reset from one.
 
-use super::{FastArray, write_truncating};
+use super::{FastArray, within_message_bytes, write_truncating};
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
+use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
 use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
@@ -120,10 +121,26 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Decodes a snapshot that fills all of `bytes` (up to zero padding):
-    /// a mirror that ignores every message no newer than the snapshot.
+    /// a mirror that ignores every message no newer than the snapshot,
+    /// under the [default limits](MirrorLimits::DEFAULT).
     pub fn from_snapshot(bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::from_snapshot_with_limits(bytes, MirrorLimits::DEFAULT)
+    }
+
+    /// [`from_snapshot`](Self::from_snapshot) of a mirror held to `limits`:
+    /// a snapshot past them is refused
+    /// ([`DecodeError::LimitExceeded`]) — one longer than
+    /// `message_bytes` before it is decoded, one of more items than
+    /// `items` (or an array inside an item of more than `inner_items`)
+    /// before they are read — and so is any later message that would take
+    /// the mirror past them.
+    pub fn from_snapshot_with_limits(
+        bytes: &[u8],
+        limits: MirrorLimits,
+    ) -> Result<Self, DecodeError> {
+        check_message_bytes(&limits, bytes.len())?;
         let mut reader = BitReader::new(bytes);
-        let array = Self::from_snapshot_bits(&mut reader)?;
+        let array = Self::from_snapshot_bits_with_limits(&mut reader, limits)?;
         reader.expect_end()?;
         Ok(array)
     }
@@ -131,28 +148,61 @@ impl<T: Replicate> FastArray<T> {
     /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a
     /// shared bit stream.
     pub fn from_snapshot_bits(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        snapshot::read_header::<T>(reader)?;
-        Self::decode_snapshot_body(reader)
+        Self::from_snapshot_bits_with_limits(reader, MirrorLimits::DEFAULT)
+    }
+
+    /// [`from_snapshot_with_limits`](Self::from_snapshot_with_limits) of
+    /// one snapshot read from a shared bit stream (a read past
+    /// `message_bytes` from its start refuses it).
+    pub fn from_snapshot_bits_with_limits(
+        reader: &mut BitReader<'_>,
+        limits: MirrorLimits,
+    ) -> Result<Self, DecodeError> {
+        Self::snapshot_under(reader, limits, false)
+    }
+
+    /// A snapshot read from `reader` under `limits`, a replicated
+    /// object's if `object` (its arrays are held to `items`).
+    fn snapshot_under(
+        reader: &mut BitReader<'_>,
+        limits: MirrorLimits,
+        object: bool,
+    ) -> Result<Self, DecodeError> {
+        within_message_bytes(reader, &limits, |reader| {
+            snapshot::read_header::<T>(reader)?;
+            let limits = ArrayLimits::top(limits);
+            let (store, frame) = snapshot::decode_body(reader, limits, object)?;
+            Ok(Self {
+                store,
+                sender: None,
+                mirror: Some(Box::new(Mirror::from_snapshot(frame, limits.limits()))),
+            })
+        })
     }
 
     /// Replaces this mirror's contents with a snapshot that fills all of
-    /// `bytes`. On error the array is unchanged; an authority (an array
-    /// that has held items or committed) returns
+    /// `bytes`, keeping its [limits](Self::limits), which the snapshot is
+    /// checked against. On error the array is unchanged; an authority (an
+    /// array that has held items or committed) returns
     /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
         self.expect_receiver()?;
-        *self = Self::from_snapshot(bytes)?;
+        *self = Self::from_snapshot_with_limits(bytes, self.limits())?;
         Ok(())
     }
 
-    /// A mirror of a snapshot's body: its items, and its frame as the
-    /// newest applied and the floor below which messages are ignored.
-    pub(crate) fn decode_snapshot_body(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
-        let (store, frame) = snapshot::decode_body(reader)?;
+    /// A mirror of a snapshot's body, checked against `limits`: its items,
+    /// and its frame as the newest applied and the floor below which
+    /// messages are ignored.
+    pub(crate) fn decode_snapshot_body(
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<Self, DecodeError> {
+        let (store, frame) = snapshot::decode_body(reader, limits, false)?;
         Ok(Self {
             store,
             sender: None,
-            mirror: Some(Box::new(Mirror::from_snapshot(frame))),
+            mirror: Some(Box::new(Mirror::from_snapshot(frame, limits.limits()))),
         })
     }
 
@@ -161,8 +211,9 @@ impl<T: Replicate> FastArray<T> {
     /// unless it holds exactly item `#0`.
     pub(crate) fn object_from_snapshot_bits(
         reader: &mut BitReader<'_>,
+        limits: MirrorLimits,
     ) -> Result<Self, DecodeError> {
-        let mut array = Self::from_snapshot_bits(reader)?;
+        let mut array = Self::snapshot_under(reader, limits, true)?;
         let object = ReplicationId::from_raw(0);
         if let Some(id) = array.ids().find(|&id| id != object) {
             return Err(DecodeError::NotAnObjectChange { id });

@@ -91,6 +91,21 @@ impl<'a> BitReader<'a> {
         Some(bytes)
     }
 
+    /// Runs `read` with this reader ending at most `bits` bits from where
+    /// it is (sooner, if its input does), then gives it back its end;
+    /// returns `read`'s result, and whether the input was cut short.
+    pub(crate) fn within<R>(&mut self, bits: u64, read: impl FnOnce(&mut Self) -> R) -> (R, bool) {
+        let total = self.total;
+        let end = self.pos.saturating_add(bits);
+        let cut = end < total;
+        if cut {
+            self.total = end;
+        }
+        let result = read(self);
+        self.total = total;
+        (result, cut)
+    }
+
     /// Bits left in the input.
     #[inline]
     pub fn remaining_bits(&self) -> u64 {

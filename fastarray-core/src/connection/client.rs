@@ -22,7 +22,10 @@ use crate::receive::ApplyReport;
 /// checked before any mirror changes, and a packet that fails is not
 /// acknowledged, so the server sends its work again. A packet arriving
 /// twice, or late, is read past by the mirrors' own rules.
-#[derive(Debug)]
+///
+/// A clone is a copy of the acknowledgement state (to compare it before
+/// and after a packet, or to try a packet on a copy).
+#[derive(Clone, Debug)]
 pub struct MirrorConnection {
     acks: Acks,
     channels: usize,

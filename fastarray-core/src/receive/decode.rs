@@ -8,6 +8,7 @@ use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
 use crate::inner::InnerDelta;
+use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send::scope::MAX_DETAIL;
@@ -100,11 +101,12 @@ impl<T: Replicate> Decoded<T> {
 
 impl Mirror {
     /// Decodes one delta and validates it against this mirror and its
-    /// items, `store`.
+    /// items, `store`, and against `limits`.
     pub(crate) fn decode<T: Replicate>(
         &self,
         store: &Store<T>,
         reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
     ) -> Result<Decoded<T>, DecodeError> {
         let mut decoded = Decoded::empty();
         let Some(layout) = read_kind(reader)? else {
@@ -113,7 +115,7 @@ impl Mirror {
         let frame = FrameField::read(reader)?.resolve(self.newest())?;
         decoded.frame = Some(frame);
         decoded.stale = self.is_stale(frame);
-        read_body(reader, layout, Some((self, store, &mut decoded)))?;
+        read_body(reader, layout, Some((self, store, limits, &mut decoded)))?;
         Ok(decoded)
     }
 }
@@ -133,16 +135,20 @@ pub(crate) fn skip_delta<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(),
 /// Reads a delta's removals and items. With a mirror and its items,
 /// checks them and keeps in `decoded` what there is to apply (nothing of a
 /// stale message); without, only reads past them. Items named by handles
-/// are kept under the ids the handles name.
+/// are kept under the ids the handles name. The items the mirror would
+/// hold, and the ids removed, are checked against the limits as they are
+/// read (see [`Room`]).
 fn read_body<T: Replicate>(
     reader: &mut BitReader<'_>,
     layout: Layout,
-    check: Option<(&Mirror, &Store<T>, &mut Decoded<T>)>,
+    check: Option<(&Mirror, &Store<T>, ArrayLimits, &mut Decoded<T>)>,
 ) -> Result<(), DecodeError> {
     let Layout { exits, handles } = layout;
-    let (mirror, mut into) = match check {
-        Some((mirror, store, decoded)) => (Some((mirror, store)), Some(decoded)),
-        None => (None, None),
+    let (mirror, limits, mut into) = match check {
+        Some((mirror, store, limits, decoded)) => {
+            (Some((mirror, store)), Some(limits), Some(decoded))
+        }
+        None => (None, None, None),
     };
     let object = mirror.is_some_and(|(mirror, _)| mirror.is_object());
     let frame = into
@@ -154,6 +160,9 @@ fn read_body<T: Replicate>(
     let (mut ids, count) = IdReader::start(reader, 1)?;
     let mut removals = Vec::new();
     if into.is_some() {
+        if let Some(limits) = limits {
+            limits.check_removals(count)?;
+        }
         removals.reserve(prealloc::<ReplicationId>(count));
     }
     for _ in 0..count {
@@ -191,6 +200,15 @@ fn read_body<T: Replicate>(
     } else {
         None
     };
+    // Room for the items the message adds, if it could take the array
+    // past its limit.
+    let mut room = match (mirror, limits) {
+        (Some((mirror, store)), Some(limits)) if keep => {
+            let removed = (&removals[..], &flags[..]);
+            Room::new(mirror, store, limits, count, removed, frame, handles)
+        }
+        _ => None,
+    };
     let mut removed = removals.iter().peekable();
     let mut near = Near::default();
     for _ in 0..count {
@@ -222,7 +240,9 @@ fn read_body<T: Replicate>(
             };
             Entry::Fields(mask, T::decode_fields(mask, reader)?)
         };
-        let (Some((mirror, store)), Some(decoded)) = (mirror, into.as_deref_mut()) else {
+        let (Some((mirror, store)), Some(limits), Some(decoded)) =
+            (mirror, limits, into.as_deref_mut())
+        else {
             skip_arrays::<T>(reader)?;
             continue;
         };
@@ -287,12 +307,22 @@ fn read_body<T: Replicate>(
             Entry::Whole(value, _) => Some(&**value),
             _ => None,
         };
+        if let Some(room) = room.as_mut().filter(|_| held.is_none() && new.is_some()) {
+            room.add()?;
+        }
         if let Some(target) = held.or(new) {
-            read_arrays(reader, target, decoded.entries.len(), &mut decoded.inner)?;
+            let limits = limits.for_arrays(object);
+            read_arrays(
+                reader,
+                target,
+                limits,
+                decoded.entries.len(),
+                &mut decoded.inner,
+            )?;
         }
         decoded.entries.push((id, entry));
     }
-    if let (Some(decoded), Some((mirror, _))) = (into, mirror) {
+    if let (Some(decoded), Some((mirror, store))) = (into, mirror) {
         if handles && keep {
             // The items the handles name. A removal naming a handle's
             // earlier item has nothing left to remove; one naming nothing
@@ -318,10 +348,110 @@ fn read_body<T: Replicate>(
             removals.truncate(kept);
             flags.truncate(if exits { kept } else { 0 });
         }
+        if let Some(room) = room {
+            room.recount(store, &decoded.entries, (&removals, &flags), frame)?;
+        }
         decoded.removals = removals;
         decoded.exits = flags;
     }
     Ok(())
+}
+
+/// The items an array would hold after a message that could take it past
+/// its item limit, counted while the message's entries are read, so that
+/// the entry past the limit is refused before the arrays inside it are
+/// read or any later entry is: the items held, less those the message
+/// removes, plus each whole entry for an item not held.
+struct Room {
+    limits: ArrayLimits,
+    items: usize,
+    /// Whether the removals are handles: they are resolved only once the
+    /// entries are read, so the count is checked again then
+    /// ([`recount`](Self::recount)).
+    handles: bool,
+}
+
+impl Room {
+    /// Room for the adds of a message of `entries` entries and these
+    /// removals (ids or handles, and exit flags) of `frame`; `None` if even
+    /// every entry adding an item would not take the array past its limit.
+    fn new<T: Replicate>(
+        mirror: &Mirror,
+        store: &Store<T>,
+        limits: ArrayLimits,
+        entries: usize,
+        (removals, exits): (&[ReplicationId], &[bool]),
+        frame: u64,
+        handles: bool,
+    ) -> Option<Self> {
+        if store.len().saturating_add(entries) <= limits.items() {
+            return None;
+        }
+        // With handles, an estimate from below (a handle naming an item
+        // counts as removing it), bounded by the removals' count.
+        let exits = exits.iter().copied().chain(core::iter::repeat(false));
+        let removed = removals.iter().zip(exits).filter(|&(&wire, exit)| {
+            let id = match (handles, mirror.named(wire.to_raw(), frame)) {
+                (false, _) => wire,
+                (true, Named::Item(id)) => id,
+                (true, _) => return false,
+            };
+            removes_held(store, id, exit, frame)
+        });
+        let items = store.len().saturating_sub(removed.count());
+        Some(Self {
+            limits,
+            items,
+            handles,
+        })
+    }
+
+    /// One more item.
+    fn add(&mut self) -> Result<(), DecodeError> {
+        self.items += 1;
+        self.limits.check_items(self.items)
+    }
+
+    /// The exact count for a message that names items by handles, once
+    /// its removals are resolved to ids (`removals`, with their exit
+    /// flags): an id removed twice counts once, and a whole entry for an
+    /// item the message removes adds it back.
+    fn recount<T: Replicate>(
+        self,
+        store: &Store<T>,
+        entries: &[(ReplicationId, Entry<T>)],
+        (removals, exits): (&[ReplicationId], &[bool]),
+        frame: u64,
+    ) -> Result<(), DecodeError> {
+        if !self.handles {
+            return Ok(());
+        }
+        let exits = exits.iter().copied().chain(core::iter::repeat(false));
+        let mut removed: Vec<ReplicationId> = removals
+            .iter()
+            .zip(exits)
+            .filter(|&(&id, exit)| removes_held(store, id, exit, frame))
+            .map(|(&id, _)| id)
+            .collect();
+        removed.sort_unstable();
+        removed.dedup();
+        let adds = entries.iter().filter(|(id, entry)| {
+            matches!(entry, Entry::Whole(..))
+                && (store.position(*id).is_none() || removed.binary_search(id).is_ok())
+        });
+        let items = store.len() - removed.len() + adds.count();
+        self.limits.check_items(items)
+    }
+}
+
+/// Whether a removal of `id` of `frame` (an exit, if `exit`) takes an item
+/// out of `store`: it holds the item, and an exit is not older than a
+/// value it holds (as `Mirror::apply` decides).
+fn removes_held<T: Replicate>(store: &Store<T>, id: ReplicationId, exit: bool, frame: u64) -> bool {
+    store.position(id).is_some()
+        && (!exit
+            || (store.newest_field_frame(id) <= frame
+                && store.returned_after(id).is_none_or(|back| back < frame)))
 }
 
 /// Decodes the deltas of the array fields of entry `entry`, checked
@@ -329,6 +459,7 @@ fn read_body<T: Replicate>(
 fn read_arrays<T: Replicate>(
     reader: &mut BitReader<'_>,
     target: &T,
+    limits: ArrayLimits,
     entry: usize,
     out: &mut Vec<ArrayDelta>,
 ) -> Result<(), DecodeError> {
@@ -339,7 +470,7 @@ fn read_arrays<T: Replicate>(
     let mut failure = None;
     target.for_each_array(&mut |array| {
         if failure.is_none() {
-            match array.decode_delta_from(reader) {
+            match array.decode_delta_from(reader, limits) {
                 Ok(Some(delta)) => out.push(ArrayDelta {
                     entry,
                     field,

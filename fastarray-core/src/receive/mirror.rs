@@ -6,10 +6,11 @@ use hashbrown::HashMap;
 
 use super::tombstones::Tombstones;
 use crate::id::ReplicationId;
+use crate::limits::MirrorLimits;
 use crate::wire::WINDOW;
 
 /// The receiving side's memory of the stream.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Mirror {
     /// The newest frame of a delta or snapshot applied.
     newest: Option<u64>,
@@ -25,6 +26,8 @@ pub(crate) struct Mirror {
     /// For a stream that names items by handles: what each handle names
     /// (see [`Handle`]).
     handles: HashMap<u64, Handle>,
+    /// What the game lets a message make of this mirror.
+    limits: MirrorLimits,
 }
 
 /// What a handle names, as far as this mirror knows. A handle names one
@@ -34,7 +37,7 @@ pub(crate) struct Mirror {
 /// So an entry of frame `f` names the handle's item if `f` is at or after
 /// its start and after the last removal applied; otherwise an earlier
 /// item, now gone.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Handle {
     /// The item it names (none once removed, or before its whole entry
     /// arrived).
@@ -67,14 +70,25 @@ pub(crate) enum NamedWhole {
 }
 
 impl Mirror {
-    /// A mirror loaded from a snapshot of `frame`: messages of that frame or
-    /// older are ignored whole, like stale ones.
-    pub(crate) fn from_snapshot(frame: u64) -> Self {
+    /// A mirror loaded from a snapshot of `frame`, under `limits`:
+    /// messages of that frame or older are ignored whole, like stale ones.
+    pub(crate) fn from_snapshot(frame: u64, limits: MirrorLimits) -> Self {
         Self {
             newest: Some(frame),
             floor: Some(frame),
+            limits,
             ..Self::default()
         }
+    }
+
+    /// The limits messages are checked against.
+    pub(crate) fn limits(&self) -> MirrorLimits {
+        self.limits
+    }
+
+    /// Sets the limits messages are checked against.
+    pub(crate) fn set_limits(&mut self, limits: MirrorLimits) {
+        self.limits = limits;
     }
 
     /// A replicated object's mirror: a message that removes an item or

@@ -15,6 +15,8 @@ pub(crate) mod apply;
 pub(crate) mod decode;
 pub(crate) mod events;
 pub(crate) mod mirror;
+pub(crate) mod mirror_state;
 pub(crate) mod tombstones;
 
 pub use events::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
+pub use mirror_state::MirrorState;

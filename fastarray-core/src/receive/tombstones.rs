@@ -24,7 +24,7 @@ use crate::wire::WINDOW;
 /// Recently removed ids, with the frame of their latest removal (per block),
 /// and ids that recently left the client's scope, with the frame of their
 /// exit (per id).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Tombstones {
     /// Per block of 64 ids (`id >> 6`): which ids are tombstoned, and the
     /// newest frame at which one of them was removed.
@@ -38,7 +38,7 @@ pub(crate) struct Tombstones {
     swept: u64,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Block {
     ids: u64,
     frame: u64,

@@ -117,6 +117,17 @@ pub fn seed_corpus() -> Vec<Seed> {
     deltas("inner", 1, "platoon", &Platoon::history().messages);
     deltas("object", 0, "world", World::messages());
     deltas("object", 1, "lobby", Lobby::messages());
+    // delta, inner: the same messages to a mirror held to `LOW_LIMITS`
+    // (the prefix byte's high bit), some of which it refuses.
+    let mut limited = |target: &'static str, selector: u8, name: &str, messages: &[Vec<u8>]| {
+        for (n, bytes) in messages.iter().enumerate() {
+            let input = [&[selector, n as u8 | 0x80], &bytes[..]].concat();
+            add(target, format!("{name}-{n}-limited"), input);
+        }
+    };
+    limited("delta", 0, "unit", &Unit::history().messages);
+    limited("inner", 0, "squad", &Squad::history().messages);
+    limited("inner", 1, "platoon", &Platoon::history().messages);
 
     // stateful: valid scripts.
     for (name, header, ops) in seed_scripts() {
