@@ -254,7 +254,7 @@ impl Client {
             }
         }
         let mut reply = Vec::new();
-        let number = self.mirror.write_header(now, &mut reply);
+        let number = self.mirror.write_header(now, &mut reply).unwrap();
         reply.extend_from_slice(b"input");
         self.up.send(tick, number, reply);
         // The links' own reports are not used: each side learns its
@@ -649,7 +649,7 @@ fn a_packet_that_fails_is_not_acknowledged_and_its_work_comes_again() {
     for _ in 0..40 {
         later += TICK * 4;
         let mut reply = Vec::new();
-        client.write_header(later, &mut reply);
+        client.write_header(later, &mut reply).unwrap();
         conn.receive(later, &reply).unwrap();
         let mut packet = Vec::new();
         conn.write_packet(

@@ -1,10 +1,16 @@
 //! Packets from anyone but the peer: an off-path attacker who knows both
 //! addresses and can guess sequence numbers, but never sees a packet,
-//! forges server packets that reuse genuine sequences.
+//! forges packets that reuse genuine sequences. The plain path takes them;
+//! a connection made from a handshake's session refuses them before
+//! reading anything, in token mode and sealed.
 
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
-use fastarray::{AckHeader, Connection, FastArray, MirrorConnection, Replicate};
+use fastarray::{
+    AckHeader, ClientHandshake, Connection, ConnectionError, FastArray, MirrorConnection,
+    PacketError, PacketKind, Protection, Replicate, ServerHandshake, Session, SessionKeys,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -16,109 +22,155 @@ struct Unit {
 
 const TICK: Duration = Duration::from_millis(16);
 const MTU: usize = 1_200;
+const PROTOCOL: u64 = 0x7e57_0001;
 
 /// What a spoofing run saw.
 #[derive(Debug, Default)]
 struct Spoofed {
     /// Forged packets the client applied.
     forged_applied: usize,
-    /// Genuine packets the client refused (other than duplicates of
-    /// genuine packets).
+    /// Why the client refused the others.
+    forged_refused: Vec<ConnectionError>,
+    /// Genuine packets the client refused.
     genuine_refused: usize,
-    /// Whether the mirror equals the server's array after the game stops
-    /// and the last repairs are acknowledged.
+    /// Whether the mirror equals the server's array at the end.
     converged: bool,
 }
 
-/// A server and a client exchanging packets every tick without loss;
-/// from tick 10 on, every fifth tick, the attacker's forged packet (the
-/// next genuine sequence in the ack header, then a body that decodes: no
-/// section) reaches the client just before the genuine packet with that
-/// sequence.
-fn spoof(seed: u64, mut conn: Connection, mut client: MirrorConnection) -> Spoofed {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let t0 = Instant::now();
+/// The game: 20 units, three changed a tick, one replaced every 7 ticks.
+fn mutate(units: &mut FastArray<Unit>, rng: &mut ChaCha8Rng, tick: u32) {
+    let ids: Vec<_> = units.ids().collect();
+    for _ in 0..3 {
+        let id = ids[rng.random_range(0..ids.len())];
+        units.get_mut(id).unwrap().hp = rng.random();
+    }
+    if tick % 7 == 0 {
+        units.remove(ids[rng.random_range(0..ids.len())]);
+        units.push(Unit {
+            x: tick as i32,
+            hp: 1,
+        });
+    }
+}
+
+fn units() -> FastArray<Unit> {
     let mut units = FastArray::new();
     for n in 0..20 {
         units.push(Unit { x: n, hp: 100 });
     }
     units.commit();
+    units
+}
+
+/// A server and a client exchanging packets every tick without loss;
+/// from tick 10 on, every fifth tick, the attacker's forged packet
+/// ([`forge`]) reaches the client just before the genuine packet whose
+/// sequence it reuses.
+fn spoof(seed: u64, mut conn: Connection, mut client: MirrorConnection) -> Spoofed {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let t0 = Instant::now();
+    let mut units = units();
     let mut mirror = FastArray::<Unit>::mirror();
     let mut seen = Spoofed::default();
+    let overhead = conn.session().map_or(0, Session::overhead);
     let (mut packet, mut reply) = (Vec::new(), Vec::new());
     for tick in 0..120u32 {
         let now = t0 + TICK * tick;
         if tick < 60 {
-            // Changes, adds and removals: news the client must not miss.
-            let ids: Vec<_> = units.ids().collect();
-            for _ in 0..3 {
-                let id = ids[rng.random_range(0..ids.len())];
-                units.get_mut(id).unwrap().hp = rng.random();
-            }
-            if tick % 7 == 0 {
-                units.remove(ids[rng.random_range(0..ids.len())]);
-                units.push(Unit {
-                    x: tick as i32,
-                    hp: 1,
-                });
-            }
+            mutate(&mut units, &mut rng, tick);
         }
         units.commit();
         packet.clear();
         conn.write_packet(now, MTU, &mut [&mut units], &mut packet)
             .unwrap();
         if (10..60).contains(&tick) && tick % 5 == 0 {
-            let forged = forge(&mut rng, &packet);
+            let forged = forge(&mut rng, &packet, overhead);
             match client.apply(now, &forged, &mut [&mut mirror]) {
                 Ok(_) => seen.forged_applied += 1,
-                Err(_) => {}
+                Err(error) => seen.forged_refused.push(error),
             }
         }
-        match client.apply(now, &packet, &mut [&mut mirror]) {
-            Ok(_) => {}
-            Err(_) => seen.genuine_refused += 1,
+        if client.apply(now, &packet, &mut [&mut mirror]).is_err() {
+            seen.genuine_refused += 1;
         }
         reply.clear();
-        client.write_header(now, &mut reply);
+        client.write_header(now, &mut reply).unwrap();
         conn.receive(now, &reply).unwrap();
     }
     seen.converged = mirror == units;
     seen
 }
 
-/// The attacker's packet: the genuine packet's sequence (guessed: it is
-/// one more than the last), an ack header that acknowledges nothing, and
-/// an empty body; in the secure modes, the header's place is taken by a
-/// guess at what precedes it.
-fn forge(rng: &mut ChaCha8Rng, genuine: &[u8]) -> Vec<u8> {
-    let prefix = genuine.len() - genuine_body(genuine).len();
+/// The attacker's packet in place of `genuine` (whose session adds
+/// `overhead` bytes): the ack header guessed right (both sides send a
+/// packet a tick, so sequences are the tick's number; a wrong guess is
+/// refused as a duplicate or an ack from the future, a right one is what
+/// this models), acknowledging nothing new, then a body that decodes (no
+/// section). The kind byte and a sealed packet's counter are in clear,
+/// so they are copied; the token, the encrypted bytes and the tag are
+/// guessed.
+fn forge(rng: &mut ChaCha8Rng, genuine: &[u8], overhead: usize) -> Vec<u8> {
     let mut forged = Vec::new();
-    // Whatever precedes the ack header (nothing on the plain path): a
-    // guess, with the genuine packet's first byte (its kind, public).
-    if prefix > AckHeader::BYTES {
-        forged.push(genuine[0]);
-        for _ in 1..prefix - AckHeader::BYTES {
-            forged.push(rng.random());
+    match overhead {
+        0 | 9 => {
+            if overhead == 9 {
+                forged.push(genuine[0]);
+                forged.extend((0..8).map(|_| rng.random::<u8>()));
+            }
+            let header = &genuine[overhead..overhead + AckHeader::BYTES];
+            let header = AckHeader::from_bytes(header.try_into().unwrap());
+            AckHeader {
+                ack_bits: 0,
+                ..header
+            }
+            .write(&mut forged);
+            forged.push(0); // no section
+        }
+        _ => {
+            forged.extend_from_slice(&genuine[..9]);
+            forged.extend((9..genuine.len()).map(|_| rng.random::<u8>()));
         }
     }
-    // The sequence and the acknowledgement: guessed too (both sides send
-    // a packet a tick, so they are the tick's number); a wrong guess is
-    // refused as a duplicate or an ack from the future, a right one is
-    // what this models.
-    let at = prefix - AckHeader::BYTES;
-    let header = AckHeader::from_bytes(genuine[at..prefix].try_into().unwrap());
-    AckHeader {
-        ack_bits: 0,
-        ..header
-    }
-    .write(&mut forged);
-    forged.push(0); // no section
     forged
 }
 
-/// The genuine packet after its headers.
-fn genuine_body(packet: &[u8]) -> &[u8] {
-    &packet[AckHeader::BYTES..]
+/// A client's and a server's session, from a handshake between two
+/// addresses (sans-IO); encrypted with `keys`.
+fn handshake(keys: Option<SessionKeys>) -> (Session, Session) {
+    let now = Instant::now();
+    let client_at: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+    let protection = match keys {
+        Some(_) => Protection::Encrypted,
+        None => Protection::Token,
+    };
+    let mut server = ServerHandshake::new(PROTOCOL, protection).unwrap();
+    let mut client = match keys.clone() {
+        Some(keys) => ClientHandshake::encrypted(PROTOCOL, 7, keys).unwrap(),
+        None => ClientHandshake::new(PROTOCOL, 7).unwrap(),
+    };
+    let (mut request, mut challenge, mut response) = (Vec::new(), Vec::new(), Vec::new());
+    client.poll_transmit(now, &mut request);
+    server
+        .handle(now, &client_at, &request, &mut challenge)
+        .unwrap();
+    let at_client = client.receive(&challenge).unwrap().unwrap();
+    client.poll_transmit(now, &mut response);
+    let at_server = match keys {
+        Some(keys) => server
+            .handle_encrypted(now, &client_at, &response, &mut Vec::new(), |_| Some(keys))
+            .unwrap(),
+        None => server
+            .handle(now, &client_at, &response, &mut Vec::new())
+            .unwrap(),
+    };
+    (at_server.unwrap(), at_client)
+}
+
+fn keys() -> SessionKeys {
+    SessionKeys {
+        client_to_server: [0x5a; 32],
+        server_to_client: [0xa5; 32],
+    }
 }
 
 /// The plain constructors are for transports that authenticate packets
@@ -137,4 +189,213 @@ fn forged_packets_desync_the_plain_path() {
             "seed {seed}: {seen:?}"
         );
     }
+}
+
+/// The same attack on a token-mode session: every forgery is refused for
+/// its token, nothing is acknowledged, and the client converges.
+#[test]
+fn forged_packets_are_refused_by_the_token() {
+    for seed in 0..5 {
+        let (at_server, at_client) = handshake(None);
+        let seen = spoof(
+            seed,
+            Connection::secure(at_server, 1),
+            MirrorConnection::secure(at_client, 1),
+        );
+        assert_eq!(seen.forged_applied, 0, "seed {seed}: {seen:?}");
+        assert_eq!(seen.forged_refused.len(), 10);
+        for error in &seen.forged_refused {
+            assert_eq!(*error, ConnectionError::Refused(PacketError::WrongToken));
+        }
+        assert_eq!(seen.genuine_refused, 0, "seed {seed}: {seen:?}");
+        assert!(seen.converged, "seed {seed}: {seen:?}");
+    }
+}
+
+/// And on a sealed session: every forgery fails its tag.
+#[test]
+fn forged_packets_are_refused_by_the_seal() {
+    for seed in 0..5 {
+        let (at_server, at_client) = handshake(Some(keys()));
+        let seen = spoof(
+            seed,
+            Connection::secure(at_server, 1),
+            MirrorConnection::secure(at_client, 1),
+        );
+        assert_eq!(seen.forged_applied, 0, "seed {seed}: {seen:?}");
+        assert_eq!(seen.forged_refused.len(), 10);
+        for error in &seen.forged_refused {
+            assert_eq!(*error, ConnectionError::Refused(PacketError::Forged));
+        }
+        assert_eq!(seen.genuine_refused, 0, "seed {seed}: {seen:?}");
+        assert!(seen.converged, "seed {seed}: {seen:?}");
+    }
+}
+
+/// A refused packet changes nothing: the server's acknowledgements and
+/// the client's mirror are as if it never came, in every mode.
+#[test]
+fn a_refused_packet_changes_nothing() {
+    for keys in [None, Some(keys())] {
+        let (at_server, at_client) = handshake(keys);
+        let mut conn = Connection::secure(at_server, 1);
+        let mut client = MirrorConnection::secure(at_client, 1);
+        let mut units = units();
+        let mut mirror = FastArray::<Unit>::mirror();
+        let now = Instant::now();
+        let mut packet = Vec::new();
+        conn.write_packet(now, MTU, &mut [&mut units], &mut packet)
+            .unwrap();
+        let mut forged = packet.clone();
+        let last = forged.len() - 1;
+        forged[last] ^= 0x80;
+        forged[5] ^= 1; // in the token, or the counter
+        assert!(matches!(
+            client.apply(now, &forged, &mut [&mut mirror]),
+            Err(ConnectionError::Refused(_))
+        ));
+        assert_eq!(mirror.len(), 0);
+        assert_eq!(client.acks().stats().received_bytes_per_second, 0.0);
+        client.apply(now, &packet, &mut [&mut mirror]).unwrap();
+        assert_eq!(mirror, units);
+        // The client's replies: a forged one is refused by the server too.
+        let mut reply = Vec::new();
+        client.write_reply(now, b"inputs", &mut reply).unwrap();
+        let mut forged = reply.clone();
+        forged[3] ^= 4;
+        assert!(matches!(
+            conn.receive(now, &forged),
+            Err(ConnectionError::Refused(_))
+        ));
+        let (_, inputs) = conn.receive(now, &reply).unwrap();
+        assert_eq!(inputs, b"inputs");
+        // A replayed genuine reply is a duplicate (token mode: by its
+        // header; sealed: by the replay window).
+        assert!(conn.receive(now, &reply).is_err());
+    }
+}
+
+fn socket() -> UdpSocket {
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    socket
+}
+
+/// Over real sockets on 127.0.0.1: the handshake, then 80 ticks of deltas
+/// while an attacker's socket sends the client forged packets (the client
+/// does not check where datagrams come from: a spoofed source address
+/// would pass that check anyway) and garbage handshake messages to the
+/// server. The client converges; every forgery is refused.
+#[test]
+fn over_udp_the_handshake_holds_and_forgeries_are_refused() {
+    let (server_socket, client_socket, attacker) = (socket(), socket(), socket());
+    let server_at = server_socket.local_addr().unwrap();
+    let client_at = client_socket.local_addr().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut buf = vec![0; 65_536];
+    let t0 = Instant::now();
+
+    // The handshake: request, challenge, response, each a datagram.
+    let mut server_hs = ServerHandshake::new(PROTOCOL, Protection::Token).unwrap();
+    let mut client_hs = ClientHandshake::new(PROTOCOL, 0).unwrap();
+    let mut out = Vec::new();
+    assert!(client_hs.poll_transmit(t0, &mut out));
+    client_socket.send_to(&out, server_at).unwrap();
+    // Garbage from the attacker first: refused, nothing sent back.
+    for _ in 0..50 {
+        let len = rng.random_range(0..60);
+        let mut garbage: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        if let Some(first) = garbage.first_mut() {
+            *first = 0xF3;
+        }
+        attacker.send_to(&garbage, server_at).unwrap();
+    }
+    let mut refused = 0;
+    let mut client_session = None;
+    let server_session = loop {
+        let (len, from) = server_socket.recv_from(&mut buf).unwrap();
+        out.clear();
+        match server_hs.handle(Instant::now(), &from, &buf[..len], &mut out) {
+            Ok(Some(session)) => {
+                assert_eq!(from, client_at);
+                break session;
+            }
+            Ok(None) => {
+                // The challenge, to the client, which echoes it.
+                server_socket.send_to(&out, from).unwrap();
+                let (len, _) = client_socket.recv_from(&mut buf).unwrap();
+                client_session = client_hs.receive(&buf[..len]).unwrap();
+                out.clear();
+                assert!(client_hs.poll_transmit(Instant::now(), &mut out));
+                client_socket.send_to(&out, server_at).unwrap();
+            }
+            Err(_) => refused += 1,
+        }
+    };
+    assert_eq!(refused, 50, "the attacker's garbage, and nothing else");
+    assert_eq!(server_hs.recent_sessions(), 1);
+    run_over_udp(
+        &server_socket,
+        &client_socket,
+        &attacker,
+        Connection::secure(server_session, 1),
+        MirrorConnection::secure(client_session.unwrap(), 1),
+        &mut rng,
+    );
+}
+
+/// The ticks of [`over_udp_the_handshake_holds_and_forgeries_are_refused`].
+fn run_over_udp(
+    server_socket: &UdpSocket,
+    client_socket: &UdpSocket,
+    attacker: &UdpSocket,
+    mut conn: Connection,
+    mut client: MirrorConnection,
+    rng: &mut ChaCha8Rng,
+) {
+    let server_at = server_socket.local_addr().unwrap();
+    let client_at = client_socket.local_addr().unwrap();
+    let mut units = units();
+    let mut mirror = FastArray::<Unit>::mirror();
+    let (mut packet, mut reply) = (Vec::new(), Vec::new());
+    let mut buf = vec![0; 65_536];
+    let (mut forged, mut refused) = (0, 0);
+    for tick in 0..80 {
+        let now = Instant::now();
+        if tick < 50 {
+            mutate(&mut units, rng, tick);
+        }
+        units.commit();
+        packet.clear();
+        conn.write_packet(now, MTU, &mut [&mut units], &mut packet)
+            .unwrap();
+        if tick % 3 == 0 {
+            attacker
+                .send_to(&forge(rng, &packet, 9), client_at)
+                .unwrap();
+            forged += 1;
+        }
+        server_socket.send_to(&packet, client_at).unwrap();
+        // The forgery (if any) arrives first, then the genuine packet.
+        loop {
+            let (len, _) = client_socket.recv_from(&mut buf).unwrap();
+            assert_eq!(PacketKind::of(&buf[..len]), Some(PacketKind::Data));
+            match client.apply(now, &buf[..len], &mut [&mut mirror]) {
+                Ok(_) => break,
+                Err(ConnectionError::Refused(PacketError::WrongToken)) => refused += 1,
+                Err(error) => panic!("tick {tick}: {error}"),
+            }
+        }
+        reply.clear();
+        client.write_reply(now, b"in", &mut reply).unwrap();
+        client_socket.send_to(&reply, server_at).unwrap();
+        let (len, from) = server_socket.recv_from(&mut buf).unwrap();
+        assert_eq!(from, client_at);
+        let (_, inputs) = conn.receive(Instant::now(), &buf[..len]).unwrap();
+        assert_eq!(inputs, b"in");
+    }
+    assert_eq!((forged, refused), (27, 27));
+    assert_eq!(mirror, units);
 }

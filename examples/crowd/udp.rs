@@ -482,7 +482,9 @@ fn client(
             next_reply += TICK;
             reply.clear();
             reply.push(DATA);
-            conn.write_header(now, &mut reply);
+            if let Err(error) = conn.write_header(now, &mut reply) {
+                end.errors.push(error.to_string());
+            }
             // The player stops when the game does.
             if !was_healed {
                 at = position(home, (now - started).as_secs_f64() / TICK.as_secs_f64());

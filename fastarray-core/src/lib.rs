@@ -45,6 +45,7 @@ mod replicate;
 mod replicated;
 #[doc(hidden)]
 pub mod schema;
+mod secure;
 mod send;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
@@ -82,6 +83,11 @@ pub use mask::FieldMask;
 pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
+#[cfg(feature = "encryption")]
+pub use secure::SessionKeys;
+pub use secure::{
+    ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
+};
 pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
 pub use spatial::{InterestGrid, Relevance};
 pub use store::ItemMut;
