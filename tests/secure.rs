@@ -267,8 +267,10 @@ fn a_refused_packet_changes_nothing() {
             conn.receive(now, &forged),
             Err(ConnectionError::Refused(_))
         ));
+        assert_eq!(conn.poll_verdict(), None);
         let (_, inputs) = conn.receive(now, &reply).unwrap();
         assert_eq!(inputs, b"inputs");
+        assert_eq!(conn.poll_verdict(), Some(fastarray::AckEvent::Acked(0)));
         // A replayed genuine reply is a duplicate (token mode: by its
         // header; sealed: by the replay window).
         assert!(conn.receive(now, &reply).is_err());

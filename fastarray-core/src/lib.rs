@@ -67,8 +67,8 @@ pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use connection::{
-    Connection, ConnectionError, Incoming, MAX_PACKET, MirrorConnection, Outgoing, PacketReport,
-    PacketStats, WithCallbacks,
+    Connection, ConnectionError, Incoming, MAX_PACKET, MAX_VERDICTS, MirrorConnection, Outgoing,
+    PacketReport, PacketStats, WithCallbacks,
 };
 pub use error::{DecodeError, EncodeError, SendError};
 /// The glam crate whose types have codecs here (feature `glam`): name

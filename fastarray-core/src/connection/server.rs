@@ -3,6 +3,7 @@
 //! acknowledges packets with [`Acks`], and fills each packet up to an MTU
 //! with the channels' deltas.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
@@ -17,6 +18,10 @@ use crate::send::stats::{Budget, DeltaStats, Oversized};
 /// (which then goes alone, in a packet the IP layer fragments): what a UDP
 /// datagram can carry over IPv4.
 pub const MAX_PACKET: usize = 65_507;
+
+/// The verdicts a [`Connection`] keeps for [`Connection::poll_verdict`]:
+/// past this many undrained, the oldest are dropped (and counted).
+pub const MAX_VERDICTS: usize = 1024;
 
 /// Fewer bits than this left in a packet are not offered to a channel.
 const MIN_SECTION_BITS: u64 = 16;
@@ -47,7 +52,9 @@ const MIN_SECTION_BITS: u64 = 16;
 ///
 /// Calls, in order: each tick, [`receive`](Self::receive) every packet of
 /// the client's, [`write_packet`](Self::write_packet) (again while work is
-/// deferred and the budget allows),; [`update`](Self::update) between ticks is optional.
+/// deferred and the budget allows), then drain
+/// [`poll_verdict`](Self::poll_verdict) if the game wants each packet's
+/// fate; [`update`](Self::update) between ticks is optional.
 ///
 /// ```
 /// use std::time::Instant;
@@ -105,6 +112,10 @@ pub struct Connection {
     session: Option<Session>,
     /// A client's packet, decrypted.
     opened: Vec<u8>,
+    /// The verdicts applied and not yet polled, oldest first.
+    verdicts: VecDeque<AckEvent>,
+    /// Verdicts dropped undrained past [`MAX_VERDICTS`].
+    verdicts_dropped: u64,
 }
 
 /// What one [`Connection::write_packet`] wrote.
@@ -141,6 +152,8 @@ impl Connection {
             scratch: Vec::new(),
             session: None,
             opened: Vec::new(),
+            verdicts: VecDeque::new(),
+            verdicts_dropped: 0,
         }
     }
 
@@ -217,7 +230,28 @@ impl Connection {
                     AckEvent::Lost(packet) => state.on_loss(packet),
                 };
             }
+            if self.verdicts.len() == MAX_VERDICTS {
+                self.verdicts.pop_front();
+                self.verdicts_dropped += 1;
+            }
+            self.verdicts.push_back(event);
         }
+    }
+
+    /// The next verdict the connection applied to its channels, oldest
+    /// first: [`AckEvent::Acked`] with the number of a packet the client
+    /// applied, or [`AckEvent::Lost`] with one whose work was due again.
+    /// Every packet [`write_packet`](Self::write_packet) wrote (its
+    /// [`PacketStats::packet`]) gets exactly one. They are kept until
+    /// polled, at most [`MAX_VERDICTS`] of them: drain them every tick.
+    pub fn poll_verdict(&mut self) -> Option<AckEvent> {
+        self.verdicts.pop_front()
+    }
+
+    /// How many verdicts were dropped because more than [`MAX_VERDICTS`]
+    /// waited to be polled.
+    pub fn verdicts_dropped(&self) -> u64 {
+        self.verdicts_dropped
     }
 
     /// Reads a packet from the client: the acknowledgements its header
