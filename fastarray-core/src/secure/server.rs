@@ -83,6 +83,11 @@ impl ServerHandshake {
         self.lifetime = lifetime;
     }
 
+    /// The protection this server's sessions have.
+    pub fn protection(&self) -> Protection {
+        self.protection
+    }
+
     /// The tokens accepted within the challenge lifetime, held to refuse
     /// their replay (at most [`MAX_RECENT`](Self::MAX_RECENT)).
     pub fn recent_sessions(&self) -> usize {
