@@ -23,7 +23,7 @@
 //!    packet.
 //! 3. **Encryption** ([`Protection::Encrypted`], feature `encryption`):
 //!    the game's login service gives both sides a key per direction
-//!    ([`SessionKeys`], as netcode's connect token does); each session
+//!    (`SessionKeys`, as netcode's connect token does); each session
 //!    derives its own from them and the client's nonce. Every packet is
 //!    sealed with ChaCha20-Poly1305: the kind byte and a 64-bit counter
 //!    (the nonce) in clear and authenticated, with the token, protocol id

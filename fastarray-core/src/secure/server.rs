@@ -98,7 +98,7 @@ impl ServerHandshake {
     /// `Hash` goes into the token) at `now`. A request appends the
     /// challenge to send back to `reply` and returns `None`; a valid
     /// response returns the session. Token mode only: an encrypted
-    /// server uses [`handle_encrypted`](Self::handle_encrypted). On error
+    /// server uses `handle_encrypted` (feature `encryption`). On error
     /// nothing changed and nothing is to be sent.
     pub fn handle<A: Hash + ?Sized>(
         &mut self,
