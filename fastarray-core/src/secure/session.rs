@@ -122,7 +122,10 @@ impl Session {
     }
 
     /// The client, as the game's login service named it in the request (0
-    /// if unnamed).
+    /// if unnamed). In token mode this is the client's claim, bound to the
+    /// session but not proven: any client may name any id. A sealed
+    /// session proves it: the handshake's proof verified under the keys
+    /// the login service gave that id.
     pub fn client_id(&self) -> u64 {
         self.client_id
     }

@@ -326,6 +326,25 @@ fn protocol_protection_and_nonce_must_match() {
 }
 
 #[test]
+fn garbage_packets_are_refused_and_change_nothing() {
+    let (_, mut at_server, mut at_client) = token_pair(Instant::now());
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut scratch = Vec::new();
+    for _ in 0..20_000 {
+        let len = rng.random_range(0..64);
+        let mut garbage: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        if len > 0 && rng.random_bool(0.5) {
+            garbage[0] = PacketKind::Data.byte();
+        }
+        assert!(at_client.open(&garbage, &mut scratch).is_err());
+    }
+    assert_eq!(
+        through(&mut at_server, &mut at_client, b"still").unwrap(),
+        b"still"
+    );
+}
+
+#[test]
 fn the_client_resends_at_its_interval() {
     let t0 = Instant::now();
     let mut client = ClientHandshake::new(PROTOCOL, 0).unwrap();
@@ -446,6 +465,30 @@ mod encryption {
         assert_eq!(open(&packets[44]).unwrap(), 44u32.to_le_bytes()); // 255 behind
         assert_eq!(open(&packets[43]), Err(PacketError::TooOld { counter: 43 }));
         assert_eq!(open(&packets[298]).unwrap(), 298u32.to_le_bytes());
+    }
+
+    #[test]
+    fn garbage_sealed_packets_are_refused_and_change_nothing() {
+        let (mut at_server, mut at_client) = sealed_pair(keys(1), Some(keys(1))).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut scratch = Vec::new();
+        for _ in 0..20_000 {
+            let len = rng.random_range(0..80);
+            let mut garbage: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+            if len > 0 && rng.random_bool(0.5) {
+                garbage[0] = PacketKind::Sealed.byte();
+                if len > 9 && rng.random_bool(0.5) {
+                    // A counter the window would take: only the tag stops it.
+                    garbage[1..9].copy_from_slice(&rng.random_range(0..4u64).to_le_bytes());
+                }
+            }
+            assert!(at_client.open(&garbage, &mut scratch).is_err());
+        }
+        // Counter 0 is still free: the refusals recorded nothing.
+        assert_eq!(
+            through(&mut at_server, &mut at_client, b"still").unwrap(),
+            b"still"
+        );
     }
 
     #[test]
