@@ -8,9 +8,10 @@ use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    AckHeader, ClientHandshake, Connection, ConnectionError, FastArray, MirrorConnection,
+    AckError, AckHeader, ClientHandshake, Connection, ConnectionError, FastArray, MirrorConnection,
     PacketError, PacketKind, Protection, Replicate, ServerHandshake, Session, SessionKeys,
 };
+use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -400,4 +401,85 @@ fn run_over_udp(
     }
     assert_eq!((forged, refused), (27, 27));
     assert_eq!(mirror, units);
+}
+
+/// Secure sessions over the test kit's chaotic link (loss, bursts,
+/// reordering, duplication): a duplicate is refused by the ack header
+/// (token mode) or the replay window (sealed), nothing else is refused,
+/// every packet fits the MTU with the session's bytes, and the client
+/// converges once the links heal.
+#[test]
+fn secure_sessions_converge_over_a_chaotic_link() {
+    const SMALL_MTU: usize = 600;
+    for (seed, keys) in [(1, None), (2, Some(keys())), (3, Some(keys()))] {
+        let (at_server, at_client) = handshake(keys);
+        let mut conn = Connection::secure(at_server, 1);
+        let mut client = MirrorConnection::secure(at_client, 1);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut units = FastArray::new();
+        for n in 0..600 {
+            units.push(Unit { x: n, hp: 100 });
+        }
+        units.commit();
+        let mut mirror = FastArray::<Unit>::mirror();
+        let mut down = Link::new(LinkProfile::chaos(), seed);
+        let mut up = Link::new(LinkProfile::chaos(), seed ^ 0x5eed);
+        let t0 = Instant::now();
+        let (mut duplicates, mut packets) = (0, 0);
+        for tick in 0..700u32 {
+            let now = t0 + TICK * tick;
+            if tick < 300 {
+                mutate(&mut units, &mut rng, tick);
+            } else if tick == 300 {
+                down.heal();
+                up.heal();
+            }
+            units.commit();
+            for _ in 0..3 {
+                let mut packet = Vec::new();
+                let stats = conn
+                    .write_packet(now, SMALL_MTU, &mut [&mut units], &mut packet)
+                    .unwrap();
+                assert!(packet.len() <= SMALL_MTU, "{} bytes", packet.len());
+                down.send(tick, packets, packet);
+                packets += 1;
+                if stats.totals.deferred == 0 {
+                    break;
+                }
+            }
+            for packet in down.deliver(tick) {
+                match client.apply(now, &packet, &mut [&mut mirror]) {
+                    Ok(_) => {}
+                    Err(ConnectionError::Ack(
+                        AckError::Duplicate { .. } | AckError::TooOld { .. },
+                    ))
+                    | Err(ConnectionError::Refused(
+                        PacketError::Replayed { .. } | PacketError::TooOld { .. },
+                    )) => duplicates += 1,
+                    Err(error) => panic!("seed {seed} tick {tick}: {error}"),
+                }
+            }
+            let mut reply = Vec::new();
+            let number = client.write_reply(now, b"in", &mut reply).unwrap();
+            up.send(tick, number, reply);
+            for reply in up.deliver(tick) {
+                match conn.receive(now, &reply) {
+                    Ok((_, inputs)) => assert_eq!(inputs, b"in"),
+                    Err(ConnectionError::Ack(
+                        AckError::Duplicate { .. } | AckError::TooOld { .. },
+                    ))
+                    | Err(ConnectionError::Refused(
+                        PacketError::Replayed { .. } | PacketError::TooOld { .. },
+                    )) => {}
+                    Err(error) => panic!("seed {seed} tick {tick}: {error}"),
+                }
+            }
+            down.reports(tick);
+            up.reports(tick);
+            while conn.poll_verdict().is_some() {}
+        }
+        assert!(duplicates > 0, "seed {seed}: the link duplicated nothing");
+        assert!(units.is_settled(conn.state(0)), "seed {seed}");
+        assert_eq!(mirror, units, "seed {seed}");
+    }
 }
