@@ -21,7 +21,6 @@ use super::token::random_u64;
 /// calling `poll_transmit` until that connection has applied a packet (a
 /// lost response is sent again; the server makes one session however many
 /// arrive), then drop the handshake.
-#[derive(Debug)]
 pub struct ClientHandshake {
     hello: Hello,
     #[cfg(feature = "encryption")]
@@ -29,6 +28,18 @@ pub struct ClientHandshake {
     challenge: Option<Challenge>,
     next_send: Option<Instant>,
     resend: Duration,
+}
+
+/// Says where the handshake stands, not its nonce, token or keys.
+impl core::fmt::Debug for ClientHandshake {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ClientHandshake")
+            .field("protection", &self.hello.protection)
+            .field("protocol_id", &self.hello.protocol_id)
+            .field("client_id", &self.hello.client_id)
+            .field("challenged", &self.challenge.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientHandshake {

@@ -36,7 +36,6 @@ use super::{
 /// [`Connection::secure`](crate::Connection::secure) from the session it
 /// returns. A client's repeated responses then reach that connection,
 /// which refuses them as not data.
-#[derive(Debug)]
 pub struct ServerHandshake {
     protocol_id: u64,
     protection: Protection,
@@ -47,6 +46,18 @@ pub struct ServerHandshake {
     /// Tokens accepted within the lifetime, with the time each expires
     /// (milliseconds since `epoch`).
     recent: VecDeque<(u64, [u8; TOKEN_BYTES])>,
+}
+
+/// Says what the handshake accepts, not its secret or tokens.
+impl core::fmt::Debug for ServerHandshake {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ServerHandshake")
+            .field("protocol_id", &self.protocol_id)
+            .field("protection", &self.protection)
+            .field("lifetime", &self.lifetime)
+            .field("recent_sessions", &self.recent.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServerHandshake {

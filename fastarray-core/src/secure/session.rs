@@ -36,13 +36,23 @@ pub(crate) enum Side {
 ///
 /// [`seal`](Self::seal) and [`open`](Self::open) wrap any bytes the same
 /// way, for a game that sends packets of its own over the session.
-#[derive(Debug)]
 pub struct Session {
     token: [u8; TOKEN_BYTES],
     client_id: u64,
     protocol_id: u64,
     #[cfg(feature = "encryption")]
     sealed: Option<Box<Sealed>>,
+}
+
+/// Says what the session is, not its token or keys.
+impl core::fmt::Debug for Session {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Session")
+            .field("protection", &self.protection())
+            .field("client_id", &self.client_id)
+            .field("protocol_id", &self.protocol_id)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The state of a sealed session.

@@ -80,6 +80,33 @@ fn a_token_handshake_makes_one_session_on_each_side() {
 }
 
 #[test]
+fn debug_output_shows_no_secret() {
+    let t0 = Instant::now();
+    let mut server = ServerHandshake::with_secret(PROTOCOL, Protection::Token, [0xAB; 16]);
+    let mut client = ClientHandshake::new(PROTOCOL, 42).unwrap();
+    let (session, _) = challenge(&mut server, &mut client, t0);
+    let mut packet = Vec::new();
+    let mut session = session;
+    session.seal(b"", &mut packet).unwrap();
+    let token = format!("{:?}", &packet[1..9]);
+    for shown in [
+        format!("{server:?}"),
+        format!("{client:?}"),
+        format!("{session:?}"),
+    ] {
+        assert!(!shown.contains("171"), "the secret in {shown}"); // 0xAB
+        assert!(
+            !shown.contains(&token[1..token.len() - 1]),
+            "the token in {shown}"
+        );
+    }
+    assert_eq!(
+        format!("{session:?}"),
+        format!("Session {{ protection: Token, client_id: 42, protocol_id: {PROTOCOL}, .. }}")
+    );
+}
+
+#[test]
 fn a_packet_without_the_token_is_refused() {
     let (_, mut at_server, mut at_client) = token_pair(Instant::now());
     let mut packet = Vec::new();
