@@ -13,8 +13,9 @@
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    AckConfig, AckError, Callbacks, Connection, ConnectionError, DecodeError, FastArray,
-    MAX_PACKET, MirrorConnection, Replicate, Replicated, ReplicationId, SendError, WithCallbacks,
+    AckConfig, AckError, AckEvent, Callbacks, Connection, ConnectionError, DecodeError, FastArray,
+    MAX_PACKET, MAX_VERDICTS, MirrorConnection, Replicate, Replicated, ReplicationId, SendError,
+    WithCallbacks,
 };
 use fastarray_testkit::channel::{Channel, Extra};
 use fastarray_testkit::link::LinkProfile;
@@ -254,7 +255,7 @@ impl Client {
             }
         }
         let mut reply = Vec::new();
-        let number = self.mirror.write_header(now, &mut reply);
+        let number = self.mirror.write_header(now, &mut reply).unwrap();
         reply.extend_from_slice(b"input");
         self.up.send(tick, number, reply);
         // The links' own reports are not used: each side learns its
@@ -649,7 +650,7 @@ fn a_packet_that_fails_is_not_acknowledged_and_its_work_comes_again() {
     for _ in 0..40 {
         later += TICK * 4;
         let mut reply = Vec::new();
-        client.write_header(later, &mut reply);
+        client.write_header(later, &mut reply).unwrap();
         conn.receive(later, &reply).unwrap();
         let mut packet = Vec::new();
         conn.write_packet(
@@ -667,6 +668,104 @@ fn a_packet_that_fails_is_not_acknowledged_and_its_work_comes_again() {
     assert_eq!(scoped, world.scoped);
     assert_eq!(plain, world.plain);
     assert_eq!(game.get(), world.game.get());
+}
+
+/// An operator sees every packet's fate: `poll_verdict` gives each packet
+/// number `write_packet` wrote exactly one verdict, the same the channels
+/// heard (lost: the packets the network dropped).
+#[test]
+fn every_packet_gets_one_verdict_to_poll() {
+    let t0 = Instant::now();
+    let mut world = World::new(4, 30);
+    let mut conn = Connection::new(3);
+    let mut client = MirrorConnection::new(3);
+    let (mut scoped, mut plain, mut game) = (
+        FastArray::<Unit>::mirror(),
+        FastArray::<Unit>::mirror(),
+        Replicated::<Match>::mirror(),
+    );
+    let (mut written, mut dropped) = (Vec::new(), Vec::new());
+    let mut verdicts = Vec::new();
+    for tick in 0..60u32 {
+        let now = t0 + TICK * tick;
+        world.mutate();
+        let mut packet = Vec::new();
+        let stats = conn
+            .write_packet(
+                now,
+                MTU,
+                &mut [&mut world.scoped, &mut world.plain, &mut world.game],
+                &mut packet,
+            )
+            .unwrap();
+        written.push(stats.packet);
+        if tick % 5 == 2 {
+            dropped.push(stats.packet); // the network loses it
+        } else {
+            client
+                .apply(now, &packet, &mut [&mut scoped, &mut plain, &mut game])
+                .unwrap();
+        }
+        let mut reply = Vec::new();
+        client.write_header(now, &mut reply).unwrap();
+        conn.receive(now, &reply).unwrap();
+        verdicts.extend(std::iter::from_fn(|| conn.poll_verdict()));
+    }
+    // Long after: whatever was in flight is acknowledged or timed out.
+    let late = t0 + Duration::from_secs(5);
+    let mut reply = Vec::new();
+    client.write_header(late, &mut reply).unwrap();
+    conn.receive(late, &reply).unwrap();
+    conn.update(late + Duration::from_secs(5));
+    verdicts.extend(std::iter::from_fn(|| conn.poll_verdict()));
+
+    let mut named: Vec<u32> = verdicts
+        .iter()
+        .map(|verdict| match *verdict {
+            AckEvent::Acked(packet) | AckEvent::Lost(packet) => packet,
+        })
+        .collect();
+    named.sort_unstable();
+    assert_eq!(named, written, "one verdict per packet");
+    let lost: Vec<u32> = verdicts
+        .iter()
+        .filter_map(|verdict| match *verdict {
+            AckEvent::Lost(packet) => Some(packet),
+            AckEvent::Acked(_) => None,
+        })
+        .collect();
+    assert_eq!(lost, dropped);
+    assert_eq!(conn.stats().packets_lost, dropped.len() as u64);
+    assert_eq!(conn.verdicts_dropped(), 0);
+}
+
+/// Verdicts nobody polls are bounded: past `MAX_VERDICTS`, the oldest go,
+/// counted.
+#[test]
+fn unpolled_verdicts_are_bounded() {
+    let t0 = Instant::now();
+    let mut units = FastArray::new();
+    units.push(unit(&mut ChaCha8Rng::seed_from_u64(1), 0));
+    units.commit();
+    let mut conn = Connection::new(1);
+    let mut client = MirrorConnection::new(1);
+    let mut mirror = FastArray::<Unit>::mirror();
+    let packets = MAX_VERDICTS as u32 + 100;
+    for tick in 0..packets {
+        let now = t0 + TICK * tick;
+        let mut packet = Vec::new();
+        conn.write_packet(now, MTU, &mut [&mut units], &mut packet)
+            .unwrap();
+        client.apply(now, &packet, &mut [&mut mirror]).unwrap();
+        let mut reply = Vec::new();
+        client.write_header(now, &mut reply).unwrap();
+        conn.receive(now, &reply).unwrap();
+    }
+    let kept: Vec<AckEvent> = std::iter::from_fn(|| conn.poll_verdict()).collect();
+    assert_eq!(kept.len(), MAX_VERDICTS);
+    assert_eq!(conn.verdicts_dropped(), 100);
+    assert_eq!(kept[0], AckEvent::Acked(100));
+    assert_eq!(kept[MAX_VERDICTS - 1], AckEvent::Acked(packets - 1));
 }
 
 #[derive(Default)]

@@ -10,7 +10,9 @@
 //! and delaying them; three clients join late. Each client's packets carry
 //! its acknowledgements and where its player stands; the server keeps a
 //! `Connection` per client (the agents and a match object, in packets of at
-//! most 1 200 bytes). With `--simulated`, the same game runs in one loop
+//! most 1 200 bytes). Each client first connects with the handshake, and
+//! every packet carries its session's token (`--encrypted`: is sealed with
+//! ChaCha20-Poly1305). With `--simulated`, the same game runs in one loop
 //! over the test kit's simulated links instead (`simulated.rs`).
 //!
 //! At the end the links heal, the last repairs go out, and every client is
@@ -21,6 +23,7 @@
 //! ```sh
 //! cargo run --release --example crowd                     # 300 ticks over UDP (about 6 s)
 //! cargo run --release --example crowd -- 1000             # more ticks
+//! cargo run --release --example crowd -- --encrypted      # sealed packets
 //! cargo run --release --example crowd -- --simulated      # over simulated links
 //! ```
 //!
@@ -33,7 +36,7 @@ mod udp;
 
 use std::process::ExitCode;
 
-use fastarray::{FastArray, InterestGrid, Replicate, ReplicationId, SendState};
+use fastarray::{FastArray, InterestGrid, Protection, Replicate, ReplicationId, SendState};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -128,13 +131,15 @@ pub fn simulate(
 fn main() -> ExitCode {
     let mut ticks = 300;
     let mut simulated = false;
+    let mut protection = Protection::Token;
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             "--simulated" => simulated = true,
+            "--encrypted" => protection = Protection::Encrypted,
             number => match number.parse() {
                 Ok(n) => ticks = n,
                 Err(_) => {
-                    eprintln!("usage: crowd [TICKS] [--simulated]");
+                    eprintln!("usage: crowd [TICKS] [--simulated | --encrypted]");
                     return ExitCode::from(2);
                 }
             },
@@ -143,7 +148,7 @@ fn main() -> ExitCode {
     if simulated {
         simulated::run(ticks)
     } else {
-        udp::run(ticks)
+        udp::run(ticks, protection)
     }
 }
 

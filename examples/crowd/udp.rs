@@ -7,6 +7,14 @@
 //! with a [`MirrorConnection`] and answers every tick with its
 //! acknowledgements and where its player stands, which is what the
 //! server's grid uses as that client's view point.
+//!
+//! Every client connects with the handshake first: its request names its
+//! player (the client id a login service would give), the server answers
+//! with a challenge, the client echoes it, and both sides make their
+//! connection from the resulting session. Every packet after that carries
+//! the session's token (or, with `--encrypted`, is sealed with
+//! ChaCha20-Poly1305 under keys a stand-in login service hands both
+//! sides), and a packet without it is refused before it is read.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::process::ExitCode;
@@ -16,8 +24,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    AckError, Connection, ConnectionError, FastArray, InterestGrid, MirrorConnection, Relevance,
-    Replicate, Replicated, SendState,
+    AckError, ClientHandshake, Connection, ConnectionError, FastArray, InterestGrid,
+    MirrorConnection, PacketKind, Protection, Relevance, Replicate, Replicated, SendState,
+    ServerHandshake, SessionKeys,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -37,9 +46,23 @@ const PACKETS_PER_TICK: usize = 4;
 /// every client to hold everything.
 const DRAIN_TICKS: u32 = 600;
 
-/// The first byte of every datagram.
-const DATA: u8 = 1;
+/// The game's protocol id (and version): a client of another is refused.
+const PROTOCOL: u64 = 0xc0d0_0001;
+/// The first byte of the server's last datagram (the game's own; every
+/// other datagram is the library's, told apart by `PacketKind`). A real
+/// game would send it inside its protected packets: anyone can forge this
+/// one.
 const BYE: u8 = 2;
+
+/// The keys a login service would give player `n` and the server (with
+/// `--encrypted`): a stand-in, derived from the player's number.
+fn login_keys(player: u64) -> SessionKeys {
+    let byte = player as u8;
+    SessionKeys {
+        client_to_server: [byte.wrapping_mul(31).wrapping_add(7); 32],
+        server_to_client: [byte.wrapping_mul(17).wrapping_add(3); 32],
+    }
+}
 
 /// The match: one replicated object beside the agents.
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]
@@ -90,8 +113,8 @@ struct Peer {
 
 /// Runs `ticks` ticks of the game over UDP, then lets every client catch
 /// up over healed links, and checks them.
-pub fn run(ticks: u32) -> ExitCode {
-    match serve(ticks) {
+pub fn run(ticks: u32, protection: Protection) -> ExitCode {
+    match serve(ticks, protection) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error}");
@@ -129,7 +152,7 @@ fn players() -> Vec<Player> {
         .collect()
 }
 
-fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
+fn serve(ticks: u32, protection: Protection) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let socket = UdpSocket::bind("127.0.0.1:0")?;
     socket.set_nonblocking(true)?;
     let server_address = socket.local_addr()?;
@@ -138,9 +161,11 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let start = Instant::now();
     let deadline = start + TICK * (ticks + DRAIN_TICKS + 120);
     println!(
-        "server on {server_address}; {} clients on threads of their own, each behind a seeded shim",
+        "server on {server_address}; {} clients on threads of their own, each behind a seeded shim; \
+         packets protected by {protection:?}",
         players.len()
     );
+    let mut handshake = ServerHandshake::new(PROTOCOL, protection)?;
 
     let threads: Vec<_> = players
         .iter()
@@ -154,6 +179,7 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 .spawn(move || {
                     client(
                         n,
+                        protection,
                         server_address,
                         faults,
                         home,
@@ -203,6 +229,7 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 Ok((len, from)) => {
                     receive(
                         &mut peers,
+                        &mut handshake,
                         &players,
                         &socket,
                         &datagram[..len],
@@ -261,7 +288,6 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
             }
             for _ in 0..PACKETS_PER_TICK {
                 packet.clear();
-                packet.push(DATA);
                 let stats =
                     peer.conn
                         .write_packet(now, MTU, &mut [&mut agents, &mut game], &mut packet)?;
@@ -327,10 +353,13 @@ fn serve(ticks: u32) -> Result<ExitCode, Box<dyn std::error::Error>> {
     )
 }
 
-/// Takes one datagram from a client: a new address joins.
+/// Takes one datagram from a client: a packet of its connection, or, from
+/// an address without one, a handshake message; a client whose echo of
+/// its challenge holds joins.
 #[allow(clippy::too_many_arguments)]
 fn receive(
     peers: &mut Vec<Peer>,
+    handshake: &mut ServerHandshake,
     players: &[Player],
     socket: &UdpSocket,
     datagram: &[u8],
@@ -339,49 +368,61 @@ fn receive(
     tick: u32,
     grid: &mut InterestGrid,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let Some((&DATA, bytes)) = datagram.split_first() else {
-        return Ok(()); // not ours
-    };
-    let index = match peers.iter().position(|peer| peer.address == from) {
-        Some(index) => index,
-        None => {
-            // The join: the first packet from a new address names its
-            // player (its payload's last byte).
-            let Some(&player) = bytes.last() else {
-                return Ok(());
-            };
-            let player = usize::from(player);
-            if player >= players.len() || peers.iter().any(|peer| peer.index == player) {
-                return Ok(());
+    let Some(index) = peers.iter().position(|peer| peer.address == from) else {
+        let mut reply = Vec::new();
+        let session = match handshake.protection() {
+            Protection::Token => handshake.handle(now, &from, datagram, &mut reply),
+            Protection::Encrypted => {
+                handshake.handle_encrypted(now, &from, datagram, &mut reply, |player| {
+                    (player < players.len() as u64).then(|| login_keys(player))
+                })
             }
-            peers.push(Peer {
-                index: player,
-                address: from,
-                conn: Connection::new(2),
-                shim: Shim::new(
-                    socket.try_clone()?,
-                    players[player].faults,
-                    100 + player as u64,
-                ),
-                joined: tick,
-                bytes: 0,
-                packets: 0,
-                in_scope: 0,
-                ticks: 0,
-            });
-            println!("tick {tick:>4}  client {player} joined from {from}");
-            peers.len() - 1
+        };
+        match session {
+            // A request: the challenge goes back (straight, not through
+            // a shim: the client's own shim loses its share of them).
+            Ok(None) => {
+                socket.send_to(&reply, from)?;
+            }
+            Ok(Some(session)) => {
+                // The client's id names its player.
+                let player = session.client_id() as usize;
+                if player >= players.len() || peers.iter().any(|peer| peer.index == player) {
+                    return Ok(());
+                }
+                peers.push(Peer {
+                    index: player,
+                    address: from,
+                    conn: Connection::secure(session, 2),
+                    shim: Shim::new(
+                        socket.try_clone()?,
+                        players[player].faults,
+                        100 + player as u64,
+                    ),
+                    joined: tick,
+                    bytes: 0,
+                    packets: 0,
+                    in_scope: 0,
+                    ticks: 0,
+                });
+                println!("tick {tick:>4}  client {player} joined from {from}");
+            }
+            // Not a handshake message, or one refused: changes nothing.
+            Err(_) => {}
         }
+        return Ok(());
     };
     let peer = &mut peers[index];
-    match peer.conn.receive(now, bytes) {
+    match peer.conn.receive(now, datagram) {
         Ok((_, payload)) => {
             if let Some(([x, z, radius], _)) = read_view(payload) {
                 grid.set_viewer(peer.index as u64, [x, z], radius);
             }
         }
-        // Duplicates and stale or broken headers change nothing.
-        Err(ConnectionError::Ack(_)) => {}
+        // Duplicates, stale or broken headers, and packets that are not
+        // the client's (its echoes repeated after it joined, forgeries)
+        // change nothing.
+        Err(ConnectionError::Ack(_) | ConnectionError::Refused(_)) => {}
         Err(error) => return Err(error.into()),
     }
     Ok(())
@@ -410,6 +451,7 @@ fn read_view(payload: &[u8]) -> Option<([f32; 3], u8)> {
 #[allow(clippy::too_many_arguments)]
 fn client(
     n: usize,
+    protection: Protection,
     server: SocketAddr,
     faults: Faults,
     home: [f32; 2],
@@ -440,9 +482,25 @@ fn client(
         }
     };
     thread::sleep(joins.saturating_duration_since(Instant::now()));
-    let mut conn = MirrorConnection::new(2);
+    let handshake = match protection {
+        Protection::Token => ClientHandshake::new(PROTOCOL, n as u64),
+        Protection::Encrypted => {
+            ClientHandshake::encrypted(PROTOCOL, n as u64, login_keys(n as u64))
+        }
+    };
+    let mut handshake = match handshake {
+        Ok(handshake) => handshake,
+        Err(error) => {
+            end.errors.push(format!("handshake: {error}"));
+            return end;
+        }
+    };
+    // Made from the session once the challenge arrives.
+    let mut conn: Option<MirrorConnection> = None;
     let mut datagram = vec![0u8; fastarray::MAX_PACKET + 1];
-    let mut reply = Vec::with_capacity(32);
+    let mut out = Vec::with_capacity(64);
+    let mut reply = Vec::with_capacity(64);
+    let mut view = Vec::with_capacity(16);
     let mut next_reply = Instant::now();
     let mut was_healed = false;
     let started = Instant::now();
@@ -453,23 +511,45 @@ fn client(
             shim.set_faults(Faults::NONE);
             was_healed = true;
         }
+        // The handshake's request, then its echo, until the server's
+        // first packet shows it holds the session.
+        out.clear();
+        if end.applied == 0 && handshake.poll_transmit(now, &mut out) {
+            if let Err(error) = shim.send_to(now, &out, server) {
+                end.errors.push(format!("send: {error}"));
+            }
+        }
         match socket.recv_from(&mut datagram) {
-            Ok((len, _)) => match datagram[..len].split_first() {
-                Some((&BYE, _)) => break,
-                Some((&DATA, packet)) => {
-                    match conn.apply(now, packet, &mut [&mut end.agents, &mut end.game]) {
-                        Ok(_) => end.applied += 1,
-                        Err(ConnectionError::Ack(AckError::Duplicate { .. })) => {
-                            end.duplicates += 1
+            Ok((len, _)) => {
+                let datagram = &datagram[..len];
+                match (PacketKind::of(datagram), &mut conn) {
+                    (Some(PacketKind::Challenge), _) => match handshake.receive(datagram) {
+                        Ok(Some(session)) => conn = Some(MirrorConnection::secure(session, 2)),
+                        Ok(None) => {} // an answer to a resent request
+                        Err(error) => end.errors.push(format!("handshake: {error}")),
+                    },
+                    (Some(PacketKind::Data | PacketKind::Sealed), Some(conn)) => {
+                        match conn.apply(now, datagram, &mut [&mut end.agents, &mut end.game]) {
+                            Ok(_) => end.applied += 1,
+                            Err(ConnectionError::Ack(AckError::Duplicate { .. })) => {
+                                end.duplicates += 1
+                            }
+                            // A late packet the header window no longer
+                            // reaches: its news is older than what came since.
+                            Err(ConnectionError::Ack(AckError::TooOld { .. })) => {
+                                end.duplicates += 1
+                            }
+                            // A sealed duplicate: refused by the replay window.
+                            Err(ConnectionError::Refused(fastarray::PacketError::Replayed {
+                                ..
+                            })) => end.duplicates += 1,
+                            Err(error) => end.errors.push(error.to_string()),
                         }
-                        // A late packet the header window no longer
-                        // reaches: its news is older than what came since.
-                        Err(ConnectionError::Ack(AckError::TooOld { .. })) => end.duplicates += 1,
-                        Err(error) => end.errors.push(error.to_string()),
                     }
+                    _ if datagram.first() == Some(&BYE) => break,
+                    _ => end.errors.push("a datagram of unknown kind".into()),
                 }
-                _ => end.errors.push("a datagram of unknown kind".into()),
-            },
+            }
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {
                 thread::sleep(Duration::from_micros(300));
             }
@@ -478,18 +558,22 @@ fn client(
                 break;
             }
         }
-        if now >= next_reply {
+        if let (Some(conn), true) = (&mut conn, now >= next_reply) {
             next_reply += TICK;
-            reply.clear();
-            reply.push(DATA);
-            conn.write_header(now, &mut reply);
             // The player stops when the game does.
             if !was_healed {
                 at = position(home, (now - started).as_secs_f64() / TICK.as_secs_f64());
             }
-            write_view(&mut reply, [at[0], at[1], radius], n);
-            if let Err(error) = shim.send_to(now, &reply, server) {
-                end.errors.push(format!("send: {error}"));
+            view.clear();
+            write_view(&mut view, [at[0], at[1], radius], n);
+            reply.clear();
+            match conn.write_reply(now, &view, &mut reply) {
+                Ok(_) => {
+                    if let Err(error) = shim.send_to(now, &reply, server) {
+                        end.errors.push(format!("send: {error}"));
+                    }
+                }
+                Err(error) => end.errors.push(error.to_string()),
             }
         }
         if let Err(error) = shim.flush(now) {
@@ -552,7 +636,7 @@ fn report(
     }
     println!(
         "\nloss: what the shim drops, both ways (it also duplicates 2% and delays each datagram by 5-40 ms, \
-         so they reorder);\njoined: the tick the client's first packet arrived; radius: how far its player sees; \
+         so they reorder);\njoined: the tick its handshake completed; radius: how far its player sees; \
          in scope: agents it saw, on average;\nbytes/tick: sent to it per tick while the game ran, headers included; \
          vs all: that against sending everything to everyone;\npackets: datagrams the server sent it; \
          lost: those the server's acknowledgements declared lost; rtt: the smoothed round trip;\napplied: \

@@ -46,6 +46,7 @@ mod replicate;
 mod replicated;
 #[doc(hidden)]
 pub mod schema;
+mod secure;
 mod send;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
@@ -67,8 +68,8 @@ pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use connection::{
-    Connection, ConnectionError, Incoming, MAX_PACKET, MirrorConnection, Outgoing, PacketReport,
-    PacketStats, WithCallbacks,
+    Connection, ConnectionError, Incoming, MAX_PACKET, MAX_VERDICTS, MirrorConnection, Outgoing,
+    PacketReport, PacketStats, WithCallbacks,
 };
 pub use error::{DecodeError, EncodeError, Limit, SendError};
 /// glam 0.34, whose types have codecs here (feature `glam-0_34`, or
@@ -92,6 +93,11 @@ pub use mask::FieldMask;
 pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent, MirrorState};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
+#[cfg(feature = "encryption")]
+pub use secure::SessionKeys;
+pub use secure::{
+    ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
+};
 pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
 pub use spatial::{InterestGrid, Relevance};
 pub use store::ItemMut;

@@ -19,6 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["id_map"],
     // Packet acknowledgements: their own error, no other module.
     &["ack"],
+    // Packet authentication: the handshake and the session, no other module.
+    &["secure"],
     &["spatial"],
     &["bits"],
     &["codec", "serde_disabled"],

@@ -15,6 +15,7 @@
 //! | `stateful` | a script ([`Op`]) | genuine packets delivered in any order apply; after healing every mirror equals the server |
 //! | `ack` | a script (`ack::AckOp`) on one `Acks` | no panic; each packet sent gets exactly one event; a refused header changes nothing |
 //! | `connection` | prefix, packet | on a `MirrorConnection` that applied the first `prefix` genuine packets of a two-channel `Connection`, a bad packet is an `Err` that leaves both mirrors unchanged; nothing panics |
+//! | `secure` | selector, datagram or mask | handshake messages and tampered token or sealed packets: no panic; a refusal answers nothing, stores nothing, changes no session; a sealed packet opens only unchanged (`targets/secure.rs`) |
 
 use std::fmt::Debug;
 
@@ -22,7 +23,7 @@ use fastarray::{FastArray, MirrorLimits, Replicate, Replicated, SendState};
 
 /// The targets, by name: the directory names under `fuzz/corpus/` and
 /// `fuzz/regressions/`.
-pub const TARGETS: [&str; 7] = [
+pub const TARGETS: [&str; 8] = [
     "snapshot",
     "delta",
     "inner",
@@ -30,6 +31,7 @@ pub const TARGETS: [&str; 7] = [
     "stateful",
     "ack",
     "connection",
+    "secure",
 ];
 
 /// Runs target `name` on `data`.
@@ -42,6 +44,7 @@ pub fn run(name: &str, data: &[u8]) {
         "stateful" => stateful(data),
         "ack" => ack(data),
         "connection" => connection(data),
+        "secure" => secure(data),
         _ => panic!("no fuzz target named {name:?}"),
     }
 }
@@ -52,6 +55,8 @@ mod ack;
 mod connection;
 #[path = "targets/script.rs"]
 mod script;
+#[path = "targets/secure.rs"]
+mod secure;
 #[path = "targets/seeds.rs"]
 mod seeds;
 #[path = "targets/types.rs"]
@@ -60,6 +65,7 @@ mod types;
 pub use ack::ack;
 pub use connection::connection;
 pub use script::{describe_script, stateful};
+pub use secure::secure;
 pub use seeds::seed_corpus;
 use types::{
     Chain, Fixture, Lobby, Member, Named, Node, ObjectFixture, Platoon, Shape, Squad, Thing, Unit,

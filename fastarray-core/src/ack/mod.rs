@@ -113,8 +113,9 @@
 //! Headers are not authenticated: a header forged by a third party can
 //! acknowledge any packet in flight. The checks here refuse what no
 //! genuine peer sends and keep memory bounded whatever arrives; on a
-//! hostile network, authenticate packets (as netcode's encryption does)
-//! before handing them to [`Acks::receive`].
+//! hostile network, authenticate packets before handing them to
+//! [`Acks::receive`], as [`Connection::secure`](crate::Connection::secure)
+//! does with a handshake's [`Session`](crate::Session).
 
 mod config;
 mod endpoint;

@@ -10,6 +10,7 @@ use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckHeader, Acks, LinkStats};
 use crate::bits::BitReader;
 use crate::receive::ApplyReport;
+use crate::secure::Session;
 
 /// The client's side of its connection to a server's
 /// [`Connection`](crate::Connection): [`apply`](Self::apply) takes each
@@ -23,12 +24,27 @@ use crate::receive::ApplyReport;
 /// acknowledged, so the server sends its work again. A packet arriving
 /// twice, or late, is read past by the mirrors' own rules.
 ///
-/// A clone is a copy of the acknowledgement state (to compare it before
-/// and after a packet, or to try a packet on a copy).
-#[derive(Clone, Debug)]
+/// **Over a network that anyone can send to (bare UDP), make it with
+/// [`secure`](Self::secure)** from the [`Session`] a
+/// [`ClientHandshake`](crate::ClientHandshake) established: a packet that
+/// is not the server's is then refused ([`ConnectionError::Refused`])
+/// before its header is read, and acknowledges nothing. The plain
+/// constructors are for transports that authenticate packets themselves
+/// (QUIC, Steam's sockets).
+///
+/// It is not `Clone`: a copy of a sealed session would seal its replies
+/// with the nonces the original uses. To check that a packet changed
+/// nothing, compare its `Debug` output (the whole state; secrets are not
+/// shown) and the mirrors' [`mirror_state`](crate::FastArray::mirror_state)
+/// before and after.
+#[derive(Debug)]
 pub struct MirrorConnection {
     acks: Acks,
     channels: usize,
+    /// The packets' protection, when made [`secure`](Self::secure).
+    session: Option<Session>,
+    /// A server's packet, decrypted.
+    opened: Vec<u8>,
 }
 
 /// A decoded section: its channel, and the delta its mirror decoded.
@@ -57,7 +73,28 @@ impl MirrorConnection {
         Self {
             acks: Acks::new(config),
             channels,
+            session: None,
+            opened: Vec::new(),
         }
+    }
+
+    /// The client's side of a connection protected by `session` (from a
+    /// [`ClientHandshake`](crate::ClientHandshake)), with `channels`
+    /// channels, acknowledging packets as [`AckConfig::default`] says.
+    pub fn secure(session: Session, channels: usize) -> Self {
+        Self::secure_with_config(session, channels, AckConfig::default())
+    }
+
+    /// As [`secure`](Self::secure), acknowledging packets as `config` says.
+    pub fn secure_with_config(session: Session, channels: usize, config: AckConfig) -> Self {
+        let mut conn = Self::with_config(channels, config);
+        conn.session = Some(session);
+        conn
+    }
+
+    /// The session protecting the packets (`None`: made plain).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
     }
 
     /// The number of channels.
@@ -77,9 +114,12 @@ impl MirrorConnection {
     }
 
     /// Applies a packet from the server: its sections to `mirrors`
-    /// (channel `n` is `mirrors[n]`), all decoded and checked first. On
-    /// error no mirror changed and the packet is not acknowledged (a
-    /// duplicate is refused by its header: [`AckError::Duplicate`]).
+    /// (channel `n` is `mirrors[n]`), all decoded and checked first. A
+    /// secure connection checks the packet's token (or opens its seal)
+    /// before anything else: one that is not the server's is
+    /// [`ConnectionError::Refused`]. On error no mirror changed and the
+    /// packet is not acknowledged (a duplicate is refused by its header:
+    /// [`AckError::Duplicate`]).
     ///
     /// [`AckError::Duplicate`]: crate::AckError::Duplicate
     pub fn apply(
@@ -94,9 +134,25 @@ impl MirrorConnection {
                 given: mirrors.len(),
             });
         }
-        let (header, body) = AckHeader::read(packet)?;
+        let opened = match &self.session {
+            Some(session) => Some(
+                session
+                    .unwrap(packet, &mut self.opened)
+                    .map_err(ConnectionError::Refused)?,
+            ),
+            None => None,
+        };
+        let inner = match &opened {
+            Some(opened) if opened.decrypted => &self.opened[opened.inner.clone()],
+            Some(opened) => &packet[opened.inner.clone()],
+            None => packet,
+        };
+        let (header, body) = AckHeader::read(inner)?;
         let decoded = self.decode(body, mirrors)?;
         let number = self.acks.receive(&header, now, packet.len())?;
+        if let (Some(session), Some(opened)) = (&mut self.session, &opened) {
+            session.take(opened);
+        }
         self.acks.applied(number);
         let sections = decoded
             .into_iter()
@@ -149,10 +205,49 @@ impl MirrorConnection {
     /// it in the same packet (the link's sent rate counts the header
     /// only). Send one regularly (every tick), even with nothing after the
     /// header: the server learns what arrived only from these.
-    pub fn write_header(&mut self, now: Instant, out: &mut Vec<u8>) -> u32 {
+    ///
+    /// A secure connection writes the whole packet: with a token, data
+    /// appended after it is still the client's (the token covers the
+    /// packet); sealed, nothing may be appended (the server would refuse
+    /// the packet), so put the game's data in with
+    /// [`write_reply`](Self::write_reply), which works in every mode.
+    pub fn write_header(
+        &mut self,
+        now: Instant,
+        out: &mut Vec<u8>,
+    ) -> Result<u32, ConnectionError> {
+        self.write_reply(now, &[], out)
+    }
+
+    /// Appends the client's next packet to the server to `out`: the
+    /// header acknowledging the packets applied so far, then `payload`
+    /// (the game's inputs, commands; returned by the server's
+    /// [`Connection::receive`](crate::Connection::receive)), protected by
+    /// the session if the connection is secure. Returns the packet's
+    /// number. Errs only when a sealed session's counter is exhausted
+    /// ([`PacketError::Exhausted`](crate::PacketError::Exhausted)); then
+    /// `out` is as it was.
+    pub fn write_reply(
+        &mut self,
+        now: Instant,
+        payload: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<u32, ConnectionError> {
         while self.acks.poll(now).is_some() {}
+        let start = out.len();
+        let inner = match &mut self.session {
+            Some(session) => session.begin(out).map_err(ConnectionError::Refused)?,
+            None => start,
+        };
         let (header, packet) = self.acks.send(now, AckHeader::BYTES);
         header.write(out);
-        packet
+        out.extend_from_slice(payload);
+        if let Some(session) = &mut self.session {
+            if let Err(error) = session.finish(out, inner) {
+                out.truncate(start);
+                return Err(ConnectionError::Refused(error));
+            }
+        }
+        Ok(packet)
     }
 }

@@ -4,6 +4,7 @@ use core::fmt;
 
 use crate::ack::AckError;
 use crate::error::{DecodeError, SendError};
+use crate::secure::PacketError;
 
 /// Why a [`Connection`](crate::Connection) could not write a packet, or a
 /// [`MirrorConnection`](crate::MirrorConnection) could not apply one. On
@@ -12,6 +13,11 @@ use crate::error::{DecodeError, SendError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConnectionError {
+    /// The packet is not the peer's: its token is wrong, or its seal does
+    /// not open (tampered, another key, replayed, too old). Checked before
+    /// anything in it is read. On the writing side, the session's packet
+    /// counter is exhausted ([`PacketError::Exhausted`]).
+    Refused(PacketError),
     /// The packet's header could not be read or was refused.
     Ack(AckError),
     /// The arrays and objects given are not as many as the connection's
@@ -62,6 +68,7 @@ pub enum ConnectionError {
 impl fmt::Display for ConnectionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Refused(error) => write!(f, "packet refused: {error}"),
             Self::Ack(error) => write!(f, "packet header: {error}"),
             Self::ChannelCount { expected, given } => write!(
                 f,
@@ -90,6 +97,7 @@ impl fmt::Display for ConnectionError {
 impl std::error::Error for ConnectionError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
+            Self::Refused(error) => Some(error),
             Self::Ack(error) => Some(error),
             Self::Send { error, .. } => Some(error),
             Self::Decode { error, .. } => Some(error),

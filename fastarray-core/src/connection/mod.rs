@@ -14,4 +14,4 @@ mod server;
 pub use channel::{Incoming, Outgoing, WithCallbacks};
 pub use client::{MirrorConnection, PacketReport};
 pub use error::ConnectionError;
-pub use server::{Connection, MAX_PACKET, PacketStats};
+pub use server::{Connection, MAX_PACKET, MAX_VERDICTS, PacketStats};

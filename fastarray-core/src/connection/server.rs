@@ -3,12 +3,14 @@
 //! acknowledges packets with [`Acks`], and fills each packet up to an MTU
 //! with the channels' deltas.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
+use crate::secure::Session;
 use crate::send::SendState;
 use crate::send::stats::{Budget, DeltaStats, Oversized};
 
@@ -16,6 +18,10 @@ use crate::send::stats::{Budget, DeltaStats, Oversized};
 /// (which then goes alone, in a packet the IP layer fragments): what a UDP
 /// datagram can carry over IPv4.
 pub const MAX_PACKET: usize = 65_507;
+
+/// The verdicts a [`Connection`] keeps for [`Connection::poll_verdict`]:
+/// past this many undrained, the oldest are dropped (and counted).
+pub const MAX_VERDICTS: usize = 1024;
 
 /// Fewer bits than this left in a packet are not offered to a channel.
 const MIN_SECTION_BITS: u64 = 16;
@@ -32,6 +38,23 @@ const MIN_SECTION_BITS: u64 = 16;
 /// packet starts with another channel, so none starves the others. The
 /// client's packets ([`receive`](Self::receive)) carry its
 /// acknowledgements, and whatever the game puts after the header.
+///
+/// **Over a network that anyone can send to (bare UDP), make it with
+/// [`secure`](Self::secure)** from the [`Session`] a
+/// [`ServerHandshake`](crate::ServerHandshake) established: every packet
+/// then carries the session's token (or is sealed, with encryption), and a
+/// packet that is not the client's is refused
+/// ([`ConnectionError::Refused`]) before its header is read. The plain
+/// constructors ([`new`](Self::new), [`with_config`](Self::with_config))
+/// are for transports that authenticate packets themselves (QUIC, Steam's
+/// sockets, an encrypted netcode): on bare UDP, a forged packet that
+/// reuses a genuine sequence is taken as the client's.
+///
+/// Calls, in order: each tick, [`receive`](Self::receive) every packet of
+/// the client's, [`write_packet`](Self::write_packet) (again while work is
+/// deferred and the budget allows), then drain
+/// [`poll_verdict`](Self::poll_verdict) if the game wants each packet's
+/// fate; [`update`](Self::update) between ticks is optional.
 ///
 /// ```
 /// use std::time::Instant;
@@ -68,7 +91,7 @@ const MIN_SECTION_BITS: u64 = 16;
 ///     client.apply(now, &packet, &mut [&mut mirror_units, &mut mirror_game]).unwrap();
 ///     // The client's packets carry its acknowledgements (and its inputs).
 ///     reply.clear();
-///     client.write_header(now, &mut reply);
+///     client.write_header(now, &mut reply).unwrap();
 ///     conn.receive(now, &reply).unwrap();
 /// }
 /// assert_eq!(mirror_units, units);
@@ -85,6 +108,14 @@ pub struct Connection {
     turn: usize,
     /// One channel's section, before it is known to say something.
     scratch: Vec<u8>,
+    /// The packets' protection, when made [`secure`](Self::secure).
+    session: Option<Session>,
+    /// A client's packet, decrypted.
+    opened: Vec<u8>,
+    /// The verdicts applied and not yet polled, oldest first.
+    verdicts: VecDeque<AckEvent>,
+    /// Verdicts dropped undrained past [`MAX_VERDICTS`].
+    verdicts_dropped: u64,
 }
 
 /// What one [`Connection::write_packet`] wrote.
@@ -119,7 +150,37 @@ impl Connection {
             sources: vec![None; channels],
             turn: 0,
             scratch: Vec::new(),
+            session: None,
+            opened: Vec::new(),
+            verdicts: VecDeque::new(),
+            verdicts_dropped: 0,
         }
+    }
+
+    /// A connection protected by `session` (the server's side of a
+    /// [`ServerHandshake`](crate::ServerHandshake)), with `channels`
+    /// channels, acknowledging packets as [`AckConfig::default`] says.
+    pub fn secure(session: Session, channels: usize) -> Self {
+        Self::secure_with_config(session, channels, AckConfig::default())
+    }
+
+    /// As [`secure`](Self::secure), acknowledging packets as `config` says.
+    pub fn secure_with_config(session: Session, channels: usize, config: AckConfig) -> Self {
+        let mut conn = Self::with_config(channels, config);
+        conn.session = Some(session);
+        conn
+    }
+
+    /// The session protecting the packets (`None`: made plain).
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The bytes each packet carries in front of its [`AckHeader`] and
+    /// after its body: 0 plain, the session's
+    /// [`overhead`](Session::overhead) secure.
+    fn overhead(&self) -> usize {
+        self.session.as_ref().map_or(0, Session::overhead)
     }
 
     /// The number of channels.
@@ -169,23 +230,69 @@ impl Connection {
                     AckEvent::Lost(packet) => state.on_loss(packet),
                 };
             }
+            if self.verdicts.len() == MAX_VERDICTS {
+                self.verdicts.pop_front();
+                self.verdicts_dropped += 1;
+            }
+            self.verdicts.push_back(event);
         }
+    }
+
+    /// The next verdict the connection applied to its channels, oldest
+    /// first: [`AckEvent::Acked`] with the number of a packet the client
+    /// applied, or [`AckEvent::Lost`] with one whose work was due again.
+    /// Every packet [`write_packet`](Self::write_packet) wrote (its
+    /// [`PacketStats::packet`]) gets exactly one. They are kept until
+    /// polled, at most [`MAX_VERDICTS`] of them: drain them every tick.
+    pub fn poll_verdict(&mut self) -> Option<AckEvent> {
+        self.verdicts.pop_front()
+    }
+
+    /// How many verdicts were dropped because more than [`MAX_VERDICTS`]
+    /// waited to be polled.
+    pub fn verdicts_dropped(&self) -> u64 {
+        self.verdicts_dropped
     }
 
     /// Reads a packet from the client: the acknowledgements its header
     /// carries reach every channel, and what follows the header (the
     /// game's own data: inputs, commands) is returned, with the packet's
     /// number. The packet counts as received from then on (the next
-    /// headers acknowledge it). On error nothing changes.
-    pub fn receive<'p>(
-        &mut self,
+    /// headers acknowledge it). A secure connection first checks the
+    /// packet's token (or opens its seal): a packet that is not the
+    /// client's is [`ConnectionError::Refused`] before its header is read.
+    /// On error nothing changes.
+    pub fn receive<'a>(
+        &'a mut self,
         now: Instant,
-        packet: &'p [u8],
-    ) -> Result<(u32, &'p [u8]), ConnectionError> {
-        let (header, payload) = AckHeader::read(packet)?;
+        packet: &'a [u8],
+    ) -> Result<(u32, &'a [u8]), ConnectionError> {
+        let opened = match &self.session {
+            Some(session) => Some(
+                session
+                    .unwrap(packet, &mut self.opened)
+                    .map_err(ConnectionError::Refused)?,
+            ),
+            None => None,
+        };
+        let inner = match &opened {
+            Some(opened) if opened.decrypted => &self.opened[opened.inner.clone()],
+            Some(opened) => &packet[opened.inner.clone()],
+            None => packet,
+        };
+        let (header, payload) = AckHeader::read(inner)?;
+        let payload_at = inner.len() - payload.len();
         let number = self.acks.receive(&header, now, packet.len())?;
+        if let (Some(session), Some(opened)) = (&mut self.session, &opened) {
+            session.take(opened);
+        }
         self.acks.applied(number);
         self.update(now);
+        let payload = match &opened {
+            Some(opened) if opened.decrypted => &self.opened[opened.inner.start + payload_at..],
+            Some(opened) => &packet[opened.inner.start + payload_at..],
+            None => &packet[payload_at..],
+        };
         Ok((number, payload))
     }
 
@@ -209,10 +316,16 @@ impl Connection {
         self.check_sources(sources)?;
         self.update(now);
         let start = out.len();
+        let overhead = self.overhead();
+        let inner = match &mut self.session {
+            Some(session) => session.begin(out).map_err(ConnectionError::Refused)?,
+            None => start,
+        };
         // The number comes first (the channels record it); the size is
         // counted once known.
         let (header, packet) = self.acks.send(now, 0);
-        let limit = (mtu.clamp(AckHeader::BYTES + 1, MAX_PACKET) - AckHeader::BYTES) as u64 * 8;
+        let head = AckHeader::BYTES + overhead;
+        let limit = (mtu.clamp(head + 1, MAX_PACKET) - head) as u64 * 8;
         out.extend_from_slice(&header.to_bytes());
         let mut stats = PacketStats {
             packet,
@@ -232,6 +345,12 @@ impl Connection {
         stats.sections = wrote.len();
         write_end(&mut writer);
         writer.finish();
+        if let Some(session) = &mut self.session {
+            if let Err(error) = session.finish(out, inner) {
+                self.unwrite(&wrote, packet, out, start);
+                return Err(ConnectionError::Refused(error));
+            }
+        }
         self.turn = (self.turn + 1) % self.states.len().max(1);
         let bytes = out.len() - start;
         self.acks.add_sent_bytes(now, bytes);
@@ -275,7 +394,9 @@ impl Connection {
             }
         }
         if let (true, Some((channel, bits))) = (wrote.is_empty(), oversized) {
-            let most = (MAX_PACKET - AckHeader::BYTES) as u64 * 8 - tag_bits(channel) - 1;
+            let most = (MAX_PACKET - AckHeader::BYTES - self.overhead()) as u64 * 8
+                - tag_bits(channel)
+                - 1;
             let budget = Budget::of(bits.min(most));
             let (section, said) = self.write_section(sources, channel, packet, budget, writer)?;
             if said {

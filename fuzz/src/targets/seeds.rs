@@ -143,6 +143,42 @@ pub fn seed_corpus() -> Vec<Seed> {
         );
     }
 
+    // secure: a request, a response and a challenge as their layouts say,
+    // and masks over genuine packets (none, the token, the tag, a cut).
+    let protocol = super::secure::PROTOCOL.to_le_bytes();
+    let hello = [
+        &[1u8, 0][..],
+        &protocol,
+        &3u64.to_le_bytes(),
+        &7u64.to_le_bytes(),
+    ]
+    .concat();
+    add(
+        "secure",
+        "request".into(),
+        [&[0u8, 0xF1][..], &hello, &[0; 5]].concat(),
+    );
+    add(
+        "secure",
+        "response".into(),
+        [&[0u8, 0xF3][..], &hello, &[0; 16]].concat(),
+    );
+    add(
+        "secure",
+        "challenge".into(),
+        [&[1u8, 0xF2][..], &[0; 24]].concat(),
+    );
+    add("secure", "token-genuine".into(), vec![2]);
+    add("secure", "token-flip".into(), vec![2, 0, 0x40]);
+    add(
+        "secure",
+        "token-body".into(),
+        vec![2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    );
+    add("secure", "sealed-genuine".into(), vec![3]);
+    add("secure", "sealed-counter".into(), vec![3, 0, 1]);
+    add("secure", "sealed-cut".into(), vec![3 | 4 << 2]);
+
     // ack: scripts of sends, genuine-looking acknowledgements, garbage
     // headers and polls.
     for (name, setup, ops) in ack_scripts() {
