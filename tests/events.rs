@@ -308,3 +308,154 @@ fn a_change_made_by_a_whole_value_is_told_apart() {
     }
     assert_eq!(changes.0, [(id, hp), (id, hp)]);
 }
+
+mod snapshot_events {
+    use fastarray::{
+        ApplyReport, Callbacks, FastArray, FieldMask, InnerEvent, Replicate, ReplicationId,
+        SendState,
+    };
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Member {
+        pub hp: u16,
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    pub struct Squad {
+        pub tag: u8,
+        #[replicate(array)]
+        pub members: FastArray<Member>,
+    }
+
+    /// Every event, as text.
+    #[derive(Default)]
+    struct Log(Vec<String>);
+
+    impl<T> Callbacks<T> for Log {
+        fn pre_remove(&mut self, id: ReplicationId, _: &T) {
+            self.0.push(format!("remove {id}"));
+        }
+        fn post_add(&mut self, id: ReplicationId, _: &T) {
+            self.0.push(format!("add {id}"));
+        }
+        fn post_change(&mut self, id: ReplicationId, _: &T, changed: FieldMask) {
+            self.0.push(format!("change {id} {changed:?}"));
+        }
+        fn post_change_whole(&mut self, id: ReplicationId, _: &T, changed: FieldMask) {
+            self.0.push(format!("whole {id} {changed:?}"));
+        }
+        fn inner_event(&mut self, event: &InnerEvent<'_>) {
+            let owner = event.owner();
+            let (id, change) = (event.id(), event.change());
+            self.0.push(format!("inner {} {change:?} {id}", owner.id));
+        }
+        fn post_receive(&mut self, report: &ApplyReport) {
+            let ApplyReport {
+                added,
+                changed,
+                removed,
+                ..
+            } = *report;
+            self.0
+                .push(format!("received +{added} ~{changed} -{removed}"));
+        }
+    }
+
+    fn squad(tag: u8, hps: &[u16]) -> Squad {
+        let mut members = FastArray::new();
+        for &hp in hps {
+            members.push(Member { hp });
+        }
+        Squad { tag, members }
+    }
+
+    fn snapshot(server: &FastArray<Squad>) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        server.write_snapshot(&mut bytes).unwrap();
+        bytes
+    }
+
+    /// Joining by snapshot tells the game what joining by delta does: the
+    /// same adds, with the same events of the arrays inside them.
+    #[test]
+    fn a_snapshot_join_fires_the_callbacks_a_delta_join_does() {
+        let mut server = FastArray::new();
+        server.push(squad(1, &[10, 20]));
+        server.push(squad(2, &[]));
+        server.commit();
+
+        let (mut by_delta, mut delta_log) = (FastArray::<Squad>::mirror(), Log::default());
+        let mut bytes = Vec::new();
+        server
+            .write_delta(&mut SendState::new(), 0, &mut bytes)
+            .unwrap();
+        by_delta.apply_delta(&bytes, &mut delta_log).unwrap();
+
+        let (mut by_snapshot, mut snapshot_log) = (FastArray::<Squad>::mirror(), Log::default());
+        let report = by_snapshot
+            .apply_snapshot_with(&snapshot(&server), &mut snapshot_log)
+            .unwrap();
+        assert_eq!((report.added, report.changed, report.removed), (2, 0, 0));
+        assert_eq!(snapshot_log.0, delta_log.0);
+        assert!(by_snapshot.wire_eq(&server) && by_delta.wire_eq(&server));
+    }
+
+    /// A snapshot applied over a mirror (a resynchronisation) reports the
+    /// items it drops, adds and changes, and the inner arrays it replaces;
+    /// an item it holds unchanged reports nothing.
+    #[test]
+    fn a_snapshot_over_a_mirror_reports_what_it_changed() {
+        let mut server = FastArray::new();
+        let a = server.push(squad(1, &[10]));
+        let b = server.push(squad(2, &[20]));
+        let c = server.push(squad(3, &[30]));
+        let same = server.push(squad(4, &[40]));
+        server.commit();
+        let mut client = FastArray::<Squad>::from_snapshot(&snapshot(&server)).unwrap();
+
+        server.remove(a);
+        server.get_mut(b).unwrap().tag = 9;
+        let member = server.get(c).unwrap().members.ids().next().unwrap();
+        server
+            .get_mut(c)
+            .unwrap()
+            .members
+            .get_mut(member)
+            .unwrap()
+            .hp = 31;
+        let d = server.push(squad(5, &[]));
+        server.commit();
+
+        let mut log = Log::default();
+        let before = client.clone();
+        let report = client
+            .apply_snapshot_with(&snapshot(&server), &mut log)
+            .unwrap();
+        assert_eq!((report.added, report.changed, report.removed), (1, 2, 1));
+        let tag = Squad::TAG;
+        assert_eq!(
+            log.0,
+            [
+                format!("inner {a} Removed #0"),
+                format!("remove {a}"),
+                format!("add {d}"),
+                format!("whole {b} {tag:?}"),
+                format!("inner {c} Removed {member}"),
+                format!("inner {c} Added {member}"),
+                format!("whole {c} {:?}", FieldMask::EMPTY),
+                "received +1 ~2 -1".to_string(),
+            ]
+        );
+        assert!(client.wire_eq(&server));
+        assert!(!log.0.iter().any(|line| line.contains(&same.to_string())));
+
+        // A bad snapshot changes nothing and reports nothing.
+        let mut bad = snapshot(&server);
+        bad.truncate(bad.len() / 2);
+        let mut log = Log::default();
+        let mut again = before.clone();
+        assert!(again.apply_snapshot_with(&bad, &mut log).is_err());
+        assert!(log.0.is_empty());
+        assert_eq!(again.mirror_state(), before.mirror_state());
+    }
+}

@@ -637,9 +637,23 @@ impl<T: Replicate> Replicated<T> {
     /// object (from [`new`](Self::new)) returns
     /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.apply_snapshot_with(bytes, &mut ()).map(|_| ())
+    }
+
+    /// [`apply_snapshot`](Self::apply_snapshot), telling `callbacks` what
+    /// it changed as a delta would (see
+    /// [`FastArray::apply_snapshot_with`]): the object's `post_add` if the
+    /// mirror did not hold it yet, else `post_change_whole` if it differs.
+    pub fn apply_snapshot_with(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
         self.item.expect_receiver()?;
-        *self = Self::from_snapshot_with_limits(bytes, self.limits())?;
-        Ok(())
+        let mut new = Self::from_snapshot_with_limits(bytes, self.limits())?;
+        let report = self.item.report_snapshot(&new.item, callbacks);
+        core::mem::swap(self, &mut new);
+        Ok(report)
     }
 }
 

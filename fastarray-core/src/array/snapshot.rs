@@ -7,6 +7,8 @@ use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
 use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
+use crate::receive::apply::report_snapshot;
+use crate::receive::events::{ApplyReport, Callbacks};
 use crate::receive::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
@@ -186,9 +188,70 @@ impl<T: Replicate> FastArray<T> {
     /// array that has held items or committed) returns
     /// [`DecodeError::NotAMirror`].
     pub fn apply_snapshot(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        self.apply_snapshot_with(bytes, &mut ()).map(|_| ())
+    }
+
+    /// [`apply_snapshot`](Self::apply_snapshot), telling `callbacks` what
+    /// it changed as a delta making the same change would: `pre_remove`
+    /// for each item the snapshot does not hold, `post_add` for each item
+    /// new to the mirror, `post_change_whole` for each item it changed
+    /// (with the fields that differ; an empty mask when only its arrays
+    /// did), the events of the arrays inside them, then `post_receive`. So
+    /// a game spawns and despawns through one path whether the client
+    /// joins by snapshot or by delta, or is resynchronised by a snapshot
+    /// later. On error the array is unchanged and nothing is reported.
+    ///
+    /// ```
+    /// use fastarray_core::{Callbacks, FastArray, ReplicationId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u16 }
+    ///
+    /// #[derive(Default)]
+    /// struct Spawned(Vec<ReplicationId>);
+    /// impl Callbacks<Unit> for Spawned {
+    ///     fn post_add(&mut self, id: ReplicationId, _: &Unit) {
+    ///         self.0.push(id);
+    ///     }
+    /// }
+    ///
+    /// let mut server = FastArray::new();
+    /// let ids = [server.push(Unit { hp: 1 }), server.push(Unit { hp: 2 })];
+    /// server.commit();
+    /// let mut snapshot = Vec::new();
+    /// server.write_snapshot(&mut snapshot).unwrap();
+    ///
+    /// let (mut client, mut game) = (FastArray::<Unit>::mirror(), Spawned::default());
+    /// let report = client.apply_snapshot_with(&snapshot, &mut game).unwrap();
+    /// assert_eq!((report.added, game.0), (2, ids.to_vec()));
+    /// ```
+    pub fn apply_snapshot_with(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
         self.expect_receiver()?;
-        *self = Self::from_snapshot_with_limits(bytes, self.limits())?;
-        Ok(())
+        let new = Self::from_snapshot_with_limits(bytes, self.limits())?;
+        let report = self.report_snapshot(&new, callbacks);
+        *self = new;
+        Ok(report)
+    }
+
+    /// Tells `callbacks` what replacing this mirror's items with `new`'s,
+    /// a mirror just made from a snapshot, changes.
+    pub(crate) fn report_snapshot(
+        &self,
+        new: &Self,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> ApplyReport {
+        let frame = new
+            .mirror
+            .as_deref()
+            .and_then(Mirror::newest)
+            .unwrap_or_default();
+        report_snapshot(&self.store, &new.store, frame, callbacks, None)
     }
 
     /// A mirror of a snapshot's body, checked against `limits`: its items,

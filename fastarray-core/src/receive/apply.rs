@@ -207,6 +207,94 @@ impl Mirror {
     }
 }
 
+/// Reports to `callbacks` what replacing a mirror's items, `old`, with a
+/// snapshot's, `new` (of `frame`), does, as the delta that made the same
+/// change would: removals (`pre_remove`) of the items the snapshot does not
+/// hold, then adds (`post_add`) of the items new to the mirror, then the
+/// changes of the items kept (`post_change_whole`: a snapshot holds whole
+/// values), each with the events of the arrays inside them; then
+/// `post_receive`. `up`: the path of the array, if it is inside an item.
+pub(crate) fn report_snapshot<T: Replicate>(
+    old: &Store<T>,
+    new: &Store<T>,
+    frame: u64,
+    callbacks: &mut impl Callbacks<T>,
+    up: Option<&ArrayPath<'_>>,
+) -> ApplyReport {
+    let mut report = ApplyReport {
+        frame: Some(frame),
+        ..ApplyReport::default()
+    };
+    for slot in old.slots() {
+        if new.position(slot.id).is_none() {
+            each_array(slot.id, &slot.value, up, &mut |array, at| {
+                array.retire(at, &mut |event| callbacks.inner_event(event));
+            });
+            callbacks.pre_remove(slot.id, &slot.value);
+            report.removed += 1;
+        }
+    }
+    for slot in new.slots() {
+        if old.position(slot.id).is_none() {
+            callbacks.post_add(slot.id, &slot.value);
+            each_array(slot.id, &slot.value, up, &mut |array, at| {
+                array.announce(at, &mut |event| callbacks.inner_event(event));
+            });
+            report.added += 1;
+        }
+    }
+    for slot in new.slots() {
+        let Some(before) = old.get(slot.id) else {
+            continue;
+        };
+        let changed = slot.value.diff(before);
+        let arrays = replace_arrays(slot.id, before, &slot.value, up, &mut |event| {
+            callbacks.inner_event(event);
+        });
+        if !changed.is_empty() || arrays {
+            callbacks.post_change_whole(slot.id, &slot.value, changed);
+            report.changed += 1;
+        }
+    }
+    callbacks.post_receive(&report);
+    report
+}
+
+/// Reports the arrays of item `id` that differ between `before` and
+/// `after` as replaced: their old items removed, then their new items
+/// added. Returns whether any differed.
+fn replace_arrays<T: Replicate>(
+    id: ReplicationId,
+    before: &T,
+    after: &T,
+    up: Option<&ArrayPath<'_>>,
+    sink: &mut dyn FnMut(&InnerEvent<'_>),
+) -> bool {
+    if T::ARRAY_FIELDS == 0 {
+        return false;
+    }
+    let mut field = 0;
+    let mut any = false;
+    after.for_each_array(&mut |array| {
+        // The same field of `before` (a type has a few array fields).
+        let mut index = 0;
+        before.for_each_array(&mut |was| {
+            if index == field && !was.wire_eq_array(array) {
+                let at = ArrayPath {
+                    owner: owner::<T>(id, field),
+                    up,
+                };
+                was.retire(&at, sink);
+                array.announce(&at, sink);
+                any = true;
+            }
+            index += 1;
+        });
+        field += 1;
+    });
+    any
+}
+
 /// Applies the decoded delta of one of the array fields of item `id`,
 /// `value`, telling `sink` what it did; returns whether it added, changed
 /// or removed something.

@@ -31,8 +31,11 @@ use crate::mask::FieldMask;
 /// holds exactly the mirror's inner items, whatever the packets did on the
 /// way: an inner item added and removed again while the packets that said
 /// so were lost, or that arrive after its owner was removed, is never
-/// reported at all. (A mirror loaded from a snapshot reports nothing of
-/// what the snapshot held: read it after loading.)
+/// reported at all. A snapshot applied with
+/// [`FastArray::apply_snapshot_with`](crate::FastArray::apply_snapshot_with)
+/// reports what it changed through the same calls, so a game spawns
+/// through one path whether its client joins by snapshot or by delta
+/// (`from_snapshot` reports nothing: read the array after loading it).
 ///
 /// ```
 /// use fastarray_core::{Callbacks, FieldMask, ReplicationId};
