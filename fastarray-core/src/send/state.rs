@@ -669,10 +669,11 @@ impl SendState {
                     continue;
                 }
             }
+            let whole = visible(self.scope.as_deref(), entry.seen, all_fields);
             let (work, arrays_only) = match pending.work {
                 Work::Fields(mask) => {
                     let sent = match self.scope.as_deref_mut() {
-                        Some(scope) if !mask.is_empty() => {
+                        Some(scope) if !whole.covers(mask) || scope.is_frozen(id) => {
                             scope.withhold(&self.views, id, mask, pending.since)
                         }
                         _ => mask,
@@ -694,7 +695,7 @@ impl SendState {
                 wire: entry.wire,
                 pos,
                 work,
-                whole: visible(self.scope.as_deref(), entry.seen, all_fields),
+                whole,
                 since: pending.since,
                 arrays_only: arrays_only && has_arrays,
             });
