@@ -18,51 +18,16 @@
 //! ```
 
 use std::hint::black_box;
-use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use fastarray::{AckHeader, ClientHandshake, Protection, ServerHandshake, Session, SessionKeys};
-
-const PROTOCOL: u64 = 0xbe7c_0001;
-/// The inner packets' sizes: ack header and body.
-const SIZES: [usize; 2] = [64, 1_200];
+use fastarray::{AckHeader, Protection};
+use fastarray_bench::secure::{SIZES, inner, sessions};
 
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
-}
-
-/// A server's and a client's session from a handshake, with `protection`.
-fn sessions(protection: Protection) -> (Session, Session) {
-    let now = Instant::now();
-    let from: SocketAddr = "127.0.0.1:50000".parse().unwrap();
-    let keys = SessionKeys {
-        client_to_server: [1; 32],
-        server_to_client: [2; 32],
-    };
-    let mut server = ServerHandshake::new(PROTOCOL, protection).unwrap();
-    let mut client = match protection {
-        Protection::Token => ClientHandshake::new(PROTOCOL, 1).unwrap(),
-        Protection::Encrypted => ClientHandshake::encrypted(PROTOCOL, 1, keys.clone()).unwrap(),
-    };
-    let (mut request, mut challenge, mut response) = (Vec::new(), Vec::new(), Vec::new());
-    client.poll_transmit(now, &mut request);
-    server.handle(now, &from, &request, &mut challenge).unwrap();
-    let at_client = client.receive(&challenge).unwrap().unwrap();
-    client.poll_transmit(now, &mut response);
-    let at_server = match protection {
-        Protection::Token => server.handle(now, &from, &response, &mut Vec::new()),
-        Protection::Encrypted => {
-            server.handle_encrypted(now, &from, &response, &mut Vec::new(), |_| Some(keys))
-        }
-    };
-    (at_server.unwrap().unwrap(), at_client)
-}
-
-fn inner(size: usize) -> Vec<u8> {
-    (0..size).map(|n| (n * 7) as u8).collect()
 }
 
 fn seal(c: &mut Criterion) {

@@ -27,6 +27,8 @@ pub mod bytes;
 pub mod interest;
 /// The naive position-diffing baseline.
 pub mod naive;
+/// Secure sessions, for the secure bench and the report.
+pub mod secure;
 /// The bit-count model of Unreal's FastArray.
 pub mod ue;
 

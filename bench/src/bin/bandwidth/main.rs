@@ -46,6 +46,7 @@ mod loss;
 mod markdown;
 mod memory;
 mod report;
+mod secure;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -217,6 +217,9 @@ impl Results {
 
         // Interest management.
         self.interest_markdown(&mut md);
+
+        // Packet protection.
+        self.secure_markdown(&mut md);
         md
     }
 
