@@ -8,10 +8,12 @@
 
 mod channel;
 mod client;
+mod delivery;
 mod error;
 mod server;
 
 pub use channel::{Incoming, Outgoing, WithCallbacks};
 pub use client::{MirrorConnection, PacketReport};
+pub use delivery::Delivery;
 pub use error::ConnectionError;
 pub use server::{Connection, MAX_PACKET, MAX_VERDICTS, PacketStats};
