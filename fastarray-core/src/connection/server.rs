@@ -51,6 +51,14 @@ const MIN_SECTION_BITS: u64 = 16;
 /// sockets, an encrypted netcode): on bare UDP, a forged packet that
 /// reuses a genuine sequence is taken as the client's.
 ///
+/// **On a transport that numbers its messages and reports their delivery**
+/// (GameNetworkingSockets, ENet, a reliable stream), make it with
+/// [`with_delivery_reports`](Self::with_delivery_reports): no header is
+/// written; [`write_payload`](Self::write_payload) takes the transport's
+/// number and writes the same sections, and the transport's verdicts come
+/// in through [`delivered`](Self::delivered) and [`lost`](Self::lost). See
+/// [`Delivery`].
+///
 /// Calls, in order: each tick, [`receive`](Self::receive) every packet of
 /// the client's, [`write_packet`](Self::write_packet) (again while work is
 /// deferred and the budget allows), then drain
