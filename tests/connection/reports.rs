@@ -436,3 +436,63 @@ fn a_broken_payload_changes_no_mirror() {
     assert_eq!(report.sections.len(), 3);
     assert_eq!(scoped.len(), 12);
 }
+
+/// Over a perfect link, the join comes in payloads filled up to the MTU,
+/// every one reported delivered.
+#[test]
+fn a_perfect_link_fills_payloads_up_to_the_mtu() {
+    let t0 = Instant::now();
+    let mut world = World::new(7, 400);
+    let mut client = Client::new(&LinkProfile::perfect(), 7, 0, Delivery::Reports);
+    for tick in 0..60 {
+        client.exchange(&mut world, tick, t0);
+    }
+    assert!(client.settled(&world));
+    assert!(client.matches(&mut world));
+    assert_eq!(client.conn.awaiting_reports(), 0);
+    assert!(client.largest <= MTU && client.largest > MTU * 9 / 10);
+    assert_eq!(client.join.len(), 3, "the first tick's three payloads");
+    assert!(client.join.iter().all(|&bytes| bytes > MTU * 9 / 10));
+}
+
+/// Applies `payload` to fresh mirrors on the transport's reports: the
+/// result, and whether any mirror changed.
+fn apply_payload_fresh(payload: &[u8]) -> (Result<usize, ConnectionError>, bool) {
+    let mut client = MirrorConnection::with_delivery_reports(3);
+    let (mut scoped, mut plain, mut game) = (
+        FastArray::<Unit>::mirror(),
+        FastArray::<Unit>::mirror(),
+        Replicated::<Match>::mirror(),
+    );
+    let result = client.apply_payload(payload, &mut [&mut scoped, &mut plain, &mut game]);
+    let changed = !scoped.is_empty() || !plain.is_empty() || game.get() != &Match::default();
+    (result.map(|report| report.sections.len()), changed)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn random_payloads_never_panic_and_change_nothing_when_refused(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+    ) {
+        let (result, changed) = apply_payload_fresh(&bytes);
+        if result.is_err() {
+            prop_assert!(!changed);
+        }
+    }
+
+    #[test]
+    fn a_payload_with_a_flipped_bit_never_panics_and_changes_nothing_when_refused(
+        bit in 0usize..8 * 64,
+    ) {
+        let (packet, _) = one_packet();
+        let mut payload = packet[AckHeader::BYTES..].to_vec();
+        let bit = bit % (payload.len() * 8);
+        payload[bit / 8] ^= 1 << (bit % 8);
+        let (result, changed) = apply_payload_fresh(&payload);
+        if result.is_err() {
+            prop_assert!(!changed);
+        }
+    }
+}

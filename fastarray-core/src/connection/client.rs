@@ -1,6 +1,7 @@
 //! [`MirrorConnection`]: the client's side of its connection to the
 //! server. It applies each packet's sections to the mirrors of their
-//! channels, all or none, and acknowledges the packets it applied.
+//! channels, all or none, and acknowledges the packets it applied (on
+//! the transport's delivery reports, the transport does).
 
 use std::any::Any;
 use std::time::Instant;
@@ -149,13 +150,15 @@ impl MirrorConnection {
         self.channels
     }
 
-    /// The packets' acknowledgements.
+    /// The packets' acknowledgements (unused, so empty, on the
+    /// transport's delivery reports).
     pub fn acks(&self) -> &Acks {
         &self.acks
     }
 
     /// Round-trip time, loss and rates of the link (as seen from the
-    /// client's own packets).
+    /// client's own packets; on the transport's delivery reports, ask the
+    /// transport).
     pub fn stats(&self) -> LinkStats {
         self.acks.stats()
     }

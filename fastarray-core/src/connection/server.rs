@@ -1,7 +1,8 @@
 //! [`Connection`]: the server's side of one client's connection. It keeps
 //! a [`SendState`] per channel (each array or object the client mirrors),
-//! acknowledges packets with [`Acks`], and fills each packet up to an MTU
-//! with the channels' deltas.
+//! learns each packet's fate from [`Acks`] (its own header) or from the
+//! transport's reports ([`Delivery`]), and fills each packet up to an MTU
+//! with the channels' deltas, the same way in both modes.
 
 use std::collections::VecDeque;
 use std::time::Instant;
