@@ -354,6 +354,32 @@ fn reports_on_unknown_packets_are_ignored_and_numbers_in_flight_refused() {
         .unwrap_err();
     assert_eq!(error, ConnectionError::PacketInFlight { packet: 41 });
     assert_eq!(again, [1, 2]);
+    // The channels are checked as on the header path.
+    let error = conn
+        .write_payload(
+            43,
+            MTU,
+            &mut [&mut world.scoped, &mut world.plain],
+            &mut again,
+        )
+        .unwrap_err();
+    assert_eq!(
+        error,
+        ConnectionError::ChannelCount {
+            expected: 3,
+            given: 2
+        }
+    );
+    let error = conn
+        .write_payload(
+            43,
+            MTU,
+            &mut [&mut world.plain, &mut world.scoped, &mut world.game],
+            &mut again,
+        )
+        .unwrap_err();
+    assert_eq!(error, ConnectionError::WrongSource { channel: 0 });
+    assert_eq!(again, [1, 2]);
     assert_eq!(format!("{conn:?}"), before, "nothing changed");
     assert_eq!(conn.poll_verdict(), None);
     // Reported once: a second report is ignored.
