@@ -346,7 +346,10 @@ impl Connection {
     /// first: [`AckEvent::Acked`] with the number of a packet the client
     /// applied, or [`AckEvent::Lost`] with one whose work was due again.
     /// Every packet [`write_packet`](Self::write_packet) wrote (its
-    /// [`PacketStats::packet`]) gets exactly one. They are kept until
+    /// [`PacketStats::packet`]) gets exactly one; on the transport's
+    /// delivery reports, every payload with a section gets the one the
+    /// transport reported ([`delivered`](Self::delivered),
+    /// [`lost`](Self::lost)), when it does. They are kept until
     /// polled, at most [`MAX_VERDICTS`] of them: drain them every tick.
     pub fn poll_verdict(&mut self) -> Option<AckEvent> {
         self.verdicts.pop_front()
