@@ -9,19 +9,25 @@
 //! an object with an array inside; clients joining late. After the links
 //! heal, every mirror must equal the server's items in its scope.
 //! `FASTARRAY_SEEDS=N` runs N seeds per profile (3 by default).
+//!
+//! The same sessions run on the transport's delivery reports
+//! (`reports.rs`): the link numbers the payloads and reports each one.
 
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    AckConfig, AckError, AckEvent, Callbacks, Connection, ConnectionError, DecodeError, FastArray,
-    MAX_PACKET, MAX_VERDICTS, MirrorConnection, Replicate, Replicated, ReplicationId, SendError,
-    WithCallbacks,
+    AckConfig, AckError, AckEvent, Callbacks, Connection, ConnectionError, DecodeError, Delivery,
+    FastArray, MAX_PACKET, MAX_VERDICTS, MirrorConnection, Replicate, Replicated, ReplicationId,
+    SendError, WithCallbacks,
 };
 use fastarray_testkit::channel::{Channel, Extra};
-use fastarray_testkit::link::LinkProfile;
+use fastarray_testkit::link::{LinkProfile, Report};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+#[path = "connection/reports.rs"]
+mod reports;
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {
@@ -169,13 +175,25 @@ struct Client {
     has_scope: bool,
     packets: u32,
     largest: usize,
+    /// The sizes of the packets written on the client's first tick.
+    join: Vec<usize>,
 }
 
 impl Client {
-    fn new(profile: &LinkProfile, seed: u64, joins: u32) -> Self {
+    fn new(profile: &LinkProfile, seed: u64, joins: u32, delivery: Delivery) -> Self {
+        let (conn, mirror) = match delivery {
+            Delivery::Header => (
+                Connection::with_config(3, acks()),
+                MirrorConnection::with_config(3, acks()),
+            ),
+            Delivery::Reports => (
+                Connection::with_delivery_reports(3),
+                MirrorConnection::with_delivery_reports(3),
+            ),
+        };
         Client {
-            conn: Connection::with_config(3, acks()),
-            mirror: MirrorConnection::with_config(3, acks()),
+            conn,
+            mirror,
             scoped: FastArray::mirror(),
             plain: FastArray::mirror(),
             game: Replicated::mirror(),
@@ -183,8 +201,13 @@ impl Client {
             up: Channel::new(profile.clone(), Extra::NONE, seed ^ 0x9e37_79b9),
             joins,
             has_scope: false,
-            packets: 0,
+            // The transport's numbers wrap during the session.
+            packets: match delivery {
+                Delivery::Header => 0,
+                Delivery::Reports => u32::MAX - 100,
+            },
             largest: 0,
+            join: Vec::new(),
         }
     }
 
@@ -221,6 +244,9 @@ impl Client {
     /// One tick of the connection at `tick`: the server's packets (as many
     /// as the work needs, up to 3), what arrives each way.
     fn exchange(&mut self, world: &mut World, tick: u32, t0: Instant) {
+        if self.conn.delivery() == Delivery::Reports {
+            return self.exchange_reports(world, tick);
+        }
         let now = t0 + TICK * tick;
         for _ in 0..3 {
             let mut packet = Vec::new();
@@ -235,6 +261,9 @@ impl Client {
                 .unwrap();
             assert_eq!(stats.bytes, packet.len());
             self.largest = self.largest.max(packet.len());
+            if tick == self.joins {
+                self.join.push(packet.len());
+            }
             self.down.send(tick, self.packets, packet);
             self.packets += 1;
             if stats.totals.deferred == 0 {
@@ -277,13 +306,13 @@ impl Client {
 /// joining at tick 40, one at 90), the scope of channel 0 flipping; then
 /// the links heal and every client must settle within `drain` ticks and
 /// match.
-fn session(profile: &LinkProfile, seed: u64, ticks: u32, drain: u32) {
+fn session(profile: &LinkProfile, seed: u64, ticks: u32, drain: u32, delivery: Delivery) {
     let t0 = Instant::now();
     let mut world = World::new(seed, 120);
     let mut clients: Vec<Client> = [0, 40, 90]
         .into_iter()
         .enumerate()
-        .map(|(n, joins)| Client::new(profile, seed * 10 + n as u64, joins))
+        .map(|(n, joins)| Client::new(profile, seed * 10 + n as u64, joins, delivery))
         .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5c09e);
     for tick in 0..ticks + drain {
@@ -332,6 +361,14 @@ fn session(profile: &LinkProfile, seed: u64, ticks: u32, drain: u32) {
                     "a packet of {} bytes",
                     client.largest
                 );
+                // The world a client joins does not fit in one packet: it
+                // comes in several, none over the MTU.
+                assert!(
+                    client.join.len() > 1 && client.join.iter().all(|&bytes| bytes <= MTU),
+                    "{} seed {seed}: client {n} joined with packets of {:?} bytes",
+                    profile.name,
+                    client.join
+                );
             }
             return;
         }
@@ -350,7 +387,7 @@ fn session(profile: &LinkProfile, seed: u64, ticks: u32, drain: u32) {
                 (0..3)
                     .map(|n| c.conn.state(n).pending_items())
                     .collect::<Vec<_>>(),
-                c.conn.acks().in_flight(),
+                c.conn.acks().in_flight() + c.conn.awaiting_reports(),
             )
         })
         .collect();
@@ -375,7 +412,7 @@ fn every_mirror_converges_over_every_link_profile() {
             // packets overtaken by three later ones are declared lost and
             // sent again even after healing, until one copy's
             // acknowledgement wins the race.
-            session(&profile, seed, 160, 1_000);
+            session(&profile, seed, 160, 1_000, Delivery::Header);
         }
     }
 }
@@ -392,7 +429,7 @@ fn lost_packets_are_repaired_from_the_headers_verdicts() {
         .filter(|profile| profile.name.starts_with("lossy") || profile.name == "bursty");
     for profile in profiles {
         for seed in 1..=seeds() {
-            session(&profile, seed, 160, 50);
+            session(&profile, seed, 160, 50, Delivery::Header);
         }
     }
 }
@@ -401,7 +438,7 @@ fn lost_packets_are_repaired_from_the_headers_verdicts() {
 fn a_perfect_link_loses_nothing_and_fills_packets_up_to_the_mtu() {
     let t0 = Instant::now();
     let mut world = World::new(7, 400);
-    let mut client = Client::new(&LinkProfile::perfect(), 7, 0);
+    let mut client = Client::new(&LinkProfile::perfect(), 7, 0, Delivery::Header);
     // The join: 400 units twice, far more than one packet holds.
     for tick in 0..60 {
         client.exchange(&mut world, tick, t0);

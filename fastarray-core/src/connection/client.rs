@@ -1,11 +1,13 @@
 //! [`MirrorConnection`]: the client's side of its connection to the
 //! server. It applies each packet's sections to the mirrors of their
-//! channels, all or none, and acknowledges the packets it applied.
+//! channels, all or none, and acknowledges the packets it applied (on
+//! the transport's delivery reports, the transport does).
 
 use std::any::Any;
 use std::time::Instant;
 
 use super::channel::{Incoming, read_tag};
+use super::delivery::Delivery;
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckHeader, Acks, LinkStats};
 use crate::bits::BitReader;
@@ -39,6 +41,10 @@ use crate::secure::Session;
 /// before and after.
 #[derive(Debug)]
 pub struct MirrorConnection {
+    /// Who numbers the packets and reports their fate.
+    delivery: Delivery,
+    /// The header's acknowledgements ([`Delivery::Header`]; unused on
+    /// the transport's reports).
     acks: Acks,
     channels: usize,
     /// The packets' protection, when made [`secure`](Self::secure).
@@ -50,10 +56,13 @@ pub struct MirrorConnection {
 /// A decoded section: its channel, and the delta its mirror decoded.
 type Section = (usize, Box<dyn Any>);
 
-/// What one [`MirrorConnection::apply`] did.
+/// What one [`MirrorConnection::apply`] or
+/// [`MirrorConnection::apply_payload`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PacketReport {
-    /// The packet's number.
+    /// The packet's number (`0` from
+    /// [`apply_payload`](MirrorConnection::apply_payload): the transport
+    /// numbers those).
     pub packet: u32,
     /// Per channel with a section in the packet: the channel and what
     /// applying its delta did.
@@ -71,6 +80,7 @@ impl MirrorConnection {
     /// acknowledgements follow `config`.
     pub fn with_config(channels: usize, config: AckConfig) -> Self {
         Self {
+            delivery: Delivery::Header,
             acks: Acks::new(config),
             channels,
             session: None,
@@ -92,6 +102,44 @@ impl MirrorConnection {
         conn
     }
 
+    /// The client's side of a connection with `channels` channels on the
+    /// transport's delivery reports ([`Delivery::Reports`]): the server's
+    /// payloads carry no header ([`apply_payload`](Self::apply_payload)),
+    /// and the client writes none (the transport tells the server what
+    /// arrived). No [`Session`] protects them: the transport authenticates
+    /// its peer.
+    pub fn with_delivery_reports(channels: usize) -> Self {
+        let mut conn = Self::new(channels);
+        conn.delivery = Delivery::Reports;
+        conn
+    }
+
+    /// Who numbers the packets and reports their fate.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    /// Refuses a call of the other mode than the connection's, and
+    /// `mirrors` that are not as many as the channels.
+    fn expect(
+        &self,
+        delivery: Delivery,
+        mirrors: Option<&[&mut dyn Incoming]>,
+    ) -> Result<(), ConnectionError> {
+        if self.delivery != delivery {
+            return Err(ConnectionError::WrongDelivery {
+                delivery: self.delivery,
+            });
+        }
+        match mirrors {
+            Some(mirrors) if mirrors.len() != self.channels => Err(ConnectionError::ChannelCount {
+                expected: self.channels,
+                given: mirrors.len(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The session protecting the packets (`None`: made plain).
     pub fn session(&self) -> Option<&Session> {
         self.session.as_ref()
@@ -102,13 +150,15 @@ impl MirrorConnection {
         self.channels
     }
 
-    /// The packets' acknowledgements.
+    /// The packets' acknowledgements (unused, so empty, on the
+    /// transport's delivery reports).
     pub fn acks(&self) -> &Acks {
         &self.acks
     }
 
     /// Round-trip time, loss and rates of the link (as seen from the
-    /// client's own packets).
+    /// client's own packets; on the transport's delivery reports, ask the
+    /// transport).
     pub fn stats(&self) -> LinkStats {
         self.acks.stats()
     }
@@ -119,7 +169,9 @@ impl MirrorConnection {
     /// before anything else: one that is not the server's is
     /// [`ConnectionError::Refused`]. On error no mirror changed and the
     /// packet is not acknowledged (a duplicate is refused by its header:
-    /// [`AckError::Duplicate`]).
+    /// [`AckError::Duplicate`]). [`ConnectionError::WrongDelivery`] on
+    /// the transport's delivery reports: see
+    /// [`apply_payload`](Self::apply_payload).
     ///
     /// [`AckError::Duplicate`]: crate::AckError::Duplicate
     pub fn apply(
@@ -128,12 +180,7 @@ impl MirrorConnection {
         packet: &[u8],
         mirrors: &mut [&mut dyn Incoming],
     ) -> Result<PacketReport, ConnectionError> {
-        if mirrors.len() != self.channels {
-            return Err(ConnectionError::ChannelCount {
-                expected: self.channels,
-                given: mirrors.len(),
-            });
-        }
+        self.expect(Delivery::Header, Some(mirrors))?;
         let opened = match &self.session {
             Some(session) => Some(
                 session
@@ -154,16 +201,39 @@ impl MirrorConnection {
             session.take(opened);
         }
         self.acks.applied(number);
-        let sections = decoded
-            .into_iter()
-            .map(|(channel, decoded)| (channel, mirrors[channel].__apply(decoded)))
-            .collect();
+        let sections = apply_sections(decoded, mirrors);
         // The client sends no deltas: what its own packets' fate says is
         // only kept for the link's statistics.
         while self.acks.poll(now).is_some() {}
         Ok(PacketReport {
             packet: number,
             sections,
+        })
+    }
+
+    /// Applies a payload from the server on the transport's delivery
+    /// reports ([`with_delivery_reports`](Self::with_delivery_reports)):
+    /// the sections [`Connection::write_payload`](crate::Connection::write_payload)
+    /// wrote, to `mirrors` (channel `n` is `mirrors[n]`), all decoded and
+    /// checked first, as [`apply`](Self::apply) does after its header. On
+    /// error no mirror changed: the transport should report the payload
+    /// lost to the server, whose work then comes again (a transport that
+    /// reports delivery on receipt reports it delivered anyway; the
+    /// mirror's data is then behind until those items change again, so
+    /// treat an error there as the peer misbehaving).
+    /// [`ConnectionError::WrongDelivery`] on a connection with its own
+    /// header. A payload arriving twice, or late, is read past by the
+    /// mirrors' own rules.
+    pub fn apply_payload(
+        &mut self,
+        payload: &[u8],
+        mirrors: &mut [&mut dyn Incoming],
+    ) -> Result<PacketReport, ConnectionError> {
+        self.expect(Delivery::Reports, Some(mirrors))?;
+        let decoded = self.decode(payload, mirrors)?;
+        Ok(PacketReport {
+            packet: 0,
+            sections: apply_sections(decoded, mirrors),
         })
     }
 
@@ -226,13 +296,16 @@ impl MirrorConnection {
     /// the session if the connection is secure. Returns the packet's
     /// number. Errs only when a sealed session's counter is exhausted
     /// ([`PacketError::Exhausted`](crate::PacketError::Exhausted)); then
-    /// `out` is as it was.
+    /// `out` is as it was. [`ConnectionError::WrongDelivery`] on the
+    /// transport's delivery reports (the transport carries the game's data
+    /// as it is, and the server learns what arrived from the transport).
     pub fn write_reply(
         &mut self,
         now: Instant,
         payload: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<u32, ConnectionError> {
+        self.expect(Delivery::Header, None)?;
         while self.acks.poll(now).is_some() {}
         let start = out.len();
         let inner = match &mut self.session {
@@ -250,4 +323,16 @@ impl MirrorConnection {
         }
         Ok(packet)
     }
+}
+
+/// Applies decoded sections to their channels' mirrors: the same for both
+/// modes.
+fn apply_sections(
+    decoded: Vec<Section>,
+    mirrors: &mut [&mut dyn Incoming],
+) -> Vec<(usize, ApplyReport)> {
+    decoded
+        .into_iter()
+        .map(|(channel, decoded)| (channel, mirrors[channel].__apply(decoded)))
+        .collect()
 }

@@ -2,6 +2,7 @@
 
 use core::fmt;
 
+use super::delivery::Delivery;
 use crate::ack::AckError;
 use crate::error::{DecodeError, SendError};
 use crate::secure::PacketError;
@@ -20,6 +21,27 @@ pub enum ConnectionError {
     Refused(PacketError),
     /// The packet's header could not be read or was refused.
     Ack(AckError),
+    /// The call belongs to the other [`Delivery`] mode than the
+    /// connection's: [`write_packet`](crate::Connection::write_packet),
+    /// [`receive`](crate::Connection::receive),
+    /// [`apply`](crate::MirrorConnection::apply) and the client's headers
+    /// to [`Delivery::Header`];
+    /// [`write_payload`](crate::Connection::write_payload),
+    /// [`delivered`](crate::Connection::delivered),
+    /// [`lost`](crate::Connection::lost) and
+    /// [`apply_payload`](crate::MirrorConnection::apply_payload) to
+    /// [`Delivery::Reports`].
+    WrongDelivery {
+        /// The connection's mode.
+        delivery: Delivery,
+    },
+    /// [`write_payload`](crate::Connection::write_payload) was given the
+    /// number of a packet still awaiting its report: each packet in flight
+    /// needs its own number, or its report could not be told apart.
+    PacketInFlight {
+        /// The number.
+        packet: u32,
+    },
     /// The arrays and objects given are not as many as the connection's
     /// channels.
     ChannelCount {
@@ -70,6 +92,15 @@ impl fmt::Display for ConnectionError {
         match self {
             Self::Refused(error) => write!(f, "packet refused: {error}"),
             Self::Ack(error) => write!(f, "packet header: {error}"),
+            Self::WrongDelivery { delivery } => write!(
+                f,
+                "the connection runs on {}: this call is for the other mode",
+                delivery.name()
+            ),
+            Self::PacketInFlight { packet } => write!(
+                f,
+                "packet {packet} is still awaiting its delivery report: give each packet a new number"
+            ),
             Self::ChannelCount { expected, given } => write!(
                 f,
                 "the connection has {expected} channels, but {given} arrays or objects were given"

@@ -1,12 +1,14 @@
 //! [`Connection`]: the server's side of one client's connection. It keeps
 //! a [`SendState`] per channel (each array or object the client mirrors),
-//! acknowledges packets with [`Acks`], and fills each packet up to an MTU
-//! with the channels' deltas.
+//! learns each packet's fate from [`Acks`] (its own header) or from the
+//! transport's reports ([`Delivery`]), and fills each packet up to an MTU
+//! with the channels' deltas, the same way in both modes.
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
+use super::delivery::{Awaited, Delivery};
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
@@ -49,6 +51,14 @@ const MIN_SECTION_BITS: u64 = 16;
 /// are for transports that authenticate packets themselves (QUIC, Steam's
 /// sockets, an encrypted netcode): on bare UDP, a forged packet that
 /// reuses a genuine sequence is taken as the client's.
+///
+/// **On a transport that numbers its messages and reports their delivery**
+/// (GameNetworkingSockets, ENet, a reliable stream), make it with
+/// [`with_delivery_reports`](Self::with_delivery_reports): no header is
+/// written; [`write_payload`](Self::write_payload) takes the transport's
+/// number and writes the same sections, and the transport's verdicts come
+/// in through [`delivered`](Self::delivered) and [`lost`](Self::lost). See
+/// [`Delivery`].
 ///
 /// Calls, in order: each tick, [`receive`](Self::receive) every packet of
 /// the client's, [`write_packet`](Self::write_packet) (again while work is
@@ -99,7 +109,13 @@ const MIN_SECTION_BITS: u64 = 16;
 /// ```
 #[derive(Debug)]
 pub struct Connection {
+    /// Who numbers the packets and reports their fate.
+    delivery: Delivery,
+    /// The header's acknowledgements ([`Delivery::Header`]; unused on
+    /// the transport's reports).
     acks: Acks,
+    /// The packets awaiting the transport's report ([`Delivery::Reports`]).
+    awaited: Awaited,
     states: Vec<SendState>,
     /// Per channel, the array or object it serves (its origin), once it
     /// wrote.
@@ -118,13 +134,16 @@ pub struct Connection {
     verdicts_dropped: u64,
 }
 
-/// What one [`Connection::write_packet`] wrote.
+/// What one [`Connection::write_packet`] or
+/// [`Connection::write_payload`] wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PacketStats {
-    /// The packet's number ([`Acks`]'s extended sequence), which its
-    /// acknowledgement or loss names.
+    /// The packet's number, which its acknowledgement or loss names:
+    /// [`Acks`]'s extended sequence with the header, the caller's with the
+    /// transport's reports.
     pub packet: u32,
-    /// The packet's size, header included.
+    /// The packet's size, header (and session) included; with the
+    /// transport's reports, the payload's.
     pub bytes: usize,
     /// Channels with a section in the packet.
     pub sections: usize,
@@ -145,7 +164,9 @@ impl Connection {
     /// `config`.
     pub fn with_config(channels: usize, config: AckConfig) -> Self {
         Self {
+            delivery: Delivery::Header,
             acks: Acks::new(config),
+            awaited: Awaited::default(),
             states: (0..channels).map(|_| SendState::new()).collect(),
             sources: vec![None; channels],
             turn: 0,
@@ -169,6 +190,38 @@ impl Connection {
         let mut conn = Self::with_config(channels, config);
         conn.session = Some(session);
         conn
+    }
+
+    /// A connection with `channels` channels on the transport's delivery
+    /// reports ([`Delivery::Reports`]): no header is written, the caller
+    /// numbers each packet ([`write_payload`](Self::write_payload)) and
+    /// reports its fate ([`delivered`](Self::delivered),
+    /// [`lost`](Self::lost)). The sections are those of the header mode:
+    /// channels, MTU packing, budgets, oversized items and joins alike.
+    ///
+    /// No [`Session`] protects these packets: the mode is for transports
+    /// that authenticate their peer themselves (QUIC, Steam's sockets,
+    /// ENet over DTLS).
+    pub fn with_delivery_reports(channels: usize) -> Self {
+        let mut conn = Self::new(channels);
+        conn.delivery = Delivery::Reports;
+        conn
+    }
+
+    /// Who numbers the packets and reports their fate.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    /// Refuses a call of the other mode than the connection's.
+    fn expect(&self, delivery: Delivery) -> Result<(), ConnectionError> {
+        if self.delivery == delivery {
+            Ok(())
+        } else {
+            Err(ConnectionError::WrongDelivery {
+                delivery: self.delivery,
+            })
+        }
     }
 
     /// The session protecting the packets (`None`: made plain).
@@ -209,12 +262,14 @@ impl Connection {
         &mut self.states[channel]
     }
 
-    /// The packets' acknowledgements.
+    /// The packets' acknowledgements (unused, so empty, on the
+    /// transport's delivery reports).
     pub fn acks(&self) -> &Acks {
         &self.acks
     }
 
-    /// Round-trip time, loss and rates of the link.
+    /// Round-trip time, loss and rates of the link, as the headers tell
+    /// them (on the transport's delivery reports, ask the transport).
     pub fn stats(&self) -> LinkStats {
         self.acks.stats()
     }
@@ -224,25 +279,77 @@ impl Connection {
     /// [`receive`](Self::receive) do it too.
     pub fn update(&mut self, now: Instant) {
         while let Some(event) = self.acks.poll(now) {
-            for state in &mut self.states {
-                match event {
-                    AckEvent::Acked(packet) => state.on_ack(packet),
-                    AckEvent::Lost(packet) => state.on_loss(packet),
-                };
-            }
-            if self.verdicts.len() == MAX_VERDICTS {
-                self.verdicts.pop_front();
-                self.verdicts_dropped += 1;
-            }
-            self.verdicts.push_back(event);
+            self.verdict(event);
         }
+    }
+
+    /// Applies a packet's verdict, whoever gave it (the headers or the
+    /// transport): to every channel, and to [`poll_verdict`](Self::poll_verdict).
+    fn verdict(&mut self, event: AckEvent) {
+        for state in &mut self.states {
+            match event {
+                AckEvent::Acked(packet) => state.on_ack(packet),
+                AckEvent::Lost(packet) => state.on_loss(packet),
+            };
+        }
+        if self.verdicts.len() == MAX_VERDICTS {
+            self.verdicts.pop_front();
+            self.verdicts_dropped += 1;
+        }
+        self.verdicts.push_back(event);
+    }
+
+    /// The transport delivered `packet` (a number given to
+    /// [`write_payload`](Self::write_payload)): what it carried is known to
+    /// the client, on every channel, and [`poll_verdict`](Self::poll_verdict)
+    /// says so. Returns whether `packet` awaited its report: a report for
+    /// a number never written, written with no section, or already
+    /// reported is ignored (`Ok(false)`) and changes nothing.
+    /// [`ConnectionError::WrongDelivery`] on a connection with its own
+    /// header.
+    ///
+    /// A reliable, ordered transport (a stream) delivers every packet:
+    /// call this once the packet is handed to it, or when it is
+    /// acknowledged.
+    pub fn delivered(&mut self, packet: u32) -> Result<bool, ConnectionError> {
+        self.report(AckEvent::Acked(packet))
+    }
+
+    /// The transport lost `packet` (a number given to
+    /// [`write_payload`](Self::write_payload)): what it carried is due
+    /// again, on every channel, unless newer packets cover it, and
+    /// [`poll_verdict`](Self::poll_verdict) says so. Returns whether
+    /// `packet` awaited its report, as [`delivered`](Self::delivered) does.
+    pub fn lost(&mut self, packet: u32) -> Result<bool, ConnectionError> {
+        self.report(AckEvent::Lost(packet))
+    }
+
+    /// A transport's report on a packet.
+    fn report(&mut self, event: AckEvent) -> Result<bool, ConnectionError> {
+        self.expect(Delivery::Reports)?;
+        let (AckEvent::Acked(packet) | AckEvent::Lost(packet)) = event;
+        if !self.awaited.remove(packet) {
+            return Ok(false);
+        }
+        self.verdict(event);
+        Ok(true)
+    }
+
+    /// How many packets [`write_payload`](Self::write_payload) wrote whose
+    /// report has not come (none with the connection's own header). Each
+    /// one holds what it carried until reported: report every packet.
+    pub fn awaiting_reports(&self) -> usize {
+        self.awaited.len()
     }
 
     /// The next verdict the connection applied to its channels, oldest
     /// first: [`AckEvent::Acked`] with the number of a packet the client
     /// applied, or [`AckEvent::Lost`] with one whose work was due again.
     /// Every packet [`write_packet`](Self::write_packet) wrote (its
-    /// [`PacketStats::packet`]) gets exactly one. They are kept until
+    /// [`PacketStats::packet`]) gets exactly one; on the transport's
+    /// delivery reports, every payload with a section gets the one the
+    /// transport reported ([`delivered`](Self::delivered),
+    /// [`lost`](Self::lost)), when it does. They are kept until
     /// polled, at most [`MAX_VERDICTS`] of them: drain them every tick.
     pub fn poll_verdict(&mut self) -> Option<AckEvent> {
         self.verdicts.pop_front()
@@ -261,12 +368,15 @@ impl Connection {
     /// headers acknowledge it). A secure connection first checks the
     /// packet's token (or opens its seal): a packet that is not the
     /// client's is [`ConnectionError::Refused`] before its header is read.
-    /// On error nothing changes.
+    /// On error nothing changes. [`ConnectionError::WrongDelivery`] on
+    /// the transport's delivery reports (the transport tells the server
+    /// what arrived: [`delivered`](Self::delivered), [`lost`](Self::lost)).
     pub fn receive<'a>(
         &'a mut self,
         now: Instant,
         packet: &'a [u8],
     ) -> Result<(u32, &'a [u8]), ConnectionError> {
+        self.expect(Delivery::Header)?;
         let opened = match &self.session {
             Some(session) => Some(
                 session
@@ -306,6 +416,8 @@ impl Connection {
     /// Send the packet even when it carries no section: its header
     /// acknowledges the client's packets. On error `out` is left as it
     /// was, and nothing is recorded as sent.
+    /// [`ConnectionError::WrongDelivery`] on the transport's delivery
+    /// reports: see [`write_payload`](Self::write_payload).
     pub fn write_packet(
         &mut self,
         now: Instant,
@@ -313,10 +425,10 @@ impl Connection {
         sources: &mut [&mut dyn Outgoing],
         out: &mut Vec<u8>,
     ) -> Result<PacketStats, ConnectionError> {
+        self.expect(Delivery::Header)?;
         self.check_sources(sources)?;
         self.update(now);
         let start = out.len();
-        let overhead = self.overhead();
         let inner = match &mut self.session {
             Some(session) => session.begin(out).map_err(ConnectionError::Refused)?,
             None => start,
@@ -324,50 +436,153 @@ impl Connection {
         // The number comes first (the channels record it); the size is
         // counted once known.
         let (header, packet) = self.acks.send(now, 0);
-        let head = AckHeader::BYTES + overhead;
-        let limit = (mtu.clamp(head + 1, MAX_PACKET) - head) as u64 * 8;
         out.extend_from_slice(&header.to_bytes());
-        let mut stats = PacketStats {
-            packet,
-            ..PacketStats::default()
-        };
-        let mut writer = BitWriter::new(out);
-        let mut wrote = Vec::new();
-        let written = self.write_sections(sources, packet, limit, &mut writer, &mut wrote);
-        match written {
-            Ok(totals) => stats.totals = totals,
-            Err(error) => {
-                drop(writer);
-                self.unwrite(&wrote, packet, out, start);
-                return Err(error);
-            }
-        }
-        stats.sections = wrote.len();
-        write_end(&mut writer);
-        writer.finish();
+        let head = AckHeader::BYTES + self.overhead();
+        let (totals, sections) = self.pack(sources, packet, mtu, head, out, start)?;
         if let Some(session) = &mut self.session {
             if let Err(error) = session.finish(out, inner) {
-                self.unwrite(&wrote, packet, out, start);
+                self.unwrite(packet, out, start);
                 return Err(ConnectionError::Refused(error));
             }
         }
-        self.turn = (self.turn + 1) % self.states.len().max(1);
+        self.next_turn();
         let bytes = out.len() - start;
         self.acks.add_sent_bytes(now, bytes);
-        stats.bytes = bytes;
-        Ok(stats)
+        Ok(PacketStats {
+            packet,
+            bytes,
+            sections,
+            totals,
+        })
+    }
+
+    /// Appends to `out` the next payload to the client on the transport's
+    /// delivery reports ([`with_delivery_reports`](Self::with_delivery_reports)),
+    /// numbered `packet` by the caller: the same sections
+    /// [`write_packet`](Self::write_packet) writes after its header, as
+    /// much as fits in `mtu` bytes (the most the transport carries in one
+    /// message), and an item too large for any payload of `mtu` bytes
+    /// alone, in one of up to [`MAX_PACKET`] bytes, when no other work is
+    /// due.
+    ///
+    /// Send it as one message and report its fate by `packet`:
+    /// [`delivered`](Self::delivered) or [`lost`](Self::lost). A payload
+    /// with no section ([`PacketStats::sections`] `== 0`, one byte) need
+    /// not be sent: nothing was recorded for it, and a report on it is
+    /// ignored. `packet` may be any number not awaiting its report (a
+    /// counter that wraps is fine); one still awaited is refused
+    /// ([`ConnectionError::PacketInFlight`]). On error `out` is left as it
+    /// was, and nothing is recorded as sent; on a connection with its own
+    /// header, [`ConnectionError::WrongDelivery`].
+    ///
+    /// ```
+    /// use fastarray_core::{Connection, FastArray, MirrorConnection};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { name: String, hp: u8 }
+    ///
+    /// let mut units = FastArray::new();
+    /// for n in 0..200 {
+    ///     units.push(Unit { name: format!("unit {n}"), hp: 100 });
+    /// }
+    /// units.commit();
+    /// let mut conn = Connection::with_delivery_reports(1);
+    /// let mut client = MirrorConnection::with_delivery_reports(1);
+    /// let mut mirror = FastArray::<Unit>::mirror();
+    ///
+    /// // The transport's message numbers (here a counter); the join goes
+    /// // over several payloads of at most 1 200 bytes.
+    /// let mut payload = Vec::new();
+    /// for number in 0..20u32 {
+    ///     payload.clear();
+    ///     let stats = conn.write_payload(number, 1_200, &mut [&mut units], &mut payload).unwrap();
+    ///     if stats.sections == 0 {
+    ///         break; // nothing to say: send nothing
+    ///     }
+    ///     assert!(payload.len() <= 1_200);
+    ///     // The transport carries it; the client applies it...
+    ///     client.apply_payload(&payload, &mut [&mut mirror]).unwrap();
+    ///     // ...and the transport reports it delivered (or lost).
+    ///     assert!(conn.delivered(number).unwrap());
+    /// }
+    /// assert_eq!(mirror, units);
+    /// ```
+    pub fn write_payload(
+        &mut self,
+        packet: u32,
+        mtu: usize,
+        sources: &mut [&mut dyn Outgoing],
+        out: &mut Vec<u8>,
+    ) -> Result<PacketStats, ConnectionError> {
+        self.expect(Delivery::Reports)?;
+        self.check_sources(sources)?;
+        if self.awaited.contains(packet) {
+            return Err(ConnectionError::PacketInFlight { packet });
+        }
+        let start = out.len();
+        let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
+        if sections > 0 {
+            self.awaited.insert(packet);
+        }
+        self.next_turn();
+        Ok(PacketStats {
+            packet,
+            bytes: out.len() - start,
+            sections,
+            totals,
+        })
+    }
+
+    /// Writes the sections of `packet` to `out` and their end, in a packet
+    /// of `mtu` bytes of which `head` go to what precedes and follows them
+    /// (the header, the session's), and returns their counts summed and how
+    /// many channels wrote one: the rules of both modes, in one place. On
+    /// error `out` is truncated to `start` and nothing is recorded as sent.
+    fn pack(
+        &mut self,
+        sources: &mut [&mut dyn Outgoing],
+        packet: u32,
+        mtu: usize,
+        head: usize,
+        out: &mut Vec<u8>,
+        start: usize,
+    ) -> Result<(DeltaStats, usize), ConnectionError> {
+        let limit = (mtu.clamp(head + 1, MAX_PACKET) - head) as u64 * 8;
+        let mut writer = BitWriter::new(out);
+        let mut wrote = Vec::new();
+        let written = self.write_sections(sources, packet, limit, head, &mut writer, &mut wrote);
+        match written {
+            Ok(totals) => {
+                write_end(&mut writer);
+                writer.finish();
+                Ok((totals, wrote.len()))
+            }
+            Err(error) => {
+                drop(writer);
+                self.unwrite(packet, out, start);
+                Err(error)
+            }
+        }
+    }
+
+    /// The next packet starts with the next channel, so none starves.
+    fn next_turn(&mut self) {
+        self.turn = (self.turn + 1) % self.states.len().max(1);
     }
 
     /// Writes the sections of `packet`, each channel offered the room left
     /// in `limit` bits, in turn; then, if none had anything that fit, the
     /// largest item too large for the MTU alone (within what a datagram
-    /// holds). Pushes to `wrote` the channels that wrote a section, and
-    /// returns their counts summed.
+    /// holds, less `head` bytes). Pushes to `wrote` the channels that
+    /// wrote a section, and returns their counts summed.
     fn write_sections(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
         packet: u32,
         limit: u64,
+        head: usize,
         writer: &mut BitWriter<'_>,
         wrote: &mut Vec<usize>,
     ) -> Result<DeltaStats, ConnectionError> {
@@ -394,9 +609,7 @@ impl Connection {
             }
         }
         if let (true, Some((channel, bits))) = (wrote.is_empty(), oversized) {
-            let most = (MAX_PACKET - AckHeader::BYTES - self.overhead()) as u64 * 8
-                - tag_bits(channel)
-                - 1;
+            let most = (MAX_PACKET - head) as u64 * 8 - tag_bits(channel) - 1;
             let budget = Budget::of(bits.min(most));
             let (section, said) = self.write_section(sources, channel, packet, budget, writer)?;
             if said {
@@ -459,11 +672,12 @@ impl Connection {
             .map_err(|error| ConnectionError::Send { channel, error })
     }
 
-    /// Takes back the sections of `packet` written to `channels` (a later
-    /// channel failed): they count as lost, so their work is due again.
-    fn unwrite(&mut self, channels: &[usize], packet: u32, out: &mut Vec<u8>, start: usize) {
-        for &channel in channels {
-            self.states[channel].on_loss(packet);
+    /// Takes back the sections of `packet` (a later channel or the
+    /// session failed): they count as lost, so their work is due again (a
+    /// channel that wrote none for it has nothing to take back).
+    fn unwrite(&mut self, packet: u32, out: &mut Vec<u8>, start: usize) {
+        for state in &mut self.states {
+            state.on_loss(packet);
         }
         out.truncate(start);
     }

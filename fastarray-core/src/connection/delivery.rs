@@ -1,0 +1,78 @@
+//! Who numbers a connection's packets and who learns their fate: the
+//! connection's own [`AckHeader`](crate::AckHeader) ([`Delivery::Header`]),
+//! or the transport ([`Delivery::Reports`]), whose packets the connection
+//! then awaits a report for ([`Awaited`]).
+
+use std::collections::HashSet;
+
+/// How a [`Connection`](crate::Connection) and its
+/// [`MirrorConnection`](crate::MirrorConnection) number packets and learn
+/// their fate. The packets' sections (channels, MTU packing, budgets,
+/// oversized items, joins) are the same in both: only the numbering, the
+/// header and the verdicts differ.
+///
+/// ```
+/// use fastarray_core::{Connection, Delivery, MirrorConnection};
+///
+/// assert_eq!(Connection::new(2).delivery(), Delivery::Header);
+/// assert_eq!(Connection::with_delivery_reports(2).delivery(), Delivery::Reports);
+/// assert_eq!(MirrorConnection::with_delivery_reports(2).delivery(), Delivery::Reports);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Delivery {
+    /// Every packet starts with the connection's 8-byte
+    /// [`AckHeader`](crate::AckHeader): the connection numbers its
+    /// packets, and learns their fate from the peer's headers. For
+    /// transports that say nothing of delivery (bare UDP, renet's
+    /// unreliable channels). Written by
+    /// [`Connection::write_packet`](crate::Connection::write_packet),
+    /// applied by [`MirrorConnection::apply`](crate::MirrorConnection::apply).
+    Header,
+    /// No header: the transport numbers the packets and reports each one
+    /// delivered or lost. For transports that do (GameNetworkingSockets,
+    /// ENet, a reliable stream). Written by
+    /// [`Connection::write_payload`](crate::Connection::write_payload),
+    /// reported by [`Connection::delivered`](crate::Connection::delivered)
+    /// and [`Connection::lost`](crate::Connection::lost), applied by
+    /// [`MirrorConnection::apply_payload`](crate::MirrorConnection::apply_payload).
+    Reports,
+}
+
+impl Delivery {
+    /// The mode's name, for messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Header => "its own header",
+            Self::Reports => "the transport's delivery reports",
+        }
+    }
+}
+
+/// The packets written in [`Delivery::Reports`] mode whose report has not
+/// come: a report for any other number is ignored.
+#[derive(Debug, Default)]
+pub(crate) struct Awaited {
+    packets: HashSet<u32>,
+}
+
+impl Awaited {
+    /// Whether `packet` awaits its report.
+    pub(crate) fn contains(&self, packet: u32) -> bool {
+        self.packets.contains(&packet)
+    }
+
+    /// Records that `packet` was written and awaits its report.
+    pub(crate) fn insert(&mut self, packet: u32) {
+        self.packets.insert(packet);
+    }
+
+    /// Takes `packet`'s report: whether it was awaited.
+    pub(crate) fn remove(&mut self, packet: u32) -> bool {
+        self.packets.remove(&packet)
+    }
+
+    /// How many packets await their report.
+    pub(crate) fn len(&self) -> usize {
+        self.packets.len()
+    }
+}
