@@ -522,3 +522,35 @@ proptest! {
         }
     }
 }
+
+/// A transport that never reports a payload does not make the connection
+/// keep it for ever: once every channel counted it lost (a window of
+/// frames later), it is forgotten. Without that, 3 000 unreported
+/// payloads would all stay awaited.
+#[test]
+fn payloads_never_reported_are_forgotten_a_window_later() {
+    let mut units = FastArray::new();
+    let id = units.push(Unit {
+        x: 0,
+        y: 0,
+        hp: 1,
+        name: "lone".into(),
+    });
+    units.commit();
+    let mut conn = Connection::with_delivery_reports(1);
+    let mut most = 0;
+    for packet in 0..3_000u32 {
+        units.get_mut(id).unwrap().x += 1;
+        units.commit();
+        let mut payload = Vec::new();
+        let stats = conn
+            .write_payload(packet, 1_200, &mut [&mut units], &mut payload)
+            .unwrap();
+        assert_eq!(stats.sections, 1);
+        most = most.max(conn.awaiting_reports());
+    }
+    assert!(most <= 1_025, "{most} payloads awaited at once");
+    assert!(conn.awaiting_reports() <= 1_025);
+    // A report that comes after the packet was forgotten is ignored.
+    assert_eq!(conn.delivered(0), Ok(false));
+}

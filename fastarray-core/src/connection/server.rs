@@ -525,6 +525,9 @@ impl Connection {
         let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
         if sections > 0 {
             self.awaited.insert(packet);
+            let states = &self.states;
+            self.awaited
+                .forget_unless(|packet| states.iter().any(|state| state.has_in_flight(packet)));
         }
         self.next_turn();
         Ok(PacketStats {
