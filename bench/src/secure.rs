@@ -1,5 +1,5 @@
 //! The sessions the secure bench and the report measure: a server's and a
-//! client's side of one handshake, for each [`Protection`].
+//! client's side of one handshake, for each [`Protection`](fastarray::Protection).
 
 use std::net::SocketAddr;
 use std::time::Instant;
