@@ -1,9 +1,7 @@
 //! Who numbers a connection's packets and who learns their fate: the
 //! connection's own [`AckHeader`](crate::AckHeader) ([`Delivery::Header`]),
 //! or the transport ([`Delivery::Reports`]), whose packets the connection
-//! then awaits a report for ([`Awaited`]).
-
-use std::collections::HashSet;
+//! then awaits a report for.
 
 /// How a [`Connection`](crate::Connection) and its
 /// [`MirrorConnection`](crate::MirrorConnection) number packets and learn
@@ -44,66 +42,6 @@ impl Delivery {
         match self {
             Self::Header => "its own header",
             Self::Reports => "the transport's delivery reports",
-        }
-    }
-}
-
-/// How many awaited packets trigger a pass forgetting those no channel
-/// still has in flight (see [`Awaited::forget_unless`]).
-const PRUNE_AT: usize = 1_024;
-
-/// The packets written in [`Delivery::Reports`] mode whose report has not
-/// come: a report for any other number is ignored.
-#[derive(Debug)]
-pub(crate) struct Awaited {
-    packets: HashSet<u32>,
-    /// The count that triggers the next pass (see
-    /// [`forget_unless`](Self::forget_unless)).
-    prune_at: usize,
-}
-
-impl Default for Awaited {
-    fn default() -> Self {
-        Self {
-            packets: HashSet::new(),
-            prune_at: PRUNE_AT,
-        }
-    }
-}
-
-impl Awaited {
-    /// Whether `packet` awaits its report.
-    pub(crate) fn contains(&self, packet: u32) -> bool {
-        self.packets.contains(&packet)
-    }
-
-    /// Records that `packet` was written and awaits its report.
-    pub(crate) fn insert(&mut self, packet: u32) {
-        self.packets.insert(packet);
-    }
-
-    /// Takes `packet`'s report: whether it was awaited.
-    pub(crate) fn remove(&mut self, packet: u32) -> bool {
-        self.packets.remove(&packet)
-    }
-
-    /// How many packets await their report.
-    pub(crate) fn len(&self) -> usize {
-        self.packets.len()
-    }
-
-    /// Once more packets await than a threshold (at least [`PRUNE_AT`]),
-    /// forgets those for which
-    /// `in_flight` is false: packets every channel already counted as lost
-    /// because their report never came within a window of frames. So a
-    /// transport that never reports a packet costs a bounded set, not a
-    /// leak (amortised: a pass per `PRUNE_AT` packets written at most).
-    pub(crate) fn forget_unless(&mut self, in_flight: impl Fn(u32) -> bool) {
-        if self.packets.len() > self.prune_at {
-            self.packets.retain(|&packet| in_flight(packet));
-            // Packets genuinely in flight stay: the next pass waits for as
-            // many again.
-            self.prune_at = PRUNE_AT.max(2 * self.packets.len());
         }
     }
 }

@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
-use super::delivery::{Awaited, Delivery};
+use super::delivery::Delivery;
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
@@ -115,7 +115,6 @@ pub struct Connection {
     /// the transport's reports).
     acks: Acks,
     /// The packets awaiting the transport's report ([`Delivery::Reports`]).
-    awaited: Awaited,
     states: Vec<SendState>,
     /// Per channel, the array or object it serves (its origin), once it
     /// wrote.
@@ -166,7 +165,6 @@ impl Connection {
         Self {
             delivery: Delivery::Header,
             acks: Acks::new(config),
-            awaited: Awaited::default(),
             states: (0..channels).map(|_| SendState::new()).collect(),
             sources: vec![None; channels],
             turn: 0,
@@ -328,7 +326,7 @@ impl Connection {
     fn report(&mut self, event: AckEvent) -> Result<bool, ConnectionError> {
         self.expect(Delivery::Reports)?;
         let (AckEvent::Acked(packet) | AckEvent::Lost(packet)) = event;
-        if !self.awaited.remove(packet) {
+        if !self.awaits(packet) {
             return Ok(false);
         }
         self.verdict(event);
@@ -336,10 +334,22 @@ impl Connection {
     }
 
     /// How many packets [`write_payload`](Self::write_payload) wrote whose
-    /// report has not come (none with the connection's own header). Each
-    /// one holds what it carried until reported: report every packet.
+    /// report has not come (none with the connection's own header): those
+    /// some channel still has in flight. A channel counts a packet lost
+    /// once it is a window of frames old, so one the transport never
+    /// reports is not kept for ever.
     pub fn awaiting_reports(&self) -> usize {
-        self.awaited.len()
+        let mut packets: Vec<u32> = self.states.iter().flat_map(SendState::in_flight).collect();
+        packets.sort_unstable();
+        packets.dedup();
+        packets.len()
+    }
+
+    /// Whether `packet` awaits its report: some channel has it in flight
+    /// (every payload with a section recorded it in the channels it
+    /// carried), so the channels' records are the one account of it.
+    fn awaits(&self, packet: u32) -> bool {
+        self.states.iter().any(|state| state.has_in_flight(packet))
     }
 
     /// The next verdict the connection applied to its channels, oldest
@@ -518,17 +528,11 @@ impl Connection {
     ) -> Result<PacketStats, ConnectionError> {
         self.expect(Delivery::Reports)?;
         self.check_sources(sources)?;
-        if self.awaited.contains(packet) {
+        if self.awaits(packet) {
             return Err(ConnectionError::PacketInFlight { packet });
         }
         let start = out.len();
         let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
-        if sections > 0 {
-            self.awaited.insert(packet);
-            let states = &self.states;
-            self.awaited
-                .forget_unless(|packet| states.iter().any(|state| state.has_in_flight(packet)));
-        }
         self.next_turn();
         Ok(PacketStats {
             packet,

@@ -105,6 +105,11 @@ impl Retirement {
         self.records.iter().any(|r| r.packet == packet)
     }
 
+    /// The packets of the records in flight, in write order.
+    pub(crate) fn packets(&self) -> impl Iterator<Item = u32> + '_ {
+        self.records.iter().map(|r| r.packet)
+    }
+
     /// The frames since which the work of each record in flight was due.
     pub(crate) fn oldest_dues(&self) -> impl Iterator<Item = u64> + '_ {
         self.records.iter().map(|r| r.oldest_due)

@@ -315,6 +315,11 @@ impl SendState {
         self.retirement.contains(packet)
     }
 
+    /// The packets in flight, oldest first.
+    pub(crate) fn in_flight(&self) -> impl Iterator<Item = u32> + '_ {
+        self.retirement.packets()
+    }
+
     /// Treats packets that are a whole window older than `frame` as lost:
     /// the mirror ignores them if they ever arrive.
     pub(crate) fn expire(&mut self, frame: u64) {
