@@ -123,21 +123,22 @@ impl ArrayLimits {
 
     /// The most items this array may hold.
     pub(crate) fn items(self) -> usize {
-        if self.inner {
-            self.limits.inner_items
-        } else {
-            self.limits.items
-        }
+        self.item_limit().1
     }
 
     /// Refuses `would_be` items in this array if that is over its limit.
     pub(crate) fn check_items(self, would_be: usize) -> Result<(), DecodeError> {
-        let (limit, max) = if self.inner {
+        let (limit, max) = self.item_limit();
+        check(limit, max, would_be)
+    }
+
+    /// Which limit holds this array's items, and its value.
+    fn item_limit(self) -> (Limit, usize) {
+        if self.inner {
             (Limit::InnerItems, self.limits.inner_items)
         } else {
             (Limit::Items, self.limits.items)
-        };
-        check(limit, max, would_be)
+        }
     }
 
     /// Refuses a message that removes `count` ids if that is over the limit.

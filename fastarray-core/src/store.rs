@@ -410,6 +410,15 @@ impl<T> Store<T> {
             .unwrap_or(0)
     }
 
+    /// Mirror: whether a scope exit of item `id` written at `frame` applies:
+    /// it is not older than a value the mirror holds of the item, nor than
+    /// the item's return (an older one is a late copy from before the item
+    /// came back). The one rule, for the apply and for the limits' count.
+    pub(crate) fn exit_applies(&self, id: ReplicationId, frame: u64) -> bool {
+        self.newest_field_frame(id) <= frame
+            && self.returned_after(id).is_none_or(|back| back < frame)
+    }
+
     /// Removes an item from a mirror without recording a change.
     pub(crate) fn remove_replicated(&mut self, id: ReplicationId) -> Option<T> {
         self.take_slot(id).map(|slot| slot.value)

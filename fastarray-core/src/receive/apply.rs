@@ -52,9 +52,7 @@ impl Mirror {
             if exit {
                 // An exit older than a value the mirror holds is a late
                 // copy from before the item came back: nothing to do.
-                let current = store.newest_field_frame(id) <= frame
-                    && store.returned_after(id).is_none_or(|back| back < frame);
-                if !current {
+                if !store.exit_applies(id, frame) {
                     continue;
                 }
                 self.record_exit(id, frame);

@@ -445,13 +445,10 @@ impl Room {
 }
 
 /// Whether a removal of `id` of `frame` (an exit, if `exit`) takes an item
-/// out of `store`: it holds the item, and an exit is not older than a
-/// value it holds (as `Mirror::apply` decides).
+/// out of `store`: it holds the item, and an exit applies
+/// ([`Store::exit_applies`], as `Mirror::apply` asks).
 fn removes_held<T: Replicate>(store: &Store<T>, id: ReplicationId, exit: bool, frame: u64) -> bool {
-    store.position(id).is_some()
-        && (!exit
-            || (store.newest_field_frame(id) <= frame
-                && store.returned_after(id).is_none_or(|back| back < frame)))
+    store.position(id).is_some() && (!exit || store.exit_applies(id, frame))
 }
 
 /// Decodes the deltas of the array fields of entry `entry`, checked

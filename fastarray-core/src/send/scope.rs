@@ -232,7 +232,12 @@ impl Scope {
         all: FieldMask,
         frame: u64,
     ) {
-        let held = all.without(self.visible(views.seen(id)));
+        // Every level sends every field (no `detail` field): no lookup.
+        let held = if self.masks[0].covers(all) {
+            FieldMask::EMPTY
+        } else {
+            all.without(self.visible(views.seen(id)))
+        };
         if held.is_empty() {
             if !self.withheld.is_empty() {
                 self.withheld.remove(&id);
