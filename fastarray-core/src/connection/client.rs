@@ -12,7 +12,7 @@ use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckHeader, Acks, LinkStats};
 use crate::bits::BitReader;
 use crate::receive::ApplyReport;
-use crate::secure::Session;
+use crate::secure::{Session, inner_of, open_with};
 
 /// The client's side of its connection to a server's
 /// [`Connection`](crate::Connection): [`apply`](Self::apply) takes each
@@ -181,19 +181,9 @@ impl MirrorConnection {
         mirrors: &mut [&mut dyn Incoming],
     ) -> Result<PacketReport, ConnectionError> {
         self.expect(Delivery::Header, Some(mirrors))?;
-        let opened = match &self.session {
-            Some(session) => Some(
-                session
-                    .unwrap(packet, &mut self.opened)
-                    .map_err(ConnectionError::Refused)?,
-            ),
-            None => None,
-        };
-        let inner = match &opened {
-            Some(opened) if opened.decrypted => &self.opened[opened.inner.clone()],
-            Some(opened) => &packet[opened.inner.clone()],
-            None => packet,
-        };
+        let opened = open_with(self.session.as_ref(), packet, &mut self.opened)
+            .map_err(ConnectionError::Refused)?;
+        let inner = inner_of(opened.as_ref(), packet, &self.opened);
         let (header, body) = AckHeader::read(inner)?;
         let decoded = self.decode(body, mirrors)?;
         let number = self.acks.receive(&header, now, packet.len())?;

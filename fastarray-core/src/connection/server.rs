@@ -12,7 +12,7 @@ use super::delivery::Delivery;
 use super::error::ConnectionError;
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
-use crate::secure::Session;
+use crate::secure::{Session, inner_of, open_with};
 use crate::send::SendState;
 use crate::send::stats::{Budget, DeltaStats, Oversized};
 
@@ -387,19 +387,9 @@ impl Connection {
         packet: &'a [u8],
     ) -> Result<(u32, &'a [u8]), ConnectionError> {
         self.expect(Delivery::Header)?;
-        let opened = match &self.session {
-            Some(session) => Some(
-                session
-                    .unwrap(packet, &mut self.opened)
-                    .map_err(ConnectionError::Refused)?,
-            ),
-            None => None,
-        };
-        let inner = match &opened {
-            Some(opened) if opened.decrypted => &self.opened[opened.inner.clone()],
-            Some(opened) => &packet[opened.inner.clone()],
-            None => packet,
-        };
+        let opened = open_with(self.session.as_ref(), packet, &mut self.opened)
+            .map_err(ConnectionError::Refused)?;
+        let inner = inner_of(opened.as_ref(), packet, &self.opened);
         let (header, payload) = AckHeader::read(inner)?;
         let payload_at = inner.len() - payload.len();
         let number = self.acks.receive(&header, now, packet.len())?;
@@ -408,11 +398,7 @@ impl Connection {
         }
         self.acks.applied(number);
         self.update(now);
-        let payload = match &opened {
-            Some(opened) if opened.decrypted => &self.opened[opened.inner.start + payload_at..],
-            Some(opened) => &packet[opened.inner.start + payload_at..],
-            None => &packet[payload_at..],
-        };
+        let payload = &inner_of(opened.as_ref(), packet, &self.opened)[payload_at..];
         Ok((number, payload))
     }
 

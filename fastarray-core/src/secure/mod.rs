@@ -58,3 +58,4 @@ pub use kind::PacketKind;
 pub use protection::Protection;
 pub use server::ServerHandshake;
 pub use session::Session;
+pub(crate) use session::{inner_of, open_with};

@@ -76,6 +76,32 @@ pub(crate) struct Opened {
     pub(crate) decrypted: bool,
 }
 
+/// Opens `packet` with `session`, if the connection has one (`None`
+/// without): nothing is recorded until [`Session::take`].
+pub(crate) fn open_with(
+    session: Option<&Session>,
+    packet: &[u8],
+    scratch: &mut Vec<u8>,
+) -> Result<Option<Opened>, PacketError> {
+    session
+        .map(|session| session.unwrap(packet, scratch))
+        .transpose()
+}
+
+/// The inner packet of `packet` opened as `opened`: in the packet (token
+/// mode, or no session) or in `scratch` (decrypted).
+pub(crate) fn inner_of<'a>(
+    opened: Option<&Opened>,
+    packet: &'a [u8],
+    scratch: &'a [u8],
+) -> &'a [u8] {
+    match opened {
+        Some(opened) if opened.decrypted => &scratch[opened.inner.clone()],
+        Some(opened) => &packet[opened.inner.clone()],
+        None => packet,
+    }
+}
+
 /// Bytes before the inner packet: the kind, then the token or counter.
 const HEAD: usize = 1 + 8;
 /// The associated data of a sealed packet: its head, then what is not on
