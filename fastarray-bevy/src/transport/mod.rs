@@ -1,0 +1,102 @@
+//! The transport under the plugins: a small pair of traits you implement
+//! for yours ([`ServerTransport`], [`ClientTransport`]), the built-in UDP
+//! one ([`UdpServerTransport`], [`UdpClientTransport`]) and a link
+//! conditioner that loses, duplicates and delays packets on top of any
+//! transport ([`Conditioned`]), to see your game under a bad link.
+//!
+//! A transport moves unreliable, unordered datagrams, each whole or not at
+//! all, and names each client by a `u64` ([`ClientId`]): the same number
+//! the game uses for the client's views and interest. The plugins write
+//! fastarray's own header in every packet: its acknowledgements tell the
+//! server what arrived, so the transport reports nothing but what it
+//! received.
+//!
+//! ```
+//! use std::time::Instant;
+//! use fastarray_bevy::{ClientId, ServerEvent, ServerTransport};
+//!
+//! /// Datagrams in a queue, for a game that relays them itself.
+//! #[derive(Default)]
+//! struct Relay {
+//!     inbox: Vec<(ClientId, Vec<u8>)>,
+//!     outbox: Vec<(ClientId, Vec<u8>)>,
+//! }
+//!
+//! impl ServerTransport for Relay {
+//!     fn poll(&mut self, _now: Instant, events: &mut Vec<ServerEvent>) {
+//!         for (client, packet) in self.inbox.drain(..) {
+//!             events.push(ServerEvent::Packet { client, packet });
+//!         }
+//!     }
+//!     fn send(&mut self, client: ClientId, packet: &[u8]) {
+//!         self.outbox.push((client, packet.to_vec()));
+//!     }
+//! }
+//! ```
+
+mod conditioner;
+mod udp;
+
+use std::any::Any;
+use std::time::Instant;
+
+pub use conditioner::{Conditioned, LinkConditioner};
+pub use udp::{UdpClientTransport, UdpServerTransport};
+
+/// How a transport names a client: renet's client id, a QUIC connection's
+/// number, the built-in UDP transport's counter.
+pub type ClientId = u64;
+
+/// The size of the packets a transport takes when it does not say: a
+/// datagram that crosses the Internet unfragmented.
+pub const DEFAULT_MAX_PACKET: usize = 1200;
+
+/// What a server's transport heard since it was last polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerEvent {
+    /// A client connected. A transport that has no connections of its own
+    /// may report a client when its first packet arrives, or not at all:
+    /// a packet from a client the server does not know connects it.
+    Connected {
+        /// The client.
+        client: ClientId,
+    },
+    /// A client is gone: its connection's state is dropped.
+    Disconnected {
+        /// The client.
+        client: ClientId,
+    },
+    /// A datagram from a client.
+    Packet {
+        /// The client.
+        client: ClientId,
+        /// The datagram, as it arrived.
+        packet: Vec<u8>,
+    },
+}
+
+/// The server's side of a transport.
+pub trait ServerTransport: Any + Send + Sync {
+    /// Appends what happened since the last call to `events`: new and
+    /// departed clients, and datagrams. Never blocks.
+    fn poll(&mut self, now: Instant, events: &mut Vec<ServerEvent>);
+
+    /// Sends one datagram to `client` (unreliable: it may be lost).
+    fn send(&mut self, client: ClientId, packet: &[u8]);
+
+    /// The largest datagram `client` takes now, in bytes.
+    fn max_packet(&self, client: ClientId) -> usize {
+        let _ = client;
+        DEFAULT_MAX_PACKET
+    }
+}
+
+/// The client's side of a transport.
+pub trait ClientTransport: Any + Send + Sync {
+    /// Appends the datagrams that arrived since the last call to
+    /// `packets`. Never blocks.
+    fn poll(&mut self, now: Instant, packets: &mut Vec<Vec<u8>>);
+
+    /// Sends one datagram to the server (unreliable: it may be lost).
+    fn send(&mut self, packet: &[u8]);
+}
