@@ -106,3 +106,29 @@ impl AppReplicationExt for App {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fastarray::Replicate as _;
+
+    #[derive(fastarray::Replicate, Clone, PartialEq)]
+    struct Stats {
+        armour: u8,
+        #[replicate(detail = 1)]
+        ammo: u16,
+    }
+
+    #[test]
+    fn an_item_withholds_what_its_component_withholds() {
+        assert!(Networked::<Stats>::WITHHOLDS);
+        assert_eq!(
+            component_fields::<Stats>(Networked::<Stats>::detail_mask(0)),
+            Stats::ARMOUR
+        );
+        assert_eq!(
+            component_fields::<Stats>(Networked::<Stats>::detail_mask(1)),
+            Stats::ARMOUR | Stats::AMMO
+        );
+    }
+}

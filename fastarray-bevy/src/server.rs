@@ -141,7 +141,8 @@ enum ViewChange {
 /// What one client sees, under [`VisibilityPolicy::Explicit`]: the
 /// entities shown, each with a priority (a share of the packet's room
 /// when not everything fits; 1.0 unless set) and a detail level (the
-/// fields marked `#[replicate(detail = N)]` up to it; 0 unless set).
+/// fields marked `#[replicate(detail = N)]` up to it; every field unless
+/// set).
 /// Changes apply at the next send, to every replicated component of the
 /// entity, and to components it gets later.
 #[derive(Debug, Default)]
@@ -188,7 +189,9 @@ impl ClientView {
         self.changes.push(ViewChange::Priority(entity, priority));
     }
 
-    /// Sets `entity`'s detail level for this client (0..=7).
+    /// Sets `entity`'s detail level for this client (0 to
+    /// [`MAX_DETAIL`](fastarray::MAX_DETAIL)): the fields marked
+    /// `#[replicate(detail = N)]` above it are withheld from it.
     pub fn set_detail(&mut self, entity: Entity, level: u8) {
         self.detail.insert(entity, level);
         self.changes.push(ViewChange::Detail(entity, level));

@@ -268,8 +268,9 @@ impl<T> ScopeMut<'_, T> {
     /// `#[replicate(detail = N)]` is sent only at level `N` or more; below
     /// it, its changes are withheld, and when the level rises, the withheld
     /// fields that changed are sent (only those). An item's add, and any
-    /// whole value, carries every field: a value is built whole. Returns
-    /// whether `id` is in scope.
+    /// whole value, carries only the fields of the connection's level (the
+    /// client holds the others as their `Default`). Returns whether `id` is
+    /// in scope.
     pub fn set_detail(&mut self, id: ReplicationId, level: u8) -> bool {
         self.conn.set_detail(id, level)
     }

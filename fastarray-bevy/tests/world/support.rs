@@ -1,51 +1,57 @@
-//! Real Bevy `App`s over real UDP sockets on 127.0.0.1: a server and
-//! clients, the links conditioned (loss, duplication, reordering), the
-//! clients' Worlds checked against the server's.
+//! What the tests share: the components, the apps, a tick, and the
+//! comparison of a client's World with the server's.
 
 use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use bevy_app::App;
 use bevy_ecs::prelude::*;
-use bevy_math::Vec3;
 use bevy_transform::components::Transform;
 use fastarray_bevy::{
-    AppReplicationExt, ClientPlugin, Conditioned, LinkConditioner, ReplicaEntities, Replicate,
+    AppReplicationExt, ClientPlugin, Conditioned, LinkConditioner, Replicate, ReplicaEntities,
     Replicated, ReplicationClient, ReplicationServer, ServerPlugin, TransformRep,
     UdpClientTransport, UdpServerTransport, VisibilityPolicy,
 };
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 #[derive(Component, Replicate, Clone, Debug, PartialEq)]
-struct Unit {
-    health: u8,
-    name: String,
+pub struct Unit {
+    pub health: u8,
+    pub name: String,
 }
 
 #[derive(Component, Replicate, Clone, Debug, PartialEq)]
-struct Target(
+pub struct Target(
     #[entities]
     #[replicate(with = fastarray_bevy::entity)]
-    Option<Entity>,
+    pub Option<Entity>,
 );
 
 #[derive(Component, Replicate, Clone, Debug, PartialEq)]
-struct Squad {
+pub struct Squad {
     #[entities]
     #[replicate(with = fastarray_bevy::entity)]
-    members: Vec<Entity>,
+    pub members: Vec<Entity>,
 }
 
-fn protocol(app: &mut App) {
+/// A component with a field only close viewers see.
+#[derive(Component, Replicate, Clone, Debug, PartialEq)]
+pub struct Stats {
+    pub armour: u8,
+    #[replicate(detail = 1)]
+    pub ammo: u16,
+}
+
+pub fn protocol(app: &mut App) {
     app.replicate::<Unit>()
         .replicate::<Target>()
         .replicate::<Squad>()
-        .replicate_as::<Transform, TransformRep>();
+        .replicate_as::<Transform, TransformRep>()
+        .replicate::<Stats>();
 }
 
-fn server(loss: f64, seed: u64, policy: VisibilityPolicy) -> (App, std::net::SocketAddr) {
+pub fn server(loss: f64, seed: u64, policy: VisibilityPolicy) -> (App, SocketAddr) {
     let udp = UdpServerTransport::bind("127.0.0.1:0").unwrap();
     let address = udp.local_addr().unwrap();
     let mut app = App::new();
@@ -58,7 +64,7 @@ fn server(loss: f64, seed: u64, policy: VisibilityPolicy) -> (App, std::net::Soc
     (app, address)
 }
 
-fn client(server: std::net::SocketAddr, loss: f64, seed: u64) -> App {
+pub fn client(server: SocketAddr, loss: f64, seed: u64) -> App {
     let udp = UdpClientTransport::connect(server).unwrap();
     let mut app = App::new();
     app.add_plugins(ClientPlugin);
@@ -70,7 +76,7 @@ fn client(server: std::net::SocketAddr, loss: f64, seed: u64) -> App {
     app
 }
 
-fn heal_all(server: &mut App, clients: &mut [App]) {
+pub fn heal_all(server: &mut App, clients: &mut [App]) {
     server
         .world_mut()
         .resource_mut::<ReplicationServer>()
@@ -87,77 +93,10 @@ fn heal_all(server: &mut App, clients: &mut [App]) {
     }
 }
 
-/// A game tick on the server: units spawn, die, lose health, walk,
-/// retarget; squads regroup.
-fn churn(world: &mut World, rng: &mut ChaCha8Rng, serial: &mut u64) {
-    let units: Vec<Entity> = world
-        .query_filtered::<Entity, With<Unit>>()
-        .iter(world)
-        .collect();
-    for &unit in &units {
-        if rng.random_bool(0.02) {
-            world.despawn(unit);
-        } else if rng.random_bool(0.2) {
-            world.get_mut::<Unit>(unit).unwrap().health = rng.random();
-        }
-    }
-    let units: Vec<Entity> = world
-        .query_filtered::<Entity, With<Unit>>()
-        .iter(world)
-        .collect();
-    for &unit in &units {
-        if rng.random_bool(0.1) {
-            let mut transform = world.get_mut::<Transform>(unit).unwrap();
-            transform.translation += Vec3::new(rng.random_range(-1.0..1.0), 0.0, 1.0);
-            transform.rotate_y(0.1);
-        }
-        if rng.random_bool(0.05) && !units.is_empty() {
-            let target = units[rng.random_range(0..units.len())];
-            world.entity_mut(unit).insert(Target(Some(target)));
-        }
-    }
-    for _ in 0..rng.random_range(0..4) {
-        *serial += 1;
-        spawn_unit(world, rng, *serial, &units);
-    }
-    // Squads: a few entities listing units (some despawned since: their
-    // lists are rebuilt from the living).
-    let squads: Vec<Entity> = world
-        .query_filtered::<Entity, With<Squad>>()
-        .iter(world)
-        .collect();
-    for squad in squads {
-        if rng.random_bool(0.3) {
-            let members: Vec<Entity> = (0..3)
-                .map(|_| units[rng.random_range(0..units.len())])
-                .filter(|&member| world.get_entity(member).is_ok())
-                .collect();
-            world.get_mut::<Squad>(squad).unwrap().members = members;
-        }
-    }
-}
-
-fn spawn_unit(world: &mut World, rng: &mut ChaCha8Rng, serial: u64, others: &[Entity]) -> Entity {
-    let target = (!others.is_empty() && rng.random_bool(0.5))
-        .then(|| others[rng.random_range(0..others.len())])
-        .filter(|&other| world.get_entity(other).is_ok());
-    world
-        .spawn((
-            Replicated,
-            Unit {
-                health: 100,
-                name: format!("unit-{serial}"),
-            },
-            Target(target),
-            Transform::from_xyz(rng.random_range(-100.0..100.0), 0.0, 0.0),
-        ))
-        .id()
-}
-
 /// Whether `client`'s World holds exactly the server's replicated
 /// entities in `seen` (all if `None`), each with the same components,
 /// entity fields naming the client's own entities. Returns what differs.
-fn differences(
+pub fn differences(
     server: &mut World,
     client: &mut World,
     seen: Option<&HashSet<Entity>>,
@@ -231,7 +170,7 @@ fn differences(
 /// does: the client's entity for a living one; for a despawned one, a
 /// despawned entity, or an empty one if the entity died before this
 /// client ever received it (the client cannot know it existed).
-fn same_reference(
+pub fn same_reference(
     server: &World,
     client: &World,
     want: Option<Entity>,
@@ -248,7 +187,7 @@ fn same_reference(
     }
 }
 
-fn tick(server: &mut App, clients: &mut [App]) {
+pub fn tick(server: &mut App, clients: &mut [App]) {
     server.update();
     for client in clients.iter_mut() {
         client.update();
@@ -258,7 +197,7 @@ fn tick(server: &mut App, clients: &mut [App]) {
 
 /// Runs the heal phase until every client matches, or fails with what
 /// still differs.
-fn settle(server: &mut App, clients: &mut [App], seen: &[Option<HashSet<Entity>>]) {
+pub fn settle(server: &mut App, clients: &mut [App], seen: &[Option<HashSet<Entity>>]) {
     heal_all(server, clients);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -285,42 +224,52 @@ fn settle(server: &mut App, clients: &mut [App], seen: &[Option<HashSet<Entity>>
     }
 }
 
-fn converges(loss: f64, seed: u64) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut server, address) = server(loss, seed, VisibilityPolicy::All);
-    let mut serial = 0;
-    let mut first = Vec::new();
-    for _ in 0..60 {
-        serial += 1;
-        first.push(spawn_unit(server.world_mut(), &mut rng, serial, &first));
-    }
-    let members = first[..4].to_vec();
-    server.world_mut().spawn((Replicated, Squad { members }));
-    let mut clients = vec![client(address, loss, seed + 1)];
-    for round in 0..120 {
-        if round == 40 {
-            // A late joiner: everything it needs comes by delta.
-            clients.push(client(address, loss, seed + 2));
+
+/// Ticks every app (1 ms apart, for loopback to deliver) until `done`
+/// holds, or panics after 10 s.
+pub fn run_until(server: &mut App, clients: &mut [App], mut done: impl FnMut(&mut App, &mut [App]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        tick(server, clients);
+        sleep(Duration::from_millis(1));
+        if done(server, clients) {
+            return;
         }
-        churn(server.world_mut(), &mut rng, &mut serial);
-        tick(&mut server, &mut clients);
+        assert!(Instant::now() < deadline, "not done in 10 s");
     }
-    settle(&mut server, &mut clients, &[None, None]);
-    let server_state = server.world().resource::<ReplicationServer>();
-    assert_eq!(server_state.clients().count(), 2);
 }
 
-#[test]
-fn converges_on_a_perfect_link() {
-    converges(0.0, 1);
+/// Ticks every app `ticks` times, 1 ms apart.
+pub fn run(server: &mut App, clients: &mut [App], ticks: usize) {
+    for _ in 0..ticks {
+        tick(server, clients);
+        sleep(Duration::from_millis(1));
+    }
 }
 
-#[test]
-fn converges_at_20_percent_loss() {
-    converges(0.2, 2);
+/// Whether the server's replicated units have all arrived at `client`,
+/// as the server holds them.
+pub fn caught_up(server: &mut App, client: &mut App) -> bool {
+    differences(server.world_mut(), client.world_mut(), None).is_empty()
 }
 
-#[test]
-fn converges_at_50_percent_loss() {
-    converges(0.5, 3);
+/// A unit with no target at `x`.
+pub fn unit(health: u8, name: &str) -> (Replicated, Unit, Target, Transform) {
+    (
+        Replicated,
+        Unit {
+            health,
+            name: name.into(),
+        },
+        Target(None),
+        Transform::from_xyz(f32::from(health), 0.0, 0.0),
+    )
+}
+
+/// The entities of `world` holding a `C`.
+pub fn holding<C: Component>(world: &mut World) -> HashSet<Entity> {
+    world
+        .query_filtered::<Entity, With<C>>()
+        .iter(world)
+        .collect()
 }
