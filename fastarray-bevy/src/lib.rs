@@ -4,6 +4,7 @@
 
 mod client;
 pub mod entity;
+mod interest;
 mod kind;
 mod server;
 mod transform;
@@ -15,6 +16,7 @@ pub use client::{
 };
 pub use fastarray::{FieldMask, Replicate};
 
+pub use interest::{GridInterest, GroundPlane, Viewer};
 pub use kind::{AppReplicationExt, ReplicateAs};
 pub use server::{
     ClientConnected, ClientDisconnected, ClientView, FromClient, Replicated, ReplicationServer,

@@ -99,7 +99,13 @@ impl Plugin for ServerPlugin {
                 .in_set(ServerSet::Receive)
                 .run_if(resource_exists::<ReplicationServer>),
         )
-        .add_systems(PostUpdate, send.in_set(ServerSet::Send));
+        .add_systems(PostUpdate, send.in_set(ServerSet::Send))
+        .add_systems(
+            PostUpdate,
+            crate::interest::grid_interest
+                .in_set(ServerSet::Capture)
+                .run_if(resource_exists::<crate::interest::GridInterest>),
+        );
     }
 }
 

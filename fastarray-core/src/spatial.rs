@@ -34,8 +34,9 @@ pub enum Relevance {
 /// area covers: items and viewers that did not move cost nothing. Choose
 /// a cell size near the typical radius.
 ///
-/// Viewers are numbered by the caller (a connection's index, say): the
-/// grid keeps a slot per number up to the largest used. Positions are
+/// Viewers are keyed by the caller's `u64` (the transport's client id,
+/// say), each in a slot of its own, reused after
+/// [`remove_viewer`](Self::remove_viewer). Positions are
 /// `[x, y]` on the plane of the game's ground (`[x, z]` in a y-up 3D
 /// world). A position that is not finite puts the item nowhere: no viewer
 /// sees it until it gets a finite one.

@@ -121,3 +121,39 @@ fn detail_levels_withhold_fields_per_client() {
     assert!(stats.contains(&Stats { armour: 7, ammo: 0 }), "{stats:?}");
     assert!(stats.contains(&Stats { armour: 7, ammo: 299 }), "{stats:?}");
 }
+
+#[test]
+fn a_grid_shows_each_client_what_is_near_its_viewer() {
+    use bevy_transform::components::Transform;
+    use fastarray_bevy::{GridInterest, Viewer};
+
+    let (mut server, address) = server(0.0, 27, VisibilityPolicy::Explicit);
+    server.insert_resource(GridInterest::new(50.0));
+    let mut clients = [client(address, 0.0, 28)];
+    // The viewer is placed before its client connects: it is shown its
+    // area when it does.
+    let id = 1; // the UDP transport's first client
+    let eyes = server
+        .world_mut()
+        .spawn((Transform::from_xyz(0.0, 0.0, 0.0), Viewer { client: id, radius: 60.0 }))
+        .id();
+    let near = server.world_mut().spawn(unit(1, "near")).id();
+    let far = server.world_mut().spawn(unit(2, "far")).id();
+    server.world_mut().get_mut::<Transform>(far).unwrap().translation.x = 500.0;
+    run_until(&mut server, &mut clients, |_, c| mirror(&c[0], near).is_some());
+    run(&mut server, &mut clients, 5);
+    assert!(mirror(&clients[0], far).is_none());
+
+    // The player walks to the far one.
+    server.world_mut().get_mut::<Transform>(eyes).unwrap().translation.x = 480.0;
+    let near_here = mirror(&clients[0], near).unwrap();
+    run_until(&mut server, &mut clients, |_, c| {
+        mirror(&c[0], far).is_some_and(|e| c[0].world().get::<Unit>(e).is_some())
+            && c[0].world().get::<Unit>(near_here).is_none()
+    });
+    // And something comes to it.
+    server.world_mut().get_mut::<Transform>(near).unwrap().translation.x = 470.0;
+    run_until(&mut server, &mut clients, |_, c| {
+        c[0].world().get::<Unit>(near_here).is_some()
+    });
+}
