@@ -12,6 +12,7 @@ use bevy_app::{App, Plugin, PostUpdate, PreUpdate};
 use bevy_ecs::entity::EntityMapper;
 use bevy_ecs::message::Message;
 use bevy_ecs::prelude::*;
+use fastarray::Replicated as Object;
 use fastarray::{
     AckError, Callbacks, ConnectionError, FastArray, FieldMask, Incoming, MirrorConnection,
     ReplicationId, WithCallbacks,
@@ -450,6 +451,58 @@ fn remove<C: Component>(
     } else {
         world.write_message(ReplicaLeftScope { entity });
     }
+}
+
+/// A replicated resource's mirror on the client.
+struct ClientObject<R> {
+    mirror: Object<R>,
+    heard: ObjectHeard,
+}
+
+/// Whether a resource's object arrived or changed in a packet.
+#[derive(Default)]
+struct ObjectHeard(bool);
+
+impl<R> Callbacks<R> for ObjectHeard {
+    fn post_add(&mut self, _: ReplicationId, _: &R) {
+        self.0 = true;
+    }
+
+    fn post_change(&mut self, _: ReplicationId, _: &R, _: FieldMask) {
+        self.0 = true;
+    }
+
+    fn post_change_whole(&mut self, _: ReplicationId, _: &R, _: FieldMask) {
+        self.0 = true;
+    }
+}
+
+impl<R: Resource + fastarray::Replicate + Clone> ClientChannel for ClientObject<R> {
+    fn incoming(&mut self) -> Box<dyn Incoming + '_> {
+        Box::new(WithCallbacks::new(&mut self.mirror, &mut self.heard))
+    }
+
+    fn flush(&mut self, world: &mut World, _: &mut EntityMap) {
+        if std::mem::take(&mut self.heard.0) {
+            world.insert_resource(self.mirror.get().clone());
+        }
+    }
+}
+
+/// Registers resource `R` on a client app; `false` if the app has no
+/// [`ClientPlugin`].
+pub(crate) fn register_resource<R>(app: &mut App) -> bool
+where
+    R: Resource + fastarray::Replicate + Clone + Default,
+{
+    let Some(mut arrays) = app.world_mut().get_resource_mut::<ClientArrays>() else {
+        return false;
+    };
+    arrays.kinds.push(Box::new(ClientObject::<R> {
+        mirror: Object::mirror(),
+        heard: ObjectHeard::default(),
+    }));
+    true
 }
 
 /// Every kind's mirror on the client, in registration order.

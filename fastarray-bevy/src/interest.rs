@@ -107,7 +107,10 @@ fn item(entity: Entity) -> ReplicationId {
     ReplicationId::from_raw(entity.to_bits())
 }
 
-type Moved = (With<Replicated>, Or<(Changed<Transform>, Added<Replicated>)>);
+type Moved = (
+    With<Replicated>,
+    Or<(Changed<Transform>, Added<Replicated>)>,
+);
 type Looked = Or<(Changed<Viewer>, Changed<Transform>)>;
 
 /// Moves the grid's items and viewers, and turns what entered and left
@@ -168,7 +171,9 @@ pub(crate) fn grid_interest(
     });
     // A client that connected after its viewer was placed (or a viewer
     // placed for a client now connected) is shown the whole area once.
-    interest.synced.retain(|&client| server.view(client).is_some());
+    interest
+        .synced
+        .retain(|&client| server.view(client).is_some());
     for &client in interest.viewers.values() {
         if interest.synced.contains(&client) {
             continue;

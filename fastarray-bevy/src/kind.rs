@@ -5,6 +5,7 @@
 use bevy_app::App;
 use bevy_ecs::component::Component;
 use bevy_ecs::entity::Entity;
+use bevy_ecs::resource::Resource;
 use fastarray::{FieldMask, Replicate};
 
 /// What a component of type `C` travels as: `C` itself when it derives
@@ -92,6 +93,14 @@ pub trait AppReplicationExt {
 
     /// Replicates components `C` as `R` (see [`ReplicateAs`]).
     fn replicate_as<C: Component, R: ReplicateAs<C>>(&mut self) -> &mut Self;
+
+    /// Replicates resource `R` (game rules, a match's score) as one object
+    /// with per-field deltas: the client's World gets the resource when
+    /// it first arrives, and it is replaced whenever the server's changes.
+    /// Until the server inserts it, clients hold nothing.
+    fn replicate_resource<R>(&mut self) -> &mut Self
+    where
+        R: Resource + Replicate + Clone + Default;
 }
 
 impl AppReplicationExt for App {
@@ -102,6 +111,20 @@ impl AppReplicationExt for App {
             server || client,
             "replicate::<{}>(): add fastarray_bevy::ServerPlugin or ClientPlugin to the App first",
             kind_name::<C>()
+        );
+        self
+    }
+
+    fn replicate_resource<R>(&mut self) -> &mut Self
+    where
+        R: Resource + Replicate + Clone + Default,
+    {
+        let server = crate::server::register_resource::<R>(self);
+        let client = crate::client::register_resource::<R>(self);
+        assert!(
+            server || client,
+            "replicate_resource::<{}>(): add fastarray_bevy::ServerPlugin or ClientPlugin to the App first",
+            kind_name::<R>()
         );
         self
     }

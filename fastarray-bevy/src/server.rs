@@ -10,6 +10,7 @@ use bevy_app::{App, Plugin, PostUpdate, PreUpdate};
 use bevy_ecs::entity::{EntityHashMap, EntityHashSet};
 use bevy_ecs::message::Message;
 use bevy_ecs::prelude::*;
+use fastarray::Replicated as Object;
 use fastarray::{
     AckEvent, Connection, ConnectionError, FastArray, Outgoing, ReplicationId, SendError, SendState,
 };
@@ -340,6 +341,10 @@ trait ServerChannel: Send + Sync {
     fn begin_scope(&mut self, state: &mut SendState) -> Result<(), SendError>;
     /// Applies a view change to `state`'s scope, if `entity` has an item.
     fn view(&mut self, state: &mut SendState, change: ViewChange) -> Result<(), SendError>;
+    /// Readies `state` for this tick's write.
+    fn prepare(&mut self, state: &mut SendState) {
+        let _ = state;
+    }
 }
 
 /// A kind's array on the server: the items, and each entity's item.
@@ -450,6 +455,75 @@ pub(crate) fn register<C: Component, R: ReplicateAs<C>>(app: &mut App) -> bool {
 /// The entities whose component `C` a tick must record: it changed (or
 /// arrived), or the entity became [`Replicated`].
 type ChangedFilter<C> = (With<Replicated>, Or<(Changed<C>, Added<Replicated>)>);
+
+/// A replicated resource on the server: one object, sent to every client.
+struct ServerObject<R> {
+    object: Object<R>,
+    /// Whether the resource was ever there to send.
+    present: bool,
+}
+
+impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for ServerObject<R> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn outgoing(&mut self) -> &mut dyn Outgoing {
+        &mut self.object
+    }
+
+    fn commit(&mut self, _: &mut Vec<Entity>) {
+        self.object.commit();
+    }
+
+    /// The object is hidden from every client until the server's World
+    /// has the resource.
+    fn prepare(&mut self, state: &mut SendState) {
+        if self.object.is_visible(state) != self.present {
+            let _ = self.object.set_visible(state, self.present);
+        }
+    }
+
+    fn begin_scope(&mut self, _: &mut SendState) -> Result<(), SendError> {
+        Ok(())
+    }
+
+    fn view(&mut self, _: &mut SendState, _: ViewChange) -> Result<(), SendError> {
+        Ok(())
+    }
+}
+
+/// Registers resource `R` on a server app; `false` if the app has no
+/// [`ServerPlugin`].
+pub(crate) fn register_resource<R>(app: &mut App) -> bool
+where
+    R: Resource + fastarray::Replicate + Clone + Default,
+{
+    let Some(mut arrays) = app.world_mut().get_resource_mut::<ServerArrays>() else {
+        return false;
+    };
+    let index = arrays.kinds.len();
+    arrays.kinds.push(Box::new(ServerObject::<R> {
+        object: Object::new(R::default()),
+        present: false,
+    }));
+    app.add_systems(
+        PostUpdate,
+        (move |mut arrays: ResMut<ServerArrays>, resource: Option<Res<R>>| {
+            let Some(resource) = resource.filter(|resource| resource.is_changed()) else {
+                return;
+            };
+            let channel: &mut ServerObject<R> = arrays.kinds[index]
+                .as_any_mut()
+                .downcast_mut()
+                .expect("a kind's index names its own object");
+            *channel.object.get_mut() = resource.clone();
+            channel.present = true;
+        })
+        .in_set(ServerSet::Capture),
+    );
+    true
+}
 
 /// Records one kind's changes of the tick: removals first (an entity
 /// whose component went and came back in the tick keeps its item), then
@@ -622,6 +696,9 @@ fn write_packets(
     now: Instant,
 ) {
     let mtu = transport.max_packet(id);
+    for (channel, kind) in kinds.iter_mut().enumerate() {
+        kind.prepare(client.connection.state_mut(channel));
+    }
     let mut sources: Vec<&mut dyn Outgoing> =
         kinds.iter_mut().map(|kind| kind.outgoing()).collect();
     for _ in 0..budget {

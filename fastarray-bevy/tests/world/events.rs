@@ -5,11 +5,11 @@
 use bevy_app::{App, Update};
 use bevy_ecs::prelude::*;
 use fastarray_bevy::{
-    FieldMask, ReplicaChanged, ReplicaDespawned, ReplicaEntities, ReplicaLeftScope,
-    ReplicaSpawned, VisibilityPolicy,
+    FieldMask, ReplicaChanged, ReplicaDespawned, ReplicaEntities, ReplicaLeftScope, ReplicaSpawned,
+    VisibilityPolicy,
 };
 
-use crate::support::{Target, Unit, caught_up, client, run, run_until, server, unit};
+use crate::support::{Score, Target, Unit, caught_up, client, run, run_until, server, unit};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Heard {
@@ -33,11 +33,17 @@ fn record(
     mut left: MessageReader<ReplicaLeftScope>,
     mut despawned: MessageReader<ReplicaDespawned>,
 ) {
-    log.0.extend(spawned.read().map(|m| Heard::Spawned(m.entity)));
     log.0
-        .extend(changed.read().map(|m| Heard::Changed(m.entity, m.fields, m.arrived)));
-    log.0.extend(left.read().map(|m| Heard::LeftScope(m.entity)));
-    log.0.extend(despawned.read().map(|m| Heard::Despawned(m.entity)));
+        .extend(spawned.read().map(|m| Heard::Spawned(m.entity)));
+    log.0.extend(
+        changed
+            .read()
+            .map(|m| Heard::Changed(m.entity, m.fields, m.arrived)),
+    );
+    log.0
+        .extend(left.read().map(|m| Heard::LeftScope(m.entity)));
+    log.0
+        .extend(despawned.read().map(|m| Heard::Despawned(m.entity)));
 }
 
 fn take(app: &mut App) -> Vec<Heard> {
@@ -45,7 +51,11 @@ fn take(app: &mut App) -> Vec<Heard> {
 }
 
 fn mirror_of(client: &App, server: Entity) -> Entity {
-    client.world().resource::<ReplicaEntities>().get(server).expect("arrived")
+    client
+        .world()
+        .resource::<ReplicaEntities>()
+        .get(server)
+        .expect("arrived")
 }
 
 #[test]
@@ -62,7 +72,10 @@ fn spawn_change_and_despawn_are_heard_with_their_fields() {
 
     server.world_mut().get_mut::<Unit>(ann).unwrap().health = 49;
     run_until(&mut server, &mut clients, |s, c| caught_up(s, &mut c[0]));
-    assert_eq!(take(&mut clients[0]), [Heard::Changed(mirror, Unit::HEALTH, false)]);
+    assert_eq!(
+        take(&mut clients[0]),
+        [Heard::Changed(mirror, Unit::HEALTH, false)]
+    );
 
     // A mutable borrow that changes nothing sends nothing: the array's
     // diff finds no field changed.
@@ -72,7 +85,10 @@ fn spawn_change_and_despawn_are_heard_with_their_fields() {
 
     server.world_mut().despawn(ann);
     run_until(&mut server, &mut clients, |_, c| {
-        c[0].world().resource::<ReplicaEntities>().get(ann).is_none()
+        c[0].world()
+            .resource::<ReplicaEntities>()
+            .get(ann)
+            .is_none()
     });
     assert!(clients[0].world().get_entity(mirror).is_err());
     assert!(take(&mut clients[0]).contains(&Heard::Despawned(mirror)));
@@ -97,7 +113,10 @@ fn references_in_a_cycle_resolve_both_ways() {
     assert_eq!(world.get::<Target>(mc), Some(&Target(Some(ma))));
     server.world_mut().entity_mut(c).insert(Target(Some(c)));
     run_until(&mut server, &mut clients, |s, c| caught_up(s, &mut c[0]));
-    assert_eq!(clients[0].world().get::<Target>(mc), Some(&Target(Some(mc))));
+    assert_eq!(
+        clients[0].world().get::<Target>(mc),
+        Some(&Target(Some(mc)))
+    );
 }
 
 #[test]
@@ -107,7 +126,10 @@ fn a_despawn_and_a_respawn_in_one_tick_are_two_entities() {
     listen(&mut clients[0]);
     let old = server.world_mut().spawn(unit(7, "old")).id();
     let watcher = server.world_mut().spawn(unit(8, "watcher")).id();
-    server.world_mut().entity_mut(watcher).insert(Target(Some(old)));
+    server
+        .world_mut()
+        .entity_mut(watcher)
+        .insert(Target(Some(old)));
     run_until(&mut server, &mut clients, |s, c| caught_up(s, &mut c[0]));
     let old_mirror = mirror_of(&clients[0], old);
     take(&mut clients[0]);
@@ -116,7 +138,10 @@ fn a_despawn_and_a_respawn_in_one_tick_are_two_entities() {
     // old one's index, with a new generation), and the watcher follows it.
     server.world_mut().despawn(old);
     let new = server.world_mut().spawn(unit(7, "new")).id();
-    server.world_mut().entity_mut(watcher).insert(Target(Some(new)));
+    server
+        .world_mut()
+        .entity_mut(watcher)
+        .insert(Target(Some(new)));
     assert_ne!(old, new);
     run_until(&mut server, &mut clients, |s, c| caught_up(s, &mut c[0]));
     let new_mirror = mirror_of(&clients[0], new);
@@ -130,4 +155,23 @@ fn a_despawn_and_a_respawn_in_one_tick_are_two_entities() {
     let heard = take(&mut clients[0]);
     assert!(heard.contains(&Heard::Despawned(old_mirror)));
     assert!(heard.contains(&Heard::Spawned(new_mirror)));
+}
+
+#[test]
+fn a_resource_replicates_as_one_object() {
+    let (mut server, address) = server(0.0, 16, VisibilityPolicy::All);
+    let mut clients = [client(address, 0.0, 17)];
+    run(&mut server, &mut clients, 5);
+    assert!(
+        clients[0].world().get_resource::<Score>().is_none(),
+        "not there before the server's"
+    );
+    server.insert_resource(Score { red: 1, blue: 0 });
+    run_until(&mut server, &mut clients, |_, c| {
+        c[0].world().get_resource::<Score>() == Some(&Score { red: 1, blue: 0 })
+    });
+    server.world_mut().resource_mut::<Score>().blue = 3;
+    run_until(&mut server, &mut clients, |_, c| {
+        c[0].world().get_resource::<Score>() == Some(&Score { red: 1, blue: 3 })
+    });
 }

@@ -6,8 +6,8 @@ use std::time::Instant;
 use bevy_app::App;
 use bevy_ecs::prelude::*;
 use fastarray_bevy::{
-    AppReplicationExt as _, ClientPlugin, ClientTransport, ReplicationClient,
-    UdpClientTransport, VisibilityPolicy,
+    AppReplicationExt as _, ClientPlugin, ClientTransport, ReplicationClient, UdpClientTransport,
+    VisibilityPolicy,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -94,7 +94,10 @@ fn hostile_packets_change_nothing() {
     let state = clients[0].world().resource::<ReplicationClient>();
     assert_eq!(state.packets_applied(), applied, "no forged packet applied");
     assert_eq!(state.packets_ignored() + state.packets_rejected(), count);
-    assert!(state.packets_ignored() >= genuine.len() as u64, "the replays were ignored");
+    assert!(
+        state.packets_ignored() >= genuine.len() as u64,
+        "the replays were ignored"
+    );
     assert_eq!(fingerprint(clients[0].world_mut()), before);
 }
 
@@ -110,9 +113,14 @@ fn a_different_protocol_is_refused() {
         UdpClientTransport::connect(address).unwrap(),
     ));
     let mut clients = [client];
-    server.world_mut().spawn((unit(1, "one"), Stats { armour: 1, ammo: 1 }));
+    server
+        .world_mut()
+        .spawn((unit(1, "one"), Stats { armour: 1, ammo: 1 }));
     run_until(&mut server, &mut clients, |_, c| {
-        c[0].world().resource::<ReplicationClient>().packets_rejected() > 0
+        c[0].world()
+            .resource::<ReplicationClient>()
+            .packets_rejected()
+            > 0
     });
     let world = clients[0].world_mut();
     assert!(world.query::<&Unit>().iter(world).next().is_none());

@@ -10,7 +10,7 @@ use bevy_app::App;
 use bevy_ecs::prelude::*;
 use bevy_transform::components::Transform;
 use fastarray_bevy::{
-    AppReplicationExt, ClientPlugin, Conditioned, LinkConditioner, Replicate, ReplicaEntities,
+    AppReplicationExt, ClientPlugin, Conditioned, LinkConditioner, ReplicaEntities, Replicate,
     Replicated, ReplicationClient, ReplicationServer, ServerPlugin, TransformRep,
     UdpClientTransport, UdpServerTransport, VisibilityPolicy,
 };
@@ -43,12 +43,20 @@ pub struct Stats {
     pub ammo: u16,
 }
 
+/// A replicated resource.
+#[derive(Resource, Replicate, Clone, Debug, Default, PartialEq)]
+pub struct Score {
+    pub red: u16,
+    pub blue: u16,
+}
+
 pub fn protocol(app: &mut App) {
     app.replicate::<Unit>()
         .replicate::<Target>()
         .replicate::<Squad>()
         .replicate_as::<Transform, TransformRep>()
-        .replicate::<Stats>();
+        .replicate::<Stats>()
+        .replicate_resource::<Score>();
 }
 
 pub fn server(loss: f64, seed: u64, policy: VisibilityPolicy) -> (App, SocketAddr) {
@@ -224,10 +232,13 @@ pub fn settle(server: &mut App, clients: &mut [App], seen: &[Option<HashSet<Enti
     }
 }
 
-
 /// Ticks every app (1 ms apart, for loopback to deliver) until `done`
 /// holds, or panics after 10 s.
-pub fn run_until(server: &mut App, clients: &mut [App], mut done: impl FnMut(&mut App, &mut [App]) -> bool) {
+pub fn run_until(
+    server: &mut App,
+    clients: &mut [App],
+    mut done: impl FnMut(&mut App, &mut [App]) -> bool,
+) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         tick(server, clients);
