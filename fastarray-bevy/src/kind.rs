@@ -133,7 +133,6 @@ impl AppReplicationExt for App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use fastarray::Replicate as _;
 
     #[derive(fastarray::Replicate, Clone, PartialEq)]
     struct Stats {
@@ -144,7 +143,7 @@ mod tests {
 
     #[test]
     fn an_item_withholds_what_its_component_withholds() {
-        assert!(Networked::<Stats>::WITHHOLDS);
+        const { assert!(Networked::<Stats>::WITHHOLDS) };
         assert_eq!(
             component_fields::<Stats>(Networked::<Stats>::detail_mask(0)),
             Stats::ARMOUR
