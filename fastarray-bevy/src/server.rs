@@ -56,7 +56,7 @@ pub enum VisibilityPolicy {
 /// ```
 /// use bevy_app::App;
 /// use bevy_ecs::prelude::*;
-/// use fastarray_bevy::{AppReplicationExt, Replicate, ReplicationServer, ServerPlugin, UdpServerTransport};
+/// use fastarray_bevy::{AppReplicationExt, Replicate, Replicated, ReplicationServer, ServerPlugin, UdpServerTransport};
 ///
 /// #[derive(Component, Replicate, Clone, PartialEq)]
 /// struct Health(u8);

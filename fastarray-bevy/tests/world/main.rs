@@ -6,5 +6,6 @@
 mod convergence;
 mod events;
 mod hostile;
+mod readme;
 mod scope;
 mod support;
