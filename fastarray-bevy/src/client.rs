@@ -14,10 +14,11 @@ use bevy_ecs::message::Message;
 use bevy_ecs::prelude::*;
 use fastarray::Replicated as Object;
 use fastarray::{
-    AckError, Callbacks, ConnectionError, FastArray, FieldMask, Incoming, MirrorConnection,
-    ReplicationId, WithCallbacks,
+    AckError, Callbacks, ConnectionError, DecodeError, FastArray, FieldMask, Incoming,
+    MirrorConnection, ReplicationId, WithCallbacks,
 };
 
+use crate::join::Join;
 use crate::kind::{Networked, ReplicateAs, component_fields};
 use crate::transport::ClientTransport;
 
@@ -137,6 +138,10 @@ pub struct ReplicationClient {
     packets: Vec<Vec<u8>>,
     data: Vec<u8>,
     reply: Vec<u8>,
+    join: Join,
+    /// Whether the world arrived (always, joining by delta).
+    joined: bool,
+    messages: Vec<Vec<u8>>,
     applied: u64,
     ignored: u64,
     rejected: u64,
@@ -152,11 +157,28 @@ impl ReplicationClient {
             packets: Vec::new(),
             data: Vec::new(),
             reply: Vec::new(),
+            join: Join::Delta,
+            joined: true,
+            messages: Vec::new(),
             applied: 0,
             ignored: 0,
             rejected: 0,
             last_error: None,
         }
+    }
+
+    /// The same client, joining as `join` says (as its server does:
+    /// [`ReplicationServer::with_join`](crate::ReplicationServer::with_join)).
+    pub fn with_join(mut self, join: Join) -> Self {
+        self.join = join;
+        self.joined = join == Join::Delta;
+        self
+    }
+
+    /// Whether the world arrived: joining by snapshot, whether the
+    /// snapshot came (always, joining by delta).
+    pub fn joined(&self) -> bool {
+        self.joined
     }
 
     /// Puts `data` (inputs, commands) after the acknowledgements of the
@@ -352,6 +374,10 @@ impl<R: fastarray::Replicate> Callbacks<Networked<R>> for Recorder {
 /// A kind's mirror on the client, its type erased.
 trait ClientChannel: Send + Sync {
     fn incoming(&mut self) -> Box<dyn Incoming + '_>;
+    /// Whether `snapshot` is one this mirror would take.
+    fn check_snapshot(&self, snapshot: &[u8]) -> Result<(), DecodeError>;
+    /// Applies a snapshot, heard as a delta would be (then [`flush`](Self::flush)).
+    fn apply_snapshot(&mut self, snapshot: &[u8]) -> Result<(), DecodeError>;
     /// Carries what the last packet did into the World.
     fn flush(&mut self, world: &mut World, entities: &mut EntityMap);
 }
@@ -365,6 +391,17 @@ struct ClientKind<C, R: fastarray::Replicate> {
 impl<C: Component, R: ReplicateAs<C>> ClientChannel for ClientKind<C, R> {
     fn incoming(&mut self) -> Box<dyn Incoming + '_> {
         Box::new(WithCallbacks::new(&mut self.mirror, &mut self.recorder))
+    }
+
+    fn check_snapshot(&self, snapshot: &[u8]) -> Result<(), DecodeError> {
+        FastArray::<Networked<R>>::from_snapshot_with_limits(snapshot, self.mirror.limits())
+            .map(drop)
+    }
+
+    fn apply_snapshot(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
+        self.mirror
+            .apply_snapshot_with(snapshot, &mut self.recorder)
+            .map(drop)
     }
 
     fn flush(&mut self, world: &mut World, entities: &mut EntityMap) {
@@ -482,6 +519,16 @@ impl<R: Resource + fastarray::Replicate + Clone> ClientChannel for ClientObject<
         Box::new(WithCallbacks::new(&mut self.mirror, &mut self.heard))
     }
 
+    fn check_snapshot(&self, snapshot: &[u8]) -> Result<(), DecodeError> {
+        Object::<R>::from_snapshot_with_limits(snapshot, self.mirror.limits()).map(drop)
+    }
+
+    fn apply_snapshot(&mut self, snapshot: &[u8]) -> Result<(), DecodeError> {
+        self.mirror
+            .apply_snapshot_with(snapshot, &mut self.heard)
+            .map(drop)
+    }
+
     fn flush(&mut self, world: &mut World, _: &mut EntityMap) {
         if std::mem::take(&mut self.heard.0) {
             world.insert_resource(self.mirror.get().clone());
@@ -532,48 +579,113 @@ fn receive(world: &mut World) {
     world.resource_scope(|world, mut client: Mut<ReplicationClient>| {
         world.resource_scope(|world, mut arrays: Mut<ClientArrays>| {
             world.resource_scope(|world, mut entities: Mut<ReplicaEntities>| {
-                let now = Instant::now();
-                let client = &mut *client;
-                let arrays = &mut *arrays;
-                let channels = arrays.kinds.len();
-                let connection = client
-                    .connection
-                    .get_or_insert_with(|| MirrorConnection::new(channels));
-                let mut packets = std::mem::take(&mut client.packets);
-                client.transport.poll(now, &mut packets);
-                for packet in packets.drain(..) {
-                    let mut incoming: Vec<Box<dyn Incoming + '_>> = arrays
-                        .kinds
-                        .iter_mut()
-                        .map(|kind| kind.incoming())
-                        .collect();
-                    let mut mirrors: Vec<&mut dyn Incoming> = incoming
-                        .iter_mut()
-                        .map(|mirror| -> &mut dyn Incoming { &mut **mirror })
-                        .collect();
-                    let result = connection.apply(now, &packet, &mut mirrors);
-                    drop(mirrors);
-                    drop(incoming);
-                    match result {
-                        Ok(_) => {
-                            client.applied += 1;
-                            for kind in &mut arrays.kinds {
-                                kind.flush(world, &mut entities);
-                            }
-                        }
-                        Err(ConnectionError::Ack(
-                            AckError::Duplicate { .. } | AckError::TooOld { .. },
-                        )) => client.ignored += 1,
-                        Err(error) => {
-                            client.rejected += 1;
-                            client.last_error = Some(error);
-                        }
-                    }
-                }
-                client.packets = packets;
+                receive_into(&mut client, &mut arrays.kinds, world, &mut entities);
             });
         });
     });
+}
+
+/// What [`receive`] does, its resources taken out of the World.
+fn receive_into(
+    client: &mut ReplicationClient,
+    kinds: &mut [Box<dyn ClientChannel>],
+    world: &mut World,
+    entities: &mut EntityMap,
+) {
+    let now = Instant::now();
+    let mut messages = std::mem::take(&mut client.messages);
+    client.transport.poll_reliable(now, &mut messages);
+    for message in messages.drain(..) {
+        if client.joined {
+            client.ignored += 1;
+            continue;
+        }
+        match join_by_snapshot(&message, kinds, world, entities) {
+            Ok(()) => client.joined = true,
+            Err(error) => {
+                client.rejected += 1;
+                client.last_error = Some(error);
+            }
+        }
+    }
+    client.messages = messages;
+
+    let mut packets = std::mem::take(&mut client.packets);
+    client.transport.poll(now, &mut packets);
+    if !client.joined {
+        // Before the snapshot, the deltas that follow it mean nothing:
+        // unacknowledged, they come again.
+        client.ignored += packets.len() as u64;
+        packets.clear();
+    }
+    let channels = kinds.len();
+    let connection = client
+        .connection
+        .get_or_insert_with(|| MirrorConnection::new(channels));
+    for packet in packets.drain(..) {
+        let mut incoming: Vec<Box<dyn Incoming + '_>> =
+            kinds.iter_mut().map(|kind| kind.incoming()).collect();
+        let mut mirrors: Vec<&mut dyn Incoming> = incoming
+            .iter_mut()
+            .map(|mirror| -> &mut dyn Incoming { &mut **mirror })
+            .collect();
+        let result = connection.apply(now, &packet, &mut mirrors);
+        drop(mirrors);
+        drop(incoming);
+        match result {
+            Ok(_) => {
+                client.applied += 1;
+                for kind in kinds.iter_mut() {
+                    kind.flush(world, entities);
+                }
+            }
+            Err(ConnectionError::Ack(AckError::Duplicate { .. } | AckError::TooOld { .. })) => {
+                client.ignored += 1;
+            }
+            Err(error) => {
+                client.rejected += 1;
+                client.last_error = Some(error);
+            }
+        }
+    }
+    client.packets = packets;
+}
+
+/// Applies a snapshot message: every channel's snapshot checked first,
+/// then all applied and heard as a delta would be.
+fn join_by_snapshot(
+    message: &[u8],
+    kinds: &mut [Box<dyn ClientChannel>],
+    world: &mut World,
+    entities: &mut EntityMap,
+) -> Result<(), ConnectionError> {
+    let framing = |error| ConnectionError::Decode {
+        channel: usize::MAX,
+        error,
+    };
+    let sections = crate::join::read(message, kinds.len()).ok_or_else(|| {
+        framing(DecodeError::Custom {
+            bit_offset: 0,
+            message: "not a snapshot message of this protocol",
+        })
+    })?;
+    for (channel, (kind, section)) in kinds.iter().zip(&sections).enumerate() {
+        if !section.is_empty() {
+            kind.check_snapshot(section)
+                .map_err(|error| ConnectionError::Decode { channel, error })?;
+        }
+    }
+    for (channel, (kind, section)) in kinds.iter_mut().zip(&sections).enumerate() {
+        if !section.is_empty() {
+            // Checked above: the same bytes decode the same way.
+            kind.apply_snapshot(section)
+                .map_err(|error| ConnectionError::Decode { channel, error })?;
+        }
+    }
+    for kind in kinds.iter_mut() {
+        kind.flush(world, entities);
+    }
+    Ok(())
 }
 
 /// `PostUpdate`: the client's packet of the tick: acknowledgements, then

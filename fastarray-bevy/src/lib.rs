@@ -60,6 +60,7 @@
 mod client;
 pub mod entity;
 mod interest;
+mod join;
 mod kind;
 mod server;
 mod transform;
@@ -72,6 +73,7 @@ pub use client::{
 pub use fastarray::{FieldMask, Replicate};
 
 pub use interest::{GridInterest, GroundPlane, Viewer};
+pub use join::Join;
 pub use kind::{AppReplicationExt, ReplicateAs};
 pub use server::{
     ClientConnected, ClientDisconnected, ClientView, FromClient, Replicated, ReplicationServer,

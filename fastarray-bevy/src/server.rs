@@ -15,6 +15,7 @@ use fastarray::{
     AckEvent, Connection, ConnectionError, FastArray, Outgoing, ReplicationId, SendError, SendState,
 };
 
+use crate::join::Join;
 use crate::kind::{Networked, ReplicateAs};
 use crate::transport::{ClientId, ServerEvent, ServerTransport};
 
@@ -232,6 +233,7 @@ pub struct ReplicationServer {
     transport: Box<dyn ServerTransport>,
     clients: BTreeMap<ClientId, Client>,
     policy: VisibilityPolicy,
+    join: Join,
     events: Vec<ServerEvent>,
     packet: Vec<u8>,
 }
@@ -244,6 +246,7 @@ impl ReplicationServer {
             transport: Box::new(transport),
             clients: BTreeMap::new(),
             policy: VisibilityPolicy::All,
+            join: Join::Delta,
             events: Vec::new(),
             packet: Vec::new(),
         }
@@ -252,6 +255,13 @@ impl ReplicationServer {
     /// The same server, new clients seeing what `policy` says.
     pub fn with_visibility(mut self, policy: VisibilityPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// The same server, clients joining as `join` says (set the same on
+    /// the clients: [`ReplicationClient::with_join`](crate::ReplicationClient::with_join)).
+    pub fn with_join(mut self, join: Join) -> Self {
+        self.join = join;
         self
     }
 
@@ -309,11 +319,13 @@ impl ReplicationServer {
         transport.downcast_mut()
     }
 
-    /// Connects `client` if it is new.
-    fn connect(&mut self, client: ClientId, channels: usize) -> bool {
+    /// Connects `client` if it is new (and sends it the world, if it
+    /// joins by snapshot).
+    fn connect(&mut self, client: ClientId, kinds: &mut [Box<dyn ServerChannel>]) -> bool {
         if self.clients.contains_key(&client) {
             return false;
         }
+        let channels = kinds.len();
         self.clients.insert(
             client,
             Client {
@@ -327,7 +339,37 @@ impl ReplicationServer {
                 last_error: None,
             },
         );
+        if self.join == Join::Snapshot {
+            self.send_snapshot(client, kinds);
+        }
         true
+    }
+
+    /// Sends `client` a snapshot of every array (or, when it cannot join
+    /// by snapshot, an empty one: deltas follow).
+    fn send_snapshot(&mut self, id: ClientId, kinds: &mut [Box<dyn ServerChannel>]) {
+        let client = self.clients.get_mut(&id).expect("connected");
+        let mut sections = Vec::new();
+        if client.policy == VisibilityPolicy::All && self.transport.has_reliable() {
+            for (channel, kind) in kinds.iter_mut().enumerate() {
+                let mut section = Vec::new();
+                let state = client.connection.state_mut(channel);
+                if let Err(error) = kind.snapshot_for(state, &mut section) {
+                    // Committed arrays write snapshots; were one to fail,
+                    // the whole join goes by delta.
+                    client.last_error = Some(ConnectionError::Send { channel, error });
+                    sections.clear();
+                    for channel in 0..kinds.len() {
+                        *client.connection.state_mut(channel) = SendState::new();
+                    }
+                    break;
+                }
+                sections.push(section);
+            }
+        }
+        let mut message = Vec::new();
+        crate::join::write(&sections, &mut message);
+        self.transport.send_reliable(id, &message);
     }
 }
 
@@ -344,6 +386,12 @@ trait ServerChannel: Send + Sync {
     /// Readies `state` for this tick's write.
     fn prepare(&mut self, state: &mut SendState) {
         let _ = state;
+    }
+    /// Appends a snapshot for a joining client to `out`, and starts
+    /// `state` from it; writes nothing for a channel that joins by delta.
+    fn snapshot_for(&mut self, state: &mut SendState, out: &mut Vec<u8>) -> Result<(), SendError> {
+        let _ = (state, out);
+        Ok(())
     }
 }
 
@@ -373,6 +421,10 @@ impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for 
 
     fn begin_scope(&mut self, state: &mut SendState) -> Result<(), SendError> {
         self.array.scope(state).map(drop)
+    }
+
+    fn snapshot_for(&mut self, state: &mut SendState, out: &mut Vec<u8>) -> Result<(), SendError> {
+        self.array.write_snapshot_for(state, out).map(drop)
     }
 
     fn view(&mut self, state: &mut SendState, change: ViewChange) -> Result<(), SendError> {
@@ -574,11 +626,10 @@ fn receive(
     let server = &mut *server;
     let mut events = std::mem::take(&mut server.events);
     server.transport.poll(now, &mut events);
-    let channels = arrays.kinds.len();
     for event in events.drain(..) {
         match event {
             ServerEvent::Connected { client } => {
-                if server.connect(client, channels) {
+                if server.connect(client, &mut arrays.kinds) {
                     connected.write(ClientConnected { client });
                 }
             }
@@ -588,7 +639,7 @@ fn receive(
                 }
             }
             ServerEvent::Packet { client, packet } => {
-                if server.connect(client, channels) {
+                if server.connect(client, &mut arrays.kinds) {
                     connected.write(ClientConnected { client });
                 }
                 let Some(state) = server.clients.get_mut(&client) else {

@@ -199,6 +199,16 @@ impl<T: ServerTransport> ServerTransport for Conditioned<T> {
     fn max_packet(&self, client: ClientId) -> usize {
         self.inner.max_packet(client)
     }
+
+    /// The reliable channel is the inner transport's, untouched: it
+    /// repairs its own losses.
+    fn has_reliable(&self) -> bool {
+        self.inner.has_reliable()
+    }
+
+    fn send_reliable(&mut self, client: ClientId, message: &[u8]) {
+        self.inner.send_reliable(client, message);
+    }
 }
 
 impl<T: ClientTransport> ClientTransport for Conditioned<T> {
@@ -243,5 +253,9 @@ impl<T: ClientTransport> ClientTransport for Conditioned<T> {
                 self.held_out.push((wait, 0, packet.to_vec()));
             }
         }
+    }
+
+    fn poll_reliable(&mut self, now: Instant, messages: &mut Vec<Vec<u8>>) {
+        self.inner.poll_reliable(now, messages);
     }
 }

@@ -89,6 +89,20 @@ pub trait ServerTransport: Any + Send + Sync {
         let _ = client;
         DEFAULT_MAX_PACKET
     }
+
+    /// Whether [`send_reliable`](Self::send_reliable) works: the
+    /// transport has a reliable, ordered channel (renet's, a QUIC stream).
+    /// Joins by snapshot need one. `false` unless implemented.
+    fn has_reliable(&self) -> bool {
+        false
+    }
+
+    /// Sends `message` to `client` on the reliable channel: it arrives
+    /// whole, once, in order with the other reliable messages. Does
+    /// nothing on a transport without one.
+    fn send_reliable(&mut self, client: ClientId, message: &[u8]) {
+        let _ = (client, message);
+    }
 }
 
 /// The client's side of a transport.
@@ -99,4 +113,11 @@ pub trait ClientTransport: Any + Send + Sync {
 
     /// Sends one datagram to the server (unreliable: it may be lost).
     fn send(&mut self, packet: &[u8]);
+
+    /// Appends the messages of the reliable channel that arrived since
+    /// the last call (see [`ServerTransport::send_reliable`]). Nothing on
+    /// a transport without one.
+    fn poll_reliable(&mut self, now: Instant, messages: &mut Vec<Vec<u8>>) {
+        let _ = (now, messages);
+    }
 }
