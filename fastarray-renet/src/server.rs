@@ -1,0 +1,346 @@
+//! [`RenetReplicationServer`]: a fastarray [`Connection`] per renet client,
+//! its packets sent and received on fastarray's renet channel.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Instant;
+
+use fastarray_core::{
+    Connection, ConnectionError, FastArray, InterestGrid, Outgoing, Relevance, Replicate,
+};
+use renet::{Bytes, ClientId, RenetServer, ServerEvent};
+
+use crate::config::{CHANNEL_ID, MTU};
+use crate::harmless::{Harmless, harmless};
+
+/// At most this many packets per client per [`RenetReplicationServer::send`]
+/// by default: work beyond them waits for the next tick (a joining client
+/// gets the world over several ticks rather than in one burst).
+pub const PACKETS_PER_TICK: usize = 4;
+
+/// The server's side of replication over renet: one fastarray
+/// [`Connection`] per renet [`ClientId`], made when the client connects
+/// and dropped when it leaves, whose packets go out and come in on
+/// fastarray's renet channel ([`CHANNEL_ID`] unless
+/// [`with_channel_id`](Self::with_channel_id) says otherwise).
+///
+/// The client id is the key everywhere: of the connection
+/// ([`connection_mut`](Self::connection_mut)), and of the client's viewer
+/// in an [`InterestGrid`] ([`update_scope`](Self::update_scope)), so the
+/// game never keeps a map of its own.
+///
+/// Each tick, in renet's order:
+///
+/// 1. `server.update(dt)`, `transport.update(dt, &mut server)`;
+/// 2. for each of `server.get_event()`, [`handle_event`](Self::handle_event)
+///    (and set the new client's viewer, or scope);
+/// 3. [`receive`](Self::receive): the clients' acknowledgements, and the
+///    game's data they carry;
+/// 4. the game's tick, then `commit()` every array and object;
+/// 5. [`update_scope`](Self::update_scope) if the game uses an
+///    [`InterestGrid`];
+/// 6. [`send`](Self::send), then `transport.send_packets(&mut server)`.
+///
+/// Every connection has the same channels (the arrays and objects the
+/// server replicates, in the same order in every call). See the crate
+/// documentation for a whole example.
+#[derive(Debug)]
+pub struct RenetReplicationServer {
+    /// The renet channel.
+    channel_id: u8,
+    /// fastarray channels per connection.
+    channels: usize,
+    /// At most this many packets per client per tick.
+    packets_per_tick: usize,
+    /// The connections, by renet client id.
+    connections: BTreeMap<ClientId, Connection>,
+}
+
+/// What one [`RenetReplicationServer::receive`] read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Packets read: their acknowledgements reached the connections.
+    pub packets: usize,
+    /// Packets the network duplicated ([`Harmless::Duplicate`]).
+    pub duplicates: usize,
+    /// Packets too old to acknowledge ([`Harmless::TooOld`]).
+    pub too_old: usize,
+}
+
+impl Received {
+    /// Counts a harmless refusal.
+    pub(crate) fn count(&mut self, harmless: Harmless) {
+        match harmless {
+            Harmless::Duplicate => self.duplicates += 1,
+            Harmless::TooOld => self.too_old += 1,
+        }
+    }
+}
+
+/// What one [`RenetReplicationServer::send`] or
+/// [`send_to`](RenetReplicationServer::send_to) handed renet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// Messages (one fastarray packet each, one datagram unless an item
+    /// alone is larger than [`MTU`]).
+    pub packets: usize,
+    /// Their bytes, fastarray's header included (renet's and netcode's
+    /// are not).
+    pub bytes: usize,
+    /// Clients with work left for the next tick (the packet limit or
+    /// renet's channel memory stopped the writing).
+    pub deferred: usize,
+}
+
+impl Sent {
+    fn absorb(&mut self, other: Sent) {
+        self.packets += other.packets;
+        self.bytes += other.bytes;
+        self.deferred += other.deferred;
+    }
+}
+
+/// A real error of one client's connection: what it is, and whose.
+/// Disconnect the client (`server.disconnect(error.client)`) when it
+/// comes from [`receive`](RenetReplicationServer::receive); from
+/// [`send`](RenetReplicationServer::send) it is the game's (an array not
+/// committed, the arrays given in another order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientError {
+    /// The renet client.
+    pub client: ClientId,
+    /// What went wrong.
+    pub error: ConnectionError,
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "client {}: {}", self.client, self.error)
+    }
+}
+
+impl std::error::Error for ClientError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl RenetReplicationServer {
+    /// A server whose connections have `channels` fastarray channels (the
+    /// arrays and objects every [`send`](Self::send) gives, in order), on
+    /// renet channel [`CHANNEL_ID`].
+    pub fn new(channels: usize) -> Self {
+        Self {
+            channel_id: CHANNEL_ID,
+            channels,
+            packets_per_tick: PACKETS_PER_TICK,
+            connections: BTreeMap::new(),
+        }
+    }
+
+    /// The same on renet channel `channel_id` (an unreliable channel both
+    /// ways: [`channel_config`](crate::channel_config)). renet panics on a
+    /// channel it was not configured with.
+    pub fn with_channel_id(mut self, channel_id: u8) -> Self {
+        self.channel_id = channel_id;
+        self
+    }
+
+    /// The same, writing at most `packets` packets per client per
+    /// [`send`](Self::send) (at least 1; [`PACKETS_PER_TICK`] by default).
+    pub fn with_packets_per_tick(mut self, packets: usize) -> Self {
+        self.packets_per_tick = packets.max(1);
+        self
+    }
+
+    /// The renet channel.
+    pub fn channel_id(&self) -> u8 {
+        self.channel_id
+    }
+
+    /// Takes one of renet's events: a connected client gets a connection
+    /// (give it its scope now, before its first packet: see
+    /// [`FastArray::scope`]), a disconnected one loses its own. Returns
+    /// whether the set of connections changed.
+    ///
+    /// [`receive`](Self::receive) and [`send`](Self::send) also make the
+    /// connections of clients renet has connected and drop those it no
+    /// longer has, so an event not passed on loses nothing but the chance
+    /// to scope the client before its first packet. A client that
+    /// reconnects starts over, with a new connection (its client must
+    /// start with new mirrors too).
+    pub fn handle_event(&mut self, event: &ServerEvent) -> bool {
+        match *event {
+            ServerEvent::ClientConnected { client_id } => self.connect(client_id),
+            ServerEvent::ClientDisconnected { client_id, .. } => {
+                self.connections.remove(&client_id).is_some()
+            }
+        }
+    }
+
+    /// Makes client `client`'s connection if it has none; returns whether
+    /// it did.
+    fn connect(&mut self, client: ClientId) -> bool {
+        let channels = self.channels;
+        let mut made = false;
+        self.connections.entry(client).or_insert_with(|| {
+            made = true;
+            Connection::new(channels)
+        });
+        made
+    }
+
+    /// Makes the connections of clients renet has connected, and drops
+    /// those renet no longer has.
+    fn sync(&mut self, server: &RenetServer) {
+        self.connections
+            .retain(|&client, _| server.is_connected(client));
+        for client in server.clients_id_iter() {
+            self.connect(client);
+        }
+    }
+
+    /// The connected clients with a connection, in id order.
+    pub fn clients(&self) -> impl Iterator<Item = ClientId> + '_ {
+        self.connections.keys().copied()
+    }
+
+    /// Client `client`'s connection: its link statistics
+    /// ([`Connection::stats`]), its channels' send states.
+    pub fn connection(&self, client: ClientId) -> Option<&Connection> {
+        self.connections.get(&client)
+    }
+
+    /// Client `client`'s connection, to change: its scope on an array is
+    /// `array.scope(connection.state_mut(channel))`.
+    pub fn connection_mut(&mut self, client: ClientId) -> Option<&mut Connection> {
+        self.connections.get_mut(&client)
+    }
+
+    /// Brings every client's scope on `array` (its fastarray channel
+    /// `channel`) up to `grid`'s view, whose viewers are keyed by renet
+    /// client id: `grid.set_viewer(client_id, center, radius)`. Viewers
+    /// without a connection are skipped; remove a client's viewer when it
+    /// leaves (`grid.remove_viewer(client_id)`).
+    ///
+    /// # Panics
+    ///
+    /// If `channel` is not one of the connections' channels, or `array`
+    /// is a mirror.
+    pub fn update_scope<T: Replicate>(
+        &mut self,
+        grid: &mut InterestGrid,
+        channel: usize,
+        array: &mut FastArray<T>,
+    ) {
+        grid.update(|viewer, id, relevance| {
+            if let Some(conn) = self.connections.get_mut(&viewer) {
+                let mut scope = array
+                    .scope(conn.state_mut(channel))
+                    .expect("the server's array, scoped on this channel only");
+                match relevance {
+                    Relevance::Enter => scope.include(id),
+                    Relevance::Leave => scope.exclude(id),
+                };
+            }
+        });
+    }
+
+    /// Reads every client's packets on the channel: their
+    /// acknowledgements reach the connection, and the game's data each
+    /// carries after its header (the client's
+    /// [`send_with`](crate::RenetReplicationClient::send_with)) goes to
+    /// `data` with the client's id. Duplicates and packets too old to
+    /// acknowledge are counted ([`Received`]), not returned.
+    ///
+    /// A real error stops the reading and names its client
+    /// ([`ClientError`]); disconnect it. The other messages wait in renet
+    /// for the next call.
+    pub fn receive(
+        &mut self,
+        now: Instant,
+        server: &mut RenetServer,
+        mut data: impl FnMut(ClientId, &[u8]),
+    ) -> Result<Received, ClientError> {
+        self.sync(server);
+        let mut received = Received::default();
+        for (&client, conn) in &mut self.connections {
+            while let Some(message) = server.receive_message(client, self.channel_id) {
+                match conn.receive(now, &message) {
+                    Ok((_, payload)) => {
+                        received.packets += 1;
+                        if !payload.is_empty() {
+                            data(client, payload);
+                        }
+                    }
+                    Err(error) => match harmless(&error) {
+                        Some(harmless) => received.count(harmless),
+                        None => return Err(ClientError { client, error }),
+                    },
+                }
+            }
+        }
+        Ok(received)
+    }
+
+    /// Writes every client's packets for this tick and hands them to
+    /// renet on the channel: each of at most [`MTU`] bytes, as many as the
+    /// work needs, up to the packet limit ([`PACKETS_PER_TICK`] by
+    /// default) and what renet's channel has room for. `sources` are the
+    /// arrays and objects replicated (fastarray channel `n` is
+    /// `sources[n]`), committed. Call `transport.send_packets(&mut server)`
+    /// after.
+    ///
+    /// Every client gets at least one packet a tick, even with nothing
+    /// new: its header acknowledges the client's packets.
+    pub fn send(
+        &mut self,
+        now: Instant,
+        server: &mut RenetServer,
+        sources: &mut [&mut dyn Outgoing],
+    ) -> Result<Sent, ClientError> {
+        self.sync(server);
+        let clients: Vec<ClientId> = self.connections.keys().copied().collect();
+        let mut sent = Sent::default();
+        for client in clients {
+            sent.absorb(self.send_to(now, server, client, sources)?);
+        }
+        Ok(sent)
+    }
+
+    /// As [`send`](Self::send), to client `client` only (nothing if it
+    /// has no connection): for a game that sends to its clients at
+    /// different rates, or counts each one's bytes.
+    pub fn send_to(
+        &mut self,
+        now: Instant,
+        server: &mut RenetServer,
+        client: ClientId,
+        sources: &mut [&mut dyn Outgoing],
+    ) -> Result<Sent, ClientError> {
+        let mut sent = Sent::default();
+        let Some(conn) = self.connections.get_mut(&client) else {
+            return Ok(sent);
+        };
+        for _ in 0..self.packets_per_tick {
+            // A packet renet would drop is not written: its work stays due.
+            if !server.can_send_message(client, self.channel_id, MTU) {
+                sent.deferred = 1;
+                return Ok(sent);
+            }
+            // Written straight into the buffer renet sends.
+            let mut packet = Vec::with_capacity(MTU);
+            let stats = conn
+                .write_packet(now, MTU, sources, &mut packet)
+                .map_err(|error| ClientError { client, error })?;
+            sent.packets += 1;
+            sent.bytes += packet.len();
+            server.send_message(client, self.channel_id, Bytes::from(packet));
+            if stats.totals.deferred == 0 {
+                return Ok(sent);
+            }
+        }
+        sent.deferred = 1;
+        Ok(sent)
+    }
+}
