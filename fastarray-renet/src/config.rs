@@ -94,7 +94,11 @@ mod tests {
         assert_eq!(one.len(), 1);
         // renet's own bytes around it: a handful, well within netcode's
         // 1 300-byte payload.
-        assert!(one[0].len() > MTU && one[0].len() <= MTU + 16, "{}", one[0].len());
+        assert!(
+            one[0].len() > MTU && one[0].len() <= MTU + 16,
+            "{}",
+            one[0].len()
+        );
     }
 
     #[test]

@@ -53,13 +53,25 @@ pub struct RenetReplicationServer {
     /// At most this many packets per client per tick.
     packets_per_tick: usize,
     /// The connections, by renet client id.
-    connections: BTreeMap<ClientId, Connection>,
+    connections: BTreeMap<ClientId, Peer>,
 }
 
-/// What one [`RenetReplicationServer::receive`] read.
+/// One client's connection, and whether the client was heard from.
+#[derive(Debug)]
+struct Peer {
+    conn: Connection,
+    /// A packet of the client's arrived on the channel: netcode has
+    /// connected it on its side too, so packets to it may start.
+    heard: bool,
+}
+
+/// What one [`RenetReplicationServer::receive`] or
+/// [`RenetReplicationClient::receive`](crate::RenetReplicationClient::receive)
+/// read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Received {
-    /// Packets read: their acknowledgements reached the connections.
+    /// Packets taken: on the server, their acknowledgements reached the
+    /// connections; on the client, they were applied to the mirrors.
     pub packets: usize,
     /// Packets the network duplicated ([`Harmless::Duplicate`]).
     pub duplicates: usize,
@@ -90,6 +102,9 @@ pub struct Sent {
     /// Clients with work left for the next tick (the packet limit or
     /// renet's channel memory stopped the writing).
     pub deferred: usize,
+    /// Clients not sent to because none of their packets has arrived yet
+    /// (see [`RenetReplicationServer::send`]).
+    pub waiting: usize,
 }
 
 impl Sent {
@@ -97,6 +112,7 @@ impl Sent {
         self.packets += other.packets;
         self.bytes += other.bytes;
         self.deferred += other.deferred;
+        self.waiting += other.waiting;
     }
 }
 
@@ -185,7 +201,10 @@ impl RenetReplicationServer {
         let mut made = false;
         self.connections.entry(client).or_insert_with(|| {
             made = true;
-            Connection::new(channels)
+            Peer {
+                conn: Connection::new(channels),
+                heard: false,
+            }
         });
         made
     }
@@ -208,13 +227,13 @@ impl RenetReplicationServer {
     /// Client `client`'s connection: its link statistics
     /// ([`Connection::stats`]), its channels' send states.
     pub fn connection(&self, client: ClientId) -> Option<&Connection> {
-        self.connections.get(&client)
+        self.connections.get(&client).map(|peer| &peer.conn)
     }
 
     /// Client `client`'s connection, to change: its scope on an array is
     /// `array.scope(connection.state_mut(channel))`.
     pub fn connection_mut(&mut self, client: ClientId) -> Option<&mut Connection> {
-        self.connections.get_mut(&client)
+        self.connections.get_mut(&client).map(|peer| &mut peer.conn)
     }
 
     /// Brings every client's scope on `array` (its fastarray channel
@@ -234,9 +253,9 @@ impl RenetReplicationServer {
         array: &mut FastArray<T>,
     ) {
         grid.update(|viewer, id, relevance| {
-            if let Some(conn) = self.connections.get_mut(&viewer) {
+            if let Some(peer) = self.connections.get_mut(&viewer) {
                 let mut scope = array
-                    .scope(conn.state_mut(channel))
+                    .scope(peer.conn.state_mut(channel))
                     .expect("the server's array, scoped on this channel only");
                 match relevance {
                     Relevance::Enter => scope.include(id),
@@ -264,9 +283,10 @@ impl RenetReplicationServer {
     ) -> Result<Received, ClientError> {
         self.sync(server);
         let mut received = Received::default();
-        for (&client, conn) in &mut self.connections {
+        for (&client, peer) in &mut self.connections {
             while let Some(message) = server.receive_message(client, self.channel_id) {
-                match conn.receive(now, &message) {
+                peer.heard = true;
+                match peer.conn.receive(now, &message) {
                     Ok((_, payload)) => {
                         received.packets += 1;
                         if !payload.is_empty() {
@@ -292,7 +312,18 @@ impl RenetReplicationServer {
     /// after.
     ///
     /// Every client gets at least one packet a tick, even with nothing
-    /// new: its header acknowledges the client's packets.
+    /// new: its header acknowledges the client's packets. But a client
+    /// gets none before its first packet arrives
+    /// ([`Sent::waiting`]): renet_netcode's server completes a client's
+    /// connection with a keep-alive that it repeats only after 100 ms
+    /// without any other packet to that client, and the client reads
+    /// nothing else until it has one. A server that sends from
+    /// `ServerEvent::ClientConnected` on, every tick, leaves a client
+    /// whose keep-alive was lost stuck until netcode's timeout (15 s
+    /// unsecure) disconnects it. The client's first packet (it sends only
+    /// once connected) ends the wait, and tells where it stands before
+    /// its first delta. The same holds for the game's own messages: send
+    /// none to a client before it was heard from.
     pub fn send(
         &mut self,
         now: Instant,
@@ -319,9 +350,13 @@ impl RenetReplicationServer {
         sources: &mut [&mut dyn Outgoing],
     ) -> Result<Sent, ClientError> {
         let mut sent = Sent::default();
-        let Some(conn) = self.connections.get_mut(&client) else {
+        let Some(Peer { conn, heard }) = self.connections.get_mut(&client) else {
             return Ok(sent);
         };
+        if !*heard {
+            sent.waiting = 1;
+            return Ok(sent);
+        }
         for _ in 0..self.packets_per_tick {
             // A packet renet would drop is not written: its work stays due.
             if !server.can_send_message(client, self.channel_id, MTU) {
@@ -342,5 +377,141 @@ impl RenetReplicationServer {
         }
         sent.deferred = 1;
         Ok(sent)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The server's side over renet's in-memory local clients: the
+    //! connections follow renet's clients, nothing goes to a client before
+    //! it is heard from, and a copy of a client's packet is counted.
+
+    use super::*;
+    use crate::{RenetReplicationClient, connection_config};
+    use fastarray::{FastArray, MirrorConnection, Replicate};
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    struct Unit {
+        hp: u8,
+    }
+
+    fn units() -> FastArray<Unit> {
+        let mut units = FastArray::new();
+        for hp in 0..50 {
+            units.push(Unit { hp });
+        }
+        units.commit();
+        units
+    }
+
+    #[test]
+    fn connections_follow_renet_clients() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        let event = server.get_event().expect("the connection");
+        assert!(replication.handle_event(&event));
+        assert!(!replication.handle_event(&event));
+        assert_eq!(replication.clients().collect::<Vec<_>>(), [7]);
+        // A client renet connected without the event passed on gets one
+        // on the next call.
+        let _other = server.new_local_client(8);
+        replication
+            .receive(Instant::now(), &mut server, |_, _| {})
+            .unwrap();
+        assert_eq!(replication.clients().collect::<Vec<_>>(), [7, 8]);
+        // One renet no longer has loses it.
+        server.disconnect_local_client(7, &mut client);
+        replication
+            .send(Instant::now(), &mut server, &mut [&mut units()])
+            .unwrap();
+        assert_eq!(replication.clients().collect::<Vec<_>>(), [8]);
+        assert!(replication.connection(7).is_none());
+    }
+
+    #[test]
+    fn nothing_goes_to_a_client_before_it_is_heard_from() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        let mut units = units();
+        let now = Instant::now();
+        let sent = replication
+            .send(now, &mut server, &mut [&mut units])
+            .unwrap();
+        assert_eq!((sent.packets, sent.waiting), (0, 1));
+
+        let mut mirror = RenetReplicationClient::new(1);
+        assert!(mirror.send(now, &mut client).unwrap());
+        server.process_local_client(7, &mut client).unwrap();
+        let received = replication.receive(now, &mut server, |_, _| {}).unwrap();
+        assert_eq!(received.packets, 1);
+        let sent = replication
+            .send(now, &mut server, &mut [&mut units])
+            .unwrap();
+        assert_eq!((sent.packets, sent.waiting), (1, 0));
+        assert!(sent.bytes <= MTU);
+    }
+
+    #[test]
+    fn the_games_data_comes_with_the_clients_id() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        let mut mirror = RenetReplicationClient::new(1);
+        let now = Instant::now();
+        mirror.send_with(now, &mut client, b"jump").unwrap();
+        server.process_local_client(7, &mut client).unwrap();
+        let mut data = Vec::new();
+        replication
+            .receive(now, &mut server, |client, bytes| {
+                data.push((client, bytes.to_vec()))
+            })
+            .unwrap();
+        assert_eq!(data, [(7, b"jump".to_vec())]);
+    }
+
+    #[test]
+    fn a_copy_of_a_clients_packet_is_counted_not_returned() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        let now = Instant::now();
+        // The same packet twice on the channel, as a network that
+        // duplicates would deliver it.
+        let mut packet = Vec::new();
+        MirrorConnection::new(1)
+            .write_header(now, &mut packet)
+            .unwrap();
+        client.send_message(CHANNEL_ID, packet.clone());
+        client.send_message(CHANNEL_ID, packet);
+        server.process_local_client(7, &mut client).unwrap();
+        let received = replication.receive(now, &mut server, |_, _| {}).unwrap();
+        assert_eq!(
+            received,
+            Received {
+                packets: 1,
+                duplicates: 1,
+                too_old: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_broken_packet_names_its_client() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        client.send_message(CHANNEL_ID, vec![1, 2, 3]);
+        server.process_local_client(7, &mut client).unwrap();
+        let error = replication
+            .receive(Instant::now(), &mut server, |_, _| {})
+            .unwrap_err();
+        assert_eq!(error.client, 7);
+        assert_eq!(
+            error.error,
+            ConnectionError::Ack(fastarray::AckError::Truncated { len: 3 })
+        );
+        assert_eq!(error.to_string(), format!("client 7: {}", error.error));
     }
 }
