@@ -25,7 +25,14 @@
 //! - **the harmless refusals**: a packet the network duplicated, or one
 //!   too late to acknowledge, changes nothing and is counted
 //!   ([`Received`]), not returned ([`harmless`]); what is returned is a
-//!   real error.
+//!   real error;
+//! - **netcode's handshake**: nothing goes to a client before its first
+//!   packet arrives. renet_netcode's server completes a client's
+//!   connection with a keep-alive it repeats only when nothing else was
+//!   sent to that client for 100 ms; a server that sends every tick from
+//!   `ClientConnected` on leaves a client whose keep-alive was lost
+//!   stuck until netcode's timeout disconnects it (see
+//!   [`send`](RenetReplicationServer::send)).
 //!
 //! The names follow renet's: a renet game calls `update`, then
 //! `receive_message` for each channel, then `send_message`, then the
@@ -38,9 +45,12 @@
 //! transport (renet_netcode, Steam, in-memory) is the game's: this crate
 //! depends on renet alone.
 //!
-//! renet_netcode authenticates and encrypts every datagram, so the
-//! connections are plain ones, without fastarray's own
-//! [`Session`](fastarray_core::Session).
+//! The connections are plain ones, without fastarray's own
+//! [`Session`](fastarray_core::Session): renet_netcode seals every
+//! datagram with the keys of the client's connect token, which only your
+//! backend and the client know when the server runs in its secure mode
+//! (`ServerAuthentication::Secure`). In its unsecure mode, as in the
+//! example, anyone can connect: for development only.
 //!
 //! # Example
 //!

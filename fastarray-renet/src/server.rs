@@ -238,9 +238,13 @@ impl RenetReplicationServer {
 
     /// Brings every client's scope on `array` (its fastarray channel
     /// `channel`) up to `grid`'s view, whose viewers are keyed by renet
-    /// client id: `grid.set_viewer(client_id, center, radius)`. Viewers
-    /// without a connection are skipped; remove a client's viewer when it
-    /// leaves (`grid.remove_viewer(client_id)`).
+    /// client id: `grid.set_viewer(client_id, center, radius)`. Every
+    /// connection is scoped on `array` from then on, so a client without
+    /// a viewer yet sees none of it (not all of it), and is scoped before
+    /// its first packet when this runs each tick before
+    /// [`send`](Self::send). Viewers without a connection are skipped;
+    /// remove a client's viewer when it leaves
+    /// (`grid.remove_viewer(client_id)`).
     ///
     /// # Panics
     ///
@@ -252,6 +256,11 @@ impl RenetReplicationServer {
         channel: usize,
         array: &mut FastArray<T>,
     ) {
+        for peer in self.connections.values_mut() {
+            array
+                .scope(peer.conn.state_mut(channel))
+                .expect("the server's array, scoped on this channel only");
+        }
         grid.update(|viewer, id, relevance| {
             if let Some(peer) = self.connections.get_mut(&viewer) {
                 let mut scope = array
@@ -451,6 +460,52 @@ mod tests {
             .unwrap();
         assert_eq!((sent.packets, sent.waiting), (1, 0));
         assert!(sent.bytes <= MTU);
+    }
+
+    #[test]
+    fn scopes_follow_the_grid_by_client_id() {
+        let mut server = RenetServer::new(connection_config());
+        let mut replication = RenetReplicationServer::new(1);
+        let mut client = server.new_local_client(7);
+        let mut mirror = RenetReplicationClient::new(1);
+        let mut mirror_units = FastArray::<Unit>::mirror();
+        let mut units = units();
+        let mut grid = InterestGrid::new(10.0);
+        let ids: Vec<_> = units.ids().collect();
+        for (n, &id) in ids.iter().enumerate() {
+            grid.set_item(id, [n as f32 * 10.0, 0.0]);
+        }
+        let now = Instant::now();
+        let mut tick = |replication: &mut RenetReplicationServer,
+                        grid: &mut InterestGrid,
+                        mirror_units: &mut FastArray<Unit>| {
+            mirror.send(now, &mut client).unwrap();
+            server.process_local_client(7, &mut client).unwrap();
+            replication.receive(now, &mut server, |_, _| {}).unwrap();
+            units.commit();
+            replication.update_scope(grid, 0, &mut units);
+            replication
+                .send(now, &mut server, &mut [&mut units])
+                .unwrap();
+            server.process_local_client(7, &mut client).unwrap();
+            mirror
+                .receive(now, &mut client, &mut [mirror_units])
+                .unwrap();
+        };
+        // No viewer yet: nothing of the array.
+        for _ in 0..3 {
+            tick(&mut replication, &mut grid, &mut mirror_units);
+        }
+        assert!(mirror_units.is_empty());
+        // Client 7 looks at the first units.
+        grid.set_viewer(7, [0.0, 0.0], 25.0);
+        for _ in 0..3 {
+            tick(&mut replication, &mut grid, &mut mirror_units);
+        }
+        let seen: Vec<_> = mirror_units.ids().collect();
+        assert_eq!(seen.len(), grid.visible(7).count());
+        assert!(!seen.is_empty() && seen.len() < ids.len());
+        assert!(seen.iter().all(|&id| grid.is_visible(7, id)));
     }
 
     #[test]

@@ -336,11 +336,8 @@ pub fn run(setup: Setup) -> Result<Outcome, Box<dyn Error>> {
             replication.handle_event(&event);
             match event {
                 ServerEvent::ClientConnected { client_id } => {
-                    // An empty scope before its first packet: it sees what
-                    // the grid says once it tells where it stands.
-                    if let Some(conn) = replication.connection_mut(client_id) {
-                        units.scope(conn.state_mut(0))?;
-                    }
+                    // It sees what the grid says once it tells where it
+                    // stands (update_scope scopes it, empty, till then).
                     joined.insert(client_id, tick);
                 }
                 ServerEvent::ClientDisconnected { client_id, reason } => {
