@@ -6,8 +6,9 @@
 //! acknowledgements); two clients join a running game.
 //!
 //! Each client reaches the server through a relay that drops a seeded
-//! share of the datagrams both ways: the game runs once at 0%, once at 20%
-//! and once at 50% loss. Then the links heal, the last repairs go out, and
+//! share of the datagrams both ways (and holds each 0 to 2 ticks, so they
+//! reorder, and sends 2% twice): the game runs once at 0%, once at 20% and
+//! once at 50% loss. Then the links heal, the last repairs go out, and
 //! every client's mirrors are checked against the server's units in its
 //! scope (equal on the wire). It exits non-zero if any client differs.
 //!
@@ -92,7 +93,8 @@ fn main() -> ExitCode {
          bytes/tick: fastarray's packets to it per tick of play (its 8-byte header included);\n\
          wire/tick: the UDP payloads the server sent it (renet's and netcode's headers, acks, keep-alives too);\n\
          largest: its largest datagram (a full fastarray packet of 1 198 bytes, in renet's and netcode's);\n\
-         applied: packets applied; dup, old: duplicates and packets too late, counted by the adapter;\n\
+         applied: packets applied; dup, old: duplicates and packets too late, counted by the adapter\n\
+         (dup stays 0 over renet_netcode, whose replay protection drops the relay's copies first);\n\
          dropped: datagrams its relay dropped, both ways; matches: its mirrors equal the server's\n\
          units in its scope and the match, on the wire."
     );

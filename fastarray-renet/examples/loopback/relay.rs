@@ -1,6 +1,7 @@
 //! A lossy relay between one client and the server: two UDP sockets on
 //! 127.0.0.1 that pass datagrams both ways, dropping a seeded share of
-//! them. The client connects to the relay's front as if it were the
+//! them, holding each one 0 to 2 ticks (so they reorder) and sending 2%
+//! twice. The client connects to the relay's front as if it were the
 //! server; the server sees the relay's back as the client.
 
 use std::io::ErrorKind;
@@ -22,6 +23,20 @@ pub struct RelayStats {
     pub to_server: u64,
     /// Datagrams dropped, both ways.
     pub dropped: u64,
+    /// Datagrams sent twice, both ways.
+    pub duplicated: u64,
+}
+
+/// The share of datagrams sent twice.
+const DUPLICATES: f64 = 0.02;
+/// The most ticks a datagram is held.
+const MAX_DELAY: u32 = 2;
+
+/// A datagram held until its tick.
+struct Held {
+    tick: u32,
+    to_server: bool,
+    bytes: Vec<u8>,
 }
 
 /// One client's relay.
@@ -36,6 +51,7 @@ pub struct Relay {
     loss: f64,
     rng: ChaCha8Rng,
     buffer: Vec<u8>,
+    held: Vec<Held>,
     pub stats: RelayStats,
 }
 
@@ -54,6 +70,7 @@ impl Relay {
             loss,
             rng: ChaCha8Rng::seed_from_u64(seed),
             buffer: vec![0; 2048],
+            held: Vec::new(),
             stats: RelayStats::default(),
         })
     }
@@ -68,18 +85,15 @@ impl Relay {
         self.loss = loss;
     }
 
-    /// Passes on every datagram waiting, both ways, but the ones it drops.
-    pub fn pump(&mut self) -> std::io::Result<()> {
+    /// Takes every datagram waiting, both ways, drops its share, holds
+    /// the others, and passes on those due at `tick`.
+    pub fn pump(&mut self, tick: u32) -> std::io::Result<()> {
         loop {
             match self.front.recv_from(&mut self.buffer) {
                 Ok((len, from)) => {
                     self.client = Some(from);
                     self.stats.to_server += 1;
-                    if self.rng.random_bool(self.loss) {
-                        self.stats.dropped += 1;
-                    } else {
-                        self.back.send_to(&self.buffer[..len], self.server)?;
-                    }
+                    self.hold(tick, true, len);
                 }
                 Err(error) if error.kind() == ErrorKind::WouldBlock => break,
                 Err(error) => return Err(error),
@@ -91,17 +105,46 @@ impl Relay {
                     self.stats.to_client += 1;
                     self.stats.to_client_bytes += len as u64;
                     self.stats.largest_to_client = self.stats.largest_to_client.max(len);
-                    match self.client {
-                        Some(client) if !self.rng.random_bool(self.loss) => {
-                            self.front.send_to(&self.buffer[..len], client)?;
-                        }
-                        _ => self.stats.dropped += 1,
-                    }
+                    self.hold(tick, false, len);
                 }
                 Err(error) if error.kind() == ErrorKind::WouldBlock => break,
                 Err(error) => return Err(error),
             }
         }
+        let mut index = 0;
+        while index < self.held.len() {
+            if self.held[index].tick > tick {
+                index += 1;
+                continue;
+            }
+            let held = self.held.swap_remove(index);
+            match (held.to_server, self.client) {
+                (true, _) => self.back.send_to(&held.bytes, self.server)?,
+                (false, Some(client)) => self.front.send_to(&held.bytes, client)?,
+                (false, None) => 0,
+            };
+        }
         Ok(())
+    }
+
+    /// Drops the datagram in the buffer, or holds it (twice, sometimes).
+    fn hold(&mut self, tick: u32, to_server: bool, len: usize) {
+        if self.rng.random_bool(self.loss) {
+            self.stats.dropped += 1;
+            return;
+        }
+        let copies = if self.rng.random_bool(DUPLICATES) {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            self.held.push(Held {
+                tick: tick + self.rng.random_range(0..=MAX_DELAY),
+                to_server,
+                bytes: self.buffer[..len].to_vec(),
+            });
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! One run of the game over renet and renet_netcode on 127.0.0.1: a server
-//! and four clients, each client behind a lossy [`Relay`], two of them
+//! and four clients, each client behind a lossy, reordering [`Relay`], two of them
 //! joining late. Everything runs in one thread, one tick after the other,
 //! on a clock that advances a tick at a time (so a run takes as long as
 //! the work, and every process sees the same times).
@@ -326,7 +326,7 @@ pub fn run(setup: Setup) -> Result<Outcome, Box<dyn Error>> {
                 let transport = NetcodeClientTransport::new(since_start, authentication, socket)?;
                 player.renet = Some((client, transport));
             }
-            player.relay.pump()?;
+            player.relay.pump(tick)?;
         }
 
         // The server's tick.
@@ -380,7 +380,7 @@ pub fn run(setup: Setup) -> Result<Outcome, Box<dyn Error>> {
         // The clients' ticks.
         for player in &mut players {
             let wire_before = player.relay.stats.to_client_bytes;
-            player.relay.pump()?;
+            player.relay.pump(tick)?;
             if live {
                 player.report.wire_bytes += player.relay.stats.to_client_bytes - wire_before;
             }
