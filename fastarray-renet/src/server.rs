@@ -33,7 +33,7 @@ pub const PACKETS_PER_TICK: usize = 4;
 ///
 /// 1. `server.update(dt)`, `transport.update(dt, &mut server)`;
 /// 2. for each of `server.get_event()`, [`handle_event`](Self::handle_event)
-///    (and set the new client's viewer, or scope);
+///    (and the game's own: a player to spawn, a viewer to remove);
 /// 3. [`receive`](Self::receive): the clients' acknowledgements, and the
 ///    game's data they carry;
 /// 4. the game's tick, then `commit()` every array and object;
@@ -174,17 +174,18 @@ impl RenetReplicationServer {
         self.channel_id
     }
 
-    /// Takes one of renet's events: a connected client gets a connection
-    /// (give it its scope now, before its first packet: see
-    /// [`FastArray::scope`]), a disconnected one loses its own. Returns
-    /// whether the set of connections changed.
+    /// Takes one of renet's events: a connected client gets a connection,
+    /// a disconnected one loses its own. Returns whether the set of
+    /// connections changed. A game that scopes its clients by hand rather
+    /// than with [`update_scope`](Self::update_scope) gives the new
+    /// connection its scope now, before its first packet (see
+    /// [`FastArray::scope`]).
     ///
     /// [`receive`](Self::receive) and [`send`](Self::send) also make the
     /// connections of clients renet has connected and drop those it no
-    /// longer has, so an event not passed on loses nothing but the chance
-    /// to scope the client before its first packet. A client that
-    /// reconnects starts over, with a new connection (its client must
-    /// start with new mirrors too).
+    /// longer has, so an event not passed on loses nothing but that
+    /// chance. A client that reconnects starts over, with a new
+    /// connection (its client must start with new mirrors too).
     pub fn handle_event(&mut self, event: &ServerEvent) -> bool {
         match *event {
             ServerEvent::ClientConnected { client_id } => self.connect(client_id),
@@ -248,8 +249,9 @@ impl RenetReplicationServer {
     ///
     /// # Panics
     ///
-    /// If `channel` is not one of the connections' channels, or `array`
-    /// is a mirror.
+    /// If `channel` is not one of the connections' channels, if `array`
+    /// is a mirror, or if the channel's connections are scoped on another
+    /// array (each channel serves one array).
     pub fn update_scope<T: Replicate>(
         &mut self,
         grid: &mut InterestGrid,
