@@ -703,5 +703,6 @@ fn reply(mut client: ResMut<ReplicationClient>, arrays: Res<ClientArrays>) {
     {
         client.transport.send(&client.reply);
     }
+    client.transport.flush();
     client.data.clear();
 }

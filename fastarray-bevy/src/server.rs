@@ -710,6 +710,7 @@ fn send(
             now,
         );
     }
+    server.transport.flush();
 }
 
 /// Applies a client's view changes, and shows it the new items of the

@@ -45,6 +45,11 @@
 //! transport (renet_netcode, Steam, in-memory) is the game's: this crate
 //! depends on renet alone.
 //!
+//! With the `bevy` feature, `bevy::RenetServerTransport` and
+//! `bevy::RenetClientTransport` carry fastarray-bevy's plugins over
+//! renet and renet_netcode, a join's snapshot in renet's reliable ordered
+//! channel (`fastarray_bevy::Join::Snapshot`).
+//!
 //! The connections are plain ones, without fastarray's own
 //! [`Session`](fastarray_core::Session): renet_netcode seals every
 //! datagram with the keys of the client's connect token, which only your
@@ -111,6 +116,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bevy")]
+pub mod bevy;
 mod client;
 mod config;
 mod harmless;

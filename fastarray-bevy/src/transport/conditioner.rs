@@ -200,6 +200,10 @@ impl<T: ServerTransport> ServerTransport for Conditioned<T> {
         self.inner.max_packet(client)
     }
 
+    fn flush(&mut self) {
+        self.inner.flush();
+    }
+
     /// The reliable channel is the inner transport's, untouched: it
     /// repairs its own losses.
     fn has_reliable(&self) -> bool {
@@ -257,5 +261,9 @@ impl<T: ClientTransport> ClientTransport for Conditioned<T> {
 
     fn poll_reliable(&mut self, now: Instant, messages: &mut Vec<Vec<u8>>) {
         self.inner.poll_reliable(now, messages);
+    }
+
+    fn flush(&mut self) {
+        self.inner.flush();
     }
 }

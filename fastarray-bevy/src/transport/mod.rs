@@ -90,6 +90,12 @@ pub trait ServerTransport: Any + Send + Sync {
         DEFAULT_MAX_PACKET
     }
 
+    /// Hands what [`send`](Self::send) and
+    /// [`send_reliable`](Self::send_reliable) queued this tick to the
+    /// network, for a transport that packs messages into datagrams
+    /// (renet's `send_packets`). Called once a tick, after the sends.
+    fn flush(&mut self) {}
+
     /// Whether [`send_reliable`](Self::send_reliable) works: the
     /// transport has a reliable, ordered channel (renet's, a QUIC stream).
     /// Joins by snapshot need one. `false` unless implemented.
@@ -113,6 +119,10 @@ pub trait ClientTransport: Any + Send + Sync {
 
     /// Sends one datagram to the server (unreliable: it may be lost).
     fn send(&mut self, packet: &[u8]);
+
+    /// Hands what [`send`](Self::send) queued to the network (see
+    /// [`ServerTransport::flush`]). Called once a tick, after the send.
+    fn flush(&mut self) {}
 
     /// Appends the messages of the reliable channel that arrived since
     /// the last call (see [`ServerTransport::send_reliable`]). Nothing on
