@@ -42,8 +42,8 @@
 //! [`RenetServer`](renet::RenetServer) and
 //! [`RenetClient`](renet::RenetClient) the game already holds (borrowed
 //! per call, never owned, so the game keeps using its other channels). The
-//! transport (renet_netcode, Steam, in-memory) is the game's: this crate
-//! depends on renet alone.
+//! transport (renet_netcode, Steam, in-memory) is the game's: without
+//! features, this crate depends on renet alone.
 //!
 //! With the `bevy` feature, `bevy::RenetServerTransport` and
 //! `bevy::RenetClientTransport` carry fastarray-bevy's plugins over
