@@ -80,6 +80,12 @@ pub struct Sent {
     /// Entries still deferred after the last packet (sent in the next
     /// calls).
     pub deferred: usize,
+    /// quinn still held a datagram from an earlier call, unsent (QUIC's
+    /// congestion control holds them back on a lossy or slow path):
+    /// nothing was written, and the work waits in the connection, where
+    /// newer changes merge into it, rather than in quinn's queue, where it
+    /// would go stale.
+    pub held: bool,
 }
 
 /// What a client was sent and sent back, since it connected.
@@ -93,12 +99,26 @@ pub struct Traffic {
     pub packets_received: u64,
     /// Its datagrams read past as harmless (duplicates, too old).
     pub harmless: u64,
+    /// Calls to [`QuicServer::send`] that wrote nothing because quinn
+    /// still held an earlier datagram ([`Sent::held`]).
+    pub held: u64,
 }
 
 struct Client {
     quic: quinn::Connection,
     conn: Connection,
     traffic: Traffic,
+    /// The most room quinn's datagram queue ever had: its room when empty.
+    queue_room: usize,
+}
+
+impl Client {
+    /// The bytes quinn holds in its datagram queue, unsent.
+    fn queued(&mut self) -> usize {
+        let room = self.quic.datagram_send_buffer_space();
+        self.queue_room = self.queue_room.max(room);
+        self.queue_room - room
+    }
 }
 
 /// The server's side: a quinn endpoint that accepts clients and keeps a
@@ -232,6 +252,7 @@ impl QuicServer {
                             quic,
                             conn,
                             traffic: Traffic::default(),
+                            queue_room: 0,
                         },
                     );
                     return Some(ServerEvent::Connected { client });
@@ -271,10 +292,11 @@ impl QuicServer {
     /// `sources[n]`, the same arrays and objects every time): packets of
     /// the connection's current maximum datagram size ([`packet_size`]),
     /// one datagram each, until nothing is deferred or `max_packets` went
-    /// (at least one goes: its header acknowledges the client's packets).
-    /// Never waits: quinn queues the datagrams, and drops the oldest
-    /// queued ones if the network cannot keep up (then the header
-    /// declares them lost and their work goes again).
+    /// (at least one goes: its header acknowledges the client's packets),
+    /// unless quinn still holds a datagram of an earlier call
+    /// ([`Sent::held`]). Never waits: quinn queues the datagrams, and
+    /// QUIC's congestion control paces them; a lost one is declared lost
+    /// by the header, and its work goes again.
     pub fn send(
         &mut self,
         now: Instant,
@@ -288,9 +310,15 @@ impl QuicServer {
             .get_mut(&id)
             .ok_or(ServerError::UnknownClient(id))?;
         let mut sent = Sent::default();
+        let size = packet_size(client.quic.max_datagram_size())
+            .ok_or(ServerError::DatagramsUnsupported { client: id })?;
+        sent.packet_size = size;
+        if client.queued() >= size {
+            client.traffic.held += 1;
+            sent.held = true;
+            return Ok(sent);
+        }
         for _ in 0..max_packets.max(1) {
-            let size = packet_size(client.quic.max_datagram_size())
-                .ok_or(ServerError::DatagramsUnsupported { client: id })?;
             // Written straight into the datagram's buffer, handed to quinn
             // as it is.
             let mut packet = Vec::with_capacity(size);
@@ -302,7 +330,6 @@ impl QuicServer {
             client.traffic.bytes_sent += packet.len() as u64;
             sent.packets += 1;
             sent.bytes += packet.len();
-            sent.packet_size = size;
             sent.deferred = stats.totals.deferred;
             client
                 .quic
