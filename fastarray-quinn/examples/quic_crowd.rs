@@ -307,7 +307,8 @@ fn run(ticks: u32) -> Result<bool, Box<dyn std::error::Error>> {
                 continue;
             }
             let sent = server.send(now, client, &mut [&mut units, &mut game], PACKETS_PER_TICK)?;
-            if live && let Some(player) = players.iter_mut().find(|p| p.id == Some(client)) {
+            let player = players.iter_mut().find(|p| p.id == Some(client));
+            if let (true, Some(player)) = (live, player) {
                 player.ticks += 1;
                 player.bytes += sent.bytes as u64;
             }

@@ -71,7 +71,7 @@ impl DevCertificate {
             rcgen::generate_simple_self_signed(names).map_err(SetupError::Certificate)?;
         Ok(Self {
             cert: certified.cert.der().clone(),
-            key: PrivatePkcs8KeyDer::from(certified.signing_key.serialize_der()),
+            key: PrivatePkcs8KeyDer::from(certified.key_pair.serialize_der()),
         })
     }
 
