@@ -85,6 +85,8 @@ struct Player {
     /// The UDP bytes of its QUIC connection, server to client, when the
     /// game stopped (QUIC's headers, tags, acknowledgements included).
     udp_bytes: u64,
+    /// The packet size of the first packets sent to it.
+    first_size: usize,
     /// Ticks after the game stopped until it settled, with its loss on.
     settled_under_loss: Option<u32>,
     error: Option<String>,
@@ -206,6 +208,7 @@ fn run(ticks: u32) -> Result<bool, Box<dyn std::error::Error>> {
                 ticks: 0,
                 bytes: 0,
                 udp_bytes: 0,
+                first_size: 0,
                 settled_under_loss: None,
                 error: None,
             }
@@ -309,6 +312,9 @@ fn run(ticks: u32) -> Result<bool, Box<dyn std::error::Error>> {
             let sent = server.send(now, client, &mut [&mut units, &mut game], PACKETS_PER_TICK)?;
             let player = players.iter_mut().find(|p| p.id == Some(client));
             if let (true, Some(player)) = (live, player) {
+                if player.first_size == 0 {
+                    player.first_size = sent.packet_size;
+                }
                 player.ticks += 1;
                 player.bytes += sent.bytes as u64;
             }
@@ -395,7 +401,7 @@ fn report(
     started: Instant,
 ) -> Result<bool, Box<dyn std::error::Error>> {
     println!(
-        "\nclient  loss  joined  radius  ticks  bytes/tick  udp bytes/tick  datagram  quic lost  held  applied  harmless  settled under loss  matches"
+        "\nclient  loss  joined  radius  ticks  bytes/tick  udp bytes/tick   datagram  quic lost  held  applied  harmless  settled under loss  matches"
     );
     let mut all_match = settled_at.is_some();
     for (n, player) in players.iter_mut().enumerate() {
@@ -417,14 +423,18 @@ fn report(
         let client = player.client.as_ref().ok_or("a client")?;
         let per_tick = player.bytes as f64 / player.ticks.max(1) as f64;
         println!(
-            "{n:>6}  {:>3.0}%  {:>6}  {:>6.0}  {:>5}  {:>10.0}  {:>14.0}  {:>8}  {:>9}  {:>4}  {:>7}  {:>8}  {:>18}  {}",
+            "{n:>6}  {:>3.0}%  {:>6}  {:>6.0}  {:>5}  {:>10.0}  {:>14.0}  {:>9}  {:>9}  {:>4}  {:>7}  {:>8}  {:>18}  {}",
             player.loss * 100.0,
             player.joins,
             player.radius,
             player.ticks,
             per_tick,
             player.udp_bytes as f64 / player.ticks.max(1) as f64,
-            quic.max_datagram_size().unwrap_or(0),
+            format!(
+                "{}>{}",
+                player.first_size,
+                quic.max_datagram_size().unwrap_or(0)
+            ),
             quic.stats().path.lost_packets,
             server.traffic(id).map_or(0, |t| t.held),
             client.stats().applied,
@@ -442,7 +452,7 @@ fn report(
         "\nloss: UDP datagrams dropped both ways once connected; joined: the tick it started connecting;\n\
          bytes/tick: fastarray's packets to it per tick while the game ran (its 8-byte header included);\n\
          udp bytes/tick: the same connection's UDP bytes, QUIC's packet headers, AEAD tags, acks and keep-alives included;\n\
-         datagram: the connection's max datagram size at the end (the packet size; MTU discovery raises it);\n\
+         datagram: the packet size (the connection's max datagram size) at first > at the end (MTU discovery raises it);\n\
          quic lost: packets QUIC declared lost; held: ticks nothing was written, quinn still holding a datagram;\n\
          applied / harmless: packets the client applied / read past;\n\
          settled under loss: ticks after the game stopped until the server knew it held everything, loss still on;\n\
