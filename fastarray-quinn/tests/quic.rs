@@ -545,3 +545,132 @@ fn loss_drops_its_share_and_heals() {
     quic.close(0u32.into(), b"bye");
     let _ = runtime.block_on(accepted);
 }
+
+/// A server and a client connected over `server_loss`'s endpoint, the
+/// server's transport changed by `transport`.
+fn connected(
+    runtime: &Runtime,
+    server_loss: &Loss,
+    transport: impl FnOnce(&mut quinn::TransportConfig),
+) -> (QuicServer, QuicClient, u64) {
+    let certificate = DevCertificate::generate(["localhost"]).expect("a certificate");
+    let mut config = certificate.server_config().expect("a server config");
+    let mut settings = fastarray_quinn::transport_config();
+    transport(&mut settings);
+    config.transport_config(std::sync::Arc::new(settings));
+    let endpoint = lossy_endpoint(runtime.handle(), localhost(), Some(config), server_loss)
+        .expect("a server endpoint");
+    let mut server = QuicServer::with_endpoint(runtime.handle(), endpoint, 1);
+    let mut client = QuicClient::connect(
+        runtime.handle(),
+        client_endpoint(runtime.handle(), localhost()).expect("an endpoint"),
+        certificate.client_config().expect("a client config"),
+        server.local_addr().expect("an address"),
+        "localhost",
+        1,
+    )
+    .expect("connecting");
+    let mut id = None;
+    let mut mirror = FastArray::<Unit>::mirror();
+    assert!(until(Duration::from_secs(10), || {
+        while let Some(event) = server.poll(Instant::now()) {
+            if let ServerEvent::Connected { client } = event {
+                id = Some(client);
+            }
+        }
+        client
+            .receive(Instant::now(), &mut [&mut mirror])
+            .expect("connecting");
+        id.is_some() && client.is_connected()
+    }));
+    (server, client, id.expect("connected"))
+}
+
+fn world(units: usize) -> FastArray<Unit> {
+    let mut world = FastArray::new();
+    for serial in 0..units as u32 {
+        world.push(unit(serial));
+    }
+    world.commit();
+    world
+}
+
+/// The packets are as large as the QUIC connection's maximum datagram
+/// size (here fixed, MTU discovery off, at an initial MTU above QUIC's
+/// 1 200-byte minimum), and full.
+#[test]
+fn packets_are_as_large_as_the_connection_carries() {
+    let runtime = runtime();
+    let (mut server, mut client, id) = connected(&runtime, &Loss::new(0.0, 1), |transport| {
+        transport.mtu_discovery_config(None).initial_mtu(1_400);
+    });
+    let mut units = world(2_000);
+    let sent = server
+        .send(Instant::now(), id, &mut [&mut units], 4)
+        .expect("sending");
+    let quic = server.quic(id).expect("connected");
+    let largest = quic.max_datagram_size().expect("datagrams");
+    assert!(largest > 1_300, "{largest}");
+    assert_eq!(sent.packet_size, largest);
+    assert_eq!(sent.packets, 4);
+    assert!(sent.deferred > 0);
+    // Full, but for the last item that did not fit.
+    assert!(sent.bytes > 4 * (largest - 60), "{sent:?}");
+    // And quinn carried every one of them.
+    let mut mirror = FastArray::<Unit>::mirror();
+    let mut applied = 0;
+    assert!(until(Duration::from_secs(5), || {
+        applied += client
+            .receive(Instant::now(), &mut [&mut mirror])
+            .expect("applying")
+            .applied;
+        applied == 4
+    }));
+}
+
+/// With every datagram to the client lost, QUIC's congestion control
+/// soon holds the datagrams back, and the server writes nothing more
+/// while it does; once healed, the client converges.
+#[test]
+fn the_server_holds_back_while_quinn_queues_and_recovers() {
+    let runtime = runtime();
+    let loss = Loss::new(0.0, 5);
+    let (mut server, mut client, id) = connected(&runtime, &loss, |_| {});
+    loss.set_rate(1.0);
+    let mut units = world(500);
+    let mut mirror = FastArray::<Unit>::mirror();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let mut serial = 500;
+    let mut tick = |server: &mut QuicServer, units: &mut FastArray<Unit>, live: bool| {
+        let now = Instant::now();
+        while server.poll(now).is_some() {}
+        if live {
+            change(units, &mut rng, &mut serial);
+        }
+        units.commit();
+        let sent = server.send(now, id, &mut [units], 4).expect("sending");
+        client.receive(now, &mut [&mut mirror]).expect("applying");
+        client.send_reply(now, b"").expect("replying");
+        sent
+    };
+    assert!(
+        until(Duration::from_secs(10), || tick(
+            &mut server,
+            &mut units,
+            true
+        )
+        .held),
+        "quinn never held a datagram back over a dead link"
+    );
+    assert!(server.traffic(id).expect("connected").held > 0);
+    loss.heal();
+    assert!(
+        until(Duration::from_secs(20), || {
+            tick(&mut server, &mut units, false);
+            let conn = server.connection(id).expect("connected");
+            units.is_settled(conn.state(0))
+        }),
+        "no convergence after healing"
+    );
+    assert!(mirror.wire_eq(&units));
+}
