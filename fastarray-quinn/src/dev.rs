@@ -36,8 +36,10 @@ pub enum SetupError {
     /// rcgen could not generate the certificate (a name that is not a
     /// valid DNS name or IP address).
     Certificate(rcgen::Error),
-    /// rustls refused the certificate, its key or the trust anchors.
-    Tls(String),
+    /// rustls refused the certificate or its key.
+    Tls(quinn::rustls::Error),
+    /// rustls could not make a verifier trusting the certificate.
+    Verifier(quinn::rustls::client::VerifierBuilderError),
 }
 
 impl fmt::Display for SetupError {
@@ -45,6 +47,7 @@ impl fmt::Display for SetupError {
         match self {
             Self::Certificate(error) => write!(f, "generating the certificate: {error}"),
             Self::Tls(error) => write!(f, "TLS configuration: {error}"),
+            Self::Verifier(error) => write!(f, "TLS certificate verifier: {error}"),
         }
     }
 }
@@ -53,7 +56,8 @@ impl std::error::Error for SetupError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Self::Certificate(error) => Some(error),
-            Self::Tls(_) => None,
+            Self::Tls(error) => Some(error),
+            Self::Verifier(error) => Some(error),
         }
     }
 }
@@ -85,7 +89,7 @@ impl DevCertificate {
     pub fn server_config(&self) -> Result<quinn::ServerConfig, SetupError> {
         let key = PrivateKeyDer::Pkcs8(self.key.clone_key());
         let mut config = quinn::ServerConfig::with_single_cert(vec![self.cert.clone()], key)
-            .map_err(|error| SetupError::Tls(error.to_string()))?;
+            .map_err(SetupError::Tls)?;
         config.transport_config(Arc::new(transport_config()));
         Ok(config)
     }
@@ -95,11 +99,9 @@ impl DevCertificate {
     /// and a server without the key is refused.
     pub fn client_config(&self) -> Result<quinn::ClientConfig, SetupError> {
         let mut roots = RootCertStore::empty();
-        roots
-            .add(self.cert.clone())
-            .map_err(|error| SetupError::Tls(error.to_string()))?;
+        roots.add(self.cert.clone()).map_err(SetupError::Tls)?;
         let mut config = quinn::ClientConfig::with_root_certificates(Arc::new(roots))
-            .map_err(|error| SetupError::Tls(error.to_string()))?;
+            .map_err(SetupError::Verifier)?;
         config.transport_config(Arc::new(transport_config()));
         Ok(config)
     }

@@ -674,3 +674,20 @@ fn the_server_holds_back_while_quinn_queues_and_recovers() {
     );
     assert!(mirror.wire_eq(&units));
 }
+
+/// A name that is no DNS name nor address makes no certificate, and says
+/// why.
+#[test]
+fn a_certificate_needs_valid_names() {
+    let error = DevCertificate::generate(["caf\u{e9}.example"]).expect_err("not ASCII");
+    assert!(
+        matches!(error, fastarray_quinn::SetupError::Certificate(_)),
+        "{error:?}"
+    );
+    let certificate = DevCertificate::generate(["localhost", "127.0.0.1"]).expect("a certificate");
+    assert!(!certificate.der().is_empty());
+    assert!(
+        !format!("{certificate:?}").contains("key:"),
+        "the key is not shown"
+    );
+}
