@@ -8,6 +8,11 @@
 //! datagram size allows ([`packet_size`]): QUIC's path MTU discovery
 //! raises it, and fastarray fills it.
 //!
+//! With the `bevy` feature, `bevy::QuicServerTransport` and
+//! `bevy::QuicClientTransport` carry fastarray-bevy's plugins over QUIC:
+//! the packets as datagrams, a join's snapshot on a unidirectional stream
+//! (`fastarray_bevy::Join::Snapshot`).
+//!
 //! QUIC datagrams are unreliable, and QUIC does not tell the application
 //! which arrived, so the packets carry fastarray's own 8-byte header
 //! ([`Delivery::Header`](fastarray_core::Delivery::Header)): the client
@@ -118,6 +123,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "bevy")]
+pub mod bevy;
 mod client;
 mod dev;
 mod error;
