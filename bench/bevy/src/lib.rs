@@ -90,9 +90,22 @@ pub trait Side: Sized {
     }
 }
 
-/// Bytes per client per tick over `ticks` ticks of a caught-up side.
-pub fn bytes_per_client<S: Side>(workload: Workload, clients: usize, ticks: u32) -> f64 {
+/// Bytes per client per tick of a caught-up side.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bytes {
+    /// Averaged over the workload's ticks.
+    pub per_tick: f64,
+    /// Of one tick without changes, before them: what every tick costs.
+    pub idle: f64,
+}
+
+/// Bytes per client per tick over `ticks` ticks of a caught-up side, and
+/// of an idle tick before them.
+pub fn bytes_per_client<S: Side>(workload: Workload, clients: usize, ticks: u32) -> Bytes {
     let mut side = S::new(workload, ITEMS, clients, SEED);
+    side.server_update();
+    let idle = side.sent_bytes();
+    side.deliver();
     let mut bytes = 0;
     for _ in 0..ticks {
         side.mutate();
@@ -101,7 +114,10 @@ pub fn bytes_per_client<S: Side>(workload: Workload, clients: usize, ticks: u32)
         side.deliver();
     }
     side.check();
-    bytes as f64 / clients as f64 / f64::from(ticks)
+    Bytes {
+        per_tick: bytes as f64 / clients as f64 / f64::from(ticks),
+        idle: idle as f64 / clients as f64,
+    }
 }
 
 /// A moved coordinate, as `fastarray-bench` moves it: `p + by`, or
