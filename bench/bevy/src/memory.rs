@@ -1,6 +1,7 @@
 //! Datagrams in queues: the server's outbox and inbox, each client's; the
-//! bench moves them between the apps ([`deliver`]), as bevy_replicon's
-//! test harness moves its messages.
+//! bench moves them between the apps
+//! ([`deliver`](crate::memory::deliver)), as bevy_replicon's test harness
+//! moves its messages.
 
 use std::time::Instant;
 

@@ -1,7 +1,8 @@
-//! The fastarray-bevy side: each agent one component, [`AgentState`]
-//! (fastarray sends the changed fields of a component, so one component
-//! is its best layout: an entity's id goes once per component kind when
-//! it spawns, and nothing per change is saved by splitting).
+//! The fastarray-bevy side: each agent one component,
+//! [`AgentState`](crate::ours::AgentState) (fastarray sends the changed
+//! fields of a component, so one component is its best layout: an
+//! entity's id goes once per component kind when it spawns, and nothing
+//! per change is saved by splitting).
 
 use std::collections::HashMap;
 
