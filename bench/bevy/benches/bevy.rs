@@ -61,9 +61,9 @@ fn bench_side<S: Side>(
 fn server_cpu(c: &mut Criterion) {
     let mut group = c.benchmark_group(GROUP);
     group
-        .sample_size(20)
+        .sample_size(30)
         .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_millis(1500));
+        .measurement_time(Duration::from_secs(3));
     for workload in WORKLOADS {
         for clients in CLIENTS {
             bench_side::<Ours>(&mut group, workload, clients);

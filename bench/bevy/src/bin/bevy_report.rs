@@ -7,7 +7,7 @@
 //! regenerates the file.
 //!
 //! ```sh
-//! cargo bench -p fastarray-bench-bevy                              # CPU, ~5 minutes on 2 cores
+//! cargo bench -p fastarray-bench-bevy                              # CPU, ~2 minutes on 2 cores
 //! cargo run --release -p fastarray-bench-bevy --bin bevy_report    # bytes; rewrites the section
 //! cargo run --release -p fastarray-bench-bevy --bin bevy_report -- --no-write
 //! ```
@@ -143,11 +143,12 @@ fn section(rows: &[Row]) -> String {
          the tick's changes (`iter_custom` times the update alone; applying the changes, \
          moving the packets and updating the clients are outside the timed part).\n\n\
          ```sh\n\
-         cargo bench -p fastarray-bench-bevy                              # server CPU, ~5 minutes on 2 cores\n\
+         cargo bench -p fastarray-bench-bevy                              # server CPU, ~2 minutes on 2 cores\n\
          cargo run --release -p fastarray-bench-bevy --bin bevy_report    # bytes; rewrites this section\n\
          ```\n\n\
          Machine: {cores} cores, {cpu_model}, {} / {}; criterion shares the cores with whatever \
-         else runs.\n\n\
+         else runs, and on this shared machine a row's time can move by up to 2× between \
+         runs: read the CPU ratios as no more precise than that.\n\n\
          | workload | clients | bytes fastarray-bevy | bytes bevy_replicon | fewer bytes | CPU fastarray-bevy | CPU bevy_replicon | less CPU |\n\
          |---|---|---|---|---|---|---|---|",
         std::env::consts::OS,
