@@ -30,6 +30,8 @@ mod scope;
 mod settle;
 mod snapshot;
 mod wire_eq;
+#[cfg(test)]
+mod shared_tests;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
