@@ -28,10 +28,10 @@ mod mirror_state;
 mod role;
 mod scope;
 mod settle;
-mod snapshot;
-mod wire_eq;
 #[cfg(test)]
 mod shared_tests;
+mod snapshot;
+mod wire_eq;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.
