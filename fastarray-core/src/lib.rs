@@ -68,8 +68,8 @@ pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use connection::{
-    Connection, ConnectionError, Delivery, Incoming, MAX_PACKET, MAX_VERDICTS, MirrorConnection,
-    Outgoing, PacketReport, PacketStats, WithCallbacks,
+    ChannelStats, Connection, ConnectionError, Delivery, Incoming, MAX_PACKET, MAX_VERDICTS,
+    MirrorConnection, Outgoing, PacketReport, PacketStats, WithCallbacks,
 };
 pub use error::{DecodeError, EncodeError, Limit, SendError};
 /// glam 0.34, whose types have codecs here (feature `glam-0_34`, or

@@ -60,10 +60,13 @@ mod channel;
 mod client;
 mod delivery;
 mod error;
+mod observe;
 mod server;
+mod stats;
 
 pub use channel::{Incoming, Outgoing, WithCallbacks};
 pub use client::{MirrorConnection, PacketReport};
 pub use delivery::Delivery;
 pub use error::ConnectionError;
 pub use server::{Connection, MAX_PACKET, MAX_VERDICTS, PacketStats};
+pub use stats::ChannelStats;

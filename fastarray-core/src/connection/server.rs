@@ -10,6 +10,8 @@ use std::time::Instant;
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
 use super::delivery::Delivery;
 use super::error::ConnectionError;
+use super::observe;
+use super::stats::{ChannelStats, Counters};
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
 use crate::secure::{Session, inner_of, open_with};
@@ -131,7 +133,17 @@ pub struct Connection {
     verdicts: VecDeque<AckEvent>,
     /// Verdicts dropped undrained past [`MAX_VERDICTS`].
     verdicts_dropped: u64,
+    /// Per channel, what its writes and verdicts counted.
+    counters: Vec<Counters>,
+    /// Per channel, what the last write reported to `metrics` (feature
+    /// `metrics`), so many connections' levels add up.
+    #[cfg(feature = "metrics")]
+    levels: Vec<observe::Levels>,
 }
+
+/// One channel's write into a packet: the channel, what its delta said,
+/// and the bits of its section (0: it said nothing, and has none).
+type Written = (usize, DeltaStats, u64);
 
 /// What one [`Connection::write_packet`] or
 /// [`Connection::write_payload`] wrote.
@@ -173,6 +185,9 @@ impl Connection {
             opened: Vec::new(),
             verdicts: VecDeque::new(),
             verdicts_dropped: 0,
+            counters: vec![Counters::default(); channels],
+            #[cfg(feature = "metrics")]
+            levels: vec![observe::Levels::default(); channels],
         }
     }
 
@@ -260,6 +275,18 @@ impl Connection {
         &mut self.states[channel]
     }
 
+    /// What the connection did for channel `channel` since it was made:
+    /// bits and sections written, items sent, packets that carried it
+    /// acknowledged or lost, and what its state holds now. See
+    /// [`ChannelStats`].
+    ///
+    /// # Panics
+    ///
+    /// If `channel >= self.channels()`.
+    pub fn channel_stats(&self, channel: usize) -> ChannelStats {
+        self.counters[channel].read(&self.states[channel])
+    }
+
     /// The packets' acknowledgements (unused, so empty, on the
     /// transport's delivery reports).
     pub fn acks(&self) -> &Acks {
@@ -284,12 +311,16 @@ impl Connection {
     /// Applies a packet's verdict, whoever gave it (the headers or the
     /// transport): to every channel, and to [`poll_verdict`](Self::poll_verdict).
     fn verdict(&mut self, event: AckEvent) {
-        for state in &mut self.states {
-            match event {
+        for (state, counters) in self.states.iter_mut().zip(&mut self.counters) {
+            let carried = match event {
                 AckEvent::Acked(packet) => state.on_ack(packet),
                 AckEvent::Lost(packet) => state.on_loss(packet),
             };
+            if carried {
+                counters.verdict(matches!(event, AckEvent::Acked(_)));
+            }
         }
+        observe::verdict(event);
         if self.verdicts.len() == MAX_VERDICTS {
             self.verdicts.pop_front();
             self.verdicts_dropped += 1;
@@ -387,6 +418,8 @@ impl Connection {
         packet: &'a [u8],
     ) -> Result<(u32, &'a [u8]), ConnectionError> {
         self.expect(Delivery::Header)?;
+        let span = observe::Span::receive();
+        span.bytes(packet.len());
         let opened = open_with(self.session.as_ref(), packet, &mut self.opened)
             .map_err(ConnectionError::Refused)?;
         let inner = inner_of(opened.as_ref(), packet, &self.opened);
@@ -397,7 +430,9 @@ impl Connection {
             session.take(opened);
         }
         self.acks.applied(number);
+        span.packet(number);
         self.update(now);
+        observe::rtt(self.acks.stats().rtt);
         let payload = &inner_of(opened.as_ref(), packet, &self.opened)[payload_at..];
         Ok((number, payload))
     }
@@ -423,6 +458,7 @@ impl Connection {
     ) -> Result<PacketStats, ConnectionError> {
         self.expect(Delivery::Header)?;
         self.check_sources(sources)?;
+        let span = observe::Span::write_packet();
         self.update(now);
         let start = out.len();
         let inner = match &mut self.session {
@@ -432,6 +468,7 @@ impl Connection {
         // The number comes first (the channels record it); the size is
         // counted once known.
         let (header, packet) = self.acks.send(now, 0);
+        span.packet(packet);
         out.extend_from_slice(&header.to_bytes());
         let head = AckHeader::BYTES + self.overhead();
         let (totals, sections) = self.pack(sources, packet, mtu, head, out, start)?;
@@ -444,6 +481,8 @@ impl Connection {
         self.next_turn();
         let bytes = out.len() - start;
         self.acks.add_sent_bytes(now, bytes);
+        span.bytes(bytes);
+        observe::packet(bytes);
         Ok(PacketStats {
             packet,
             bytes,
@@ -517,12 +556,17 @@ impl Connection {
         if self.awaits(packet) {
             return Err(ConnectionError::PacketInFlight { packet });
         }
+        let span = observe::Span::write_payload();
+        span.packet(packet);
         let start = out.len();
         let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
         self.next_turn();
+        let bytes = out.len() - start;
+        span.bytes(bytes);
+        observe::packet(bytes);
         Ok(PacketStats {
             packet,
-            bytes: out.len() - start,
+            bytes,
             sections,
             totals,
         })
@@ -550,7 +594,7 @@ impl Connection {
             Ok(totals) => {
                 write_end(&mut writer);
                 writer.finish();
-                Ok((totals, wrote.len()))
+                Ok((totals, self.count(&wrote)))
             }
             Err(error) => {
                 drop(writer);
@@ -558,6 +602,27 @@ impl Connection {
                 Err(error)
             }
         }
+    }
+
+    /// Counts the channels' writes into a packet written, and returns how
+    /// many wrote a section.
+    fn count(&mut self, wrote: &[Written]) -> usize {
+        let mut sections = 0;
+        for (channel, delta, bits) in wrote {
+            let counters = &mut self.counters[*channel];
+            observe::section(*channel, counters.bits(), *bits, delta);
+            counters.wrote(*bits, delta);
+            sections += usize::from(*bits > 0);
+            if let Some(item) = &delta.oversized {
+                observe::oversized(*channel, item);
+            }
+        }
+        #[cfg(feature = "metrics")]
+        for (channel, levels) in self.levels.iter_mut().enumerate() {
+            let stats = self.counters[channel].read(&self.states[channel]);
+            levels.report(channel, observe::Levels::of(&stats));
+        }
+        sections
     }
 
     /// The next packet starts with the next channel, so none starves.
@@ -568,8 +633,9 @@ impl Connection {
     /// Writes the sections of `packet`, each channel offered the room left
     /// in `limit` bits, in turn; then, if none had anything that fit, the
     /// largest item too large for the MTU alone (within what a datagram
-    /// holds, less `head` bytes). Pushes to `wrote` the channels that
-    /// wrote a section, and returns their counts summed.
+    /// holds, less `head` bytes). Pushes to `wrote` each channel's write
+    /// (with the bits of its section, 0 for none), and returns the counts
+    /// of those with a section summed.
     fn write_sections(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
@@ -577,7 +643,7 @@ impl Connection {
         limit: u64,
         head: usize,
         writer: &mut BitWriter<'_>,
-        wrote: &mut Vec<usize>,
+        wrote: &mut Vec<Written>,
     ) -> Result<DeltaStats, ConnectionError> {
         let mut totals = DeltaStats::default();
         let mut oversized: Option<(usize, u64)> = None;
@@ -591,8 +657,8 @@ impl Connection {
             }
             let (section, said) =
                 self.write_section(sources, channel, packet, Budget::of(room), writer)?;
-            if said {
-                wrote.push(channel);
+            wrote.push((channel, section, said));
+            if said > 0 {
                 add(&mut totals, &section);
             }
             if let Some(item) = section.oversized {
@@ -601,12 +667,13 @@ impl Connection {
                 }
             }
         }
-        if let (true, Some((channel, bits))) = (wrote.is_empty(), oversized) {
+        let none = wrote.iter().all(|&(_, _, said)| said == 0);
+        if let (true, Some((channel, bits))) = (none, oversized) {
             let most = (MAX_PACKET - head) as u64 * 8 - tag_bits(channel) - 1;
             let budget = Budget::of(bits.min(most));
             let (section, said) = self.write_section(sources, channel, packet, budget, writer)?;
-            if said {
-                wrote.push(channel);
+            wrote.push((channel, section, said));
+            if said > 0 {
                 add(&mut totals, &section);
             }
         }
@@ -636,7 +703,8 @@ impl Connection {
     }
 
     /// Writes channel `channel`'s delta within `budget`, as a section of
-    /// `writer` if it says something (then `true`), and returns its counts.
+    /// `writer` if it says something, and returns its counts and the
+    /// section's bits, tag included (0 if it said nothing).
     fn write_section(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
@@ -644,7 +712,7 @@ impl Connection {
         packet: u32,
         budget: Budget,
         writer: &mut BitWriter<'_>,
-    ) -> Result<(DeltaStats, bool), ConnectionError> {
+    ) -> Result<(DeltaStats, u64), ConnectionError> {
         let source = &mut *sources[channel];
         self.sources[channel] = Some(source.__origin());
         let mut scratch = core::mem::take(&mut self.scratch);
@@ -654,11 +722,13 @@ impl Connection {
         let bits = section.finish();
         // An empty delta is its one `0` bit: the channel has nothing to say,
         // and recorded nothing for the packet.
-        let said = result.is_ok() && bits > 1;
-        if said {
+        let said = if result.is_ok() && bits > 1 {
             write_tag(writer, channel);
             writer.write_bits_from(&scratch, bits);
-        }
+            tag_bits(channel) + bits
+        } else {
+            0
+        };
         self.scratch = scratch;
         result
             .map(|stats| (stats, said))
@@ -673,6 +743,16 @@ impl Connection {
             state.on_loss(packet);
         }
         out.truncate(start);
+    }
+}
+
+/// A connection gone no longer counts in the gauges of `metrics`.
+#[cfg(feature = "metrics")]
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for (channel, levels) in self.levels.iter_mut().enumerate() {
+            levels.report(channel, observe::Levels::default());
+        }
     }
 }
 
