@@ -504,3 +504,160 @@ mod metrics_values {
         });
     }
 }
+
+/// Which field costs what: names from the derive, bits measured exactly.
+mod field_costs {
+    use fastarray_core::{FastArray, FieldCosts, Replicate, SendState};
+    use fastarray_derive::Replicate;
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    #[replicate(crate = "fastarray_core")]
+    struct Body {
+        #[replicate(quantize(min = -10.0, max = 10.0, bits = 12))]
+        position: [f32; 3],
+        moving: bool,
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    #[replicate(crate = "fastarray_core")]
+    struct Probe {
+        #[replicate(bits = 5)]
+        level: u8,
+        ammo: u16,
+        #[replicate(skip)]
+        cache: u64,
+        #[replicate(flatten)]
+        body: Body,
+        pet: Option<u8>,
+    }
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    #[replicate(crate = "fastarray_core")]
+    struct Pair(u8, #[replicate(skip)] u32, bool);
+
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    #[replicate(crate = "fastarray_core")]
+    enum Mode {
+        Idle,
+        Busy { until: u32 },
+    }
+
+    fn path<T: Replicate>(index: u32) -> Option<String> {
+        let mut path = Vec::new();
+        T::field_path(index, &mut path).then(|| path.join("."))
+    }
+
+    #[test]
+    fn the_derive_names_every_mask_bit_down_flattened_fields() {
+        let names: Vec<_> = (0..6).map(path::<Probe>).collect();
+        let expected = ["level", "ammo", "body.position", "body.moving", "pet"];
+        let expected: Vec<_> = expected.iter().map(|n| Some(n.to_string())).collect();
+        assert_eq!(names[..5], expected[..]);
+        assert_eq!(names[5], None, "past the fields");
+        assert_eq!(Probe::FIELD_COUNT, 5);
+        // A tuple struct's fields by position, the skipped one left out.
+        assert_eq!(path::<Pair>(0).as_deref(), Some("0"));
+        assert_eq!(path::<Pair>(1).as_deref(), Some("2"));
+        assert_eq!(path::<Pair>(2), None);
+        // A type that names nothing (the derive names a struct's fields
+        // only) leaves the path as it was.
+        let mut kept = vec!["outer"];
+        assert!(!Mode::field_path(0, &mut kept));
+        assert_eq!(kept, ["outer"]);
+    }
+
+    fn probe(n: u16) -> Probe {
+        Probe {
+            level: 3,
+            ammo: n,
+            cache: 0,
+            body: Body {
+                position: [0.0; 3],
+                moving: false,
+            },
+            pet: None,
+        }
+    }
+
+    #[test]
+    fn field_costs_count_each_changed_field_in_its_exact_bits() {
+        let mut probes = FastArray::new();
+        let ids: Vec<_> = (0..10).map(|n| probes.push(probe(n))).collect();
+        probes.commit();
+        let mut costs = FieldCosts::<Probe>::new();
+        costs.record(&probes);
+        assert_eq!(costs.added().0, 10);
+        // A whole probe: 5 + 16 + 36 + 1 + 1 (no pet).
+        assert_eq!(costs.added().1, 10 * 59);
+        let mut conn = SendState::new();
+        let mut bytes = Vec::new();
+        probes.write_delta(&mut conn, 0, &mut bytes).unwrap();
+        conn.on_ack(0);
+
+        let mut costs = FieldCosts::<Probe>::new();
+        let mut message_bits = 0;
+        // Tick 1: four probes move (36 bits each); two get a pet (9 bits:
+        // the `Some` bit and the byte); one changes ammo, and a cache no
+        // one sees (not replicated: nothing).
+        for id in &ids[..4] {
+            probes.get_mut(*id).unwrap().body.position[0] = 1.0;
+        }
+        for id in &ids[4..6] {
+            probes.get_mut(*id).unwrap().pet = Some(7);
+        }
+        {
+            let mut probe = probes.get_mut(ids[9]).unwrap();
+            probe.ammo = 500;
+            probe.cache = 9;
+        }
+        for packet in 1..=2u32 {
+            if packet == 2 {
+                // Tick 2: one probe's level (5 bits) and moving flag (1 bit).
+                let mut probe = probes.get_mut(ids[0]).unwrap();
+                probe.level = 30;
+                probe.body.moving = true;
+            }
+            probes.commit();
+            costs.record(&probes);
+            bytes.clear();
+            let stats = probes.write_delta(&mut conn, packet, &mut bytes).unwrap();
+            conn.on_ack(packet);
+            costs.record_message(&stats);
+            message_bits += stats.bits;
+        }
+
+        let got: Vec<(&str, u64, u64)> = costs
+            .fields()
+            .iter()
+            .map(|f| (f.name.as_str(), f.changes, f.bits))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("level", 1, 5),
+                ("ammo", 1, 16),
+                ("body.position", 4, 4 * 36),
+                ("body.moving", 1, 1),
+                ("pet", 2, 2 * 9),
+            ]
+        );
+        assert_eq!(costs.field_bits(), 5 + 16 + 144 + 1 + 18);
+        assert_eq!(costs.added(), (0, 0));
+        assert_eq!(costs.messages(), (2, message_bits));
+        let overhead = costs.overhead_bits().unwrap();
+        assert!(overhead > 0);
+        assert_eq!(costs.field_bits() + overhead, message_bits);
+        assert_eq!(costs.total_bits(), message_bits);
+
+        let table = costs.to_string();
+        let lines: Vec<&str> = table.lines().collect();
+        assert!(lines[0].starts_with("field"));
+        assert!(
+            lines[1].starts_with("body.position"),
+            "most expensive first:\n{table}"
+        );
+        assert!(lines[1].contains(" 144 "), "{table}");
+        assert!(table.contains("(ids, keys, masks, frames)"));
+        assert!(lines.last().unwrap().starts_with("total"));
+    }
+}
