@@ -10,9 +10,17 @@
 //! large for its packet.
 //!
 //! Metrics (the `metrics` crate's facade; Prometheus-style names, counters
-//! ending in `_total`, base units): see [`Connection`](crate::Connection).
+//! ending in `_total`, base units; summed over every connection): the
+//! counters `fastarray_bytes_sent_total{channel}`,
+//! `fastarray_items_sent_total{channel, kind}`,
+//! `fastarray_packets_sent_total`, `fastarray_packet_bytes_sent_total`,
+//! `fastarray_packets_acked_total`, `fastarray_packets_lost_total`; the
+//! gauges `fastarray_rtt_seconds`, `fastarray_deferred_items{channel}`,
+//! `fastarray_oversized_items{channel}`, `fastarray_items_in_scope{channel}`
+//! (moved by differences, so every connection's levels add up, and taken
+//! back when a connection is dropped).
 
-use crate::ack::AckEvent;
+use crate::ack::{AckEvent, Acks};
 use crate::send::stats::{DeltaStats, Oversized};
 
 /// A span entered for the length of one call (nothing without `tracing`).
@@ -202,11 +210,11 @@ impl Levels {
     }
 }
 
-/// The link's round-trip time, as measured now.
+/// The link's round-trip time, as `acks` measured it now.
 #[inline]
-pub(super) fn rtt(rtt: core::time::Duration) {
+pub(super) fn rtt(acks: &Acks) {
     #[cfg(feature = "metrics")]
-    metrics::gauge!("fastarray_rtt_seconds").set(rtt.as_secs_f64());
+    metrics::gauge!("fastarray_rtt_seconds").set(acks.stats().rtt.as_secs_f64());
     #[cfg(not(feature = "metrics"))]
-    let _ = rtt;
+    let _ = acks;
 }

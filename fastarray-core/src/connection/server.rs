@@ -54,13 +54,24 @@ const MIN_SECTION_BITS: u64 = 16;
 /// sockets, an encrypted netcode): on bare UDP, a forged packet that
 /// reuses a genuine sequence is taken as the client's.
 ///
-/// **On a transport that numbers its messages and reports their delivery**
-/// (GameNetworkingSockets, ENet, a reliable stream), make it with
+/// **On a transport that delivers every message or reports each one's
+/// fate** (a reliable stream: TCP, WebSocket, a QUIC stream), make it with
 /// [`with_delivery_reports`](Self::with_delivery_reports): no header is
 /// written; [`write_payload`](Self::write_payload) takes the transport's
 /// number and writes the same sections, and the transport's verdicts come
 /// in through [`delivered`](Self::delivered) and [`lost`](Self::lost). See
 /// [`Delivery`].
+///
+/// **What it decided** is counted per channel
+/// ([`channel_stats`](Self::channel_stats): bits, items, verdicts,
+/// deferred and oversized items, scope), and, with the features
+/// `tracing` and `metrics`, told as spans and events (a span per write,
+/// receive and apply with its packet number and bytes; an event per
+/// verdict and per oversized item) and as counters and gauges
+/// (`fastarray_bytes_sent_total{channel}`, `fastarray_packets_lost_total`,
+/// `fastarray_rtt_seconds`, `fastarray_deferred_items{channel}`,
+/// `fastarray_items_in_scope{channel}` and more: the README's "What an
+/// operator watches" lists them).
 ///
 /// Calls, in order: each tick, [`receive`](Self::receive) every packet of
 /// the client's, [`write_packet`](Self::write_packet) (again while work is
@@ -213,8 +224,8 @@ impl Connection {
     /// channels, MTU packing, budgets, oversized items and joins alike.
     ///
     /// No [`Session`] protects these packets: the mode is for transports
-    /// that authenticate their peer themselves (QUIC, Steam's sockets,
-    /// ENet over DTLS).
+    /// that authenticate their peer themselves (TLS under a WebSocket, a
+    /// QUIC stream, Steam's sockets' reliable messages).
     pub fn with_delivery_reports(channels: usize) -> Self {
         let mut conn = Self::new(channels);
         conn.delivery = Delivery::Reports;
@@ -432,7 +443,7 @@ impl Connection {
         self.acks.applied(number);
         span.packet(number);
         self.update(now);
-        observe::rtt(self.acks.stats().rtt);
+        observe::rtt(&self.acks);
         let payload = &inner_of(opened.as_ref(), packet, &self.opened)[payload_at..];
         Ok((number, payload))
     }
