@@ -146,6 +146,9 @@ pub struct Connection {
     verdicts_dropped: u64,
     /// Per channel, what its writes and verdicts counted.
     counters: Vec<Counters>,
+    /// The channels' writes into the packet being written (kept, so
+    /// writing allocates nothing).
+    written: Vec<Written>,
     /// Per channel, what the last write reported to `metrics` (feature
     /// `metrics`), so many connections' levels add up.
     #[cfg(feature = "metrics")]
@@ -197,6 +200,7 @@ impl Connection {
             verdicts: VecDeque::new(),
             verdicts_dropped: 0,
             counters: vec![Counters::default(); channels],
+            written: Vec::new(),
             #[cfg(feature = "metrics")]
             levels: vec![observe::Levels::default(); channels],
         }
@@ -599,9 +603,10 @@ impl Connection {
     ) -> Result<(DeltaStats, usize), ConnectionError> {
         let limit = (mtu.clamp(head + 1, MAX_PACKET) - head) as u64 * 8;
         let mut writer = BitWriter::new(out);
-        let mut wrote = Vec::new();
+        let mut wrote = core::mem::take(&mut self.written);
+        wrote.clear();
         let written = self.write_sections(sources, packet, limit, head, &mut writer, &mut wrote);
-        match written {
+        let result = match written {
             Ok(totals) => {
                 write_end(&mut writer);
                 writer.finish();
@@ -612,7 +617,9 @@ impl Connection {
                 self.unwrite(packet, out, start);
                 Err(error)
             }
-        }
+        };
+        self.written = wrote;
+        result
     }
 
     /// Counts the channels' writes into a packet written, and returns how
