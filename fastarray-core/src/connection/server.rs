@@ -149,6 +149,12 @@ pub struct Connection {
     /// The channels' writes into the packet being written (kept, so
     /// writing allocates nothing).
     written: Vec<Written>,
+    /// Bit `n`: channel `n`'s counters hold a level (deferred or
+    /// oversized items) that a write with nothing to say must clear. A
+    /// write with nothing to count then leaves the counters untouched
+    /// (they are cold memory by then: a caught-up channel's empty write
+    /// would pay for reaching them).
+    leveled: u64,
     /// Per channel, what the last write reported to `metrics` (feature
     /// `metrics`), so many connections' levels add up.
     #[cfg(feature = "metrics")]
@@ -201,6 +207,7 @@ impl Connection {
             verdicts_dropped: 0,
             counters: vec![Counters::default(); channels],
             written: Vec::new(),
+            leveled: 0,
             #[cfg(feature = "metrics")]
             levels: vec![observe::Levels::default(); channels],
         }
@@ -627,12 +634,24 @@ impl Connection {
     fn count(&mut self, wrote: &[Written]) -> usize {
         let mut sections = 0;
         for (channel, delta, bits) in wrote {
-            let counters = &mut self.counters[*channel];
-            observe::section(*channel, counters.bits(), *bits, delta);
+            let channel = *channel;
+            let level = delta.deferred > 0 || delta.oversized.is_some();
+            let bit = 1u64.checked_shl(channel as u32).unwrap_or(0);
+            let quiet = *bits == 0 && !level && delta.left_scope == 0;
+            if quiet && bit != 0 && self.leveled & bit == 0 {
+                continue; // nothing to count, no level to clear
+            }
+            if level {
+                self.leveled |= bit;
+            } else {
+                self.leveled &= !bit;
+            }
+            let counters = &mut self.counters[channel];
+            observe::section(channel, counters.bits(), *bits, delta);
             counters.wrote(*bits, delta);
             sections += usize::from(*bits > 0);
             if let Some(item) = &delta.oversized {
-                observe::oversized(*channel, item);
+                observe::oversized(channel, item);
             }
         }
         #[cfg(feature = "metrics")]
