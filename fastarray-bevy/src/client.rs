@@ -434,16 +434,19 @@ fn insert<C: Component, R: ReplicateAs<C>>(
     let entity = entities.entity(world, item.entity);
     let mut component = item.component.to_component();
     C::map_entities(&mut component, &mut Mapper { world, entities });
-    world.entity_mut(entity).insert(component);
+    // An entity the server despawned stays despawned: a component for it
+    // (which only a broken or hostile server sends) goes nowhere.
+    let Ok(mut entity_mut) = world.get_entity_mut(entity) else {
+        return;
+    };
+    entity_mut.insert(component);
     let fields = match changed {
         Some(mask) => component_fields::<R>(mask),
         None => FieldMask::all(R::FIELD_COUNT),
     };
-    if changed.is_none() {
-        let held = entities
-            .by_server
-            .get_mut(&item.entity)
-            .expect("the entity was just mapped");
+    if changed.is_none()
+        && let Some(held) = entities.by_server.get_mut(&item.entity)
+    {
         held.components += 1;
         if held.components == 1 {
             world.write_message(ReplicaSpawned { entity });
@@ -705,4 +708,49 @@ fn reply(mut client: ResMut<ReplicationClient>, arrays: Res<ClientArrays>) {
     }
     client.transport.flush();
     client.data.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fastarray::SendState;
+
+    #[derive(Component, fastarray::Replicate, Clone, Debug, PartialEq)]
+    struct Health(u8);
+
+    /// A component for an entity the server said it despawned (a broken
+    /// or hostile server) changes nothing, and panics nothing.
+    #[test]
+    fn a_component_for_a_despawned_entity_goes_nowhere() {
+        let mut world = World::new();
+        let mut entities = ReplicaEntities::default();
+        let ghost = Entity::from_bits(7);
+        let here = entities.entity(&mut world, ghost);
+        world.despawn(here);
+        entities.despawned(ghost);
+
+        let mut server = FastArray::new();
+        server.push(Networked {
+            entity: ghost,
+            component: Health(3),
+        });
+        server.commit();
+        let mut packet = Vec::new();
+        server
+            .write_delta(&mut SendState::new(), 0, &mut packet)
+            .unwrap();
+        let mut kind = ClientKind::<Health, Health> {
+            mirror: FastArray::mirror(),
+            recorder: Recorder::default(),
+            marker: PhantomData,
+        };
+        kind.mirror
+            .apply_delta(&packet, &mut kind.recorder)
+            .unwrap();
+        let before = world.entities().len();
+        kind.flush(&mut world, &mut entities);
+        assert_eq!(world.entities().len(), before);
+        assert!(world.query::<&Health>().iter(&world).next().is_none());
+        assert_eq!(entities.get(ghost), None);
+    }
 }

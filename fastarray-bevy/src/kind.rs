@@ -76,7 +76,10 @@ pub(crate) fn kind_name<C>() -> &'static str {
 /// Registration of replicated components on an [`App`].
 ///
 /// Register the same kinds in the same order on the server and on its
-/// clients: kind `n` is channel `n` of every connection. Add
+/// clients: kind `n` is channel `n` of every connection (a client whose
+/// kinds differ refuses the server's packets). Register them all before
+/// the first update: a connection's channels are counted when it opens.
+/// Add
 /// [`ServerPlugin`](crate::ServerPlugin) or
 /// [`ClientPlugin`](crate::ClientPlugin) (or both, for a listen server)
 /// first.

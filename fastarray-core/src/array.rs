@@ -28,6 +28,8 @@ mod mirror_state;
 mod role;
 mod scope;
 mod settle;
+#[cfg(test)]
+mod shared_tests;
 mod snapshot;
 mod wire_eq;
 

@@ -14,6 +14,19 @@ fn view(server: &mut App, client: u64) -> Mut<'_, ReplicationServer> {
     state
 }
 
+/// Ticks until every client is connected; their ids.
+fn connect(server: &mut App, clients: &mut [App]) -> Vec<u64> {
+    let count = clients.len();
+    run_until(server, clients, |s, _| {
+        s.world().resource::<ReplicationServer>().clients().count() == count
+    });
+    server
+        .world()
+        .resource::<ReplicationServer>()
+        .clients()
+        .collect()
+}
+
 fn mirror(client: &App, server: Entity) -> Option<Entity> {
     client.world().resource::<ReplicaEntities>().get(server)
 }
@@ -23,15 +36,7 @@ fn a_client_sees_what_it_is_shown_and_references_resolve_on_arrival() {
     let (mut server, address) = server(0.0, 20, VisibilityPolicy::Explicit);
     let mut clients = [client(address, 0.0, 21)];
     listen(&mut clients[0]);
-    run_until(&mut server, &mut clients, |s, _| {
-        s.world().resource::<ReplicationServer>().clients().count() == 1
-    });
-    let id = server
-        .world()
-        .resource::<ReplicationServer>()
-        .clients()
-        .next()
-        .unwrap();
+    let id = connect(&mut server, &mut clients)[0];
 
     let near = server.world_mut().spawn(unit(10, "near")).id();
     let far = server.world_mut().spawn(unit(20, "far")).id();
@@ -102,15 +107,7 @@ fn a_client_sees_what_it_is_shown_and_references_resolve_on_arrival() {
 fn a_component_added_to_a_shown_entity_follows_it() {
     let (mut server, address) = server(0.0, 22, VisibilityPolicy::Explicit);
     let mut clients = [client(address, 0.0, 23)];
-    run_until(&mut server, &mut clients, |s, _| {
-        s.world().resource::<ReplicationServer>().clients().count() == 1
-    });
-    let id = server
-        .world()
-        .resource::<ReplicationServer>()
-        .clients()
-        .next()
-        .unwrap();
+    let id = connect(&mut server, &mut clients)[0];
     let shown = server.world_mut().spawn(unit(1, "shown")).id();
     let hidden = server.world_mut().spawn(unit(2, "hidden")).id();
     view(&mut server, id).view_mut(id).unwrap().show(shown);
@@ -138,14 +135,7 @@ fn a_component_added_to_a_shown_entity_follows_it() {
 fn detail_levels_withhold_fields_per_client() {
     let (mut server, address) = server(0.0, 24, VisibilityPolicy::Explicit);
     let mut clients = [client(address, 0.0, 25), client(address, 0.0, 26)];
-    run_until(&mut server, &mut clients, |s, _| {
-        s.world().resource::<ReplicationServer>().clients().count() == 2
-    });
-    let ids: Vec<u64> = server
-        .world()
-        .resource::<ReplicationServer>()
-        .clients()
-        .collect();
+    let ids = connect(&mut server, &mut clients);
     let tank = server
         .world_mut()
         .spawn((

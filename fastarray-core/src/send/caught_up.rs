@@ -41,6 +41,11 @@ impl SharedMessage {
         self.frame == frame
     }
 
+    /// The kept message's size, in bits.
+    pub(crate) fn bits(&self) -> u64 {
+        self.bits
+    }
+
     /// Keeps the message of `frame` just written into `bytes`, which
     /// carries `removals`, the items sent `whole` (their record entries) and the
     /// `changed` fields of the others, for the caught-up connections of

@@ -34,6 +34,34 @@ impl Sender {
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
+        self.write_with(store, conn, packet, writer, budget, true)
+    }
+
+    /// [`write`](Self::write), never through the shared message: what a
+    /// caught-up connection's own message would be (the tests compare the
+    /// two).
+    #[cfg(test)]
+    pub(crate) fn write_unshared<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_with(store, conn, packet, writer, budget, false)
+    }
+
+    /// [`write`](Self::write), the shared message allowed if `share`.
+    fn write_with<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+        share: bool,
+    ) -> Result<DeltaStats, SendError> {
         if store.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
@@ -52,10 +80,17 @@ impl Sender {
         let all_fields = FieldMask::all(T::FIELD_COUNT);
         conn.expire(frame);
         conn.choose_names();
-        let shareable = budget.is_none()
+        // A caught-up connection takes the frame's shared message, the
+        // bits it would plan for itself, encoded once for all of them;
+        // under a budget (a `Connection` packing a packet), when the
+        // message fits it.
+        let shareable = share
             && T::ARRAY_FIELDS == 0
             && conn.in_sync(frame, store.live_before(self.history.newest()));
-        if shareable && (self.shared.holds(frame) || self.compose_shared(store, conn)?) {
+        if shareable
+            && (self.shared.holds(frame) || self.compose_shared(store, conn)?)
+            && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
+        {
             return Ok(self.shared.write(conn, packet, writer, all_fields));
         }
         let mut stats = DeltaStats {

@@ -243,7 +243,35 @@ fn main() {
         .iter()
         .map(|(name, file, _)| (*name, *file))
         .collect();
-    let markdown = format!("{}\n\n{field_section}", report.markdown(&links).trim_end());
-    std::fs::write(root.join("BENCHMARKS.md"), markdown).expect("write BENCHMARKS.md");
+    let path = root.join("BENCHMARKS.md");
+    let mut markdown = format!("{}
+
+{field_section}", report.markdown(&links).trim_end());
+    // The section of `bench/bevy`'s report (it needs Bevy, and a newer Rust
+    // than this package): kept as it was.
+    if let Some(bevy) = std::fs::read_to_string(&path)
+        .ok()
+        .as_deref()
+        .and_then(inside_bevy_section)
+    {
+        if !markdown.ends_with("
+
+") {
+            markdown.push('
+');
+        }
+        markdown.push_str(bevy);
+    }
+    std::fs::write(&path, markdown).expect("write BENCHMARKS.md");
     eprintln!("wrote BENCHMARKS.md and {} charts in docs/", charts.len());
+}
+
+/// The section "Inside Bevy" of `BENCHMARKS.md`, written by `cargo run
+/// --release -p fastarray-bench-bevy --bin bevy_report`, with its markers.
+fn inside_bevy_section(markdown: &str) -> Option<&str> {
+    const BEGIN: &str = "<!-- inside-bevy:";
+    const END: &str = "<!-- /inside-bevy -->\n";
+    let begin = markdown.find(BEGIN)?;
+    let end = begin + markdown[begin..].find(END)? + END.len();
+    Some(&markdown[begin..end])
 }

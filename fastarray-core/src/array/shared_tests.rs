@@ -1,0 +1,78 @@
+//! The frame's shared message is byte for byte the message a caught-up
+//! connection would plan for itself, budgeted or not: so a budget that
+//! holds it may take it.
+
+use super::FastArray;
+use crate::bits::BitWriter;
+use crate::send::state::SendState;
+use crate::send::stats::Budget;
+
+#[derive(fastarray_derive::Replicate, Clone, Debug, PartialEq)]
+struct Unit {
+    hp: u16,
+    team: u8,
+    name: String,
+}
+
+/// `server`'s message for `conn`, through the shared message if `share`,
+/// within `budget` bits if given; with whether it was the shared one.
+fn write(
+    server: &mut FastArray<Unit>,
+    conn: &mut SendState,
+    packet: u32,
+    budget: Option<u64>,
+    share: bool,
+) -> (Vec<u8>, bool) {
+    let budget = budget.map(Budget::of);
+    let sender = server.sender.get_or_insert_with(Default::default);
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    let stats = if share {
+        sender.write(&mut server.store, conn, packet, &mut writer, budget)
+    } else {
+        sender.write_unshared(&mut server.store, conn, packet, &mut writer, budget)
+    }
+    .unwrap();
+    writer.finish();
+    (bytes, stats.shared)
+}
+
+#[test]
+fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it_takes_it() {
+    let mut server = FastArray::new();
+    let ids: Vec<_> = (0..500u16)
+        .map(|n| {
+            server.push(Unit {
+                hp: n,
+                team: (n % 4) as u8,
+                name: format!("u{n}"),
+            })
+        })
+        .collect();
+    server.commit();
+    let mut conn = SendState::new();
+    write(&mut server, &mut conn, 0, None, true);
+    conn.on_ack(0);
+
+    for round in 1..6u32 {
+        for &id in ids.iter().skip(round as usize).step_by(37) {
+            server.get_mut(id).unwrap().hp += 1;
+        }
+        server.commit();
+        let own = write(&mut server, &mut conn.clone(), round, None, false);
+        let budgeted_own = write(&mut server, &mut conn.clone(), round, Some(1 << 20), false);
+        let shared = write(&mut server, &mut conn.clone(), round, None, true);
+        let fits = shared.0.len() as u64 * 8;
+        let budgeted = write(&mut server, &mut conn.clone(), round, Some(fits), true);
+        let too_small = write(&mut server, &mut conn.clone(), round, Some(fits - 16), true);
+        assert!(!own.1 && !budgeted_own.1);
+        assert!(shared.1 && budgeted.1, "round {round}");
+        assert_eq!(own.0, shared.0, "round {round}");
+        assert_eq!(budgeted_own.0, shared.0, "round {round}");
+        assert_eq!(budgeted.0, shared.0, "round {round}");
+        // A budget the message does not fit: the connection's own, less.
+        assert!(!too_small.1 && too_small.0.len() < shared.0.len());
+        write(&mut server, &mut conn, round, None, true);
+        conn.on_ack(round);
+    }
+}
