@@ -244,9 +244,7 @@ fn main() {
         .map(|(name, file, _)| (*name, *file))
         .collect();
     let path = root.join("BENCHMARKS.md");
-    let mut markdown = format!("{}
-
-{field_section}", report.markdown(&links).trim_end());
+    let mut markdown = format!("{}\n\n{field_section}", report.markdown(&links).trim_end());
     // The section of `bench/bevy`'s report (it needs Bevy, and a newer Rust
     // than this package): kept as it was.
     if let Some(bevy) = std::fs::read_to_string(&path)
@@ -254,11 +252,8 @@ fn main() {
         .as_deref()
         .and_then(inside_bevy_section)
     {
-        if !markdown.ends_with("
-
-") {
-            markdown.push('
-');
+        if !markdown.ends_with("\n\n") {
+            markdown.push('\n');
         }
         markdown.push_str(bevy);
     }
