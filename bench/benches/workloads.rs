@@ -8,6 +8,7 @@
 //! | `vec_mutate` | the same mutations on a plain `Vec` |
 //! | `ours_commit` | `commit()` (shared by every connection) |
 //! | `ours_write` | `write_delta` for one caught-up connection |
+//! | `ours_write_payload` | `Connection::write_payload` (one channel, no MTU limit to speak of) for one caught-up client, then `delivered` |
 //! | `ours_apply` | the client's `apply_delta` of one tick's message |
 //! | `naive_diff_encode` | naive position diffing against the shadow, encoding, shadow update |
 //! | `naive_apply` | the naive client applying one tick's message by position |
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use criterion::{
     BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
 };
-use fastarray::{FastArray, SendState};
+use fastarray::{Connection, FastArray, MAX_PACKET, SendState};
 use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
 use fastarray_bench::{
@@ -152,6 +153,47 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
                     &mut packet,
                     &mut out,
                 )
+            })
+        });
+    }
+    {
+        // The same write through a `Connection` on the transport's
+        // reports: what the connection adds around the channel's delta
+        // (sections, stats, verdicts).
+        let mut script = script.clone();
+        let mut server = server_array(&agents);
+        let mut conn = Connection::with_delivery_reports(1);
+        let mut packet = 0u32;
+        let mut out = Vec::new();
+        loop {
+            out.clear();
+            let stats = conn
+                .write_payload(packet, MAX_PACKET, &mut [&mut server], &mut out)
+                .expect("join");
+            if stats.sections == 0 {
+                break;
+            }
+            conn.delivered(packet).expect("report");
+            packet += 1;
+        }
+        group.bench_function("ours_write_payload", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    server.commit();
+                    out.clear();
+                    let start = Instant::now();
+                    let stats =
+                        conn.write_payload(packet, MAX_PACKET, &mut [&mut server], &mut out);
+                    total += start.elapsed();
+                    black_box(stats.expect("write"));
+                    conn.delivered(packet).expect("report");
+                    while conn.poll_verdict().is_some() {}
+                    packet = packet.wrapping_add(1);
+                }
+                total
             })
         });
     }

@@ -24,7 +24,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    AckError, ClientHandshake, Connection, ConnectionError, FastArray, InterestGrid,
+    AckError, ClientHandshake, Connection, ConnectionError, FastArray, FieldCosts, InterestGrid,
     MirrorConnection, PacketKind, Protection, Relevance, Replicate, Replicated, SendState,
     ServerHandshake, SessionKeys,
 };
@@ -208,6 +208,9 @@ fn serve(ticks: u32, protection: Protection) -> Result<ExitCode, Box<dyn std::er
     // without loss.
     let mut everyone = SendState::new();
     let mut everyone_bytes = 0u64;
+    // Which field costs what, in those messages: each commit's changed
+    // fields measured alone, and what the messages spent besides.
+    let mut costs = FieldCosts::<Agent>::new();
 
     let mut peers: Vec<Peer> = Vec::new();
     let mut datagram = [0u8; 2048];
@@ -276,8 +279,10 @@ fn serve(ticks: u32, protection: Protection) -> Result<ExitCode, Box<dyn std::er
             }
         });
         if live {
+            costs.record(&agents);
             packet.clear();
-            agents.write_delta(&mut everyone, tick, &mut packet)?;
+            let stats = agents.write_delta(&mut everyone, tick, &mut packet)?;
+            costs.record_message(&stats);
             everyone.on_ack(tick);
             everyone_bytes += packet.len() as u64;
         }
@@ -349,6 +354,7 @@ fn serve(ticks: u32, protection: Protection) -> Result<ExitCode, Box<dyn std::er
         &mut agents,
         &game,
         everyone_bytes,
+        &costs,
         settled_at.is_some(),
     )
 }
@@ -594,10 +600,14 @@ fn report(
     agents: &mut FastArray<Agent>,
     game: &Replicated<Match>,
     everyone_bytes: u64,
+    costs: &FieldCosts<Agent>,
     settled: bool,
 ) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let everyone = everyone_bytes as f64 / f64::from(ticks.max(1));
     println!("\neverything to everyone: {everyone:.0} bytes/tick per client\n");
+    println!(
+        "which field costs what, in those {ticks} messages (bits; share of all they carried):\n{costs}\n"
+    );
     println!(
         "client  loss  joined  radius  in scope  bytes/tick  vs all  packets  lost  rtt ms  applied  dup  matches"
     );
@@ -643,6 +653,26 @@ fn report(
          packets the client applied; dup: copies it refused (duplicates, or older than its header window);\n\
          matches: its mirrors hold exactly the server's agents in its scope and the match object, equal on the wire."
     );
+    println!(
+        "\nwhat each connection decided for its agents (Connection::channel_stats(0)):\n\
+         client  sections     bytes   added  changed  removed  left scope  acked  lost  in scope"
+    );
+    for peer in peers.iter() {
+        let c = peer.conn.channel_stats(0);
+        println!(
+            "{:>6}  {:>8}  {:>8}  {:>6}  {:>7}  {:>7}  {:>10}  {:>5}  {:>4}  {:>8}",
+            peer.index,
+            c.sections,
+            c.bytes(),
+            c.added,
+            c.changed,
+            c.removed,
+            c.left_scope,
+            c.packets_acked,
+            c.packets_lost,
+            c.in_scope.unwrap_or(c.client_items),
+        );
+    }
     if !all_match {
         eprintln!("MISMATCH: a client differs from the server");
         return Ok(ExitCode::FAILURE);

@@ -32,6 +32,7 @@ mod changeset;
 mod codec;
 mod connection;
 mod error;
+mod field_costs;
 mod handshake;
 mod history;
 mod id;
@@ -68,10 +69,11 @@ pub use codec::rotation::{QuantizeRotation, SmallestThree};
 #[cfg(feature = "serde")]
 pub use codec::{serde_decode, serde_encode};
 pub use connection::{
-    Connection, ConnectionError, Delivery, Incoming, MAX_PACKET, MAX_VERDICTS, MirrorConnection,
-    Outgoing, PacketReport, PacketStats, WithCallbacks,
+    ChannelStats, Connection, ConnectionError, Delivery, Incoming, MAX_PACKET, MAX_VERDICTS,
+    MirrorConnection, Outgoing, PacketReport, PacketStats, WithCallbacks,
 };
 pub use error::{DecodeError, EncodeError, Limit, SendError};
+pub use field_costs::{FieldCost, FieldCosts};
 /// glam 0.34, whose types have codecs here (feature `glam-0_34`, or
 /// `glam`): name them through this path to use the same version.
 #[cfg(feature = "glam-0_34")]
@@ -133,4 +135,5 @@ pub mod __private_0_1 {
     pub use ::core::default::Default;
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};
+    pub use ::std::vec::Vec;
 }

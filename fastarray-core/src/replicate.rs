@@ -231,6 +231,36 @@ pub trait Replicate: BitCodec {
     /// returns an empty mask.
     fn apply_patch(&mut self, patch: Self::Patch) -> FieldMask;
 
+    /// Names mask bit `index`: pushes onto `path` the name of the field
+    /// that has it (a tuple struct's fields are `"0"`, `"1"`…) and, for a
+    /// leaf of a `#[replicate(flatten)]` field, the names within that
+    /// field's type after it (`body`, `position` for `body.position`),
+    /// and returns `true`; returns `false`, leaving `path` as it was, for
+    /// a bit the type has no name for (past its fields, or an enum's:
+    /// the derive names a struct's fields only).
+    ///
+    /// ```
+    /// use fastarray_core::Replicate;
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Body { position: [f32; 3], speed: f32 }
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")]
+    /// struct Unit { hp: u8, #[replicate(flatten)] body: Body }
+    ///
+    /// let mut path = Vec::new();
+    /// assert!(Unit::field_path(2, &mut path));
+    /// assert_eq!(path, ["body", "speed"]);
+    /// assert!(!Unit::field_path(3, &mut Vec::new()));
+    /// ```
+    fn field_path(index: u32, path: &mut Vec<&'static str>) -> bool {
+        let _ = (index, path);
+        false
+    }
+
     /// Number of `#[replicate(array)]` fields: `FastArray`s inside the
     /// value, replicated by id rather than as fields (they have no bit in
     /// the [`FieldMask`]s above, and [`BitCodec::encode`] leaves them out).

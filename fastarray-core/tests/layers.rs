@@ -56,7 +56,8 @@ const LAYERS: &[&[&str]] = &[
         "snapshot",
     ],
     &["array", "array_inner"],
-    &["replicated", "handshake"],
+    // What the arrays' fields cost (measured through the facade).
+    &["replicated", "handshake", "field_costs"],
     &["bitstream", "connection"],
 ];
 

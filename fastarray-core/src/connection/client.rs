@@ -9,6 +9,7 @@ use std::time::Instant;
 use super::channel::{Incoming, read_tag};
 use super::delivery::Delivery;
 use super::error::ConnectionError;
+use super::observe;
 use crate::ack::{AckConfig, AckHeader, Acks, LinkStats};
 use crate::bits::BitReader;
 use crate::receive::ApplyReport;
@@ -181,6 +182,8 @@ impl MirrorConnection {
         mirrors: &mut [&mut dyn Incoming],
     ) -> Result<PacketReport, ConnectionError> {
         self.expect(Delivery::Header, Some(mirrors))?;
+        let span = observe::Span::apply();
+        span.bytes(packet.len());
         let opened = open_with(self.session.as_ref(), packet, &mut self.opened)
             .map_err(ConnectionError::Refused)?;
         let inner = inner_of(opened.as_ref(), packet, &self.opened);
@@ -191,6 +194,7 @@ impl MirrorConnection {
             session.take(opened);
         }
         self.acks.applied(number);
+        span.packet(number);
         let sections = apply_sections(decoded, mirrors);
         // The client sends no deltas: what its own packets' fate says is
         // only kept for the link's statistics.
@@ -220,6 +224,8 @@ impl MirrorConnection {
         mirrors: &mut [&mut dyn Incoming],
     ) -> Result<PacketReport, ConnectionError> {
         self.expect(Delivery::Reports, Some(mirrors))?;
+        let span = observe::Span::apply_payload();
+        span.bytes(payload.len());
         let decoded = self.decode(payload, mirrors)?;
         Ok(PacketReport {
             packet: 0,

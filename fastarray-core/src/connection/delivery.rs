@@ -21,14 +21,16 @@ pub enum Delivery {
     /// Every packet starts with the connection's 8-byte
     /// [`AckHeader`](crate::AckHeader): the connection numbers its
     /// packets, and learns their fate from the peer's headers. For
-    /// transports that say nothing of delivery (bare UDP, renet's
-    /// unreliable channels). Written by
+    /// transports that say nothing of each message's delivery (bare UDP,
+    /// renet, QUIC datagrams, GameNetworkingSockets' and ENet's unreliable
+    /// messages). Written by
     /// [`Connection::write_packet`](crate::Connection::write_packet),
     /// applied by [`MirrorConnection::apply`](crate::MirrorConnection::apply).
     Header,
     /// No header: the transport numbers the packets and reports each one
-    /// delivered or lost. For transports that do (GameNetworkingSockets,
-    /// ENet, a reliable stream). Written by
+    /// delivered or lost. For a reliable stream (TCP, WebSocket, a QUIC
+    /// stream: each payload delivered once handed over), or a transport
+    /// that reports each message's fate. Written by
     /// [`Connection::write_payload`](crate::Connection::write_payload),
     /// reported by [`Connection::delivered`](crate::Connection::delivered)
     /// and [`Connection::lost`](crate::Connection::lost), applied by

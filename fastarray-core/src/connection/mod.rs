@@ -12,14 +12,17 @@
 //! oversized item alone, joins over several packets): only who numbers
 //! each packet, who writes a header and who reports its fate differ.
 //!
-//! - [`Delivery::Header`], for transports that report nothing (bare UDP,
-//!   renet's unreliable channels, QUIC datagrams): both sides acknowledge
+//! - [`Delivery::Header`], for transports that report nothing per
+//!   message (bare UDP, renet and netcode, QUIC datagrams,
+//!   GameNetworkingSockets' and ENet's unreliable messages, WebTransport
+//!   datagrams): both sides acknowledge
 //!   packets with [`Acks`](crate::Acks), whose 8-byte header starts every
 //!   packet ([`Connection::write_packet`], [`MirrorConnection::apply`],
 //!   [`MirrorConnection::write_header`], [`Connection::receive`]);
 //!   optionally [`secure`](Connection::secure).
-//! - [`Delivery::Reports`], for transports that number messages and report
-//!   their delivery (GameNetworkingSockets, ENet, a reliable stream): no
+//! - [`Delivery::Reports`], for transports that deliver every message
+//!   (a reliable stream: TCP, WebSocket, a QUIC stream) or report each
+//!   one's fate: no
 //!   header; the caller gives each payload the transport's number
 //!   ([`Connection::write_payload`]) and passes on the transport's
 //!   verdicts ([`Connection::delivered`], [`Connection::lost`]); the client
@@ -60,10 +63,13 @@ mod channel;
 mod client;
 mod delivery;
 mod error;
+mod observe;
 mod server;
+mod stats;
 
 pub use channel::{Incoming, Outgoing, WithCallbacks};
 pub use client::{MirrorConnection, PacketReport};
 pub use delivery::Delivery;
 pub use error::ConnectionError;
 pub use server::{Connection, MAX_PACKET, MAX_VERDICTS, PacketStats};
+pub use stats::ChannelStats;

@@ -10,6 +10,8 @@ use std::time::Instant;
 use super::channel::{Outgoing, tag_bits, write_end, write_tag};
 use super::delivery::Delivery;
 use super::error::ConnectionError;
+use super::observe;
+use super::stats::{ChannelStats, Counters};
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
 use crate::secure::{Session, inner_of, open_with};
@@ -52,13 +54,24 @@ const MIN_SECTION_BITS: u64 = 16;
 /// sockets, an encrypted netcode): on bare UDP, a forged packet that
 /// reuses a genuine sequence is taken as the client's.
 ///
-/// **On a transport that numbers its messages and reports their delivery**
-/// (GameNetworkingSockets, ENet, a reliable stream), make it with
+/// **On a transport that delivers every message or reports each one's
+/// fate** (a reliable stream: TCP, WebSocket, a QUIC stream), make it with
 /// [`with_delivery_reports`](Self::with_delivery_reports): no header is
 /// written; [`write_payload`](Self::write_payload) takes the transport's
 /// number and writes the same sections, and the transport's verdicts come
 /// in through [`delivered`](Self::delivered) and [`lost`](Self::lost). See
 /// [`Delivery`].
+///
+/// **What it decided** is counted per channel
+/// ([`channel_stats`](Self::channel_stats): bits, items, verdicts,
+/// deferred and oversized items, scope), and, with the features
+/// `tracing` and `metrics`, told as spans and events (a span per write,
+/// receive and apply with its packet number and bytes; an event per
+/// verdict and per oversized item) and as counters and gauges
+/// (`fastarray_bytes_sent_total{channel}`, `fastarray_packets_lost_total`,
+/// `fastarray_rtt_seconds`, `fastarray_deferred_items{channel}`,
+/// `fastarray_items_in_scope{channel}` and more: the README's "What an
+/// operator watches" lists them).
 ///
 /// Calls, in order: each tick, [`receive`](Self::receive) every packet of
 /// the client's, [`write_packet`](Self::write_packet) (again while work is
@@ -131,7 +144,26 @@ pub struct Connection {
     verdicts: VecDeque<AckEvent>,
     /// Verdicts dropped undrained past [`MAX_VERDICTS`].
     verdicts_dropped: u64,
+    /// Per channel, what its writes and verdicts counted.
+    counters: Vec<Counters>,
+    /// The channels' writes into the packet being written (kept, so
+    /// writing allocates nothing).
+    written: Vec<Written>,
+    /// Bit `n`: channel `n`'s counters hold a level (deferred or
+    /// oversized items) that a write with nothing to say must clear. A
+    /// write with nothing to count then leaves the counters untouched
+    /// (they are cold memory by then: a caught-up channel's empty write
+    /// would pay for reaching them).
+    leveled: u64,
+    /// Per channel, what the last write reported to `metrics` (feature
+    /// `metrics`), so many connections' levels add up.
+    #[cfg(feature = "metrics")]
+    levels: Vec<observe::Levels>,
 }
+
+/// One channel's write into a packet: the channel, what its delta said,
+/// and the bits of its section (0: it said nothing, and has none).
+type Written = (usize, DeltaStats, u64);
 
 /// What one [`Connection::write_packet`] or
 /// [`Connection::write_payload`] wrote.
@@ -173,6 +205,11 @@ impl Connection {
             opened: Vec::new(),
             verdicts: VecDeque::new(),
             verdicts_dropped: 0,
+            counters: vec![Counters::default(); channels],
+            written: Vec::new(),
+            leveled: 0,
+            #[cfg(feature = "metrics")]
+            levels: vec![observe::Levels::default(); channels],
         }
     }
 
@@ -198,8 +235,8 @@ impl Connection {
     /// channels, MTU packing, budgets, oversized items and joins alike.
     ///
     /// No [`Session`] protects these packets: the mode is for transports
-    /// that authenticate their peer themselves (QUIC, Steam's sockets,
-    /// ENet over DTLS).
+    /// that authenticate their peer themselves (TLS under a WebSocket, a
+    /// QUIC stream, Steam's sockets' reliable messages).
     pub fn with_delivery_reports(channels: usize) -> Self {
         let mut conn = Self::new(channels);
         conn.delivery = Delivery::Reports;
@@ -260,6 +297,18 @@ impl Connection {
         &mut self.states[channel]
     }
 
+    /// What the connection did for channel `channel` since it was made:
+    /// bits and sections written, items sent, packets that carried it
+    /// acknowledged or lost, and what its state holds now. See
+    /// [`ChannelStats`].
+    ///
+    /// # Panics
+    ///
+    /// If `channel >= self.channels()`.
+    pub fn channel_stats(&self, channel: usize) -> ChannelStats {
+        self.counters[channel].read(&self.states[channel])
+    }
+
     /// The packets' acknowledgements (unused, so empty, on the
     /// transport's delivery reports).
     pub fn acks(&self) -> &Acks {
@@ -284,12 +333,16 @@ impl Connection {
     /// Applies a packet's verdict, whoever gave it (the headers or the
     /// transport): to every channel, and to [`poll_verdict`](Self::poll_verdict).
     fn verdict(&mut self, event: AckEvent) {
-        for state in &mut self.states {
-            match event {
+        for (state, counters) in self.states.iter_mut().zip(&mut self.counters) {
+            let carried = match event {
                 AckEvent::Acked(packet) => state.on_ack(packet),
                 AckEvent::Lost(packet) => state.on_loss(packet),
             };
+            if carried {
+                counters.verdict(matches!(event, AckEvent::Acked(_)));
+            }
         }
+        observe::verdict(event);
         if self.verdicts.len() == MAX_VERDICTS {
             self.verdicts.pop_front();
             self.verdicts_dropped += 1;
@@ -387,6 +440,8 @@ impl Connection {
         packet: &'a [u8],
     ) -> Result<(u32, &'a [u8]), ConnectionError> {
         self.expect(Delivery::Header)?;
+        let span = observe::Span::receive();
+        span.bytes(packet.len());
         let opened = open_with(self.session.as_ref(), packet, &mut self.opened)
             .map_err(ConnectionError::Refused)?;
         let inner = inner_of(opened.as_ref(), packet, &self.opened);
@@ -397,7 +452,9 @@ impl Connection {
             session.take(opened);
         }
         self.acks.applied(number);
+        span.packet(number);
         self.update(now);
+        observe::rtt(&self.acks);
         let payload = &inner_of(opened.as_ref(), packet, &self.opened)[payload_at..];
         Ok((number, payload))
     }
@@ -423,6 +480,7 @@ impl Connection {
     ) -> Result<PacketStats, ConnectionError> {
         self.expect(Delivery::Header)?;
         self.check_sources(sources)?;
+        let span = observe::Span::write_packet();
         self.update(now);
         let start = out.len();
         let inner = match &mut self.session {
@@ -432,6 +490,7 @@ impl Connection {
         // The number comes first (the channels record it); the size is
         // counted once known.
         let (header, packet) = self.acks.send(now, 0);
+        span.packet(packet);
         out.extend_from_slice(&header.to_bytes());
         let head = AckHeader::BYTES + self.overhead();
         let (totals, sections) = self.pack(sources, packet, mtu, head, out, start)?;
@@ -444,6 +503,8 @@ impl Connection {
         self.next_turn();
         let bytes = out.len() - start;
         self.acks.add_sent_bytes(now, bytes);
+        span.bytes(bytes);
+        observe::packet(bytes);
         Ok(PacketStats {
             packet,
             bytes,
@@ -517,12 +578,17 @@ impl Connection {
         if self.awaits(packet) {
             return Err(ConnectionError::PacketInFlight { packet });
         }
+        let span = observe::Span::write_payload();
+        span.packet(packet);
         let start = out.len();
         let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
         self.next_turn();
+        let bytes = out.len() - start;
+        span.bytes(bytes);
+        observe::packet(bytes);
         Ok(PacketStats {
             packet,
-            bytes: out.len() - start,
+            bytes,
             sections,
             totals,
         })
@@ -544,20 +610,56 @@ impl Connection {
     ) -> Result<(DeltaStats, usize), ConnectionError> {
         let limit = (mtu.clamp(head + 1, MAX_PACKET) - head) as u64 * 8;
         let mut writer = BitWriter::new(out);
-        let mut wrote = Vec::new();
+        let mut wrote = core::mem::take(&mut self.written);
+        wrote.clear();
         let written = self.write_sections(sources, packet, limit, head, &mut writer, &mut wrote);
-        match written {
+        let result = match written {
             Ok(totals) => {
                 write_end(&mut writer);
                 writer.finish();
-                Ok((totals, wrote.len()))
+                Ok((totals, self.count(&wrote)))
             }
             Err(error) => {
                 drop(writer);
                 self.unwrite(packet, out, start);
                 Err(error)
             }
+        };
+        self.written = wrote;
+        result
+    }
+
+    /// Counts the channels' writes into a packet written, and returns how
+    /// many wrote a section.
+    fn count(&mut self, wrote: &[Written]) -> usize {
+        let mut sections = 0;
+        for (channel, delta, bits) in wrote {
+            let channel = *channel;
+            let level = delta.deferred > 0 || delta.oversized.is_some();
+            let bit = 1u64.checked_shl(channel as u32).unwrap_or(0);
+            let quiet = *bits == 0 && !level && delta.left_scope == 0;
+            if quiet && bit != 0 && self.leveled & bit == 0 {
+                continue; // nothing to count, no level to clear
+            }
+            if level {
+                self.leveled |= bit;
+            } else {
+                self.leveled &= !bit;
+            }
+            let counters = &mut self.counters[channel];
+            observe::section(channel, counters.bits(), *bits, delta);
+            counters.wrote(*bits, delta);
+            sections += usize::from(*bits > 0);
+            if let Some(item) = &delta.oversized {
+                observe::oversized(channel, item);
+            }
         }
+        #[cfg(feature = "metrics")]
+        for (channel, levels) in self.levels.iter_mut().enumerate() {
+            let stats = self.counters[channel].read(&self.states[channel]);
+            levels.report(channel, observe::Levels::of(&stats));
+        }
+        sections
     }
 
     /// The next packet starts with the next channel, so none starves.
@@ -568,8 +670,9 @@ impl Connection {
     /// Writes the sections of `packet`, each channel offered the room left
     /// in `limit` bits, in turn; then, if none had anything that fit, the
     /// largest item too large for the MTU alone (within what a datagram
-    /// holds, less `head` bytes). Pushes to `wrote` the channels that
-    /// wrote a section, and returns their counts summed.
+    /// holds, less `head` bytes). Pushes to `wrote` each channel's write
+    /// (with the bits of its section, 0 for none), and returns the counts
+    /// of those with a section summed.
     fn write_sections(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
@@ -577,7 +680,7 @@ impl Connection {
         limit: u64,
         head: usize,
         writer: &mut BitWriter<'_>,
-        wrote: &mut Vec<usize>,
+        wrote: &mut Vec<Written>,
     ) -> Result<DeltaStats, ConnectionError> {
         let mut totals = DeltaStats::default();
         let mut oversized: Option<(usize, u64)> = None;
@@ -591,8 +694,8 @@ impl Connection {
             }
             let (section, said) =
                 self.write_section(sources, channel, packet, Budget::of(room), writer)?;
-            if said {
-                wrote.push(channel);
+            wrote.push((channel, section, said));
+            if said > 0 {
                 add(&mut totals, &section);
             }
             if let Some(item) = section.oversized {
@@ -601,12 +704,13 @@ impl Connection {
                 }
             }
         }
-        if let (true, Some((channel, bits))) = (wrote.is_empty(), oversized) {
+        let none = wrote.iter().all(|&(_, _, said)| said == 0);
+        if let (true, Some((channel, bits))) = (none, oversized) {
             let most = (MAX_PACKET - head) as u64 * 8 - tag_bits(channel) - 1;
             let budget = Budget::of(bits.min(most));
             let (section, said) = self.write_section(sources, channel, packet, budget, writer)?;
-            if said {
-                wrote.push(channel);
+            wrote.push((channel, section, said));
+            if said > 0 {
                 add(&mut totals, &section);
             }
         }
@@ -636,7 +740,8 @@ impl Connection {
     }
 
     /// Writes channel `channel`'s delta within `budget`, as a section of
-    /// `writer` if it says something (then `true`), and returns its counts.
+    /// `writer` if it says something, and returns its counts and the
+    /// section's bits, tag included (0 if it said nothing).
     fn write_section(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
@@ -644,7 +749,7 @@ impl Connection {
         packet: u32,
         budget: Budget,
         writer: &mut BitWriter<'_>,
-    ) -> Result<(DeltaStats, bool), ConnectionError> {
+    ) -> Result<(DeltaStats, u64), ConnectionError> {
         let source = &mut *sources[channel];
         self.sources[channel] = Some(source.__origin());
         let mut scratch = core::mem::take(&mut self.scratch);
@@ -654,11 +759,13 @@ impl Connection {
         let bits = section.finish();
         // An empty delta is its one `0` bit: the channel has nothing to say,
         // and recorded nothing for the packet.
-        let said = result.is_ok() && bits > 1;
-        if said {
+        let said = if result.is_ok() && bits > 1 {
             write_tag(writer, channel);
             writer.write_bits_from(&scratch, bits);
-        }
+            tag_bits(channel) + bits
+        } else {
+            0
+        };
         self.scratch = scratch;
         result
             .map(|stats| (stats, said))
@@ -673,6 +780,16 @@ impl Connection {
             state.on_loss(packet);
         }
         out.truncate(start);
+    }
+}
+
+/// A connection gone no longer counts in the gauges of `metrics`.
+#[cfg(feature = "metrics")]
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for (channel, levels) in self.levels.iter_mut().enumerate() {
+            levels.report(channel, observe::Levels::default());
+        }
     }
 }
 

@@ -243,6 +243,47 @@ fn detail_mask(
     }
 }
 
+/// `Replicate::field_path`: the field that has the bit, by name, and for
+/// a flattened field's leaf, the leaf's path within its type.
+fn field_path(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+    let arms = fields.iter().map(|field| {
+        let name = match &field.field.member {
+            syn::Member::Named(named) => {
+                let name = named.to_string();
+                name.strip_prefix("r#").unwrap_or(&name).to_string()
+            }
+            syn::Member::Unnamed(index) => index.index.to_string(),
+        };
+        let (offset, width) = (&field.offset, &field.width);
+        let inner = if field.codec.is_flattened() {
+            let ty = field.field.ty;
+            quote_spanned! {at_type(ty)=>
+                let _ = <#ty as #private::Replicate>::field_path(__index - (#offset), __path);
+            }
+        } else {
+            TokenStream::new()
+        };
+        quote! {
+            // One comparison: below the offset wraps to a large number.
+            if __index.wrapping_sub(#offset) < (#width) {
+                __path.push(#name);
+                #inner
+                return true;
+            }
+        }
+    });
+    quote! {
+        fn field_path(
+            __index: ::core::primitive::u32,
+            __path: &mut #private::Vec<&'static ::core::primitive::str>,
+        ) -> ::core::primitive::bool {
+            #(#arms)*
+            let _ = (__index, __path);
+            false
+        }
+    }
+}
+
 /// `Replicate::capture_into`: each replicated field copied with
 /// `Clone::clone_from` into the earlier pre-image's, reusing what it owns;
 /// and `Replicate::capture_fields_into`, the same for the fields a mask
@@ -326,6 +367,7 @@ fn replicate_items(
     });
 
     let detail = detail_mask(private, style, all_fields, fields);
+    let path = field_path(private, fields);
     let array_steps = object::schema_steps(all_fields, private);
     let schema_hash = if fields.is_empty() && array_steps.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
@@ -382,7 +424,7 @@ fn replicate_items(
         type_name: name,
         consts: structure.unwrap_or_default(),
         patch: quote!(#patch_ident #ty_generics),
-        extra: quote!(#array_items #capture #detail),
+        extra: quote!(#array_items #capture #detail #path),
         diff_attrs: TokenStream::new(),
         diff: quote! {
             #[allow(unused_mut)]

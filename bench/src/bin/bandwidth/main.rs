@@ -13,6 +13,7 @@
 //! cargo run --release -p fastarray-bench --bin bandwidth    # bits, memory; writes BENCHMARKS.md
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --no-write   # print only
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --interest   # interest management only, printed
+//! cargo run --release -p fastarray-bench --bin bandwidth -- --field-costs   # which field costs what only: docs/field-costs.svg
 //! ```
 //!
 //! It writes at the repository root (the parent of this package's
@@ -31,6 +32,7 @@
 //! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
 //! | `memory` | the counting allocator and the heap bytes per item |
 //! | `interest` | interest management: bits against shadow arrays, memory per agent in scope |
+//! | `field_costs` | which field costs what (`FieldCosts`), its table and chart |
 //! | `estimates` | criterion's medians, read from its output |
 //! | `report` | the results and the issue's targets |
 //! | `markdown`, `chart`, `format` | `BENCHMARKS.md`, the SVG charts, number formatting |
@@ -40,6 +42,7 @@ mod chart;
 mod cpu_targets;
 mod estimates;
 mod events;
+mod field_costs;
 mod format;
 mod interest;
 mod loss;
@@ -57,6 +60,9 @@ use crate::bits::run_bits;
 use crate::chart::charts;
 use crate::estimates::load_criterion;
 use crate::events::{one_change, one_removal, one_shuffle};
+use crate::field_costs::{
+    WORKLOADS, field_cost_chart, field_cost_markdown, run_field_costs, run_mixed,
+};
 use crate::format::{num, size_label};
 use crate::interest::run_interest;
 use crate::loss::{fan_out_messages, run_loss};
@@ -75,6 +81,8 @@ const LOSS_TICKS: u32 = 200;
 const LOSS_RATES: [f64; 4] = [0.0, 0.05, 0.2, 0.5];
 /// Seed of every workload and link.
 const SEED: u64 = 0x5eed;
+/// The chart of which field costs what.
+const FIELD_COSTS_CHART: &str = "docs/field-costs.svg";
 
 fn print_tables(report: &Results) {
     println!(
@@ -142,6 +150,32 @@ fn main() {
         .parent()
         .expect("the bench package sits in the repository")
         .to_path_buf();
+    // Which field costs what: seconds, not the whole report's minutes.
+    let mut field_runs: Vec<_> = WORKLOADS
+        .iter()
+        .map(|&workload| run_field_costs(workload, LOSS_ITEMS, TICKS))
+        .collect();
+    field_runs.push(run_mixed(LOSS_ITEMS, TICKS));
+    for run in &field_runs {
+        println!(
+            "which field costs what: {} ({} items, {} ticks)\n{}\n",
+            run.name,
+            size_label(run.items),
+            run.ticks,
+            run.costs
+        );
+    }
+    let field_section = field_cost_markdown(&field_runs, FIELD_COSTS_CHART);
+    if std::env::args().any(|a| a == "--field-costs") {
+        println!("{field_section}");
+        if write {
+            std::fs::create_dir_all(root.join("docs")).expect("create docs/");
+            std::fs::write(root.join(FIELD_COSTS_CHART), field_cost_chart(&field_runs))
+                .expect("write chart");
+            eprintln!("wrote {FIELD_COSTS_CHART}");
+        }
+        return;
+    }
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     let cpu_dir = target.join("criterion");
@@ -195,7 +229,12 @@ fn main() {
     if !write {
         return;
     }
-    let charts = charts(&report);
+    let mut charts = charts(&report);
+    charts.push((
+        "Which field costs what",
+        FIELD_COSTS_CHART,
+        field_cost_chart(&field_runs),
+    ));
     std::fs::create_dir_all(root.join("docs")).expect("create docs/");
     for (_, file, svg) in &charts {
         std::fs::write(root.join(file), svg).expect("write chart");
@@ -205,7 +244,7 @@ fn main() {
         .map(|(name, file, _)| (*name, *file))
         .collect();
     let path = root.join("BENCHMARKS.md");
-    let mut markdown = report.markdown(&links);
+    let mut markdown = format!("{}\n\n{field_section}", report.markdown(&links).trim_end());
     // The section of `bench/bevy`'s report (it needs Bevy, and a newer Rust
     // than this package): kept as it was.
     if let Some(bevy) = std::fs::read_to_string(&path)
