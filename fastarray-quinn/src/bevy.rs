@@ -27,8 +27,6 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -37,18 +35,12 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use crate::error::ClientError;
+use crate::server::{Inbound, accept};
 use crate::{INBOUND_QUEUE, packet_size};
 
 /// The largest reliable message a client takes (a join's snapshot): a
 /// longer claim closes the stream rather than reserving memory for it.
 pub const MAX_RELIABLE_MESSAGE: usize = 64 << 20;
-
-/// What the server's tasks hand the game loop.
-enum Heard {
-    Connected(u64, quinn::Connection),
-    Datagram(u64, Bytes),
-    Closed(u64),
-}
 
 /// A client of the server: its QUIC connection and the queue of its
 /// reliable stream's writer.
@@ -66,7 +58,7 @@ struct Peer {
 /// fastarray's acknowledgements send its work again.
 pub struct QuicServerTransport {
     endpoint: quinn::Endpoint,
-    heard: mpsc::Receiver<Heard>,
+    heard: mpsc::Receiver<Inbound>,
     clients: BTreeMap<u64, Peer>,
     runtime: Handle,
 }
@@ -118,38 +110,6 @@ impl Drop for QuicServerTransport {
     }
 }
 
-/// Accepts connections until the endpoint closes, each read by a task.
-async fn accept(endpoint: quinn::Endpoint, sender: mpsc::Sender<Heard>, runtime: Handle) {
-    let next = Arc::new(AtomicU64::new(0));
-    while let Some(incoming) = endpoint.accept().await {
-        let (sender, next) = (sender.clone(), Arc::clone(&next));
-        runtime.spawn(async move {
-            // A handshake that fails concerns no client yet.
-            let Ok(quic) = incoming.await else {
-                return;
-            };
-            let client = next.fetch_add(1, Ordering::Relaxed);
-            if sender
-                .send(Heard::Connected(client, quic.clone()))
-                .await
-                .is_err()
-            {
-                return;
-            }
-            loop {
-                let heard = match quic.read_datagram().await {
-                    Ok(datagram) => Heard::Datagram(client, datagram),
-                    Err(_) => Heard::Closed(client),
-                };
-                let closed = matches!(heard, Heard::Closed(_));
-                if sender.send(heard).await.is_err() || closed {
-                    return;
-                }
-            }
-        });
-    }
-}
-
 /// Writes a client's reliable messages, each after its `u32` length, on
 /// one unidirectional stream, in order.
 async fn write_reliable(quic: quinn::Connection, mut messages: mpsc::UnboundedReceiver<Vec<u8>>) {
@@ -169,13 +129,13 @@ impl ServerTransport for QuicServerTransport {
     fn poll(&mut self, _now: Instant, events: &mut Vec<ServerEvent>) {
         while let Ok(heard) = self.heard.try_recv() {
             match heard {
-                Heard::Connected(client, quic) => {
+                Inbound::Connected(client, quic) => {
                     let (reliable, messages) = mpsc::unbounded_channel();
                     self.runtime.spawn(write_reliable(quic.clone(), messages));
                     self.clients.insert(client, Peer { quic, reliable });
                     events.push(ServerEvent::Connected { client });
                 }
-                Heard::Datagram(client, datagram) => {
+                Inbound::Datagram(client, datagram) => {
                     if self.clients.contains_key(&client) {
                         events.push(ServerEvent::Packet {
                             client,
@@ -183,7 +143,7 @@ impl ServerTransport for QuicServerTransport {
                         });
                     }
                 }
-                Heard::Closed(client) => {
+                Inbound::Closed(client, _) => {
                     if self.clients.remove(&client).is_some() {
                         events.push(ServerEvent::Disconnected { client });
                     }

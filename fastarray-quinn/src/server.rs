@@ -17,7 +17,7 @@ use crate::error::ServerError;
 use crate::{INBOUND_QUEUE, is_harmless, packet_size};
 
 /// What the endpoint's tasks hand the game loop.
-enum Inbound {
+pub(crate) enum Inbound {
     Connected(u64, quinn::Connection),
     Datagram(u64, Bytes),
     Closed(u64, quinn::ConnectionError),
@@ -364,7 +364,11 @@ impl Drop for QuicServer {
 
 /// Accepts connections on `endpoint` until it closes, each read by a task
 /// of its own.
-async fn accept(endpoint: quinn::Endpoint, sender: mpsc::Sender<Inbound>, runtime: Handle) {
+pub(crate) async fn accept(
+    endpoint: quinn::Endpoint,
+    sender: mpsc::Sender<Inbound>,
+    runtime: Handle,
+) {
     let next = Arc::new(AtomicU64::new(0));
     while let Some(incoming) = endpoint.accept().await {
         let (sender, next) = (sender.clone(), Arc::clone(&next));
