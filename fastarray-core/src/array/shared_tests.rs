@@ -27,12 +27,9 @@ fn write(
     let sender = server.sender.get_or_insert_with(Default::default);
     let mut bytes = Vec::new();
     let mut writer = BitWriter::new(&mut bytes);
-    let stats = if share {
-        sender.write(&mut server.store, conn, packet, &mut writer, budget)
-    } else {
-        sender.write_unshared(&mut server.store, conn, packet, &mut writer, budget)
-    }
-    .unwrap();
+    let stats = sender
+        .write_with(&mut server.store, conn, packet, &mut writer, budget, share)
+        .unwrap();
     writer.finish();
     (bytes, stats.shared)
 }

@@ -149,12 +149,6 @@ pub struct Connection {
     /// The channels' writes into the packet being written (kept, so
     /// writing allocates nothing).
     written: Vec<Written>,
-    /// Bit `n`: channel `n`'s counters hold a level (deferred or
-    /// oversized items) that a write with nothing to say must clear. A
-    /// write with nothing to count then leaves the counters untouched
-    /// (they are cold memory by then: a caught-up channel's empty write
-    /// would pay for reaching them).
-    leveled: u64,
     /// Per channel, what the last write reported to `metrics` (feature
     /// `metrics`), so many connections' levels add up.
     #[cfg(feature = "metrics")]
@@ -207,7 +201,6 @@ impl Connection {
             verdicts_dropped: 0,
             counters: vec![Counters::default(); channels],
             written: Vec::new(),
-            leveled: 0,
             #[cfg(feature = "metrics")]
             levels: vec![observe::Levels::default(); channels],
         }
@@ -500,17 +493,9 @@ impl Connection {
                 return Err(ConnectionError::Refused(error));
             }
         }
-        self.next_turn();
-        let bytes = out.len() - start;
-        self.acks.add_sent_bytes(now, bytes);
-        span.bytes(bytes);
-        observe::packet(bytes);
-        Ok(PacketStats {
-            packet,
-            bytes,
-            sections,
-            totals,
-        })
+        let stats = self.written_packet(&span, packet, out.len() - start, totals, sections);
+        self.acks.add_sent_bytes(now, stats.bytes);
+        Ok(stats)
     }
 
     /// Appends to `out` the next payload to the client on the transport's
@@ -582,16 +567,28 @@ impl Connection {
         span.packet(packet);
         let start = out.len();
         let (totals, sections) = self.pack(sources, packet, mtu, 0, out, start)?;
+        Ok(self.written_packet(&span, packet, out.len() - start, totals, sections))
+    }
+
+    /// A packet (or payload) of `bytes` written: the next one starts with
+    /// the next channel, and what it was is told and returned.
+    fn written_packet(
+        &mut self,
+        span: &observe::Span,
+        packet: u32,
+        bytes: usize,
+        totals: DeltaStats,
+        sections: usize,
+    ) -> PacketStats {
         self.next_turn();
-        let bytes = out.len() - start;
         span.bytes(bytes);
         observe::packet(bytes);
-        Ok(PacketStats {
+        PacketStats {
             packet,
             bytes,
             sections,
             totals,
-        })
+        }
     }
 
     /// Writes the sections of `packet` to `out` and their end, in a packet
@@ -633,23 +630,11 @@ impl Connection {
     /// many wrote a section.
     fn count(&mut self, wrote: &[Written]) -> usize {
         let mut sections = 0;
-        for (channel, delta, bits) in wrote {
-            let channel = *channel;
-            let level = delta.deferred > 0 || delta.oversized.is_some();
-            let bit = 1u64.checked_shl(channel as u32).unwrap_or(0);
-            let quiet = *bits == 0 && !level && delta.left_scope == 0;
-            if quiet && bit != 0 && self.leveled & bit == 0 {
-                continue; // nothing to count, no level to clear
-            }
-            if level {
-                self.leveled |= bit;
-            } else {
-                self.leveled &= !bit;
-            }
+        for &(channel, ref delta, bits) in wrote {
             let counters = &mut self.counters[channel];
-            observe::section(channel, counters.bits(), *bits, delta);
-            counters.wrote(*bits, delta);
-            sections += usize::from(*bits > 0);
+            observe::section(channel, counters.bits(), bits, delta);
+            counters.wrote(bits, delta);
+            sections += usize::from(bits > 0);
             if let Some(item) = &delta.oversized {
                 observe::oversized(channel, item);
             }

@@ -37,23 +37,10 @@ impl Sender {
         self.write_with(store, conn, packet, writer, budget, true)
     }
 
-    /// [`write`](Self::write), never through the shared message: what a
-    /// caught-up connection's own message would be (the tests compare the
-    /// two).
-    #[cfg(test)]
-    pub(crate) fn write_unshared<T: Replicate>(
-        &mut self,
-        store: &mut Store<T>,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        budget: Option<Budget>,
-    ) -> Result<DeltaStats, SendError> {
-        self.write_with(store, conn, packet, writer, budget, false)
-    }
-
-    /// [`write`](Self::write), the shared message allowed if `share`.
-    fn write_with<T: Replicate>(
+    /// [`write`](Self::write), the shared message allowed if `share`
+    /// (without it: what a caught-up connection's own message would be,
+    /// which the tests compare with the shared one).
+    pub(crate) fn write_with<T: Replicate>(
         &mut self,
         store: &mut Store<T>,
         conn: &mut SendState,
