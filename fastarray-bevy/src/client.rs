@@ -4,18 +4,18 @@
 //! [`ReplicaDespawned`]).
 
 use std::any::Any;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::time::Instant;
 
 use bevy_app::{App, Plugin, PostUpdate, PreUpdate};
-use bevy_ecs::entity::EntityMapper;
+use bevy_ecs::entity::{EntityHashMap, EntityMapper};
 use bevy_ecs::message::Message;
 use bevy_ecs::prelude::*;
 use fastarray::Replicated as Object;
 use fastarray::{
-    AckError, Callbacks, ConnectionError, DecodeError, FastArray, FieldMask, Incoming,
-    MirrorConnection, ReplicationId, WithCallbacks,
+    Callbacks, ConnectionError, DecodeError, FastArray, FieldMask, Incoming, MirrorConnection,
+    ReplicationId, WithCallbacks,
 };
 
 use crate::join::Join;
@@ -239,7 +239,7 @@ impl ReplicationClient {
 /// [`DESPAWNED_KEPT`] despawned entities are remembered for that.
 #[derive(Resource, Default)]
 pub struct ReplicaEntities {
-    by_server: HashMap<Entity, Held>,
+    by_server: EntityHashMap<Held>,
     despawned: VecDeque<Entity>,
 }
 
@@ -621,10 +621,7 @@ fn receive_into(
         client.ignored += packets.len() as u64;
         packets.clear();
     }
-    let channels = kinds.len();
-    let connection = client
-        .connection
-        .get_or_insert_with(|| MirrorConnection::new(channels));
+    let connection = connection_for(&mut client.connection, kinds.len());
     for packet in packets.drain(..) {
         let mut incoming: Vec<Box<dyn Incoming + '_>> =
             kinds.iter_mut().map(|kind| kind.incoming()).collect();
@@ -642,9 +639,7 @@ fn receive_into(
                     kind.flush(world, entities);
                 }
             }
-            Err(ConnectionError::Ack(AckError::Duplicate { .. } | AckError::TooOld { .. })) => {
-                client.ignored += 1;
-            }
+            Err(error) if error.is_harmless() => client.ignored += 1,
             Err(error) => {
                 client.rejected += 1;
                 client.last_error = Some(error);
@@ -691,15 +686,21 @@ fn join_by_snapshot(
     Ok(())
 }
 
+/// The connection to the server, made at first use with one channel a
+/// kind (every kind is registered by then).
+fn connection_for(
+    connection: &mut Option<MirrorConnection>,
+    channels: usize,
+) -> &mut MirrorConnection {
+    connection.get_or_insert_with(|| MirrorConnection::new(channels))
+}
+
 /// `PostUpdate`: the client's packet of the tick: acknowledgements, then
 /// the game's data.
 fn reply(mut client: ResMut<ReplicationClient>, arrays: Res<ClientArrays>) {
     let client = &mut *client;
-    let channels = arrays.kinds.len();
-    let connection = client
-        .connection
-        .get_or_insert_with(|| MirrorConnection::new(channels));
     client.reply.clear();
+    let connection = connection_for(&mut client.connection, arrays.kinds.len());
     if connection
         .write_reply(Instant::now(), &client.data, &mut client.reply)
         .is_ok()

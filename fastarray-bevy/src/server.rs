@@ -377,12 +377,14 @@ impl ReplicationServer {
 trait ServerChannel: Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn outgoing(&mut self) -> &mut dyn Outgoing;
-    /// Commits the tick; returns the entities whose items were added.
-    fn commit(&mut self, added: &mut Vec<Entity>);
+    /// Commits the tick; pushes to `added`, if given, the entities whose
+    /// items were added.
+    fn commit(&mut self, added: Option<&mut Vec<Entity>>);
     /// Gives `state` an (empty) scope on this array.
     fn begin_scope(&mut self, state: &mut SendState) -> Result<(), SendError>;
-    /// Applies a view change to `state`'s scope, if `entity` has an item.
-    fn view(&mut self, state: &mut SendState, change: ViewChange) -> Result<(), SendError>;
+    /// Applies view changes to `state`'s scope, those of entities with an
+    /// item here.
+    fn view(&mut self, state: &mut SendState, changes: &[ViewChange]) -> Result<(), SendError>;
     /// Readies `state` for this tick's write.
     fn prepare(&mut self, state: &mut SendState) {
         let _ = state;
@@ -410,12 +412,16 @@ impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for 
         &mut self.array
     }
 
-    fn commit(&mut self, added: &mut Vec<Entity>) {
-        let arrived = self.array.commit().added().to_vec();
-        for id in arrived {
-            if let Some(item) = self.array.get(id) {
-                added.push(item.entity);
-            }
+    fn commit(&mut self, added: Option<&mut Vec<Entity>>) {
+        self.array.commit();
+        if let Some(added) = added {
+            let array = &self.array;
+            let arrived = array.last_changeset().added().iter();
+            added.extend(
+                arrived
+                    .filter_map(|&id| array.get(id))
+                    .map(|item| item.entity),
+            );
         }
     }
 
@@ -427,30 +433,27 @@ impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for 
         self.array.write_snapshot_for(state, out).map(drop)
     }
 
-    fn view(&mut self, state: &mut SendState, change: ViewChange) -> Result<(), SendError> {
-        let entity = match change {
-            ViewChange::Show(entity)
-            | ViewChange::Hide(entity)
-            | ViewChange::Priority(entity, _)
-            | ViewChange::Detail(entity, _) => entity,
-        };
-        let Some(&id) = self.ids.get(&entity) else {
+    fn view(&mut self, state: &mut SendState, changes: &[ViewChange]) -> Result<(), SendError> {
+        if changes.is_empty() {
             return Ok(());
-        };
+        }
         let mut scope = self.array.scope(state)?;
-        match change {
-            ViewChange::Show(_) => {
-                scope.include(id);
-            }
-            ViewChange::Hide(_) => {
-                scope.exclude(id);
-            }
-            ViewChange::Priority(_, priority) => {
-                scope.set_priority(id, priority);
-            }
-            ViewChange::Detail(_, level) => {
-                scope.set_detail(id, level);
-            }
+        for &change in changes {
+            let entity = match change {
+                ViewChange::Show(entity)
+                | ViewChange::Hide(entity)
+                | ViewChange::Priority(entity, _)
+                | ViewChange::Detail(entity, _) => entity,
+            };
+            let Some(&id) = self.ids.get(&entity) else {
+                continue;
+            };
+            match change {
+                ViewChange::Show(_) => scope.include(id),
+                ViewChange::Hide(_) => scope.exclude(id),
+                ViewChange::Priority(_, priority) => scope.set_priority(id, priority),
+                ViewChange::Detail(_, level) => scope.set_detail(id, level),
+            };
         }
         Ok(())
     }
@@ -524,7 +527,7 @@ impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for 
         &mut self.object
     }
 
-    fn commit(&mut self, _: &mut Vec<Entity>) {
+    fn commit(&mut self, _: Option<&mut Vec<Entity>>) {
         self.object.commit();
     }
 
@@ -540,7 +543,7 @@ impl<R: fastarray::Replicate + Clone + Send + Sync + 'static> ServerChannel for 
         Ok(())
     }
 
-    fn view(&mut self, _: &mut SendState, _: ViewChange) -> Result<(), SendError> {
+    fn view(&mut self, _: &mut SendState, _: &[ViewChange]) -> Result<(), SendError> {
         Ok(())
     }
 }
@@ -680,30 +683,48 @@ fn send(
     alive: Query<(), With<Replicated>>,
 ) {
     let arrays = &mut *arrays;
+    let mut server = server;
+    // The entities whose items were added concern only clients that see
+    // what they are shown.
+    let explicit = server.as_ref().is_some_and(|server| {
+        server
+            .clients
+            .values()
+            .any(|client| client.policy == VisibilityPolicy::Explicit)
+    });
     let mut added = Vec::new();
     for kind in &mut arrays.kinds {
-        kind.commit(&mut added);
+        kind.commit(explicit.then_some(&mut added));
     }
-    let Some(mut server) = server else {
+    let Some(server) = server.as_deref_mut() else {
         return;
     };
-    let server = &mut *server;
     let gone: Vec<Entity> = despawned
         .read()
         .filter(|&entity| !alive.contains(entity))
         .collect();
-    let now = Instant::now();
-    for (&id, client) in server.clients.iter_mut() {
+    for client in server.clients.values_mut() {
         if client.policy == VisibilityPolicy::Explicit {
             apply_view(client, &mut arrays.kinds, &added);
             for &entity in &gone {
                 client.view.forget(entity);
             }
         }
+        for (channel, kind) in arrays.kinds.iter_mut().enumerate() {
+            kind.prepare(client.connection.state_mut(channel));
+        }
+    }
+    let now = Instant::now();
+    let mut sources: Vec<&mut dyn Outgoing> = arrays
+        .kinds
+        .iter_mut()
+        .map(|kind| kind.outgoing())
+        .collect();
+    for (&id, client) in server.clients.iter_mut() {
         write_packets(
             id,
             client,
-            &mut arrays.kinds,
+            &mut sources,
             arrays.packets_per_tick,
             &mut *server.transport,
             &mut server.packet,
@@ -728,12 +749,13 @@ fn apply_view(client: &mut Client, kinds: &mut [Box<dyn ServerChannel>], added: 
             }
         }
     }
-    for change in changes {
-        for (channel, kind) in kinds.iter_mut().enumerate() {
-            // Each channel's state is scoped on its own array only.
-            let _ = kind.view(client.connection.state_mut(channel), change);
-        }
+    for (channel, kind) in kinds.iter_mut().enumerate() {
+        // Each channel's state is scoped on its own array only.
+        let _ = kind.view(client.connection.state_mut(channel), &changes);
     }
+    // The list's room serves the next tick's changes.
+    changes.clear();
+    client.view.changes = changes;
 }
 
 /// Writes up to `budget` packets to one client: always one (its header
@@ -741,24 +763,16 @@ fn apply_view(client: &mut Client, kinds: &mut [Box<dyn ServerChannel>], added: 
 fn write_packets(
     id: ClientId,
     client: &mut Client,
-    kinds: &mut [Box<dyn ServerChannel>],
+    sources: &mut [&mut dyn Outgoing],
     budget: usize,
     transport: &mut dyn ServerTransport,
     packet: &mut Vec<u8>,
     now: Instant,
 ) {
     let mtu = transport.max_packet(id);
-    for (channel, kind) in kinds.iter_mut().enumerate() {
-        kind.prepare(client.connection.state_mut(channel));
-    }
-    let mut sources: Vec<&mut dyn Outgoing> =
-        kinds.iter_mut().map(|kind| kind.outgoing()).collect();
     for _ in 0..budget {
         packet.clear();
-        match client
-            .connection
-            .write_packet(now, mtu, &mut sources, packet)
-        {
+        match client.connection.write_packet(now, mtu, sources, packet) {
             Ok(stats) => {
                 transport.send(id, packet);
                 client.bytes_sent += packet.len() as u64;
