@@ -9,8 +9,8 @@ use fastarray_core::{AckConfig, Incoming, MirrorConnection};
 use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
+use crate::INBOUND_QUEUE;
 use crate::error::ClientError;
-use crate::{INBOUND_QUEUE, is_harmless};
 
 /// What the connection's task hands the game loop.
 enum Inbound {
@@ -201,7 +201,7 @@ impl QuicClient {
     /// Applies every datagram the server sent since the last call to
     /// `mirrors` (channel `n` is `mirrors[n]`, in the server's order),
     /// oldest first, never waiting. Duplicates and packets older than the
-    /// header's window are read past ([`is_harmless`]); any other packet
+    /// header's window are read past ([`ConnectionError::is_harmless`](fastarray_core::ConnectionError::is_harmless)); any other packet
     /// that does not apply stops the call with
     /// [`ClientError::Apply`] (the ones after it stay queued; what the
     /// call applied before it is counted in [`stats`](Self::stats)). Errs with
@@ -231,7 +231,7 @@ impl QuicClient {
                             received.applied += 1;
                             self.stats.applied += 1;
                         }
-                        Err(error) if is_harmless(&error) => {
+                        Err(error) if error.is_harmless() => {
                             received.harmless += 1;
                             self.stats.harmless += 1;
                         }

@@ -81,7 +81,7 @@ pub enum ClientError {
     DatagramsUnsupported,
     /// A packet from the server could not be applied, for a reason that is
     /// not the network's doing (a duplicate or a packet too old is not
-    /// one: [`is_harmless`](crate::is_harmless)): the server runs another
+    /// one: [`ConnectionError::is_harmless`](fastarray_core::ConnectionError::is_harmless)): the server runs another
     /// schema or another number of channels, or misbehaves. No mirror
     /// changed; the datagrams after it are still queued.
     Apply(ConnectionError),

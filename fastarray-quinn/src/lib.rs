@@ -136,7 +136,7 @@ pub use dev::{DevCertificate, SetupError, transport_config};
 pub use error::{ClientError, ServerError};
 pub use server::{QuicServer, Sent, ServerEvent, Traffic};
 
-use fastarray_core::{AckError, ConnectionError, MAX_PACKET};
+use fastarray_core::MAX_PACKET;
 
 /// Datagrams the tasks queue for the game loop, per server or client:
 /// past this, reading waits (and quinn's own buffer, then the network,
@@ -156,21 +156,4 @@ const INBOUND_QUEUE: usize = 4096;
 /// ```
 pub fn packet_size(max_datagram_size: Option<usize>) -> Option<usize> {
     max_datagram_size.map(|size| size.min(MAX_PACKET))
-}
-
-/// Whether a packet that did not apply (or a reply the server did not
-/// read) is the network's doing and harmless to read past: a duplicate
-/// ([`AckError::Duplicate`]), or a packet older than the header's window
-/// ([`AckError::TooOld`]; what it said was declared lost and goes again).
-/// QUIC does not duplicate datagrams, but it may deliver them out of
-/// order. Everything else is a real error: a header that cannot be read
-/// or acknowledges a packet never sent, a section that does not decode
-/// (another schema, another number of channels). A late packet within the
-/// window is not an error at all: the mirrors read past what is stale in
-/// it.
-pub fn is_harmless(error: &ConnectionError) -> bool {
-    matches!(
-        error,
-        ConnectionError::Ack(AckError::Duplicate { .. } | AckError::TooOld { .. })
-    )
 }

@@ -14,7 +14,7 @@ use tokio::runtime::Handle;
 use tokio::sync::mpsc;
 
 use crate::error::ServerError;
-use crate::{INBOUND_QUEUE, is_harmless, packet_size};
+use crate::{INBOUND_QUEUE, packet_size};
 
 /// What the endpoint's tasks hand the game loop.
 pub(crate) enum Inbound {
@@ -278,7 +278,7 @@ impl QuicServer {
                                 payload: datagram.slice(start..),
                             });
                         }
-                        Err(error) if is_harmless(&error) => client.traffic.harmless += 1,
+                        Err(error) if error.is_harmless() => client.traffic.harmless += 1,
                         Err(error) => {
                             return Some(ServerEvent::Refused { client: id, error });
                         }

@@ -18,14 +18,13 @@ pub enum Harmless {
     TooOld,
 }
 
-/// Whether `error`, from [`MirrorConnection::apply`] or
-/// [`Connection::receive`], is [`Harmless`]: a duplicate, or a packet too
-/// old to acknowledge. Every other error is real: a header acknowledging
-/// packets never sent, a truncated packet, a section that does not decode,
-/// a packet refused by a session, a call of the wrong mode. With renet's
-/// netcode transport, which authenticates every datagram, those come only
-/// from a peer running other code (another version of the game's types,
-/// a bug): disconnect it.
+/// Which [`Harmless`] refusal `error`, from [`MirrorConnection::apply`]
+/// or [`Connection::receive`], is, if it is one
+/// ([`ConnectionError::is_harmless`]: a duplicate, or a packet too old to
+/// acknowledge). Every other error is real; with renet's netcode
+/// transport, which authenticates every datagram, those come only from a
+/// peer running other code (another version of the game's types, a bug):
+/// disconnect it.
 ///
 /// ```
 /// use fastarray_core::{AckError, ConnectionError};
@@ -40,9 +39,9 @@ pub enum Harmless {
 /// [`MirrorConnection::apply`]: fastarray_core::MirrorConnection::apply
 /// [`Connection::receive`]: fastarray_core::Connection::receive
 pub fn harmless(error: &ConnectionError) -> Option<Harmless> {
-    match error {
-        ConnectionError::Ack(AckError::Duplicate { .. }) => Some(Harmless::Duplicate),
-        ConnectionError::Ack(AckError::TooOld { .. }) => Some(Harmless::TooOld),
-        _ => None,
-    }
+    // Which errors are harmless is the core's rule; this names which one.
+    error.is_harmless().then(|| match error {
+        ConnectionError::Ack(AckError::Duplicate { .. }) => Harmless::Duplicate,
+        _ => Harmless::TooOld,
+    })
 }

@@ -78,11 +78,12 @@ fn converges_at_50_percent_loss() {
     assert!(outcome.clients.iter().all(|client| client.dropped > 0));
 }
 
+/// The joins of the client that sees most fill packets up to the
+/// adapter's MTU (renet and netcode add their headers): packets use the
+/// room they have. That such a packet is one datagram of renet's is
+/// `config`'s unit test, against renet's own packet builder.
 #[test]
-fn a_full_packet_is_one_datagram() {
-    // The joins of the client that sees most fill packets to the
-    // adapter's MTU; renet and netcode add their headers, and netcode
-    // refuses a datagram over 1 400 bytes.
+fn joins_fill_packets_to_the_mtu() {
     let outcome = play(0.0, 4);
     let largest = outcome
         .clients
@@ -90,5 +91,4 @@ fn a_full_packet_is_one_datagram() {
         .map(|client| client.largest_datagram)
         .max();
     assert!(largest > Some(fastarray_renet::MTU), "{outcome:?}");
-    assert!(largest <= Some(1_400), "{outcome:?}");
 }

@@ -137,6 +137,32 @@ impl std::error::Error for ConnectionError {
     }
 }
 
+impl ConnectionError {
+    /// Whether the packet refused is the network's doing, and harmless to
+    /// read past: a duplicate ([`AckError::Duplicate`]), or a packet older
+    /// than the header's window ([`AckError::TooOld`]: what it carried was
+    /// declared lost and goes again if still current). Nothing changed and
+    /// nothing is owed. Every other error is real: a header that cannot be
+    /// read or acknowledges a packet never sent, a section that does not
+    /// decode (another schema, another number of channels), a packet a
+    /// session refused, a call of the wrong mode. Over a transport that
+    /// authenticates its peer, those come only from a peer running other
+    /// code: disconnect it.
+    ///
+    /// ```
+    /// use fastarray_core::{AckError, ConnectionError};
+    ///
+    /// assert!(ConnectionError::Ack(AckError::Duplicate { packet: 7 }).is_harmless());
+    /// assert!(!ConnectionError::Ack(AckError::Truncated { len: 3 }).is_harmless());
+    /// ```
+    pub fn is_harmless(&self) -> bool {
+        matches!(
+            self,
+            Self::Ack(AckError::Duplicate { .. } | AckError::TooOld { .. })
+        )
+    }
+}
+
 impl From<AckError> for ConnectionError {
     fn from(error: AckError) -> Self {
         Self::Ack(error)
