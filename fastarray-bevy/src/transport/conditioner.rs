@@ -48,6 +48,9 @@ impl LinkConditioner {
     }
 }
 
+/// A datagram held back, with its client (0 on a client's side).
+type Datagram = (ClientId, Vec<u8>);
+
 /// A transport whose datagrams go through a [`LinkConditioner`] both
 /// ways. [`heal`](Self::heal) makes the link perfect from then on.
 ///
@@ -64,8 +67,8 @@ pub struct Conditioned<T> {
     link: LinkConditioner,
     state: u64,
     /// Datagrams held back, each with the polls it still waits.
-    held_out: Vec<(u32, ClientId, Vec<u8>)>,
-    held_in: Vec<(u32, (ClientId, Vec<u8>))>,
+    held_out: Vec<(u32, Datagram)>,
+    held_in: Vec<(u32, Datagram)>,
 }
 
 impl<T> Conditioned<T> {
@@ -132,17 +135,16 @@ impl<T> Conditioned<T> {
     }
 
     /// Counts the held datagrams down a poll; returns those due.
-    fn due<X>(held: &mut Vec<(u32, X)>) -> Vec<X> {
+    fn due(held: &mut Vec<(u32, Datagram)>) -> Vec<Datagram> {
         let mut due = Vec::new();
-        let mut kept = Vec::with_capacity(held.len());
-        for (wait, item) in held.drain(..) {
-            if wait <= 1 {
-                due.push(item);
-            } else {
-                kept.push((wait - 1, item));
+        held.retain_mut(|(wait, datagram)| {
+            if *wait <= 1 {
+                due.push(std::mem::take(datagram));
+                return false;
             }
-        }
-        *held = kept;
+            *wait -= 1;
+            true
+        });
         due
     }
 }
@@ -171,18 +173,9 @@ impl<T: ServerTransport> ServerTransport for Conditioned<T> {
                 }
             }
         }
-        let mut out: Vec<(u32, (ClientId, Vec<u8>))> = self
-            .held_out
-            .drain(..)
-            .map(|(wait, client, packet)| (wait, (client, packet)))
-            .collect();
-        for (client, packet) in Self::due(&mut out) {
+        for (client, packet) in Self::due(&mut self.held_out) {
             self.inner.send(client, &packet);
         }
-        self.held_out = out
-            .into_iter()
-            .map(|(wait, (client, packet))| (wait, client, packet))
-            .collect();
     }
 
     fn send(&mut self, client: ClientId, packet: &[u8]) {
@@ -191,7 +184,7 @@ impl<T: ServerTransport> ServerTransport for Conditioned<T> {
             if wait == 0 {
                 self.inner.send(client, packet);
             } else {
-                self.held_out.push((wait, client, packet.to_vec()));
+                self.held_out.push((wait, (client, packet.to_vec())));
             }
         }
     }
@@ -234,18 +227,9 @@ impl<T: ClientTransport> ClientTransport for Conditioned<T> {
                 }
             }
         }
-        let mut out: Vec<(u32, Vec<u8>)> = self
-            .held_out
-            .drain(..)
-            .map(|(wait, _, packet)| (wait, packet))
-            .collect();
-        for packet in Self::due(&mut out) {
+        for (_, packet) in Self::due(&mut self.held_out) {
             self.inner.send(&packet);
         }
-        self.held_out = out
-            .into_iter()
-            .map(|(wait, packet)| (wait, 0, packet))
-            .collect();
     }
 
     fn send(&mut self, packet: &[u8]) {
@@ -254,7 +238,7 @@ impl<T: ClientTransport> ClientTransport for Conditioned<T> {
             if wait == 0 {
                 self.inner.send(packet);
             } else {
-                self.held_out.push((wait, 0, packet.to_vec()));
+                self.held_out.push((wait, (0, packet.to_vec())));
             }
         }
     }
