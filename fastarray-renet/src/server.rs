@@ -342,10 +342,11 @@ impl RenetReplicationServer {
         sources: &mut [&mut dyn Outgoing],
     ) -> Result<Sent, ClientError> {
         self.sync(server);
-        let clients: Vec<ClientId> = self.connections.keys().copied().collect();
+        let (channel_id, packets_per_tick) = (self.channel_id, self.packets_per_tick);
         let mut sent = Sent::default();
-        for client in clients {
-            sent.absorb(self.send_to(now, server, client, sources)?);
+        for (&client, peer) in &mut self.connections {
+            let to = (client, channel_id, packets_per_tick);
+            sent.absorb(send_peer(now, server, to, peer, sources)?);
         }
         Ok(sent)
     }
@@ -360,35 +361,54 @@ impl RenetReplicationServer {
         client: ClientId,
         sources: &mut [&mut dyn Outgoing],
     ) -> Result<Sent, ClientError> {
-        let mut sent = Sent::default();
-        let Some(Peer { conn, heard }) = self.connections.get_mut(&client) else {
-            return Ok(sent);
+        let Some(peer) = self.connections.get_mut(&client) else {
+            return Ok(Sent::default());
         };
-        if !*heard {
-            sent.waiting = 1;
+        send_peer(
+            now,
+            server,
+            (client, self.channel_id, self.packets_per_tick),
+            peer,
+            sources,
+        )
+    }
+}
+
+/// Writes client `client`'s packets of the tick (on renet channel
+/// `channel_id`, at most `packets_per_tick`) and hands them to renet: what
+/// [`RenetReplicationServer::send`] does for each client.
+fn send_peer(
+    now: Instant,
+    server: &mut RenetServer,
+    (client, channel_id, packets_per_tick): (ClientId, u8, usize),
+    Peer { conn, heard }: &mut Peer,
+    sources: &mut [&mut dyn Outgoing],
+) -> Result<Sent, ClientError> {
+    let mut sent = Sent::default();
+    if !*heard {
+        sent.waiting = 1;
+        return Ok(sent);
+    }
+    for _ in 0..packets_per_tick {
+        // A packet renet would drop is not written: its work stays due.
+        if !server.can_send_message(client, channel_id, MTU) {
+            sent.deferred = 1;
             return Ok(sent);
         }
-        for _ in 0..self.packets_per_tick {
-            // A packet renet would drop is not written: its work stays due.
-            if !server.can_send_message(client, self.channel_id, MTU) {
-                sent.deferred = 1;
-                return Ok(sent);
-            }
-            // Written straight into the buffer renet sends.
-            let mut packet = Vec::with_capacity(MTU);
-            let stats = conn
-                .write_packet(now, MTU, sources, &mut packet)
-                .map_err(|error| ClientError { client, error })?;
-            sent.packets += 1;
-            sent.bytes += packet.len();
-            server.send_message(client, self.channel_id, Bytes::from(packet));
-            if stats.totals.deferred == 0 {
-                return Ok(sent);
-            }
+        // Written straight into the buffer renet sends.
+        let mut packet = Vec::with_capacity(MTU);
+        let stats = conn
+            .write_packet(now, MTU, sources, &mut packet)
+            .map_err(|error| ClientError { client, error })?;
+        sent.packets += 1;
+        sent.bytes += packet.len();
+        server.send_message(client, channel_id, Bytes::from(packet));
+        if stats.totals.deferred == 0 {
+            return Ok(sent);
         }
-        sent.deferred = 1;
-        Ok(sent)
     }
+    sent.deferred = 1;
+    Ok(sent)
 }
 
 #[cfg(test)]
