@@ -40,8 +40,10 @@ pub enum Harmless {
 /// [`Connection::receive`]: fastarray_core::Connection::receive
 pub fn harmless(error: &ConnectionError) -> Option<Harmless> {
     // Which errors are harmless is the core's rule; this names which one.
-    error.is_harmless().then(|| match error {
-        ConnectionError::Ack(AckError::Duplicate { .. }) => Harmless::Duplicate,
-        _ => Harmless::TooOld,
+    let duplicate = matches!(error, ConnectionError::Ack(AckError::Duplicate { .. }));
+    error.is_harmless().then_some(if duplicate {
+        Harmless::Duplicate
+    } else {
+        Harmless::TooOld
     })
 }
