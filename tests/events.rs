@@ -396,6 +396,20 @@ mod snapshot_events {
             .apply_snapshot_with(&snapshot(&server), &mut snapshot_log)
             .unwrap();
         assert_eq!((report.added, report.changed, report.removed), (2, 0, 0));
+        // Both squads added, and the first one's two members with it.
+        let adds = |log: &Log| log.0.iter().filter(|line| line.starts_with("add")).count();
+        let inner = |log: &Log| {
+            log.0
+                .iter()
+                .filter(|line| line.starts_with("inner"))
+                .count()
+        };
+        assert_eq!(
+            (adds(&delta_log), inner(&delta_log)),
+            (2, 2),
+            "{:?}",
+            delta_log.0
+        );
         assert_eq!(snapshot_log.0, delta_log.0);
         assert!(by_snapshot.wire_eq(&server) && by_delta.wire_eq(&server));
     }

@@ -95,7 +95,12 @@ fn main() {
     let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
     let new = match (old.find(BEGIN), old.find(END)) {
         (Some(begin), Some(end)) => {
-            format!("{}{section}{}", &old[..begin], &old[end + END.len() + 1..])
+            let after = &old[end + END.len()..];
+            format!(
+                "{}{section}{}",
+                &old[..begin],
+                after.strip_prefix('\n').unwrap_or(after)
+            )
         }
         _ if old.ends_with("\n\n") => format!("{old}{section}"),
         _ => format!("{old}\n{section}"),
