@@ -23,6 +23,8 @@
 
 /// The byte-level naive baseline.
 pub mod bytes;
+/// Criterion's estimates, for the reports that write BENCHMARKS.md.
+pub mod estimates;
 /// The interest-management workload and its baselines.
 pub mod interest;
 /// The naive position-diffing baseline.
@@ -351,7 +353,7 @@ pub fn remove_positions<T>(items: &mut Vec<T>, positions: &[usize]) {
 }
 
 /// A moved coordinate: `p + by`, or `p - by` if that would leave the range.
-fn moved(p: f32, by: f32) -> f32 {
+pub fn moved(p: f32, by: f32) -> f32 {
     let forward = p + by;
     if forward.abs() <= POSITION_RANGE {
         forward

@@ -31,7 +31,7 @@ pub mod ours;
 /// The bevy_replicon side.
 pub mod replicon;
 
-use fastarray_bench::{POSITION_RANGE, Workload};
+use fastarray_bench::Workload;
 
 /// Agents in the world when measuring.
 pub const ITEMS: usize = 1_000;
@@ -120,16 +120,8 @@ pub fn bytes_per_client<S: Side>(workload: Workload, clients: usize, ticks: u32)
     }
 }
 
-/// A moved coordinate, as `fastarray-bench` moves it: `p + by`, or
-/// `p - by` if that would leave the range.
-pub fn moved(p: f32, by: f32) -> f32 {
-    let forward = p + by;
-    if forward.abs() <= POSITION_RANGE {
-        forward
-    } else {
-        p - by
-    }
-}
+/// A moved coordinate, as `fastarray-bench` moves it.
+pub use fastarray_bench::moved;
 
 /// Whether two positions are the same after 16-bit quantization over
 /// `[-1024, 1024]` (steps of 1/32).

@@ -12,11 +12,11 @@
 //! cargo run --release -p fastarray-bench-bevy --bin bevy_report -- --no-write
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use fastarray_bench::Workload;
+use fastarray_bench::estimates::load_criterion;
 use fastarray_bench_bevy::ours::Ours;
 use fastarray_bench_bevy::replicon::Replicon;
 use fastarray_bench_bevy::{
@@ -263,15 +263,27 @@ fn section(rows: &[Row]) -> String {
             time(slope(one.cpu.1, many.cpu.1)),
         );
     }
+    // Where the CPU goal is missed, how many clients those rows have: the
+    // text says so from the rows, not from what they were last time.
+    let missed_clients = rows
+        .iter()
+        .filter(|r| r.cpu_ratio().is_some_and(|ratio| ratio < CPU_GOAL))
+        .map(|r| r.clients)
+        .max();
+    let where_missed = match missed_clients {
+        None => "every row meets the CPU goal".to_string(),
+        Some(clients) => format!(
+            "the rows below {CPU_GOAL}× have at most {clients} clients, where a tick's own \
+             cost, paid once whatever the clients, weighs most: Bevy's change detection visits \
+             every entity holding a replicated component, and the array diffs the changed ones"
+        ),
+    };
     let _ = writeln!(
         md,
         "\nBoth encode a tick's changes once for all clients: replicon serializes a changed \
          component once and copies the bytes to every client; a caught-up fastarray client \
-         takes the frame's shared message, encoded once, inside its `Connection`'s packet. Yet \
-         an additional client costs fastarray-bevy far less than it costs replicon (the \
-         figures above), and the rows below 10× are those with few clients, where the tick's own cost, paid once whatever the clients, \
-         dominates: Bevy's change detection visits every entity holding a replicated \
-         component, and the array diffs the changed ones.\n{END}"
+         takes the frame's shared message, encoded once, inside its `Connection`'s packet. \
+         Per additional client, the figures above; {where_missed}.\n{END}"
     );
     md
 }
@@ -296,54 +308,4 @@ fn time(ns: Option<f64>) -> String {
         Some(ns) if ns < 1e6 => format!("{:.1} µs", ns / 1e3),
         Some(ns) => format!("{:.2} ms", ns / 1e6),
     }
-}
-
-/// Criterion's median time per iteration in nanoseconds, by id
-/// (`group/function`), from every `new/estimates.json` under `dir` (the
-/// reader of `fastarray-bench`'s `bandwidth` report, which is a binary's
-/// module and not shared).
-fn load_criterion(dir: &Path) -> BTreeMap<String, f64> {
-    let mut cpu = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if !path.is_dir() {
-                continue;
-            }
-            if path.file_name().is_some_and(|n| n == "new") {
-                let bench = std::fs::read_to_string(path.join("benchmark.json"));
-                let estimates = std::fs::read_to_string(path.join("estimates.json"));
-                if let (Ok(bench), Ok(estimates)) = (bench, estimates) {
-                    let id = json_string(&bench, "full_id");
-                    let median = json_section_number(&estimates, "median", "point_estimate");
-                    if let (Some(id), Some(ns)) = (id, median) {
-                        cpu.insert(id, ns);
-                    }
-                }
-            } else {
-                stack.push(path);
-            }
-        }
-    }
-    cpu
-}
-
-/// The string value of `"key":"..."` in a flat JSON text.
-fn json_string(json: &str, key: &str) -> Option<String> {
-    let start = json.find(&format!("\"{key}\":\""))? + key.len() + 4;
-    let end = json[start..].find('"')?;
-    Some(json[start..start + end].to_string())
-}
-
-/// The number of `"field":` inside the object of `"section":`.
-fn json_section_number(json: &str, section: &str, field: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{section}\":{{"))?;
-    let rest = &json[at..];
-    let start = rest.find(&format!("\"{field}\":"))? + field.len() + 3;
-    let end = rest[start..].find([',', '}'])?;
-    rest[start..start + end].trim().parse().ok()
 }

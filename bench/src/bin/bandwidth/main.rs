@@ -40,7 +40,6 @@
 mod bits;
 mod chart;
 mod cpu_targets;
-mod estimates;
 mod events;
 mod field_costs;
 mod format;
@@ -58,7 +57,6 @@ use fastarray_bench::Workload;
 
 use crate::bits::run_bits;
 use crate::chart::charts;
-use crate::estimates::load_criterion;
 use crate::events::{one_change, one_removal, one_shuffle};
 use crate::field_costs::{
     WORKLOADS, field_cost_chart, field_cost_markdown, run_field_costs, run_mixed,
@@ -68,6 +66,7 @@ use crate::interest::run_interest;
 use crate::loss::{fan_out_messages, run_loss};
 use crate::memory::measure_memory;
 use crate::report::{Results, status};
+use fastarray_bench::estimates::load_criterion;
 
 /// Array sizes of the bits table.
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];

@@ -7,12 +7,12 @@ use fastarray_bench::Workload;
 
 use crate::LOSS_ITEMS;
 use crate::bits::Bits;
-use crate::estimates::Cpu;
 use crate::events::{Event, FRAME_BITS, GOLOMB_CODE_BITS, count_bits, middle_id_bits};
 use crate::format::{num, ratio, time};
 use crate::interest::Interest;
 use crate::loss::{FanOut, Loss};
 use crate::memory::Memory;
+use fastarray_bench::estimates::Cpu;
 
 /// A target of the issue and where we stand.
 pub struct Target {
