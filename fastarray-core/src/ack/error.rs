@@ -38,11 +38,12 @@ pub enum AckError {
 impl fmt::Display for AckError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Truncated { len } => write!(
-                f,
-                "a packet of {len} byte(s) cannot hold an ack header ({} bytes)",
-                super::AckHeader::BYTES
-            ),
+            // The header's size is the header's (`AckHeader::BYTES`),
+            // which reads into this error: not named here, so the two
+            // modules do not depend on each other.
+            Self::Truncated { len } => {
+                write!(f, "a packet of {len} byte(s) is shorter than an ack header")
+            }
             Self::AckFromFuture {
                 ack,
                 newest_sent: Some(newest),

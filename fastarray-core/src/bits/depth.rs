@@ -4,6 +4,7 @@
 use core::ops::{Deref, DerefMut};
 
 use super::{BitReader, BitWriter};
+use crate::error::{DecodeError, EncodeError};
 
 /// How deeply values of `#[derive(Replicate)]` types may nest in one value:
 /// 128 levels, the item itself counting as the first.
@@ -19,6 +20,39 @@ use super::{BitReader, BitWriter};
 /// nests, and few enough that decoding (and dropping) the deepest value
 /// accepted fits a small thread stack.
 pub const MAX_DEPTH: u32 = 128;
+
+impl<'a> BitWriter<'a> {
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `encode` and `encode_fields`, writing through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedWriter<'_, 'a>, EncodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
+        }
+        self.depth += 1;
+        Ok(NestedWriter { writer: self })
+    }
+}
+
+impl<'a> BitReader<'a> {
+    /// Enters one more level of derived value: what `#[derive(Replicate)]`
+    /// calls at the start of `decode` and `decode_fields`, reading through
+    /// the returned guard, which leaves the level when dropped (on every
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    #[doc(hidden)]
+    pub fn nest(&mut self) -> Result<NestedReader<'_, 'a>, DecodeError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(DecodeError::TooDeep {
+                bit_offset: self.bit_offset(),
+                limit: MAX_DEPTH,
+            });
+        }
+        self.depth += 1;
+        Ok(NestedReader { reader: self })
+    }
+}
 
 /// A [`BitWriter`] one derived value deeper, from [`BitWriter::nest`].
 #[doc(hidden)]

@@ -1,7 +1,6 @@
 //! [`BitReader`]: bits in, as [`BitWriter`](super::BitWriter) wrote them,
 //! never past the end and never panicking.
 
-use super::depth::{MAX_DEPTH, NestedReader};
 use super::zigzag_decode;
 use crate::error::DecodeError;
 
@@ -11,7 +10,7 @@ use crate::error::DecodeError;
 /// # Nesting depth
 ///
 /// Derived types count how deeply their values nest on the reader: a value
-/// more than [`MAX_DEPTH`] (128) derived values deep, the outermost
+/// more than [`MAX_DEPTH`](super::MAX_DEPTH) (128) derived values deep, the outermost
 /// counting as the first, is refused with [`DecodeError::TooDeep`] before
 /// the level past the limit is read. This bounds the recursion (and the
 /// stack) a message of a recursive type can cause, whatever its size.
@@ -55,22 +54,6 @@ impl<'a> BitReader<'a> {
         // Fewer than 8 bits, inside the input unless it ended before `start`.
         let _ = reader.read_bits((start % 8) as u32);
         reader
-    }
-
-    /// Enters one more level of derived value: what `#[derive(Replicate)]`
-    /// calls at the start of `decode` and `decode_fields`, reading through
-    /// the returned guard, which leaves the level when dropped (on every
-    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
-    #[doc(hidden)]
-    pub fn nest(&mut self) -> Result<NestedReader<'_, 'a>, DecodeError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(DecodeError::TooDeep {
-                bit_offset: self.pos,
-                limit: MAX_DEPTH,
-            });
-        }
-        self.depth += 1;
-        Ok(NestedReader { reader: self })
     }
 
     /// Bits consumed so far.

@@ -1,7 +1,6 @@
 //! [`BitWriter`]: bits out, least significant first, through a 64-bit
 //! accumulator.
 
-use super::depth::{MAX_DEPTH, NestedWriter};
 use super::zigzag_encode;
 use crate::error::EncodeError;
 
@@ -14,7 +13,7 @@ use crate::error::EncodeError;
 /// between them.
 ///
 /// Derived types count how deeply their values nest on the writer and
-/// refuse to write past [`MAX_DEPTH`] levels ([`EncodeError::TooDeep`]).
+/// refuse to write past [`MAX_DEPTH`](super::MAX_DEPTH) levels ([`EncodeError::TooDeep`]).
 ///
 /// ```
 /// use fastarray_core::{BitReader, BitWriter};
@@ -62,19 +61,6 @@ impl<'a> BitWriter<'a> {
         let mut writer = BitWriter::new(out);
         writer.depth = self.depth;
         writer
-    }
-
-    /// Enters one more level of derived value: what `#[derive(Replicate)]`
-    /// calls at the start of `encode` and `encode_fields`, writing through
-    /// the returned guard, which leaves the level when dropped (on every
-    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
-    #[doc(hidden)]
-    pub fn nest(&mut self) -> Result<NestedWriter<'_, 'a>, EncodeError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
-        }
-        self.depth += 1;
-        Ok(NestedWriter { writer: self })
     }
 
     /// Bits written so far by this writer.
