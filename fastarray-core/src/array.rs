@@ -13,8 +13,8 @@ use crate::id::{ReplicationId, ReplicationKey};
 use crate::iter::{Ids, Iter, IterMut};
 use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
 use crate::receive::decode::Decoded;
-use crate::receive::events::{ApplyReport, ArrayPath, Callbacks};
-use crate::receive::mirror::Mirror;
+use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
+use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::send::state::SendState;
@@ -23,6 +23,7 @@ use crate::store::{ItemMut, Store};
 
 pub use scope::ScopeMut;
 
+mod as_field;
 mod limits;
 mod mirror_state;
 mod role;

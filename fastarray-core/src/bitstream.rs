@@ -70,7 +70,7 @@ use bitstream_io::{BitRead, BitWrite};
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, varint_bits};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::receive::events::{ApplyReport, Callbacks};
+use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::replicated::Replicated;
 use crate::send::state::SendState;

@@ -12,8 +12,8 @@ use core::any::Any;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::limits::ArrayLimits;
-use crate::receive::events::{ApplyReport, ArrayPath, InnerEvent};
-use crate::receive::mirror_state::MirrorState;
+use crate::receive_state::events::{ApplyReport, ArrayPath, InnerEvent};
+use crate::receive_state::mirror_state::MirrorState;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 

@@ -20,11 +20,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-// Modules from the bottom up: each uses only modules above it in this
-// list (checked by `tests/layers.rs`).
+// The modules, by name. Each uses only modules of its own layer or lower
+// ones: the layers, bottom up, are `tests/layers.rs`'s, which checks it.
 pub mod ack;
 mod array;
-mod array_inner;
 mod bits;
 #[cfg(feature = "bitstream-io")]
 pub mod bitstream;
@@ -37,12 +36,14 @@ mod handshake;
 mod history;
 mod id;
 mod id_map;
-mod inner;
+mod inner_array;
+mod interest_grid;
 mod iter;
 mod limits;
 mod mask;
 mod pre_image;
 mod receive;
+mod receive_state;
 mod replicate;
 mod replicated;
 #[doc(hidden)]
@@ -51,8 +52,7 @@ mod secure;
 mod send;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
-mod snapshot;
-mod spatial;
+mod snapshot_message;
 mod store;
 mod wire;
 
@@ -89,10 +89,11 @@ pub use glam_0_33;
 pub use handshake::SchemaMismatch;
 pub use history::HISTORY_LEN;
 pub use id::{ReplicationId, ReplicationKey};
+pub use interest_grid::{InterestGrid, Relevance};
 pub use iter::{Ids, Iter, IterMut};
 pub use limits::MirrorLimits;
 pub use mask::FieldMask;
-pub use receive::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent, MirrorState};
+pub use receive_state::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent, MirrorState};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
 #[cfg(feature = "encryption")]
@@ -101,7 +102,6 @@ pub use secure::{
     ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
 };
 pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
-pub use spatial::{InterestGrid, Relevance};
 pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private_0_1`)
@@ -123,7 +123,7 @@ pub mod __private_0_1 {
     pub use crate::codec::quantize::{Quantize, Quantizer, Quantizers};
     pub use crate::codec::rotation::{QuantizeRotation, SmallestThree};
     pub use crate::error::{DecodeError, EncodeError};
-    pub use crate::inner::{ArrayField, InnerArray};
+    pub use crate::inner_array::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
     pub use crate::pre_image::{ByClone, CloneField, NotClone};
     pub use crate::replicate::Replicate;

@@ -3,7 +3,7 @@
 use crate::bits::{BitReader, BitWriter};
 use crate::codec::BitCodec;
 use crate::error::{DecodeError, EncodeError};
-use crate::inner::InnerArray;
+use crate::inner_array::InnerArray;
 use crate::mask::FieldMask;
 
 /// Whether `a` and `b` encode to the same bits (`false` if either cannot

@@ -12,7 +12,7 @@ use hashbrown::HashMap;
 use crate::changeset::Changeset;
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::inner::Lineage;
+use crate::inner_array::Lineage;
 use crate::mask::FieldMask;
 use crate::pre_image::{self, Buffer, Cell, Lent, PreImages};
 use crate::replicate::Replicate;

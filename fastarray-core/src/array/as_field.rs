@@ -7,16 +7,16 @@ use core::any::Any;
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::inner::{ArrayField, InnerArray, InnerDelta, Lineage};
+use crate::inner_array::{ArrayField, InnerArray, InnerDelta, Lineage};
 use crate::limits::ArrayLimits;
 use crate::receive::apply::report_whole;
 use crate::receive::decode::{Decoded, skip_delta};
-use crate::receive::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
-use crate::receive::mirror_state::MirrorState;
+use crate::receive_state::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
+use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
-use crate::snapshot;
+use crate::snapshot_message;
 
 /// A `FastArray` of any item type is what an array field may be.
 impl<U: Replicate + 'static> ArrayField for FastArray<U> {
@@ -117,11 +117,11 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
     }
 
     fn snapshot_state(&self) -> SendState {
-        snapshot::snapshot_state(self.store())
+        snapshot_message::snapshot_state(self.store())
     }
 
     fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        snapshot::encode_body(self.store(), writer).map_err(|(_, error)| error)
+        snapshot_message::encode_body(self.store(), writer).map_err(|(_, error)| error)
     }
 
     fn decode_snapshot_body(

@@ -3,7 +3,7 @@
 
 use super::FastArray;
 use crate::limits::MirrorLimits;
-use crate::receive::mirror::Mirror;
+use crate::receive_state::mirror::Mirror;
 
 impl<T> FastArray<T> {
     /// An empty mirror, as [`mirror`](Self::mirror), that refuses any

@@ -2,7 +2,7 @@
 //! its items' values, to compare two mirrors whole.
 
 use super::FastArray;
-use crate::receive::mirror_state::{ItemState, MirrorState};
+use crate::receive_state::mirror_state::{ItemState, MirrorState};
 use crate::replicate::Replicate;
 
 impl<T: Replicate> FastArray<T> {

@@ -8,11 +8,11 @@ use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
 use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
 use crate::receive::apply::report_snapshot;
-use crate::receive::events::{ApplyReport, Callbacks};
-use crate::receive::mirror::Mirror;
+use crate::receive_state::events::{ApplyReport, Callbacks};
+use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::state::SendState;
-use crate::snapshot;
+use crate::snapshot_message;
 
 impl<T: Replicate> FastArray<T> {
     /// Appends a snapshot message of the whole array to `out` and returns
@@ -51,8 +51,8 @@ impl<T: Replicate> FastArray<T> {
     /// [`write_snapshot`](Self::write_snapshot) into a shared bit stream
     /// (on error, the bits written so far stay).
     pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        snapshot::write_header::<T>(writer);
-        snapshot::encode_body(&self.store, writer).map_err(|(_, error)| error)
+        snapshot_message::write_header::<T>(writer);
+        snapshot_message::encode_body(&self.store, writer).map_err(|(_, error)| error)
     }
 
     /// Appends a snapshot of the whole array to `out` for a client that
@@ -115,10 +115,10 @@ impl<T: Replicate> FastArray<T> {
             return Err(SendError::Uncommitted);
         }
         conn.may_join_by_snapshot()?;
-        snapshot::write_header::<T>(writer);
-        snapshot::encode_body(&self.store, writer)
+        snapshot_message::write_header::<T>(writer);
+        snapshot_message::encode_body(&self.store, writer)
             .map_err(|(id, error)| SendError::Encode { id, error })?;
-        *conn = snapshot::snapshot_state(&self.store);
+        *conn = snapshot_message::snapshot_state(&self.store);
         Ok(())
     }
 
@@ -171,9 +171,9 @@ impl<T: Replicate> FastArray<T> {
         object: bool,
     ) -> Result<Self, DecodeError> {
         within_message_bytes(reader, &limits, |reader| {
-            snapshot::read_header::<T>(reader)?;
+            snapshot_message::read_header::<T>(reader)?;
             let limits = ArrayLimits::top(limits);
-            let (store, frame) = snapshot::decode_body(reader, limits, object)?;
+            let (store, frame) = snapshot_message::decode_body(reader, limits, object)?;
             Ok(Self {
                 store,
                 sender: None,
@@ -261,7 +261,7 @@ impl<T: Replicate> FastArray<T> {
         reader: &mut BitReader<'_>,
         limits: ArrayLimits,
     ) -> Result<Self, DecodeError> {
-        let (store, frame) = snapshot::decode_body(reader, limits, false)?;
+        let (store, frame) = snapshot_message::decode_body(reader, limits, false)?;
         Ok(Self {
             store,
             sender: None,

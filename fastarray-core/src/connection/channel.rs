@@ -12,7 +12,7 @@ use std::any::Any;
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter, gamma_bits};
 use crate::error::{DecodeError, SendError};
-use crate::receive::{ApplyReport, Callbacks};
+use crate::receive_state::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::replicated::Replicated;
 use crate::send::SendState;

@@ -12,7 +12,7 @@ use super::error::ConnectionError;
 use super::observe;
 use crate::ack::{AckConfig, AckHeader, Acks, LinkStats};
 use crate::bits::BitReader;
-use crate::receive::ApplyReport;
+use crate::receive_state::ApplyReport;
 use crate::secure::{Session, inner_of, open_with};
 
 /// The client's side of its connection to a server's

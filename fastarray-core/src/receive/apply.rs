@@ -4,11 +4,13 @@
 //! items beside their owners' (see [`Callbacks`]).
 
 use super::decode::{ArrayDelta, Decoded, Entry};
-use super::events::{ApplyReport, ArrayOwner, ArrayPath, Callbacks, InnerChange, InnerEvent};
-use super::mirror::Mirror;
 use crate::id::ReplicationId;
-use crate::inner::InnerArray;
+use crate::inner_array::InnerArray;
 use crate::mask::FieldMask;
+use crate::receive_state::events::{
+    ApplyReport, ArrayOwner, ArrayPath, Callbacks, InnerChange, InnerEvent,
+};
+use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::store::{Near, Store};
 

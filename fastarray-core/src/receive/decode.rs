@@ -3,13 +3,13 @@
 //! A delta whose contents will be dropped (inside an entry for a removed
 //! item, or in a stale message) is read past without being kept.
 
-use super::mirror::{Mirror, Named, NamedWhole};
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
-use crate::inner::InnerDelta;
+use crate::inner_array::InnerDelta;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
+use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
 use crate::replicate::Replicate;
 use crate::send::scope::MAX_DETAIL;
 use crate::store::{Near, Store};

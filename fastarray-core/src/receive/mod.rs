@@ -1,22 +1,7 @@
-//! The receiving side: a mirror follows a server's array. Each message is
-//! decoded and checked whole against the mirror (`decode`), then applied
-//! (`apply`) with events (`events`); the mirror remembers the newest frame
-//! and recent removals (`mirror`, `tombstones`) so that packets may arrive
-//! late, twice, or out of order.
-//!
-//! Per field of each item the mirror keeps the frame of the newest value
-//! applied to it, and a field takes a value only from a newer frame; a
-//! removal leaves a tombstone so a late add cannot bring the item back; a
-//! message more than [`HISTORY_LEN`](crate::HISTORY_LEN) frames older than
-//! the newest one applied is ignored whole (its sender has counted it as
-//! lost), which also bounds how long tombstones are kept.
+//! Receiving a message on a mirror: each message is decoded and checked
+//! whole against the mirror and its limits (`decode`), then applied
+//! (`apply`) with its events, in Unreal's order. What the mirror keeps
+//! from message to message is `receive_state`'s.
 
 pub(crate) mod apply;
 pub(crate) mod decode;
-pub(crate) mod events;
-pub(crate) mod mirror;
-pub(crate) mod mirror_state;
-pub(crate) mod tombstones;
-
-pub use events::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
-pub use mirror_state::MirrorState;
