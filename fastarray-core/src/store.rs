@@ -1,26 +1,25 @@
-//! An array's item storage: items in a `Vec` found by id through a map,
-//! the change-recording guard, and commit, which turns a frame's work into
-//! a changeset in O(items touched).
+//! An array's item storage: items in a `Vec` found by id through a map;
+//! the change-recording guard (`item_mut`) and commit (`commit`), which
+//! turns a frame's work into a changeset in O(items touched).
 
 use core::cmp::Ordering as Order;
-use core::fmt;
-use core::ops::{Deref, DerefMut};
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use hashbrown::HashMap;
 
-use crate::changeset::Changeset;
-use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::inner_array::Lineage;
 use crate::mask::FieldMask;
-use crate::pre_image::{self, Buffer, Cell, Lent, PreImages};
+use crate::pre_image::{Lent, PreImages};
 use crate::replicate::Replicate;
 use crate::send::state::Holdings;
 
+mod commit;
 mod field_frames;
+mod item_mut;
 
 use field_frames::FieldFrames;
+pub use item_mut::ItemMut;
 
 /// The items of one array, with what this frame did to them.
 pub(crate) struct Store<T> {
@@ -47,10 +46,13 @@ pub(crate) struct Store<T> {
 pub(crate) struct Slot<T> {
     pub(crate) id: ReplicationId,
     pub(crate) key: ReplicationKey,
-    /// Server: the frame that added the item or last bumped its key.
-    /// Mirror: for an item that left the scope and came back, the frame of
-    /// that exit (entries up to it belong to its earlier stay); else 0.
-    pub(crate) changed: u64,
+    /// A frame the slot remembers, whose meaning is the array's role's and
+    /// is read only through the role's accessor: on a server the frame
+    /// that added the item or last bumped its key ([`Slot::key_frame`]);
+    /// on a mirror, for an item that left the scope and came back, the
+    /// frame of that exit ([`Slot::returned_after`]), else 0. One word
+    /// serves both: a slot is 24 bytes (`WIRE.md`, "Limits").
+    frame_mark: u64,
     state: SlotState,
     pub(crate) value: T,
 }
@@ -59,7 +61,12 @@ impl<T> Slot<T> {
     /// Mirror: the frame of the exit the item came back after, if it left
     /// the scope and came back (entries up to it are read past).
     pub(crate) fn returned_after(&self) -> Option<u64> {
-        (self.changed > 0).then_some(self.changed)
+        (self.frame_mark > 0).then_some(self.frame_mark)
+    }
+
+    /// Server: the frame that added the item or last bumped its key.
+    pub(crate) fn key_frame(&self) -> u64 {
+        self.frame_mark
     }
 
     /// Whether the item was neither added nor written this frame (its
@@ -346,10 +353,10 @@ impl<T> Store<T> {
     /// pre-image.
     pub(crate) fn get_mut(&mut self, id: ReplicationId) -> Option<ItemMut<'_, T>> {
         let pos = *self.index.get(&id)?;
-        Some(ItemMut {
-            slot: &mut self.slots[pos],
-            record: Record::Push(&mut self.work.touched),
-        })
+        Some(ItemMut::pushing(
+            &mut self.slots[pos],
+            &mut self.work.touched,
+        ))
     }
 
     /// Every slot, mutably and in order, with one pre-image cell per slot
@@ -397,7 +404,7 @@ impl<T> Store<T> {
     /// Mirror: records that item `id` came back after an exit at `exit`.
     pub(crate) fn set_returned_after(&mut self, id: ReplicationId, exit: u64) {
         if let Some(&pos) = self.index.get(&id) {
-            self.slots[pos].changed = exit;
+            self.slots[pos].frame_mark = exit;
         }
     }
 
@@ -442,7 +449,7 @@ impl<T> Store<T> {
         self.slots.push(Slot {
             id,
             key: ReplicationKey::default(),
-            changed: 0,
+            frame_mark: 0,
             state,
             value,
         });
@@ -472,86 +479,11 @@ impl<T> Store<T> {
     }
 }
 
-impl<T: Replicate> Store<T> {
-    /// Ends the frame: works out what was added, removed and changed since
-    /// the last commit, bumps the keys of items that really changed, commits
-    /// the arrays inside the items added or touched, and pushes the
-    /// changeset into `history`.
-    ///
-    /// # Panics
-    /// If an array inside an item written through a guard was replaced by
-    /// another `FastArray` (see [`check_lineage`]).
-    pub(crate) fn commit(&mut self, history: &mut History) {
-        self.frame += 1;
-        let frame = self.frame;
-        let mut changes = history.next_slot(frame);
-        for id in self.work.added.drain(..) {
-            if let Some(&pos) = self.index.get(&id) {
-                let slot = &mut self.slots[pos];
-                slot.state = SlotState::Clean;
-                slot.changed = frame;
-                commit_arrays(&mut slot.value);
-                changes.added.push(id);
-            } else {
-                changes.vanished.push(id);
-            }
-        }
-        let (index, slots) = (&self.index, &mut self.slots);
-        // Pre-images come in the order of the writes: often the items'.
-        let mut near = Near::default();
-        self.work.touched.drain(|id, before| {
-            let Some(pos) = near.find(slots, index, id) else {
-                return false;
-            };
-            let slot = &mut slots[pos];
-            slot.state = SlotState::Clean;
-            if T::ARRAY_FIELDS > 0 {
-                check_lineage(id, &slot.value, before);
-            }
-            let mask = slot.value.diff(before);
-            let arrays = commit_arrays(&mut slot.value);
-            if !mask.is_empty() || arrays {
-                slot.key = slot.key.next();
-                slot.changed = frame;
-            }
-            if !mask.is_empty() {
-                changes.changed.push((id, mask));
-            }
-            if arrays {
-                changes.arrays_changed.push(id);
-            }
-            // The pre-image becomes the committed value: the fields that
-            // changed are all it lacks.
-            slot.value.capture_fields_into(before, mask)
-        });
-        changes.removed.append(&mut self.work.removed);
-        // Pushes happen in id order, so `added` is already sorted.
-        changes.removed.sort_unstable();
-        changes.changed.sort_unstable_by_key(|&(id, _)| id);
-        changes.arrays_changed.sort_unstable();
-        if !changes.is_empty() {
-            self.array_key = self.array_key.next();
-        }
-        history.push(changes);
-    }
-
-    /// The number of items before this frame's changes (`changes`, the
-    /// newest changeset): what a caught-up client holds.
-    pub(crate) fn live_before(&self, changes: Option<&Changeset>) -> usize {
-        match changes {
-            Some(changes) if changes.frame == self.frame => {
-                self.slots.len() + changes.removed.len() - changes.added.len()
-            }
-            _ => self.slots.len(),
-        }
-    }
-}
-
 /// What a connection compares against when it resynchronises.
 impl<T> Holdings for Store<T> {
     fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64)) {
         for slot in &self.slots {
-            visit(slot.id, slot.key, slot.changed);
+            visit(slot.id, slot.key, slot.key_frame());
         }
     }
 
@@ -561,129 +493,8 @@ impl<T> Holdings for Store<T> {
 
     fn key_of(&self, id: ReplicationId) -> Option<(ReplicationKey, u64)> {
         let slot = &self.slots[*self.index.get(&id)?];
-        Some((slot.key, slot.changed))
+        Some((slot.key, slot.key_frame()))
     }
-}
-
-/// Write access to one item of a [`FastArray`](crate::FastArray), from
-/// [`FastArray::get_mut`](crate::FastArray::get_mut) or
-/// [`FastArray::iter_mut`](crate::FastArray::iter_mut).
-///
-/// The first mutable access in a frame makes the item's pre-image (a copy
-/// of its current value, or nothing if the buffer it meets already holds
-/// it; see [`FastArray::get_mut`](crate::FastArray::get_mut)), so the next
-/// [`commit`](crate::FastArray::commit) can tell which fields changed.
-pub struct ItemMut<'a, T> {
-    slot: &'a mut Slot<T>,
-    /// Where the first write puts the pre-image.
-    record: Record<'a, T>,
-}
-
-/// Where a guard puts the pre-image of its item's first write this frame.
-enum Record<'a, T> {
-    /// Appended to the frame's list ([`Store::get_mut`]: one guard at
-    /// a time).
-    Push(&'a mut PreImages<T>),
-    /// Into a cell of that list, and its buffer, lent to this guard alone
-    /// ([`Store::lend`]: many guards at once).
-    Cell(&'a mut Cell, &'a mut Buffer<T>),
-    /// Nowhere: the item was already added or written this frame.
-    Done,
-}
-
-impl<'a, T> ItemMut<'a, T> {
-    /// A guard over `slot` from [`Store::lend`]: `cell` is the slot's
-    /// pre-image cell if it was not written yet this frame.
-    pub(crate) fn lent(
-        slot: &'a mut Slot<T>,
-        cell: Option<(&'a mut Cell, &'a mut Buffer<T>)>,
-    ) -> Self {
-        debug_assert_eq!(cell.is_some(), slot.state == SlotState::Clean);
-        let record = match cell {
-            Some((cell, buffer)) => Record::Cell(cell, buffer),
-            None => Record::Done,
-        };
-        Self { slot, record }
-    }
-
-    /// The item's id.
-    pub fn id(&self) -> ReplicationId {
-        self.slot.id
-    }
-}
-
-impl<T> Deref for ItemMut<'_, T> {
-    type Target = T;
-
-    #[inline]
-    fn deref(&self) -> &T {
-        &self.slot.value
-    }
-}
-
-/// Guards are only made for `Clone` items (`get_mut`, `iter_mut`): the
-/// pre-image is a copy.
-impl<T: Replicate + Clone> DerefMut for ItemMut<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        if self.slot.state == SlotState::Clean {
-            match &mut self.record {
-                Record::Push(touched) => {
-                    let buffer = touched.record(self.slot.id);
-                    pre_image::capture(self.slot.id, &self.slot.value, buffer);
-                }
-                Record::Cell(cell, buffer) => {
-                    pre_image::capture(self.slot.id, &self.slot.value, buffer);
-                    cell.mark_written();
-                }
-                // A clean slot always comes with somewhere to record.
-                Record::Done => debug_assert!(false, "clean slot without a record"),
-            }
-            self.slot.state = SlotState::Touched;
-        }
-        &mut self.slot.value
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for ItemMut<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("ItemMut")
-            .field(&self.slot.id)
-            .field(&self.slot.value)
-            .finish()
-    }
-}
-
-/// Panics if an `#[replicate(array)]` field of item `id` is not the array
-/// its pre-image `before` was taken from (or an edited copy of it): a
-/// replaced array restarts its frames and ids while every mirror keeps the
-/// old one's, so it could only diverge silently.
-fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
-    let mut was = Vec::with_capacity(T::ARRAY_FIELDS as usize);
-    before.for_each_array(&mut |array| was.push(array.lineage()));
-    let mut field = 0;
-    value.for_each_array(&mut |array| {
-        let now = array.lineage();
-        if was.get(field).is_some_and(|was| !now.continues(was)) {
-            panic!(
-                "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
-                 since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
-                 Edit the array in place instead (clear() it and push the new items).",
-                T::TYPE_NAME
-            );
-        }
-        field += 1;
-    });
-}
-
-/// Commits the `#[replicate(array)]` fields of an item; returns whether
-/// any of them changed.
-fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
-    let mut changed = false;
-    if T::ARRAY_FIELDS > 0 {
-        value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
-    }
-    changed
 }
 
 #[cfg(test)]

@@ -1,0 +1,116 @@
+//! Commit: the frame's work (adds, removals, the pre-images of the items
+//! written) turned into a changeset in O(items touched), the keys of the
+//! items that really changed bumped, and the arrays inside items committed.
+
+use super::{Near, SlotState, Store};
+use crate::changeset::Changeset;
+use crate::history::History;
+use crate::id::ReplicationId;
+use crate::replicate::Replicate;
+
+impl<T: Replicate> Store<T> {
+    /// Ends the frame: works out what was added, removed and changed since
+    /// the last commit, bumps the keys of items that really changed, commits
+    /// the arrays inside the items added or touched, and pushes the
+    /// changeset into `history`.
+    ///
+    /// # Panics
+    /// If an array inside an item written through a guard was replaced by
+    /// another `FastArray` (see [`check_lineage`]).
+    pub(crate) fn commit(&mut self, history: &mut History) {
+        self.frame += 1;
+        let frame = self.frame;
+        let mut changes = history.next_slot(frame);
+        for id in self.work.added.drain(..) {
+            if let Some(&pos) = self.index.get(&id) {
+                let slot = &mut self.slots[pos];
+                slot.state = SlotState::Clean;
+                slot.frame_mark = frame;
+                commit_arrays(&mut slot.value);
+                changes.added.push(id);
+            } else {
+                changes.vanished.push(id);
+            }
+        }
+        let (index, slots) = (&self.index, &mut self.slots);
+        // Pre-images come in the order of the writes: often the items'.
+        let mut near = Near::default();
+        self.work.touched.drain(|id, before| {
+            let Some(pos) = near.find(slots, index, id) else {
+                return false;
+            };
+            let slot = &mut slots[pos];
+            slot.state = SlotState::Clean;
+            if T::ARRAY_FIELDS > 0 {
+                check_lineage(id, &slot.value, before);
+            }
+            let mask = slot.value.diff(before);
+            let arrays = commit_arrays(&mut slot.value);
+            if !mask.is_empty() || arrays {
+                slot.key = slot.key.next();
+                slot.frame_mark = frame;
+            }
+            if !mask.is_empty() {
+                changes.changed.push((id, mask));
+            }
+            if arrays {
+                changes.arrays_changed.push(id);
+            }
+            // The pre-image becomes the committed value: the fields that
+            // changed are all it lacks.
+            slot.value.capture_fields_into(before, mask)
+        });
+        changes.removed.append(&mut self.work.removed);
+        // Pushes happen in id order, so `added` is already sorted.
+        changes.removed.sort_unstable();
+        changes.changed.sort_unstable_by_key(|&(id, _)| id);
+        changes.arrays_changed.sort_unstable();
+        if !changes.is_empty() {
+            self.array_key = self.array_key.next();
+        }
+        history.push(changes);
+    }
+
+    /// The number of items before this frame's changes (`changes`, the
+    /// newest changeset): what a caught-up client holds.
+    pub(crate) fn live_before(&self, changes: Option<&Changeset>) -> usize {
+        match changes {
+            Some(changes) if changes.frame == self.frame => {
+                self.slots.len() + changes.removed.len() - changes.added.len()
+            }
+            _ => self.slots.len(),
+        }
+    }
+}
+
+/// Panics if an `#[replicate(array)]` field of item `id` is not the array
+/// its pre-image `before` was taken from (or an edited copy of it): a
+/// replaced array restarts its frames and ids while every mirror keeps the
+/// old one's, so it could only diverge silently.
+fn check_lineage<T: Replicate>(id: ReplicationId, value: &T, before: &T) {
+    let mut was = Vec::with_capacity(T::ARRAY_FIELDS as usize);
+    before.for_each_array(&mut |array| was.push(array.lineage()));
+    let mut field = 0;
+    value.for_each_array(&mut |array| {
+        let now = array.lineage();
+        if was.get(field).is_some_and(|was| !now.continues(was)) {
+            panic!(
+                "item {id} of a FastArray<{}>: its array field #{field} was replaced by another FastArray \
+                 since the last commit; mirrors keep the old array's frames and ids, so they would diverge. \
+                 Edit the array in place instead (clear() it and push the new items).",
+                T::TYPE_NAME
+            );
+        }
+        field += 1;
+    });
+}
+
+/// Commits the `#[replicate(array)]` fields of an item; returns whether
+/// any of them changed.
+fn commit_arrays<T: Replicate>(value: &mut T) -> bool {
+    let mut changed = false;
+    if T::ARRAY_FIELDS > 0 {
+        value.for_each_array_mut(&mut |array| changed |= array.commit_changes());
+    }
+    changed
+}
