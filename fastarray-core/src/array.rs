@@ -5,25 +5,19 @@
 use core::cmp::Ordering;
 use core::fmt;
 
-use crate::bits::{BitReader, BitWriter};
 use crate::changeset::Changeset;
-use crate::error::{DecodeError, Limit, SendError};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::iter::{Ids, Iter, IterMut};
-use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
-use crate::receive::decode::Decoded;
-use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
-use crate::send::state::SendState;
-use crate::send::stats::{Budget, DeltaStats};
 use crate::store::{ItemMut, Store};
 
 pub use scope::ScopeMut;
 
 mod as_field;
+mod delta;
 mod limits;
 mod mirror_state;
 mod role;
@@ -64,8 +58,8 @@ mod wire_eq;
 /// first applied to it ([`is_mirror`] tells which). Each side refuses the
 /// other's work: local changes to a mirror ([`push`], [`get_mut`],
 /// [`iter_mut`], [`remove`], [`retain`], [`clear`], [`commit`]) panic, and
-/// its writes return [`SendError::NotAnAuthority`]; a delta or snapshot
-/// applied to an authority returns [`DecodeError::NotAMirror`] and
+/// its writes return [`SendError::NotAnAuthority`](crate::SendError::NotAnAuthority); a delta or snapshot
+/// applied to an authority returns [`DecodeError::NotAMirror`](crate::DecodeError::NotAMirror) and
 /// changes nothing. Reordering ([`swap`], [`sort_by`]) is local to each
 /// side and allowed on both: order is never replicated.
 ///
@@ -405,210 +399,6 @@ impl<T: Replicate> FastArray<T> {
         self.last_changeset()
     }
 
-    /// Appends to `out` the delta that brings `conn`'s client up to date,
-    /// and records that packet `packet` carries it. A message with nothing
-    /// to send is one byte (one bit, padded).
-    ///
-    /// Call it after [`commit`](Self::commit), once per connection per tick;
-    /// then report the packet's fate with [`SendState::on_ack`] or
-    /// [`SendState::on_loss`]. On error nothing is written and nothing changes.
-    ///
-    /// Connections that are caught up (everything up to the last frame
-    /// written, every add acknowledged, nothing to repair) get the same
-    /// bits: the second of them in a frame writes the message and keeps it,
-    /// and the others copy it and record the packet without visiting each
-    /// changed item, so many clients cost little more than one
-    /// ([`DeltaStats::shared`] says which writes took it).
-    ///
-    /// ```
-    /// use fastarray_core::{FastArray, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Unit { hp: u16, team: u8 }
-    ///
-    /// let mut server = FastArray::new();
-    /// let id = server.push(Unit { hp: 100, team: 1 });
-    /// server.commit();
-    /// let mut conn = SendState::new();
-    /// let mut client = FastArray::mirror();
-    ///
-    /// let mut packet = Vec::new();
-    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
-    /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
-    ///
-    /// server.get_mut(id).unwrap().hp = 75;
-    /// server.commit();
-    /// packet.clear();
-    /// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
-    /// assert_eq!((stats.changed, stats.added), (1, 0)); // only `hp` is sent
-    /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// assert_eq!(client, server);
-    /// ```
-    pub fn write_delta(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        out: &mut Vec<u8>,
-    ) -> Result<DeltaStats, SendError> {
-        self.write_delta_bits(conn, packet, &mut BitWriter::new(out), None)
-    }
-
-    /// Like [`write_delta`](Self::write_delta), but the message takes at
-    /// most `max_bits` bits: removals first, then the items whose work has
-    /// waited longest (a lost packet's work keeps the place it had), as
-    /// many as fit. An item that does not fit waits, and smaller ones
-    /// behind it may still go, so every packet whose budget holds an item
-    /// carries one. The rest stays due for the next packet
-    /// ([`DeltaStats::deferred`]).
-    ///
-    /// An item with `#[replicate(array)]` fields shares what is left with
-    /// its arrays' deltas, which may take several packets; an entry whose
-    /// only purpose is to carry those deltas is written only if they carry
-    /// something. An item too large for the budget even alone stays due
-    /// and is reported in [`DeltaStats::oversized`] while the rest flows:
-    /// send it with a larger budget, or without one.
-    ///
-    /// ```
-    /// use fastarray_core::{FastArray, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Player { name: String, hp: u8 }
-    ///
-    /// let mut server = FastArray::new();
-    /// for n in 0..10 {
-    ///     server.push(Player { name: format!("p{n}"), hp: 100 });
-    /// }
-    /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
-    /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::mirror());
-    ///
-    /// let mut packet = Vec::new();
-    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
-    /// assert_eq!((stats.added, stats.deferred), (10, 1));
-    /// let oversized = stats.oversized.unwrap();
-    /// assert_eq!(oversized.id, big);
-    /// assert!(oversized.bits > 16_000);
-    /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
-    /// assert_eq!(client.len(), 10);
-    /// ```
-    pub fn write_delta_with_budget(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        out: &mut Vec<u8>,
-        max_bits: u64,
-    ) -> Result<DeltaStats, SendError> {
-        let mut writer = BitWriter::new(out);
-        self.write_delta_bits(conn, packet, &mut writer, Some(max_bits))
-    }
-
-    /// [`write_delta`](Self::write_delta) into a shared bit stream (several
-    /// arrays can share one packet, unaligned), within `max_bits` if given
-    /// (as [`write_delta_with_budget`](Self::write_delta_with_budget)).
-    pub fn write_delta_bits(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        max_bits: Option<u64>,
-    ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, max_bits.map(Budget::of))
-    }
-
-    /// [`write_delta_bits`](Self::write_delta_bits) with a [`Budget`].
-    pub(crate) fn write_budgeted(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        budget: Option<Budget>,
-    ) -> Result<DeltaStats, SendError> {
-        self.expect_writer()?;
-        let sender = self.sender.get_or_insert_with(Box::default);
-        sender.write(&mut self.store, conn, packet, writer, budget)
-    }
-
-    /// Applies a delta that fills all of `bytes` (up to zero padding) to
-    /// this mirror, calling `callbacks` for what changed. The whole message
-    /// is decoded and checked first: on error the mirror is unchanged.
-    ///
-    /// A mirror only receives: ids come from the server, and local changes
-    /// are refused (see [Authority or mirror](Self#authority-or-mirror)). A
-    /// [new](Self::new) array becomes a mirror here; an authority (an array
-    /// that has held items or committed) returns
-    /// [`DecodeError::NotAMirror`] and is left as it was, since the delta
-    /// would overwrite its own items.
-    pub fn apply_delta(
-        &mut self,
-        bytes: &[u8],
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, DecodeError> {
-        self.expect_receiver()?;
-        check_message_bytes(&self.limits(), bytes.len())?;
-        let mut reader = BitReader::new(bytes);
-        let decoded = self.decode_delta(&mut reader)?;
-        reader.expect_end()?;
-        Ok(self.apply_decoded(decoded, callbacks, None))
-    }
-
-    /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
-    /// bit stream (several arrays can share one packet). On error the
-    /// mirror is unchanged.
-    pub fn apply_delta_bits(
-        &mut self,
-        reader: &mut BitReader<'_>,
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, DecodeError> {
-        let decoded = self.decode_delta(reader)?;
-        Ok(self.apply_decoded(decoded, callbacks, None))
-    }
-
-    /// Decodes one delta and validates it against this mirror and its
-    /// [limits](Self::limits), the message no longer than their
-    /// `message_bytes`.
-    pub(crate) fn decode_delta(
-        &self,
-        reader: &mut BitReader<'_>,
-    ) -> Result<Decoded<T>, DecodeError> {
-        self.expect_receiver()?;
-        let limits = self.limits();
-        within_message_bytes(reader, &limits, |reader| {
-            self.decode_delta_under(reader, ArrayLimits::top(limits))
-        })
-    }
-
-    /// Decodes one delta and validates it against this mirror and `limits`
-    /// (its own, or its owner's for an array inside an item).
-    pub(crate) fn decode_delta_under(
-        &self,
-        reader: &mut BitReader<'_>,
-        limits: ArrayLimits,
-    ) -> Result<Decoded<T>, DecodeError> {
-        self.expect_receiver()?;
-        match &self.mirror {
-            Some(mirror) => mirror.decode(&self.store, reader, limits),
-            None => Mirror::default().decode(&self.store, reader, limits),
-        }
-    }
-
-    /// Applies what [`decode_delta`](Self::decode_delta) returned. `at` is
-    /// this array, if it is inside an item (the path its inner events name).
-    pub(crate) fn apply_decoded(
-        &mut self,
-        decoded: Decoded<T>,
-        callbacks: &mut impl Callbacks<T>,
-        at: Option<&ArrayPath<'_>>,
-    ) -> ApplyReport {
-        let mirror = self.mirror.get_or_insert_with(Box::default);
-        mirror.apply(&mut self.store, decoded, callbacks, at)
-    }
-
     /// A replicated object's array (see [`Replicated`](crate::Replicated)):
     /// `value` as item `#0`, pushed on a server; on a mirror, held as
     /// applied at frame 0, so that anything the server sends is newer. Its
@@ -627,49 +417,6 @@ impl<T: Replicate> FastArray<T> {
             array.store.push(value);
         }
         array
-    }
-}
-
-/// Runs `read` on `reader` cut to `limits.message_bytes` bytes from where
-/// it is: a read past that point (the end of the input, or a length too
-/// large for what is left) refuses the message as
-/// [`Limit::MessageBytes`], `would_be` the bytes the input held from its
-/// start.
-pub(crate) fn within_message_bytes<R>(
-    reader: &mut BitReader<'_>,
-    limits: &MirrorLimits,
-    read: impl FnOnce(&mut BitReader<'_>) -> Result<R, DecodeError>,
-) -> Result<R, DecodeError> {
-    let left = reader.remaining_bits();
-    let max_bits = (limits.message_bytes as u64).saturating_mul(8);
-    let (result, cut) = reader.within(max_bits, read);
-    match result {
-        Err(DecodeError::UnexpectedEnd { .. } | DecodeError::LengthTooLarge { .. }) if cut => {
-            Err(DecodeError::LimitExceeded {
-                limit: Limit::MessageBytes,
-                max: limits.message_bytes as u64,
-                would_be: left.div_ceil(8),
-            })
-        }
-        result => result,
-    }
-}
-
-/// Writes with `write` into `out`, returning the bits written; on error
-/// `out` is left as it was.
-fn write_truncating<E>(
-    out: &mut Vec<u8>,
-    write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), E>,
-) -> Result<u64, E> {
-    let start = out.len();
-    let mut writer = BitWriter::new(out);
-    match write(&mut writer) {
-        Ok(()) => Ok(writer.finish()),
-        Err(error) => {
-            drop(writer);
-            out.truncate(start);
-            Err(error)
-        }
     }
 }
 

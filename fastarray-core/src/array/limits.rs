@@ -2,6 +2,8 @@
 //! snapshot replaces its contents, checked by every message applied to it.
 
 use super::FastArray;
+use crate::bits::BitReader;
+use crate::error::{DecodeError, Limit};
 use crate::limits::MirrorLimits;
 use crate::receive_state::mirror::Mirror;
 
@@ -44,5 +46,30 @@ impl<T> FastArray<T> {
         self.mirror
             .get_or_insert_with(Box::default)
             .set_limits(limits);
+    }
+}
+
+/// Runs `read` on `reader` cut to `limits.message_bytes` bytes from where
+/// it is: a read past that point (the end of the input, or a length too
+/// large for what is left) refuses the message as
+/// [`Limit::MessageBytes`], `would_be` the bytes the input held from its
+/// start.
+pub(crate) fn within_message_bytes<R>(
+    reader: &mut BitReader<'_>,
+    limits: &MirrorLimits,
+    read: impl FnOnce(&mut BitReader<'_>) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let left = reader.remaining_bits();
+    let max_bits = (limits.message_bytes as u64).saturating_mul(8);
+    let (result, cut) = reader.within(max_bits, read);
+    match result {
+        Err(DecodeError::UnexpectedEnd { .. } | DecodeError::LengthTooLarge { .. }) if cut => {
+            Err(DecodeError::LimitExceeded {
+                limit: Limit::MessageBytes,
+                max: limits.message_bytes as u64,
+                would_be: left.div_ceil(8),
+            })
+        }
+        result => result,
     }
 }

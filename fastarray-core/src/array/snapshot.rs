@@ -2,7 +2,8 @@
 //! client that joins (`write_snapshot_for` starts its connection at the
 //! snapshot) and for a mirror built or reset from one.
 
-use super::{FastArray, within_message_bytes, write_truncating};
+use super::FastArray;
+use super::limits::within_message_bytes;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
@@ -286,5 +287,23 @@ impl<T: Replicate> FastArray<T> {
         }
         array.mirror = array.mirror.map(|mirror| Box::new(mirror.into_object()));
         Ok(array)
+    }
+}
+
+/// Writes with `write` into `out`, returning the bits written; on error
+/// `out` is left as it was.
+fn write_truncating<E>(
+    out: &mut Vec<u8>,
+    write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), E>,
+) -> Result<u64, E> {
+    let start = out.len();
+    let mut writer = BitWriter::new(out);
+    match write(&mut writer) {
+        Ok(()) => Ok(writer.finish()),
+        Err(error) => {
+            drop(writer);
+            out.truncate(start);
+            Err(error)
+        }
     }
 }
