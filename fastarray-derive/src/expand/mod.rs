@@ -1,6 +1,7 @@
 //! Code generation: from a checked [`Container`] to the two impls, or to
 //! the errors plus a stub impl when the input was rejected.
 
+mod array_fields;
 mod body;
 mod bound;
 mod codec;
@@ -8,7 +9,6 @@ mod deprecated;
 mod enums;
 mod fallback;
 mod impls;
-mod object;
 mod structs;
 
 use crate::ast::{Container, Data};

@@ -9,7 +9,7 @@
 
 use super::body::{self, PatchGenerics, Replicated, nest_reader, nest_writer};
 use super::impls::{self, BitCodecItems, ReplicateItems, Target};
-use super::{at_type, bound, object, private_path};
+use super::{array_fields, at_type, bound, private_path};
 use crate::ast::{Container, Field, Style};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -36,7 +36,7 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
         bit_codec_items(&private, style, all_fields, &fields),
     );
     let items = fields.iter().map(|field| field.codec.items());
-    let array_items = object::expand(&target, style, all_fields);
+    let array_items = array_fields::expand(&target, style, all_fields);
     let replicate = impls::replicate(
         &target,
         replicate_items(
@@ -368,7 +368,7 @@ fn replicate_items(
 
     let detail = detail_mask(private, style, all_fields, fields);
     let path = field_path(private, fields);
-    let array_steps = object::schema_steps(all_fields, private);
+    let array_steps = array_fields::schema_steps(all_fields, private);
     let schema_hash = if fields.is_empty() && array_steps.is_empty() {
         quote!(#private::schema::str(#private::schema::START, #name))
     } else {
@@ -411,7 +411,7 @@ fn replicate_items(
     });
     let slots = fields.iter().map(|field| &field.slot);
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
-    // A type with array fields makes its own pre-image (`object.rs`).
+    // A type with array fields makes its own pre-image (`array_fields.rs`).
     let capture = if array_items.is_empty() {
         capture_into(private, fields)
     } else {
