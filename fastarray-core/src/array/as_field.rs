@@ -66,12 +66,12 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
 
     fn write_delta_into(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, budget)
+        self.write_budgeted(state, packet, writer, budget)
     }
 
     fn decode_delta_from(
@@ -100,8 +100,8 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         }
     }
 
-    fn is_settled_for(&self, conn: &SendState) -> bool {
-        self.is_settled(conn)
+    fn is_settled_for(&self, state: &SendState) -> bool {
+        self.is_settled(state)
     }
 
     fn announce(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>)) {

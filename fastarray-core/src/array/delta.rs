@@ -16,7 +16,7 @@ use crate::send::state::SendState;
 use crate::send::stats::{Budget, DeltaStats};
 
 impl<T: Replicate> FastArray<T> {
-    /// Appends to `out` the delta that brings `conn`'s client up to date,
+    /// Appends to `out` the delta that brings `state`'s client up to date,
     /// and records that packet `packet` carries it. A message with nothing
     /// to send is one byte (one bit, padded).
     ///
@@ -42,29 +42,29 @@ impl<T: Replicate> FastArray<T> {
     /// let mut server = FastArray::new();
     /// let id = server.push(Unit { hp: 100, team: 1 });
     /// server.commit();
-    /// let mut conn = SendState::new();
+    /// let mut state = SendState::new();
     /// let mut client = FastArray::mirror();
     ///
     /// let mut packet = Vec::new();
-    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// server.write_delta(&mut state, 1, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     ///
     /// server.get_mut(id).unwrap().hp = 75;
     /// server.commit();
     /// packet.clear();
-    /// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    /// let stats = server.write_delta(&mut state, 2, &mut packet).unwrap();
     /// assert_eq!((stats.changed, stats.added), (1, 0)); // only `hp` is sent
     /// client.apply_delta(&packet, &mut ()).unwrap();
     /// assert_eq!(client, server);
     /// ```
     pub fn write_delta(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         out: &mut Vec<u8>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_delta_bits(conn, packet, &mut BitWriter::new(out), None)
+        self.write_delta_bits(state, packet, &mut BitWriter::new(out), None)
     }
 
     /// Like [`write_delta`](Self::write_delta), but the message takes at
@@ -96,27 +96,27 @@ impl<T: Replicate> FastArray<T> {
     /// }
     /// let big = server.push(Player { name: "x".repeat(2_000), hp: 1 });
     /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Player>::mirror());
+    /// let (mut state, mut client) = (SendState::new(), FastArray::<Player>::mirror());
     ///
     /// let mut packet = Vec::new();
-    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 1_200 * 8).unwrap();
+    /// let stats = server.write_delta_with_budget(&mut state, 1, &mut packet, 1_200 * 8).unwrap();
     /// assert_eq!((stats.added, stats.deferred), (10, 1));
     /// let oversized = stats.oversized.unwrap();
     /// assert_eq!(oversized.id, big);
     /// assert!(oversized.bits > 16_000);
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     /// assert_eq!(client.len(), 10);
     /// ```
     pub fn write_delta_with_budget(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         out: &mut Vec<u8>,
         max_bits: u64,
     ) -> Result<DeltaStats, SendError> {
         let mut writer = BitWriter::new(out);
-        self.write_delta_bits(conn, packet, &mut writer, Some(max_bits))
+        self.write_delta_bits(state, packet, &mut writer, Some(max_bits))
     }
 
     /// [`write_delta`](Self::write_delta) into a shared bit stream (several
@@ -124,25 +124,25 @@ impl<T: Replicate> FastArray<T> {
     /// (as [`write_delta_with_budget`](Self::write_delta_with_budget)).
     pub fn write_delta_bits(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         max_bits: Option<u64>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, max_bits.map(Budget::of))
+        self.write_budgeted(state, packet, writer, max_bits.map(Budget::of))
     }
 
     /// [`write_delta_bits`](Self::write_delta_bits) with a [`Budget`].
     pub(crate) fn write_budgeted(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
         self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
-        sender.write(&mut self.store, conn, packet, writer, budget)
+        sender.write(&mut self.store, state, packet, writer, budget)
     }
 
     /// Applies a delta that fills all of `bytes` (up to zero padding) to

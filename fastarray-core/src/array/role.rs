@@ -25,8 +25,8 @@ impl<T> FastArray<T> {
     /// let mut client = FastArray::mirror();
     /// assert!(client.is_mirror() && !server.is_mirror());
     ///
-    /// let (mut conn, mut packet) = (SendState::new(), Vec::new());
-    /// server.write_delta(&mut conn, 0, &mut packet).unwrap();
+    /// let (mut state, mut packet) = (SendState::new(), Vec::new());
+    /// server.write_delta(&mut state, 0, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
     /// assert_eq!(client, server);
     /// ```

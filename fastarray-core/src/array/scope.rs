@@ -11,7 +11,7 @@ use crate::send::state::SendState;
 use crate::store::Store;
 
 impl<T: Replicate> FastArray<T> {
-    /// The scope of `conn` on this array: which items its client sees.
+    /// The scope of `state` on this array: which items its client sees.
     ///
     /// A [`SendState`] sees every item until its first `scope` call; from
     /// then on it sees only the items [included](ScopeMut::include), and
@@ -34,14 +34,14 @@ impl<T: Replicate> FastArray<T> {
     /// naming items by ids. The mirror's items and events carry ids either
     /// way.
     ///
-    /// A connection's scope belongs to this array: a write of `conn` on
+    /// A connection's scope belongs to this array: a write of `state` on
     /// another array (or on a clone of this one) is refused with
     /// [`SendError::ScopedElsewhere`]. Dropping the connection state (and
     /// its clones) frees its place here at the next commit.
     ///
     /// # Errors
     /// [`SendError::NotAnAuthority`] on a mirror;
-    /// [`SendError::ScopedElsewhere`] if `conn` has a scope on another
+    /// [`SendError::ScopedElsewhere`] if `state` has a scope on another
     /// array.
     ///
     /// ```
@@ -57,53 +57,53 @@ impl<T: Replicate> FastArray<T> {
     /// let far = server.push(Unit { x: 900 });
     /// server.commit();
     ///
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
-    /// server.scope(&mut conn).unwrap().include(near);
+    /// let (mut state, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
+    /// server.scope(&mut state).unwrap().include(near);
     /// let mut packet = Vec::new();
-    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// server.write_delta(&mut state, 1, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     /// assert!(client.contains(near) && !client.contains(far));
     ///
     /// // The near unit walks away, the far one comes close.
-    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// let mut scope = server.scope(&mut state).unwrap();
     /// scope.exclude(near);
     /// scope.include(far);
     /// packet.clear();
-    /// server.write_delta(&mut conn, 2, &mut packet).unwrap();
+    /// server.write_delta(&mut state, 2, &mut packet).unwrap();
     /// let report = client.apply_delta(&packet, &mut ()).unwrap();
     /// assert_eq!((report.left_scope, report.added), (1, 1));
     /// assert!(!client.contains(near) && client.contains(far));
     /// ```
-    pub fn scope<'a>(&'a mut self, conn: &'a mut SendState) -> Result<ScopeMut<'a, T>, SendError> {
-        self.scope_with(conn, ScopeExit::Despawn)
+    pub fn scope<'a>(&'a mut self, state: &'a mut SendState) -> Result<ScopeMut<'a, T>, SendError> {
+        self.scope_with(state, ScopeExit::Despawn)
     }
 
     /// [`scope`](Self::scope), a connection without one getting a scope
     /// whose exits are `exit` (what its client holds leaves that way).
     pub(crate) fn scope_with<'a>(
         &'a mut self,
-        conn: &'a mut SendState,
+        state: &'a mut SendState,
         exit: ScopeExit,
     ) -> Result<ScopeMut<'a, T>, SendError> {
         self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
-        sender.check_scope(&self.store, conn)?;
+        sender.check_scope(&self.store, state)?;
         // Scope changes apply after everything committed so far.
-        sender.catch_up(&self.store, conn);
-        if conn.scope().is_none() {
+        sender.catch_up(&self.store, state);
+        if state.scope().is_none() {
             let masks = core::array::from_fn(|level| T::detail_mask(level as u8));
             let mut scope = sender.interest.register(self.store.origin(), masks);
             scope.set_exit(exit);
             let slot = scope.slot;
-            for id in conn.set_scope(scope, self.store.frame()) {
+            for id in state.set_scope(scope, self.store.frame()) {
                 sender.interest.watch(slot, id);
             }
         }
         Ok(ScopeMut {
             store: &self.store,
             sender,
-            conn,
+            state,
         })
     }
 }
@@ -124,7 +124,7 @@ impl<T> FastArray<T> {
 pub struct ScopeMut<'a, T> {
     store: &'a Store<T>,
     sender: &'a mut Sender,
-    conn: &'a mut SendState,
+    state: &'a mut SendState,
 }
 
 impl<T> ScopeMut<'_, T> {
@@ -133,8 +133,8 @@ impl<T> ScopeMut<'_, T> {
     /// ignored (`false`).
     pub fn include(&mut self, id: ReplicationId) -> bool {
         // A frozen item is still watched (its changes are withheld).
-        let watched = self.conn.is_frozen(id);
-        if self.store.position(id).is_none() || !self.conn.include(id, self.store.frame()) {
+        let watched = self.state.is_frozen(id);
+        if self.store.position(id).is_none() || !self.state.include(id, self.store.frame()) {
             return false;
         }
         if !watched {
@@ -148,12 +148,12 @@ impl<T> ScopeMut<'_, T> {
     /// may hold it) and hears no more of it. Returns whether it was in
     /// scope.
     pub fn exclude(&mut self, id: ReplicationId) -> bool {
-        if !self.conn.exclude(id, self.store.frame()) {
+        if !self.state.exclude(id, self.store.frame()) {
             return false;
         }
         // A frozen copy stays watched: its changes wait for its return,
         // and its destruction is sent.
-        if !self.conn.is_frozen(id) {
+        if !self.state.is_frozen(id) {
             let slot = self.slot();
             self.sender.interest.unwatch(slot, id);
         }
@@ -174,44 +174,44 @@ impl<T> ScopeMut<'_, T> {
     /// let mut server = FastArray::new();
     /// let tree = server.push(Tree { height: 10, leaves: 5_000 });
     /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::<Tree>::mirror());
-    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// let (mut state, mut client) = (SendState::new(), FastArray::<Tree>::mirror());
+    /// let mut scope = server.scope(&mut state).unwrap();
     /// scope.set_exit(ScopeExit::Persist);
     /// scope.include(tree);
     /// let mut packet = Vec::new();
-    /// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// server.write_delta(&mut state, 1, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     ///
     /// // Out of sight, the client keeps its copy; the tree grows meanwhile.
-    /// server.scope(&mut conn).unwrap().exclude(tree);
+    /// server.scope(&mut state).unwrap().exclude(tree);
     /// server.get_mut(tree).unwrap().height = 11;
     /// server.commit();
     /// packet.clear();
-    /// assert_eq!(server.write_delta(&mut conn, 2, &mut packet).unwrap().bits, 1);
+    /// assert_eq!(server.write_delta(&mut state, 2, &mut packet).unwrap().bits, 1);
     /// assert_eq!(client.get(tree).unwrap().height, 10);
     ///
     /// // Back in sight: only the height goes.
-    /// server.scope(&mut conn).unwrap().include(tree);
+    /// server.scope(&mut state).unwrap().include(tree);
     /// packet.clear();
-    /// let stats = server.write_delta(&mut conn, 3, &mut packet).unwrap();
+    /// let stats = server.write_delta(&mut state, 3, &mut packet).unwrap();
     /// assert_eq!((stats.changed, stats.added), (1, 0));
     /// client.apply_delta(&packet, &mut ()).unwrap();
     /// assert_eq!(client.get(tree).unwrap().height, 11);
     /// ```
     pub fn set_exit(&mut self, exit: ScopeExit) {
-        self.conn.set_scope_exit(exit);
+        self.state.set_scope_exit(exit);
     }
 
     /// What items leaving the scope leave the client.
     pub fn exit(&self) -> ScopeExit {
-        self.conn.scope_exit()
+        self.state.scope_exit()
     }
 
     /// Whether item `id` is out of scope with its copy kept by the client
     /// ([`ScopeExit::Persist`]).
     pub fn is_frozen(&self, id: ReplicationId) -> bool {
-        self.conn.is_frozen(id)
+        self.state.is_frozen(id)
     }
 
     /// Sets the priority of item `id`, in scope, for this connection:
@@ -236,22 +236,22 @@ impl<T> ScopeMut<'_, T> {
     /// let near = server.push(Unit { x: 1 });
     /// let far = server.push(Unit { x: 2 });
     /// server.commit();
-    /// let mut conn = SendState::new();
-    /// let mut scope = server.scope(&mut conn).unwrap();
+    /// let mut state = SendState::new();
+    /// let mut scope = server.scope(&mut state).unwrap();
     /// scope.include(near);
     /// scope.include(far);
     /// scope.set_priority(far, 0.1);
     ///
     /// // Room for one item a packet: the near one goes first.
     /// let mut packet = Vec::new();
-    /// let stats = server.write_delta_with_budget(&mut conn, 1, &mut packet, 60).unwrap();
+    /// let stats = server.write_delta_with_budget(&mut state, 1, &mut packet, 60).unwrap();
     /// assert_eq!((stats.added, stats.deferred), (1, 1));
     /// let mut client = FastArray::<Unit>::mirror();
     /// client.apply_delta(&packet, &mut ()).unwrap();
     /// assert!(client.contains(near));
     /// ```
     pub fn set_priority(&mut self, id: ReplicationId, priority: f32) -> bool {
-        self.conn.set_priority(id, priority)
+        self.state.set_priority(id, priority)
     }
 
     /// The priority of item `id` for this connection (1 if never set, or
@@ -259,7 +259,7 @@ impl<T> ScopeMut<'_, T> {
     /// `0.1` reads back as `0.10009765625`. Priorities only order items,
     /// and an item's entry stays 8 bytes.
     pub fn priority(&self, id: ReplicationId) -> f32 {
-        self.conn.priority(id)
+        self.state.priority(id)
     }
 
     /// Sets the detail level this connection sees item `id` at, in scope:
@@ -272,13 +272,13 @@ impl<T> ScopeMut<'_, T> {
     /// client holds the others as their `Default`). Returns whether `id` is
     /// in scope.
     pub fn set_detail(&mut self, id: ReplicationId, level: u8) -> bool {
-        self.conn.set_detail(id, level)
+        self.state.set_detail(id, level)
     }
 
     /// The detail level this connection sees item `id` at
     /// ([`MAX_DETAIL`](crate::MAX_DETAIL) if never set, or out of scope).
     pub fn detail(&self, id: ReplicationId) -> u8 {
-        self.conn.detail(id)
+        self.state.detail(id)
     }
 
     /// Sets the fewest frames between two writes of the changed fields of
@@ -288,17 +288,17 @@ impl<T> ScopeMut<'_, T> {
     /// frames, then goes with whatever else changed meanwhile. Adds,
     /// removals and exits never wait.
     pub fn set_interval(&mut self, level: u8, frames: u32) {
-        self.conn.set_interval(level, frames);
+        self.state.set_interval(level, frames);
     }
 
     /// Whether item `id` is in scope.
     pub fn contains(&self, id: ReplicationId) -> bool {
-        self.conn.scope().is_some() && self.conn.sees(id)
+        self.state.scope().is_some() && self.state.sees(id)
     }
 
     /// Items in scope.
     pub fn len(&self) -> usize {
-        self.conn.scope_len()
+        self.state.scope_len()
     }
 
     /// Whether no item is in scope.
@@ -308,10 +308,10 @@ impl<T> ScopeMut<'_, T> {
 
     /// The ids in scope, in no particular order.
     pub fn ids(&self) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.conn.scope_ids()
+        self.state.scope_ids()
     }
 
     fn slot(&self) -> u32 {
-        self.conn.scope().map_or(0, |scope| scope.slot)
+        self.state.scope().map_or(0, |scope| scope.slot)
     }
 }

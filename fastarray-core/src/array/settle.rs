@@ -7,7 +7,7 @@ use crate::replicate::Replicate;
 use crate::send::state::SendState;
 
 impl<T: Replicate> FastArray<T> {
-    /// Whether `conn`'s client holds what this array holds: nothing is
+    /// Whether `state`'s client holds what this array holds: nothing is
     /// uncommitted, every change of every [`commit`](Self::commit) is
     /// written, and every packet that carried one is acknowledged (arrays
     /// inside items included). Then the mirror that applied those packets
@@ -35,51 +35,53 @@ impl<T: Replicate> FastArray<T> {
     /// let mut server = FastArray::new();
     /// server.push(Unit { hp: 1 });
     /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), FastArray::mirror());
-    /// assert!(!server.is_settled(&conn)); // the item is not written yet
+    /// let (mut state, mut client) = (SendState::new(), FastArray::mirror());
+    /// assert!(!server.is_settled(&state)); // the item is not written yet
     ///
     /// // Write until settled: every packet lost but the third.
     /// let mut packet = 0;
-    /// while !server.is_settled(&conn) {
+    /// while !server.is_settled(&state) {
     ///     let mut bytes = Vec::new();
-    ///     server.write_delta(&mut conn, packet, &mut bytes).unwrap();
+    ///     server.write_delta(&mut state, packet, &mut bytes).unwrap();
     ///     if packet == 2 {
     ///         client.apply_delta(&bytes, &mut ()).unwrap();
-    ///         conn.on_ack(packet);
+    ///         state.on_ack(packet);
     ///     } else {
-    ///         conn.on_loss(packet);
+    ///         state.on_loss(packet);
     ///     }
     ///     packet += 1;
     /// }
     /// assert_eq!(packet, 3);
     /// assert!(client.wire_eq(&server));
     /// ```
-    pub fn is_settled(&self, conn: &SendState) -> bool {
+    pub fn is_settled(&self, state: &SendState) -> bool {
         let history = self.sender.as_deref().map(|sender| &sender.history);
         let last_change = history.map_or(0, History::last_change);
-        !self.has_uncommitted_work() && conn.has_delivered(last_change) && self.inner_settled(conn)
+        !self.has_uncommitted_work()
+            && state.has_delivered(last_change)
+            && self.inner_settled(state)
     }
 
-    /// Whether the arrays inside the items of `conn`'s client are settled
+    /// Whether the arrays inside the items of `state`'s client are settled
     /// on their own connection states. (Their work also keeps the outer
     /// connection busy — a loss of their delta makes the item due again —
     /// so this holds whenever the outer connection has delivered; it is
     /// checked all the same, as the inner states are what carry it.)
-    fn inner_settled(&self, conn: &SendState) -> bool {
+    fn inner_settled(&self, state: &SendState) -> bool {
         if T::ARRAY_FIELDS == 0 {
             return true;
         }
-        conn.each_inner().all(|(id, states)| {
+        state.each_inner().all(|(id, states)| {
             // An item gone from the array is the outer connection's work;
             // a frozen copy's arrays catch up when it comes back.
-            let Some(item) = self.get(id).filter(|_| !conn.is_frozen(id)) else {
+            let Some(item) = self.get(id).filter(|_| !state.is_frozen(id)) else {
                 return true;
             };
             let mut states = states.iter();
             let mut settled = true;
             item.for_each_array(&mut |array| {
-                if let Some(state) = states.next() {
-                    settled &= array.is_settled_for(state);
+                if let Some(inner) = states.next() {
+                    settled &= array.is_settled_for(inner);
                 }
             });
             settled

@@ -14,11 +14,11 @@ struct Unit {
     name: String,
 }
 
-/// `server`'s message for `conn`, through the shared message if `share`,
+/// `server`'s message for `state`, through the shared message if `share`,
 /// within `budget` bits if given; with whether it was the shared one.
 fn write(
     server: &mut FastArray<Unit>,
-    conn: &mut SendState,
+    state: &mut SendState,
     packet: u32,
     budget: Option<u64>,
     share: bool,
@@ -28,7 +28,7 @@ fn write(
     let mut bytes = Vec::new();
     let mut writer = BitWriter::new(&mut bytes);
     let stats = sender
-        .write_with(&mut server.store, conn, packet, &mut writer, budget, share)
+        .write_with(&mut server.store, state, packet, &mut writer, budget, share)
         .unwrap();
     writer.finish();
     (bytes, stats.shared)
@@ -47,21 +47,27 @@ fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it
         })
         .collect();
     server.commit();
-    let mut conn = SendState::new();
-    write(&mut server, &mut conn, 0, None, true);
-    conn.on_ack(0);
+    let mut state = SendState::new();
+    write(&mut server, &mut state, 0, None, true);
+    state.on_ack(0);
 
     for round in 1..6u32 {
         for &id in ids.iter().skip(round as usize).step_by(37) {
             server.get_mut(id).unwrap().hp += 1;
         }
         server.commit();
-        let own = write(&mut server, &mut conn.clone(), round, None, false);
-        let budgeted_own = write(&mut server, &mut conn.clone(), round, Some(1 << 20), false);
-        let shared = write(&mut server, &mut conn.clone(), round, None, true);
+        let own = write(&mut server, &mut state.clone(), round, None, false);
+        let budgeted_own = write(&mut server, &mut state.clone(), round, Some(1 << 20), false);
+        let shared = write(&mut server, &mut state.clone(), round, None, true);
         let fits = shared.0.len() as u64 * 8;
-        let budgeted = write(&mut server, &mut conn.clone(), round, Some(fits), true);
-        let too_small = write(&mut server, &mut conn.clone(), round, Some(fits - 16), true);
+        let budgeted = write(&mut server, &mut state.clone(), round, Some(fits), true);
+        let too_small = write(
+            &mut server,
+            &mut state.clone(),
+            round,
+            Some(fits - 16),
+            true,
+        );
         assert!(!own.1 && !budgeted_own.1);
         assert!(shared.1 && budgeted.1, "round {round}");
         assert_eq!(own.0, shared.0, "round {round}");
@@ -69,7 +75,7 @@ fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it
         assert_eq!(budgeted.0, shared.0, "round {round}");
         // A budget the message does not fit: the connection's own, less.
         assert!(!too_small.1 && too_small.0.len() < shared.0.len());
-        write(&mut server, &mut conn, round, None, true);
-        conn.on_ack(round);
+        write(&mut server, &mut state, round, None, true);
+        state.on_ack(round);
     }
 }

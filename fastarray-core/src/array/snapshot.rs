@@ -57,15 +57,15 @@ impl<T: Replicate> FastArray<T> {
     }
 
     /// Appends a snapshot of the whole array to `out` for a client that
-    /// joins, and makes `conn` the connection of a client that holds
+    /// joins, and makes `state` the send state of a client that holds
     /// exactly that snapshot: the next [`write_delta`](Self::write_delta)
-    /// for `conn` sends only what changes after it (removals of the
+    /// for `state` sends only what changes after it (removals of the
     /// snapshot's items included), in short frames. Returns the snapshot's
     /// size in bits.
     ///
     /// The client must apply the snapshot before any delta written after
     /// it (send it reliably, or in the same packet first). Everything must
-    /// be committed. On error `out` and `conn` are left as they were.
+    /// be committed. On error `out` and `state` are left as they were.
     ///
     /// ```
     /// use fastarray_core::{FastArray, SendState};
@@ -81,45 +81,45 @@ impl<T: Replicate> FastArray<T> {
     /// server.commit();
     ///
     /// // A client joins: one snapshot, and a connection that knows it.
-    /// let mut conn = SendState::new();
+    /// let mut state = SendState::new();
     /// let mut packet = Vec::new();
-    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+    /// server.write_snapshot_for(&mut state, &mut packet).unwrap();
     /// let mut client = FastArray::<Unit>::from_snapshot(&packet).unwrap();
     ///
     /// server.remove(gone);
     /// server.get_mut(kept).unwrap().hp = 3;
     /// server.commit();
     /// let mut packet = Vec::new();
-    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// let stats = server.write_delta(&mut state, 1, &mut packet).unwrap();
     /// assert_eq!((stats.removed, stats.changed, stats.added), (1, 1, 0));
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     /// assert_eq!(client, server);
     /// ```
     pub fn write_snapshot_for(
         &self,
-        conn: &mut SendState,
+        state: &mut SendState,
         out: &mut Vec<u8>,
     ) -> Result<u64, SendError> {
-        write_truncating(out, |writer| self.write_snapshot_for_bits(conn, writer))
+        write_truncating(out, |writer| self.write_snapshot_for_bits(state, writer))
     }
 
     /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
-    /// stream. On error `conn` is unchanged (the bits written so far stay).
+    /// stream. On error `state` is unchanged (the bits written so far stay).
     pub fn write_snapshot_for_bits(
         &self,
-        conn: &mut SendState,
+        state: &mut SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<(), SendError> {
         self.expect_writer()?;
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
-        conn.may_join_by_snapshot()?;
+        state.may_join_by_snapshot()?;
         snapshot_message::write_header::<T>(writer);
         snapshot_message::encode_body(&self.store, writer)
             .map_err(|(id, error)| SendError::Encode { id, error })?;
-        *conn = snapshot_message::snapshot_state(&self.store);
+        *state = snapshot_message::snapshot_state(&self.store);
         Ok(())
     }
 

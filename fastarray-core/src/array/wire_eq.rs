@@ -30,8 +30,8 @@ impl<T: Replicate> FastArray<T> {
     /// let mut server = FastArray::new();
     /// let id = server.push(Ship { x: 12.345 });
     /// server.commit();
-    /// let (mut conn, mut client, mut packet) = (SendState::new(), FastArray::mirror(), Vec::new());
-    /// server.write_delta(&mut conn, 0, &mut packet).unwrap();
+    /// let (mut state, mut client, mut packet) = (SendState::new(), FastArray::mirror(), Vec::new());
+    /// server.write_delta(&mut state, 0, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
     ///
     /// assert_ne!(client, server); // 12.344549 on the client: the nearest step
