@@ -99,7 +99,7 @@ impl Results {
              100 000 agents on a 1 000 × 1 000 world; 256 connections, each seeing the agents within \
              {:.1} units of a point of its own (about 1%), through an `InterestGrid` feeding their scopes; \
              per tick 10% of the agents move by at most a unit and 1% lose health \
-             (`bench/src/interest.rs`).\n\n\
+             (`benches/src/interest.rs`).\n\n\
              | measure | fastarray | baseline | ratio | target |\n|---|---|---|---|---|",
             fastarray_bench::interest::radius_for(0.01),
         );

@@ -1,6 +1,6 @@
 //! fastarray's measuring tool (not published): the criterion benches
-//! (`bench/benches/*.rs`) and the bandwidth report that writes
-//! `BENCHMARKS.md` (`bench/src/bin/bandwidth/`). This library is what they
+//! (`benches/benches/*.rs`) and the bandwidth report that writes
+//! `BENCHMARKS.md` (`benches/src/bin/bandwidth/`). This library is what they
 //! share: the `Agent` item, the seeded workloads, our side of a tick, and
 //! the baselines the issue asks for, which live here and not in fastarray:
 //!

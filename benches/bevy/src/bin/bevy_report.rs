@@ -53,7 +53,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .ancestors()
         .nth(2)
-        .expect("the package sits at bench/bevy in the repository")
+        .expect("the package sits at benches/bevy in the repository")
         .to_path_buf();
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
@@ -128,11 +128,11 @@ fn section(rows: &[Row]) -> String {
          schedules) replicating {ITEMS} agents to 1, 16 and 64 clients over a perfect link \
          without latency, on the workloads above (sparse: 1% change `ammo`; hot: 10% move; \
          churn: 1% despawned, 1% spawned), the same seeded changes on both sides, every client \
-         caught up before measuring and acknowledging every tick. Code: `bench/bevy/` \
+         caught up before measuring and acknowledging every tick. Code: `benches/bevy/` \
          (package `fastarray-bench-bevy`).\n\n\
          - **fastarray-bevy**: an agent is one component holding `Agent` (its fields flattened: \
          fastarray sends the changed fields of a component, so splitting saves nothing); \
-         clients on an in-memory transport (`bench/bevy/src/memory.rs`).\n\
+         clients on an in-memory transport (`benches/bevy/src/memory.rs`).\n\
          - **bevy_replicon 0.45.5**: its best layout here, an agent as five components \
          (position, velocity, health, ammo, name), since replicon sends a changed component \
          whole; position quantized to 3 × 16 bits and ammo as 2 fixed bytes (`replicate_as`), \

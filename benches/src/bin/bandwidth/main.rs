@@ -144,7 +144,7 @@ fn main() {
         return;
     }
     let started = Instant::now();
-    // This package is `bench/` in the repository.
+    // This package is `benches/` in the repository.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the bench package sits in the repository")
@@ -244,7 +244,7 @@ fn main() {
         .collect();
     let path = root.join("BENCHMARKS.md");
     let mut markdown = format!("{}\n\n{field_section}", report.markdown(&links).trim_end());
-    // The section of `bench/bevy`'s report (it needs Bevy, and a newer Rust
+    // The section of `benches/bevy`'s report (it needs Bevy, and a newer Rust
     // than this package): kept as it was.
     if let Some(bevy) = std::fs::read_to_string(&path)
         .ok()
