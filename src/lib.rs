@@ -349,6 +349,12 @@ pub mod wire_format {}
 /// assert_eq!(received, Npc { hp: 3, path_cache: vec![] });
 /// ```
 ///
+/// `skip` is about the wire. What a save keeps (feature `serde`: a
+/// `FastArray` or `Replicated` serializes with its ids, README "Surviving a
+/// restart") is the item type's own `Serialize`: a field that is not saved
+/// (BigWorld's `Persistent` false) takes serde's `#[serde(skip)]`, and
+/// comes back as `Default` after a restart, whether or not it is sent.
+///
 /// # `flatten`
 ///
 /// A field of another `#[derive(Replicate)]` type normally changes as one

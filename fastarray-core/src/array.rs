@@ -154,6 +154,17 @@ impl<T> FastArray<T> {
         }
     }
 
+    /// A server's array of these items, restored from a save: an
+    /// authority (it refuses deltas applied to it), with no connection.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restored(store: Store<T>) -> Self {
+        Self {
+            store,
+            sender: Some(Box::default()),
+            mirror: None,
+        }
+    }
+
     /// Number of items.
     #[inline]
     pub fn len(&self) -> usize {

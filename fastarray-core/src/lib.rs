@@ -41,6 +41,8 @@ mod interest_grid;
 mod iter;
 mod limits;
 mod mask;
+#[cfg(feature = "serde")]
+mod persist;
 mod pre_image;
 mod receive;
 mod receive_state;

@@ -292,6 +292,12 @@ impl<T> Replicated<T> {
         &self.item
     }
 
+    /// The object a one-item array (its item `#0`) is.
+    #[cfg(feature = "serde")]
+    pub(crate) fn from_array(item: FastArray<T>) -> Self {
+        Self { item }
+    }
+
     /// The one-item array the object is, to write or apply through.
     pub(crate) fn as_array_mut(&mut self) -> &mut FastArray<T> {
         &mut self.item

@@ -17,6 +17,8 @@ use crate::send::state::Holdings;
 mod commit;
 mod field_frames;
 mod item_mut;
+#[cfg(feature = "serde")]
+pub(crate) mod saved;
 
 use field_frames::FieldFrames;
 pub use item_mut::ItemMut;

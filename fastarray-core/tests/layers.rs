@@ -63,7 +63,7 @@ const LAYERS: &[&[&str]] = &[
     ],
     &["array"],
     // What the arrays' fields cost (measured through the facade).
-    &["replicated", "handshake", "field_costs"],
+    &["replicated", "persist", "handshake", "field_costs"],
     &["bitstream", "connection"],
 ];
 
