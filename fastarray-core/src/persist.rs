@@ -162,7 +162,7 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
     }
 }
 
-/// A server's object, with its key (see the [module](self)). A mirror, or
+/// A server's object, with its key and frame (as [`FastArray`]'s save). A mirror, or
 /// an object with uncommitted work, is refused with the format's error.
 impl<T: Serialize + Replicate> Serialize for Replicated<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
