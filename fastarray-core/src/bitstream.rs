@@ -187,157 +187,135 @@ impl From<io::Error> for BitstreamError {
     }
 }
 
-/// Writing and applying messages through `bitstream-io`: see the methods
-/// of the same names without `_to` / `_from`, and the
-/// [module documentation](crate::bitstream) for the framing.
-impl<T: Replicate> FastArray<T> {
-    /// [`write_delta_bits`](Self::write_delta_bits) into `w`, framed with
-    /// its length. With a budget, `max_bits` bounds everything written
-    /// into `w`, the length prefix included.
-    ///
-    /// Without a budget, a delta longer than [`MAX_MESSAGE_BITS`] is not
-    /// written: the packet is reported lost on `conn` (its work stays due)
-    /// and [`BitstreamError::TooLong`] returned; send it with a budget. On
-    /// [`BitstreamError::Send`] nothing is written and `conn` is
-    /// unchanged. The stats count the message's bits, not its prefix's.
-    pub fn write_delta_to(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        w: &mut impl BitWrite,
-        max_bits: Option<u64>,
-    ) -> Result<DeltaStats, BitstreamError> {
-        let budget = max_bits.map(message_budget).transpose()?;
-        let mut bytes = Vec::new();
-        let mut writer = BitWriter::new(&mut bytes);
-        let stats = self.write_delta_bits(conn, packet, &mut writer, budget)?;
-        let bits = writer.finish();
-        let written = check_len(bits).and_then(|()| write_message(w, &bytes, bits));
-        if written.is_err() {
-            // Nothing (or a broken message) reached the client.
-            conn.on_loss(packet);
-        }
-        written.map(|()| stats)
-    }
+/// What the adapter applies through: an array itself, or an object's
+/// one-item array.
+trait OneArray<T> {
+    fn array_mut(&mut self) -> &mut FastArray<T>;
+}
 
-    /// Applies one delta read from `r` (framed by
-    /// [`write_delta_to`](Self::write_delta_to)), as
-    /// [`apply_delta_bits`](Self::apply_delta_bits). The whole message is
-    /// read, decoded and checked first: on error the mirror is unchanged.
-    pub fn apply_delta_from(
-        &mut self,
-        r: &mut impl BitRead,
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, BitstreamError> {
-        let (bytes, bits) = read_message(r)?;
-        let decoded = decode_exact(&bytes, bits, |reader| self.decode_delta(reader))?;
-        Ok(self.apply_decoded(decoded, callbacks, None))
-    }
-
-    /// [`write_snapshot_bits`](Self::write_snapshot_bits) into `w`, framed
-    /// with its length. Returns the message's size in bits (without the
-    /// prefix). On [`BitstreamError::Encode`] or
-    /// [`BitstreamError::TooLong`] nothing is written.
-    pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
-        write_framed(w, |writer| self.write_snapshot_bits(writer))
-    }
-
-    /// [`write_snapshot_for_bits`](Self::write_snapshot_for_bits) into
-    /// `w`, framed with its length: the snapshot of a client that joins,
-    /// and `conn` made its connection. Returns the message's size in bits
-    /// (without the prefix). On error `conn` is unchanged.
-    pub fn write_snapshot_for_to(
-        &self,
-        conn: &mut SendState,
-        w: &mut impl BitWrite,
-    ) -> Result<u64, BitstreamError> {
-        conn.may_join_by_snapshot()?;
-        let mut joined = SendState::new();
-        let bits = write_framed(w, |writer| {
-            self.write_snapshot_for_bits(&mut joined, writer)
-        })?;
-        *conn = joined;
-        Ok(bits)
-    }
-
-    /// A mirror from one snapshot read from `r` (framed by
-    /// [`write_snapshot_to`](Self::write_snapshot_to)), as
-    /// [`from_snapshot_bits`](Self::from_snapshot_bits).
-    pub fn read_snapshot_from(r: &mut impl BitRead) -> Result<Self, BitstreamError> {
-        let (bytes, bits) = read_message(r)?;
-        decode_exact(&bytes, bits, |reader| Self::from_snapshot_bits(reader))
-    }
-
-    /// Replaces this mirror's contents with one snapshot read from `r`, as
-    /// [`apply_snapshot`](Self::apply_snapshot). The message is read
-    /// whole even when it is refused. On error the array is unchanged; an
-    /// authority returns [`DecodeError::NotAMirror`].
-    pub fn apply_snapshot_from(&mut self, r: &mut impl BitRead) -> Result<(), BitstreamError> {
-        let snapshot = Self::read_snapshot_from(r)?;
-        self.expect_receiver()?;
-        *self = snapshot;
-        Ok(())
+impl<T> OneArray<T> for FastArray<T> {
+    fn array_mut(&mut self) -> &mut FastArray<T> {
+        self
     }
 }
 
-/// Writing and applying an object's messages through `bitstream-io`: the
-/// [`FastArray`] methods of the same names, on the object's one-item
-/// array.
-impl<T: Replicate> Replicated<T> {
-    /// [`FastArray::write_delta_to`]: the object's delta into `w`, framed
-    /// with its length.
-    pub fn write_delta_to(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        w: &mut impl BitWrite,
-        max_bits: Option<u64>,
-    ) -> Result<DeltaStats, BitstreamError> {
+impl<T> OneArray<T> for Replicated<T> {
+    fn array_mut(&mut self) -> &mut FastArray<T> {
         self.as_array_mut()
-            .write_delta_to(conn, packet, w, max_bits)
-    }
-
-    /// [`FastArray::apply_delta_from`]: one delta read from `r` applied
-    /// to this mirror. On error it is unchanged.
-    pub fn apply_delta_from(
-        &mut self,
-        r: &mut impl BitRead,
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, BitstreamError> {
-        self.as_array_mut().apply_delta_from(r, callbacks)
-    }
-
-    /// [`FastArray::write_snapshot_to`]: the object's snapshot into `w`.
-    pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
-        self.as_array().write_snapshot_to(w)
-    }
-
-    /// [`FastArray::write_snapshot_for_to`]: the object's snapshot into
-    /// `w` for a client that joins, and `conn` made its connection.
-    pub fn write_snapshot_for_to(
-        &self,
-        conn: &mut SendState,
-        w: &mut impl BitWrite,
-    ) -> Result<u64, BitstreamError> {
-        self.as_array().write_snapshot_for_to(conn, w)
-    }
-
-    /// A mirror from one object snapshot read from `r`, as
-    /// [`from_snapshot_bits`](Self::from_snapshot_bits).
-    pub fn read_snapshot_from(r: &mut impl BitRead) -> Result<Self, BitstreamError> {
-        let (bytes, bits) = read_message(r)?;
-        decode_exact(&bytes, bits, |reader| Self::from_snapshot_bits(reader))
-    }
-
-    /// [`FastArray::apply_snapshot_from`]: this mirror replaced by one
-    /// snapshot read from `r`. On error it is unchanged.
-    pub fn apply_snapshot_from(&mut self, r: &mut impl BitRead) -> Result<(), BitstreamError> {
-        let snapshot = Self::read_snapshot_from(r)?;
-        self.as_array_mut().expect_receiver()?;
-        *self = snapshot;
-        Ok(())
     }
 }
+
+/// The adapter's methods, written once for [`FastArray`] and
+/// [`Replicated`] (an object's messages are its one-item array's): each
+/// frames or unframes the message of the method of the same name without
+/// `_to` / `_from` (or with `_bits`), which both types have.
+macro_rules! bitstream_methods {
+    ($ty:ident) => {
+        /// Writing and applying messages through `bitstream-io`: see the
+        /// methods of the same names without `_to` / `_from`, and the
+        /// [module documentation](crate::bitstream) for the framing.
+        impl<T: Replicate> $ty<T> {
+            /// [`write_delta_bits`](Self::write_delta_bits) into `w`, framed
+            /// with its length. With a budget, `max_bits` bounds everything
+            /// written into `w`, the length prefix included.
+            ///
+            /// Without a budget, a delta longer than [`MAX_MESSAGE_BITS`] is
+            /// not written: the packet is reported lost on `conn` (its work
+            /// stays due) and [`BitstreamError::TooLong`] returned; send it
+            /// with a budget. On [`BitstreamError::Send`] nothing is written
+            /// and `conn` is unchanged. The stats count the message's bits,
+            /// not its prefix's.
+            pub fn write_delta_to(
+                &mut self,
+                conn: &mut SendState,
+                packet: u32,
+                w: &mut impl BitWrite,
+                max_bits: Option<u64>,
+            ) -> Result<DeltaStats, BitstreamError> {
+                let budget = max_bits.map(message_budget).transpose()?;
+                let mut bytes = Vec::new();
+                let mut writer = BitWriter::new(&mut bytes);
+                let stats = self.write_delta_bits(conn, packet, &mut writer, budget)?;
+                let bits = writer.finish();
+                let written = check_len(bits).and_then(|()| write_message(w, &bytes, bits));
+                if written.is_err() {
+                    // Nothing (or a broken message) reached the client.
+                    conn.on_loss(packet);
+                }
+                written.map(|()| stats)
+            }
+
+            /// Applies one delta read from `r` (framed by
+            /// [`write_delta_to`](Self::write_delta_to)), as
+            /// [`apply_delta_bits`](Self::apply_delta_bits). The whole
+            /// message is read, decoded and checked first: on error the
+            /// mirror is unchanged.
+            pub fn apply_delta_from(
+                &mut self,
+                r: &mut impl BitRead,
+                callbacks: &mut impl Callbacks<T>,
+            ) -> Result<ApplyReport, BitstreamError> {
+                let (bytes, bits) = read_message(r)?;
+                let array = self.array_mut();
+                let decoded = decode_exact(&bytes, bits, |reader| array.decode_delta(reader))?;
+                Ok(array.apply_decoded(decoded, callbacks, None))
+            }
+
+            /// [`write_snapshot_bits`](Self::write_snapshot_bits) into `w`,
+            /// framed with its length. Returns the message's size in bits
+            /// (without the prefix). On [`BitstreamError::Encode`] or
+            /// [`BitstreamError::TooLong`] nothing is written.
+            pub fn write_snapshot_to(&self, w: &mut impl BitWrite) -> Result<u64, BitstreamError> {
+                write_framed(w, |writer| self.write_snapshot_bits(writer))
+            }
+
+            /// [`write_snapshot_for_bits`](Self::write_snapshot_for_bits)
+            /// into `w`, framed with its length: the snapshot of a client
+            /// that joins, and `conn` made its connection. Returns the
+            /// message's size in bits (without the prefix). On error `conn`
+            /// is unchanged.
+            pub fn write_snapshot_for_to(
+                &self,
+                conn: &mut SendState,
+                w: &mut impl BitWrite,
+            ) -> Result<u64, BitstreamError> {
+                conn.may_join_by_snapshot()?;
+                let mut joined = SendState::new();
+                let bits = write_framed(w, |writer| {
+                    self.write_snapshot_for_bits(&mut joined, writer)
+                })?;
+                *conn = joined;
+                Ok(bits)
+            }
+
+            /// A mirror from one snapshot read from `r` (framed by
+            /// [`write_snapshot_to`](Self::write_snapshot_to)), as
+            /// [`from_snapshot_bits`](Self::from_snapshot_bits).
+            pub fn read_snapshot_from(r: &mut impl BitRead) -> Result<Self, BitstreamError> {
+                let (bytes, bits) = read_message(r)?;
+                decode_exact(&bytes, bits, |reader| Self::from_snapshot_bits(reader))
+            }
+
+            /// Replaces this mirror's contents with one snapshot read from
+            /// `r`, as [`apply_snapshot`](Self::apply_snapshot). The message
+            /// is read whole even when it is refused. On error the mirror is
+            /// unchanged; a server's array or object returns
+            /// [`DecodeError::NotAMirror`].
+            pub fn apply_snapshot_from(
+                &mut self,
+                r: &mut impl BitRead,
+            ) -> Result<(), BitstreamError> {
+                let snapshot = Self::read_snapshot_from(r)?;
+                self.array_mut().expect_receiver()?;
+                *self = snapshot;
+                Ok(())
+            }
+        }
+    };
+}
+
+bitstream_methods!(FastArray);
+bitstream_methods!(Replicated);
 
 /// The budget of a message whose prefix and bits together take at most
 /// `max_bits`, capped at [`MAX_MESSAGE_BITS`]. The prefix of any message

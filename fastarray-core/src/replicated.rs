@@ -27,6 +27,9 @@ use crate::send::state::SendState;
 use crate::send::stats::DeltaStats;
 use crate::store::ItemMut;
 
+mod forward;
+use forward::forward_to_array;
+
 /// The single item's id inside a [`Replicated`].
 const ID: ReplicationId = ReplicationId::from_raw(0);
 
@@ -176,12 +179,6 @@ impl<T: Replicate> Replicated<T> {
         object
     }
 
-    /// The limits messages applied to this mirror are checked against
-    /// ([`MirrorLimits::DEFAULT`] unless set).
-    pub fn limits(&self) -> MirrorLimits {
-        self.item.limits()
-    }
-
     /// Checks every message applied from now on against `limits` (see
     /// [`mirror_with_limits`](Self::mirror_with_limits)).
     ///
@@ -197,20 +194,6 @@ impl<T: Replicate> Replicated<T> {
             );
         }
         self.item.set_limits(limits);
-    }
-
-    /// Everything this mirror holds but the object's value (see
-    /// [`MirrorState`]): with `==` on the objects, whether two mirrors are
-    /// in the same state.
-    pub fn mirror_state(&self) -> MirrorState {
-        self.item.mirror_state()
-    }
-
-    /// Whether this is a client's mirror (from [`mirror`](Self::mirror)
-    /// or [`from_snapshot`](Self::from_snapshot)), not a server's object
-    /// (from [`new`](Self::new)).
-    pub fn is_mirror(&self) -> bool {
-        self.item.is_mirror()
     }
 
     /// Whether both objects are equal *as the wire sees them*: their plain
@@ -264,17 +247,6 @@ impl<T: Replicate> Replicated<T> {
         !self.item.commit().is_empty()
     }
 
-    /// Whether the object was written through [`get_mut`](Self::get_mut)
-    /// since the last commit (writes that restored equal values included).
-    pub fn has_uncommitted_work(&self) -> bool {
-        self.item.has_uncommitted_work()
-    }
-
-    /// Number of commits so far (the frame the last commit ended).
-    pub fn frame(&self) -> u64 {
-        self.item.frame()
-    }
-
     /// The object's version: bumped by each commit that found it changed.
     pub fn key(&self) -> ReplicationKey {
         match self.item.key(ID) {
@@ -304,7 +276,178 @@ impl<T> Replicated<T> {
     }
 }
 
-/// Sending deltas: see the [`FastArray`] methods of the same names.
+/// The [`FastArray`] methods an object shares, on its one-item array:
+/// its state, sending deltas, applying them on a mirror, and writing
+/// snapshots. An object's messages are that array's: the object as item
+/// `#0`, its plain fields as the item's changed fields, each
+/// `#[replicate(array)]` field as a per-id delta inside it.
+impl<T: Replicate> Replicated<T> {
+    forward_to_array! {
+        fn limits(&self) -> MirrorLimits;
+        fn mirror_state(&self) -> MirrorState;
+        fn is_mirror(&self) -> bool;
+        fn has_uncommitted_work(&self) -> bool;
+        fn frame(&self) -> u64;
+        fn is_settled(&self, conn: &SendState) -> bool;
+        fn write_delta(
+            &mut self,
+            conn: &mut SendState,
+            packet: u32,
+            out: &mut Vec<u8>,
+        ) -> Result<DeltaStats, SendError>;
+        ///
+        /// The plain fields and the arrays' items that fit go now, the
+        /// rest stays due for the next packets, so a large object arrives
+        /// over several packets:
+        ///
+        /// ```
+        /// use fastarray_core::{FastArray, Replicated, SendState};
+        /// use fastarray_derive::Replicate;
+        ///
+        /// #[derive(Replicate, Clone, Debug, PartialEq)]
+        /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+        /// struct Tile { kind: u32 }
+        ///
+        /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+        /// #[replicate(crate = "fastarray_core")]
+        /// struct Map {
+        ///     #[replicate(array)]
+        ///     tiles: FastArray<Tile>,
+        /// }
+        ///
+        /// let mut server = Replicated::new(Map::default());
+        /// for kind in 0..1_000 {
+        ///     server.get_mut().tiles.push(Tile { kind });
+        /// }
+        /// server.commit();
+        /// let (mut conn, mut client) = (SendState::new(), Replicated::<Map>::mirror());
+        /// let mut packets = 0;
+        /// loop {
+        ///     let mut packet = Vec::new();
+        ///     server.write_delta_with_budget(&mut conn, packets, &mut packet, 8_000).unwrap();
+        ///     assert!(packet.len() <= 1_000);
+        ///     client.apply_delta(&packet, &mut ()).unwrap();
+        ///     conn.on_ack(packets);
+        ///     packets += 1;
+        ///     if server.is_settled(&conn) {
+        ///         break; // everything written is acknowledged, nothing is due
+        ///     }
+        /// }
+        /// assert!(packets > 4);
+        /// assert_eq!(client.get(), server.get());
+        /// ```
+        fn write_delta_with_budget(
+            &mut self,
+            conn: &mut SendState,
+            packet: u32,
+            out: &mut Vec<u8>,
+            max_bits: u64,
+        ) -> Result<DeltaStats, SendError>;
+        fn write_delta_bits(
+            &mut self,
+            conn: &mut SendState,
+            packet: u32,
+            writer: &mut BitWriter<'_>,
+            max_bits: Option<u64>,
+        ) -> Result<DeltaStats, SendError>;
+        ///
+        /// `callbacks` hear about the object as item `#0`: `post_change`
+        /// with the plain fields that changed (an empty mask means only
+        /// its arrays did), after an [`inner_event`](Callbacks::inner_event)
+        /// for each item added to, changed in or removed from its
+        /// `#[replicate(array)]` fields (owned by `#0`).
+        fn apply_delta(
+            &mut self,
+            bytes: &[u8],
+            callbacks: &mut impl Callbacks<T>,
+        ) -> Result<ApplyReport, DecodeError>;
+        ///
+        /// The message may sit between other data:
+        ///
+        /// ```
+        /// use fastarray_core::{BitReader, BitWriter, Replicated, SendState};
+        /// use fastarray_derive::Replicate;
+        ///
+        /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+        /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+        /// struct Rules { round: u8 }
+        ///
+        /// let mut server = Replicated::new(Rules { round: 3 });
+        /// server.commit();
+        /// let mut conn = SendState::new();
+        /// let mut packet = Vec::new();
+        /// let mut writer = BitWriter::new(&mut packet);
+        /// writer.write_bits(0b101, 3); // the transport's own header
+        /// server.write_delta_bits(&mut conn, 1, &mut writer, None).unwrap();
+        /// writer.write_bits(0xbeef, 16); // whatever follows
+        /// writer.finish();
+        ///
+        /// let mut client = Replicated::<Rules>::mirror();
+        /// let mut reader = BitReader::new(&packet);
+        /// assert_eq!(reader.read_bits(3).unwrap(), 0b101);
+        /// client.apply_delta_bits(&mut reader, &mut ()).unwrap();
+        /// assert_eq!(reader.read_bits(16).unwrap(), 0xbeef);
+        /// assert_eq!(client.get().round, 3);
+        /// ```
+        fn apply_delta_bits(
+            &mut self,
+            reader: &mut BitReader<'_>,
+            callbacks: &mut impl Callbacks<T>,
+        ) -> Result<ApplyReport, DecodeError>;
+        fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError>;
+        fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+        ///
+        /// ```
+        /// use fastarray_core::{FastArray, Replicated, SendState};
+        /// use fastarray_derive::Replicate;
+        ///
+        /// #[derive(Replicate, Clone, Debug, PartialEq)]
+        /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+        /// struct Player { score: u32 }
+        ///
+        /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+        /// #[replicate(crate = "fastarray_core")]
+        /// struct Lobby {
+        ///     countdown: u8,
+        ///     #[replicate(array)]
+        ///     players: FastArray<Player>,
+        /// }
+        ///
+        /// let mut server = Replicated::new(Lobby::default());
+        /// let ann = server.get_mut().players.push(Player { score: 0 });
+        /// server.get_mut().countdown = 10;
+        /// server.commit();
+        ///
+        /// // A client joins: one snapshot, and a connection that knows it.
+        /// let mut conn = SendState::new();
+        /// let mut packet = Vec::new();
+        /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+        /// let mut client = Replicated::<Lobby>::from_snapshot(&packet).unwrap();
+        /// assert_eq!(client.get(), server.get());
+        ///
+        /// server.get_mut().players.get_mut(ann).unwrap().score = 5;
+        /// server.commit();
+        /// let mut packet = Vec::new();
+        /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+        /// assert_eq!(stats.added, 0); // the client holds the object already
+        /// client.apply_delta(&packet, &mut ()).unwrap();
+        /// conn.on_ack(1);
+        /// assert_eq!(client.get(), server.get());
+        /// ```
+        fn write_snapshot_for(
+            &self,
+            conn: &mut SendState,
+            out: &mut Vec<u8>,
+        ) -> Result<u64, SendError>;
+        fn write_snapshot_for_bits(
+            &self,
+            conn: &mut SendState,
+            writer: &mut BitWriter<'_>,
+        ) -> Result<(), SendError>;
+    }
+}
+
+/// Showing the object to a connection or hiding it.
 impl<T: Replicate> Replicated<T> {
     /// Shows the object to `conn`'s client, or hides it (interest
     /// management, as [`FastArray::scope`] for an array). A hidden object
@@ -365,236 +508,12 @@ impl<T: Replicate> Replicated<T> {
     pub fn is_visible(&self, conn: &SendState) -> bool {
         conn.sees(ID)
     }
-
-    /// Whether `conn`'s client holds what this object holds, its arrays
-    /// included: nothing uncommitted, every change written and every packet
-    /// that carried one acknowledged (see [`FastArray::is_settled`]).
-    pub fn is_settled(&self, conn: &SendState) -> bool {
-        self.item.is_settled(conn)
-    }
-
-    /// Appends to `out` the delta bringing `conn`'s client up to date (the
-    /// changed plain fields, then each array field's per-id delta) and
-    /// records that packet `packet` carries it, as
-    /// [`FastArray::write_delta`]. Then report the packet's fate with
-    /// [`SendState::on_ack`] or [`SendState::on_loss`]. On error nothing is
-    /// written and nothing is recorded for `packet`.
-    pub fn write_delta(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        out: &mut Vec<u8>,
-    ) -> Result<DeltaStats, SendError> {
-        self.item.write_delta(conn, packet, out)
-    }
-
-    /// Like [`write_delta`](Self::write_delta), but the message takes at
-    /// most `max_bits` bits, as [`FastArray::write_delta_with_budget`]: the
-    /// plain fields and the arrays' items that fit go now, the rest stays
-    /// due for the next packets ([`DeltaStats::deferred`]). Every packet
-    /// whose budget holds an array item carries one, so a large object
-    /// arrives over several packets.
-    ///
-    /// ```
-    /// use fastarray_core::{FastArray, Replicated, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Tile { kind: u32 }
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
-    /// #[replicate(crate = "fastarray_core")]
-    /// struct Map {
-    ///     #[replicate(array)]
-    ///     tiles: FastArray<Tile>,
-    /// }
-    ///
-    /// let mut server = Replicated::new(Map::default());
-    /// for kind in 0..1_000 {
-    ///     server.get_mut().tiles.push(Tile { kind });
-    /// }
-    /// server.commit();
-    /// let (mut conn, mut client) = (SendState::new(), Replicated::<Map>::mirror());
-    /// let mut packets = 0;
-    /// loop {
-    ///     let mut packet = Vec::new();
-    ///     server.write_delta_with_budget(&mut conn, packets, &mut packet, 8_000).unwrap();
-    ///     assert!(packet.len() <= 1_000);
-    ///     client.apply_delta(&packet, &mut ()).unwrap();
-    ///     conn.on_ack(packets);
-    ///     packets += 1;
-    ///     if server.is_settled(&conn) {
-    ///         break; // everything written is acknowledged, nothing is due
-    ///     }
-    /// }
-    /// assert!(packets > 4);
-    /// assert_eq!(client.get(), server.get());
-    /// ```
-    pub fn write_delta_with_budget(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        out: &mut Vec<u8>,
-        max_bits: u64,
-    ) -> Result<DeltaStats, SendError> {
-        self.item
-            .write_delta_with_budget(conn, packet, out, max_bits)
-    }
-
-    /// [`write_delta`](Self::write_delta) into a shared bit stream (several
-    /// objects and arrays can share one packet, unaligned), within
-    /// `max_bits` if given, as [`FastArray::write_delta_bits`].
-    pub fn write_delta_bits(
-        &mut self,
-        conn: &mut SendState,
-        packet: u32,
-        writer: &mut BitWriter<'_>,
-        max_bits: Option<u64>,
-    ) -> Result<DeltaStats, SendError> {
-        self.item.write_delta_bits(conn, packet, writer, max_bits)
-    }
 }
 
-/// Applying deltas on a mirror: see the [`FastArray`] methods of the same
-/// names.
+/// A mirror from a snapshot, or reset by one: see the [`FastArray`]
+/// methods of the same names. An object's snapshot is its one-item
+/// array's: the object as item `#0`, its arrays with it.
 impl<T: Replicate> Replicated<T> {
-    /// Applies a delta that fills all of `bytes` (up to zero padding),
-    /// written by [`write_delta`](Self::write_delta), to this
-    /// [mirror](Self::mirror). Everything is decoded and checked first; on
-    /// error nothing changes. A server's object (from [`new`](Self::new))
-    /// returns [`DecodeError::NotAMirror`].
-    ///
-    /// `callbacks` hear about the object as item `#0`: `post_change` with
-    /// the plain fields that changed (an empty mask means only its arrays
-    /// did), after an [`inner_event`](Callbacks::inner_event) for each item
-    /// added to, changed in or removed from its `#[replicate(array)]`
-    /// fields (owned by `#0`).
-    pub fn apply_delta(
-        &mut self,
-        bytes: &[u8],
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, DecodeError> {
-        self.item.apply_delta(bytes, callbacks)
-    }
-
-    /// [`apply_delta`](Self::apply_delta) of one delta read from a shared
-    /// bit stream (the message may sit between other data). On error the
-    /// mirror is unchanged.
-    ///
-    /// ```
-    /// use fastarray_core::{BitReader, BitWriter, Replicated, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Rules { round: u8 }
-    ///
-    /// let mut server = Replicated::new(Rules { round: 3 });
-    /// server.commit();
-    /// let mut conn = SendState::new();
-    /// let mut packet = Vec::new();
-    /// let mut writer = BitWriter::new(&mut packet);
-    /// writer.write_bits(0b101, 3); // the transport's own header
-    /// server.write_delta_bits(&mut conn, 1, &mut writer, None).unwrap();
-    /// writer.write_bits(0xbeef, 16); // whatever follows
-    /// writer.finish();
-    ///
-    /// let mut client = Replicated::<Rules>::mirror();
-    /// let mut reader = BitReader::new(&packet);
-    /// assert_eq!(reader.read_bits(3).unwrap(), 0b101);
-    /// client.apply_delta_bits(&mut reader, &mut ()).unwrap();
-    /// assert_eq!(reader.read_bits(16).unwrap(), 0xbeef);
-    /// assert_eq!(client.get().round, 3);
-    /// ```
-    pub fn apply_delta_bits(
-        &mut self,
-        reader: &mut BitReader<'_>,
-        callbacks: &mut impl Callbacks<T>,
-    ) -> Result<ApplyReport, DecodeError> {
-        self.item.apply_delta_bits(reader, callbacks)
-    }
-}
-
-/// Snapshots: see the [`FastArray`] methods of the same names. An
-/// object's snapshot is its one-item array's: the object as item `#0`,
-/// its arrays with it.
-impl<T: Replicate> Replicated<T> {
-    /// Appends a snapshot of the object (plain fields and arrays) to `out`
-    /// and returns its size in bits, as [`FastArray::write_snapshot`]. On
-    /// error `out` is left as it was.
-    pub fn write_snapshot(&self, out: &mut Vec<u8>) -> Result<u64, EncodeError> {
-        self.item.write_snapshot(out)
-    }
-
-    /// [`write_snapshot`](Self::write_snapshot) into a shared bit stream
-    /// (on error, the bits written so far stay).
-    pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        self.item.write_snapshot_bits(writer)
-    }
-
-    /// Appends a snapshot of the object to `out` for a client that joins,
-    /// and makes `conn` the connection of a client that holds exactly that
-    /// snapshot, as [`FastArray::write_snapshot_for`]: the next deltas for
-    /// `conn` carry only what changes after it. The client applies the
-    /// snapshot before any later delta. Everything must be committed. On
-    /// error `out` and `conn` are left as they were.
-    ///
-    /// ```
-    /// use fastarray_core::{FastArray, Replicated, SendState};
-    /// use fastarray_derive::Replicate;
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq)]
-    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
-    /// struct Player { score: u32 }
-    ///
-    /// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
-    /// #[replicate(crate = "fastarray_core")]
-    /// struct Lobby {
-    ///     countdown: u8,
-    ///     #[replicate(array)]
-    ///     players: FastArray<Player>,
-    /// }
-    ///
-    /// let mut server = Replicated::new(Lobby::default());
-    /// let ann = server.get_mut().players.push(Player { score: 0 });
-    /// server.get_mut().countdown = 10;
-    /// server.commit();
-    ///
-    /// // A client joins: one snapshot, and a connection that knows it.
-    /// let mut conn = SendState::new();
-    /// let mut packet = Vec::new();
-    /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
-    /// let mut client = Replicated::<Lobby>::from_snapshot(&packet).unwrap();
-    /// assert_eq!(client.get(), server.get());
-    ///
-    /// server.get_mut().players.get_mut(ann).unwrap().score = 5;
-    /// server.commit();
-    /// let mut packet = Vec::new();
-    /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
-    /// assert_eq!(stats.added, 0); // the client holds the object already
-    /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
-    /// assert_eq!(client.get(), server.get());
-    /// ```
-    pub fn write_snapshot_for(
-        &self,
-        conn: &mut SendState,
-        out: &mut Vec<u8>,
-    ) -> Result<u64, SendError> {
-        self.item.write_snapshot_for(conn, out)
-    }
-
-    /// [`write_snapshot_for`](Self::write_snapshot_for) into a shared bit
-    /// stream. On error `conn` is unchanged (the bits written so far stay).
-    pub fn write_snapshot_for_bits(
-        &self,
-        conn: &mut SendState,
-        writer: &mut BitWriter<'_>,
-    ) -> Result<(), SendError> {
-        self.item.write_snapshot_for_bits(conn, writer)
-    }
-
     /// Decodes a snapshot that fills all of `bytes` (up to zero padding): a
     /// mirror holding the object, that ignores every delta no newer than
     /// the snapshot. A snapshot of another type is refused

@@ -135,10 +135,7 @@ impl<T: Replicate + 'static> Incoming for FastArray<T> {
     }
 
     fn __apply(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
-        match decoded.downcast() {
-            Ok(decoded) => self.apply_decoded(*decoded, &mut (), None),
-            Err(_) => unreachable!("a section is applied to the mirror that decoded it"),
-        }
+        apply_section(self, decoded, &mut ())
     }
 }
 
@@ -158,10 +155,7 @@ impl<T: Replicate + 'static, C: Callbacks<T>> Incoming for WithCallbacks<'_, Fas
     }
 
     fn __apply(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
-        match decoded.downcast() {
-            Ok(decoded) => self.mirror.apply_decoded(*decoded, self.callbacks, None),
-            Err(_) => unreachable!("a section is applied to the mirror that decoded it"),
-        }
+        apply_section(self.mirror, decoded, self.callbacks)
     }
 }
 
@@ -171,8 +165,21 @@ impl<T: Replicate + 'static, C: Callbacks<T>> Incoming for WithCallbacks<'_, Rep
     }
 
     fn __apply(&mut self, decoded: Box<dyn Any>) -> ApplyReport {
-        let mut heard = WithCallbacks::new(self.mirror.as_array_mut(), self.callbacks);
-        heard.__apply(decoded)
+        apply_section(self.mirror.as_array_mut(), decoded, self.callbacks)
+    }
+}
+
+/// Applies to `mirror` a section decoded from it (by `__decode`), telling
+/// `callbacks` what changed (`&mut ()` for a mirror whose events go
+/// unheard).
+fn apply_section<T: Replicate + 'static>(
+    mirror: &mut FastArray<T>,
+    decoded: Box<dyn Any>,
+    callbacks: &mut impl Callbacks<T>,
+) -> ApplyReport {
+    match decoded.downcast() {
+        Ok(decoded) => mirror.apply_decoded(*decoded, callbacks, None),
+        Err(_) => unreachable!("a section is applied to the mirror that decoded it"),
     }
 }
 
