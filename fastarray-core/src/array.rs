@@ -14,6 +14,7 @@ use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::store::{ItemMut, Store};
 
+pub(crate) use limits::read_whole;
 pub use scope::ScopeMut;
 
 mod as_field;

@@ -43,12 +43,12 @@
 //! let mut server = FastArray::new();
 //! server.push(Unit { hp: 100, team: 1 });
 //! server.commit();
-//! let mut conn = SendState::new();
+//! let mut state = SendState::new();
 //!
 //! // A packet of the game's own protocol, with the delta in the middle.
 //! let mut w = BitWriter::endian(Vec::new(), BigEndian);
 //! w.write::<16, u16>(7)?; // sequence number
-//! server.write_delta_to(&mut conn, 1, &mut w, None)?;
+//! server.write_delta_to(&mut state, 1, &mut w, None)?;
 //! w.write::<3, u8>(5)?; // whatever follows
 //! w.byte_align()?;
 //! let packet = w.into_writer();
@@ -220,14 +220,14 @@ macro_rules! bitstream_methods {
             /// written into `w`, the length prefix included.
             ///
             /// Without a budget, a delta longer than [`MAX_MESSAGE_BITS`] is
-            /// not written: the packet is reported lost on `conn` (its work
+            /// not written: the packet is reported lost on `state` (its work
             /// stays due) and [`BitstreamError::TooLong`] returned; send it
             /// with a budget. On [`BitstreamError::Send`] nothing is written
-            /// and `conn` is unchanged. The stats count the message's bits,
+            /// and `state` is unchanged. The stats count the message's bits,
             /// not its prefix's.
             pub fn write_delta_to(
                 &mut self,
-                conn: &mut SendState,
+                state: &mut SendState,
                 packet: u32,
                 w: &mut impl BitWrite,
                 max_bits: Option<u64>,
@@ -235,12 +235,12 @@ macro_rules! bitstream_methods {
                 let budget = max_bits.map(message_budget).transpose()?;
                 let mut bytes = Vec::new();
                 let mut writer = BitWriter::new(&mut bytes);
-                let stats = self.write_delta_bits(conn, packet, &mut writer, budget)?;
+                let stats = self.write_delta_bits(state, packet, &mut writer, budget)?;
                 let bits = writer.finish();
                 let written = check_len(bits).and_then(|()| write_message(w, &bytes, bits));
                 if written.is_err() {
                     // Nothing (or a broken message) reached the client.
-                    conn.on_loss(packet);
+                    state.on_loss(packet);
                 }
                 written.map(|()| stats)
             }
@@ -271,20 +271,20 @@ macro_rules! bitstream_methods {
 
             /// [`write_snapshot_for_bits`](Self::write_snapshot_for_bits)
             /// into `w`, framed with its length: the snapshot of a client
-            /// that joins, and `conn` made its connection. Returns the
-            /// message's size in bits (without the prefix). On error `conn`
+            /// that joins, and `state` made its connection. Returns the
+            /// message's size in bits (without the prefix). On error `state`
             /// is unchanged.
             pub fn write_snapshot_for_to(
                 &self,
-                conn: &mut SendState,
+                state: &mut SendState,
                 w: &mut impl BitWrite,
             ) -> Result<u64, BitstreamError> {
-                conn.may_join_by_snapshot()?;
+                state.may_join_by_snapshot()?;
                 let mut joined = SendState::new();
                 let bits = write_framed(w, |writer| {
                     self.write_snapshot_for_bits(&mut joined, writer)
                 })?;
-                *conn = joined;
+                *state = joined;
                 Ok(bits)
             }
 

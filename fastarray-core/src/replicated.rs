@@ -14,11 +14,11 @@
 use core::fmt;
 use core::ops::{Deref, DerefMut};
 
-use crate::array::FastArray;
+use crate::array::{FastArray, read_whole};
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::limits::{MirrorLimits, check_message_bytes};
+use crate::limits::MirrorLimits;
 use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
@@ -57,16 +57,16 @@ const ID: ReplicationId = ReplicationId::from_raw(0);
 ///
 /// let mut server = Replicated::new(Rules { round: 1, time_left: 300 });
 /// server.commit();
-/// let (mut conn, mut client) = (SendState::new(), Replicated::<Rules>::mirror());
+/// let (mut state, mut client) = (SendState::new(), Replicated::<Rules>::mirror());
 /// let mut packet = Vec::new();
-/// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// server.write_delta(&mut state, 1, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut ()).unwrap();
-/// conn.on_ack(1);
+/// state.on_ack(1);
 ///
 /// server.get_mut().time_left -= 1;
 /// server.commit();
 /// let mut packet = Vec::new();
-/// let stats = server.write_delta(&mut conn, 2, &mut packet).unwrap();
+/// let stats = server.write_delta(&mut state, 2, &mut packet).unwrap();
 /// assert_eq!(stats.changed, 1); // `time_left` only
 /// client.apply_delta(&packet, &mut ()).unwrap();
 /// assert_eq!(client.get(), server.get());
@@ -96,12 +96,12 @@ const ID: ReplicationId = ReplicationId::from_raw(0);
 /// server.get_mut().red.push(Unit { hp: 100 });
 /// server.commit();
 ///
-/// let mut conn = SendState::new();
+/// let mut state = SendState::new();
 /// let mut client = Replicated::<Match>::mirror();
 /// let mut packet = Vec::new();
-/// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// server.write_delta(&mut state, 1, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut ()).unwrap();
-/// conn.on_ack(1);
+/// state.on_ack(1);
 /// assert_eq!(client.get(), server.get());
 /// ```
 pub struct Replicated<T> {
@@ -288,10 +288,10 @@ impl<T: Replicate> Replicated<T> {
         fn is_mirror(&self) -> bool;
         fn has_uncommitted_work(&self) -> bool;
         fn frame(&self) -> u64;
-        fn is_settled(&self, conn: &SendState) -> bool;
+        fn is_settled(&self, state: &SendState) -> bool;
         fn write_delta(
             &mut self,
-            conn: &mut SendState,
+            state: &mut SendState,
             packet: u32,
             out: &mut Vec<u8>,
         ) -> Result<DeltaStats, SendError>;
@@ -320,16 +320,16 @@ impl<T: Replicate> Replicated<T> {
         ///     server.get_mut().tiles.push(Tile { kind });
         /// }
         /// server.commit();
-        /// let (mut conn, mut client) = (SendState::new(), Replicated::<Map>::mirror());
+        /// let (mut state, mut client) = (SendState::new(), Replicated::<Map>::mirror());
         /// let mut packets = 0;
         /// loop {
         ///     let mut packet = Vec::new();
-        ///     server.write_delta_with_budget(&mut conn, packets, &mut packet, 8_000).unwrap();
+        ///     server.write_delta_with_budget(&mut state, packets, &mut packet, 8_000).unwrap();
         ///     assert!(packet.len() <= 1_000);
         ///     client.apply_delta(&packet, &mut ()).unwrap();
-        ///     conn.on_ack(packets);
+        ///     state.on_ack(packets);
         ///     packets += 1;
-        ///     if server.is_settled(&conn) {
+        ///     if server.is_settled(&state) {
         ///         break; // everything written is acknowledged, nothing is due
         ///     }
         /// }
@@ -338,14 +338,14 @@ impl<T: Replicate> Replicated<T> {
         /// ```
         fn write_delta_with_budget(
             &mut self,
-            conn: &mut SendState,
+            state: &mut SendState,
             packet: u32,
             out: &mut Vec<u8>,
             max_bits: u64,
         ) -> Result<DeltaStats, SendError>;
         fn write_delta_bits(
             &mut self,
-            conn: &mut SendState,
+            state: &mut SendState,
             packet: u32,
             writer: &mut BitWriter<'_>,
             max_bits: Option<u64>,
@@ -374,11 +374,11 @@ impl<T: Replicate> Replicated<T> {
         ///
         /// let mut server = Replicated::new(Rules { round: 3 });
         /// server.commit();
-        /// let mut conn = SendState::new();
+        /// let mut state = SendState::new();
         /// let mut packet = Vec::new();
         /// let mut writer = BitWriter::new(&mut packet);
         /// writer.write_bits(0b101, 3); // the transport's own header
-        /// server.write_delta_bits(&mut conn, 1, &mut writer, None).unwrap();
+        /// server.write_delta_bits(&mut state, 1, &mut writer, None).unwrap();
         /// writer.write_bits(0xbeef, 16); // whatever follows
         /// writer.finish();
         ///
@@ -419,29 +419,29 @@ impl<T: Replicate> Replicated<T> {
         /// server.commit();
         ///
         /// // A client joins: one snapshot, and a connection that knows it.
-        /// let mut conn = SendState::new();
+        /// let mut state = SendState::new();
         /// let mut packet = Vec::new();
-        /// server.write_snapshot_for(&mut conn, &mut packet).unwrap();
+        /// server.write_snapshot_for(&mut state, &mut packet).unwrap();
         /// let mut client = Replicated::<Lobby>::from_snapshot(&packet).unwrap();
         /// assert_eq!(client.get(), server.get());
         ///
         /// server.get_mut().players.get_mut(ann).unwrap().score = 5;
         /// server.commit();
         /// let mut packet = Vec::new();
-        /// let stats = server.write_delta(&mut conn, 1, &mut packet).unwrap();
+        /// let stats = server.write_delta(&mut state, 1, &mut packet).unwrap();
         /// assert_eq!(stats.added, 0); // the client holds the object already
         /// client.apply_delta(&packet, &mut ()).unwrap();
-        /// conn.on_ack(1);
+        /// state.on_ack(1);
         /// assert_eq!(client.get(), server.get());
         /// ```
         fn write_snapshot_for(
             &self,
-            conn: &mut SendState,
+            state: &mut SendState,
             out: &mut Vec<u8>,
         ) -> Result<u64, SendError>;
         fn write_snapshot_for_bits(
             &self,
-            conn: &mut SendState,
+            state: &mut SendState,
             writer: &mut BitWriter<'_>,
         ) -> Result<(), SendError>;
     }
@@ -449,7 +449,7 @@ impl<T: Replicate> Replicated<T> {
 
 /// Showing the object to a connection or hiding it.
 impl<T: Replicate> Replicated<T> {
-    /// Shows the object to `conn`'s client, or hides it (interest
+    /// Shows the object to `state`'s client, or hides it (interest
     /// management, as [`FastArray::scope`] for an array). A hidden object
     /// costs the connection nothing while hidden: the client keeps its
     /// copy, frozen (a replicated object always has a value; see
@@ -474,27 +474,27 @@ impl<T: Replicate> Replicated<T> {
     ///
     /// let mut vault = Replicated::new(Vault { gold: 10 });
     /// vault.commit();
-    /// let (mut conn, mut client) = (SendState::new(), Replicated::<Vault>::mirror());
+    /// let (mut state, mut client) = (SendState::new(), Replicated::<Vault>::mirror());
     /// let mut packet = Vec::new();
-    /// vault.write_delta(&mut conn, 1, &mut packet).unwrap();
+    /// vault.write_delta(&mut state, 1, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
-    /// conn.on_ack(1);
+    /// state.on_ack(1);
     ///
-    /// vault.set_visible(&mut conn, false).unwrap(); // out of sight
+    /// vault.set_visible(&mut state, false).unwrap(); // out of sight
     /// vault.get_mut().gold = 99;
     /// vault.commit();
     /// packet.clear();
-    /// assert_eq!(vault.write_delta(&mut conn, 2, &mut packet).unwrap().bits, 1);
+    /// assert_eq!(vault.write_delta(&mut state, 2, &mut packet).unwrap().bits, 1);
     /// assert_eq!(client.get().gold, 10);
     ///
-    /// vault.set_visible(&mut conn, true).unwrap();
+    /// vault.set_visible(&mut state, true).unwrap();
     /// packet.clear();
-    /// vault.write_delta(&mut conn, 3, &mut packet).unwrap();
+    /// vault.write_delta(&mut state, 3, &mut packet).unwrap();
     /// client.apply_delta(&packet, &mut ()).unwrap();
     /// assert_eq!(client.get().gold, 99);
     /// ```
-    pub fn set_visible(&mut self, conn: &mut SendState, visible: bool) -> Result<(), SendError> {
-        let mut scope = self.item.scope_with(conn, ScopeExit::Persist)?;
+    pub fn set_visible(&mut self, state: &mut SendState, visible: bool) -> Result<(), SendError> {
+        let mut scope = self.item.scope_with(state, ScopeExit::Persist)?;
         if visible {
             scope.include(ID);
         } else {
@@ -503,10 +503,10 @@ impl<T: Replicate> Replicated<T> {
         Ok(())
     }
 
-    /// Whether `conn`'s client sees the object (see
+    /// Whether `state`'s client sees the object (see
     /// [`set_visible`](Self::set_visible)).
-    pub fn is_visible(&self, conn: &SendState) -> bool {
-        conn.sees(ID)
+    pub fn is_visible(&self, state: &SendState) -> bool {
+        state.sees(ID)
     }
 }
 
@@ -532,11 +532,9 @@ impl<T: Replicate> Replicated<T> {
         bytes: &[u8],
         limits: MirrorLimits,
     ) -> Result<Self, DecodeError> {
-        check_message_bytes(&limits, bytes.len())?;
-        let mut reader = BitReader::new(bytes);
-        let object = Self::from_snapshot_bits_with_limits(&mut reader, limits)?;
-        reader.expect_end()?;
-        Ok(object)
+        read_whole(bytes, &limits, |reader| {
+            Self::from_snapshot_bits_with_limits(reader, limits)
+        })
     }
 
     /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a

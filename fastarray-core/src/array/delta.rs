@@ -4,10 +4,10 @@
 //! [`Mirror`]).
 
 use super::FastArray;
-use super::limits::within_message_bytes;
+use super::limits::{read_whole, within_message_bytes};
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, SendError};
-use crate::limits::{ArrayLimits, check_message_bytes};
+use crate::limits::ArrayLimits;
 use crate::receive::decode::Decoded;
 use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive_state::mirror::Mirror;
@@ -161,10 +161,7 @@ impl<T: Replicate> FastArray<T> {
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
         self.expect_receiver()?;
-        check_message_bytes(&self.limits(), bytes.len())?;
-        let mut reader = BitReader::new(bytes);
-        let decoded = self.decode_delta(&mut reader)?;
-        reader.expect_end()?;
+        let decoded = read_whole(bytes, &self.limits(), |reader| self.decode_delta(reader))?;
         Ok(self.apply_decoded(decoded, callbacks, None))
     }
 

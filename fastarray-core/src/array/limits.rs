@@ -4,7 +4,7 @@
 use super::FastArray;
 use crate::bits::BitReader;
 use crate::error::{DecodeError, Limit};
-use crate::limits::MirrorLimits;
+use crate::limits::{MirrorLimits, check_message_bytes};
 use crate::receive_state::mirror::Mirror;
 
 impl<T> FastArray<T> {
@@ -72,4 +72,19 @@ pub(crate) fn within_message_bytes<R>(
         }
         result => result,
     }
+}
+
+/// Reads with `read` a message given whole in `bytes`: refused before it
+/// is read if it is longer than `limits.message_bytes`, and if anything
+/// but zero padding follows what `read` took.
+pub(crate) fn read_whole<R>(
+    bytes: &[u8],
+    limits: &MirrorLimits,
+    read: impl FnOnce(&mut BitReader<'_>) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    check_message_bytes(limits, bytes.len())?;
+    let mut reader = BitReader::new(bytes);
+    let value = read(&mut reader)?;
+    reader.expect_end()?;
+    Ok(value)
 }

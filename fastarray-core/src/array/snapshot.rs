@@ -3,11 +3,11 @@
 //! snapshot) and for a mirror built or reset from one.
 
 use super::FastArray;
-use super::limits::within_message_bytes;
+use super::limits::{read_whole, within_message_bytes};
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::ReplicationId;
-use crate::limits::{ArrayLimits, MirrorLimits, check_message_bytes};
+use crate::limits::{ArrayLimits, MirrorLimits};
 use crate::receive::apply::report_snapshot;
 use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::mirror::Mirror;
@@ -141,11 +141,9 @@ impl<T: Replicate> FastArray<T> {
         bytes: &[u8],
         limits: MirrorLimits,
     ) -> Result<Self, DecodeError> {
-        check_message_bytes(&limits, bytes.len())?;
-        let mut reader = BitReader::new(bytes);
-        let array = Self::from_snapshot_bits_with_limits(&mut reader, limits)?;
-        reader.expect_end()?;
-        Ok(array)
+        read_whole(bytes, &limits, |reader| {
+            Self::from_snapshot_bits_with_limits(reader, limits)
+        })
     }
 
     /// [`from_snapshot`](Self::from_snapshot) of one snapshot read from a

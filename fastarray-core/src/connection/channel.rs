@@ -29,7 +29,7 @@ pub trait Outgoing: sealed::Sealed {
     #[doc(hidden)]
     fn __write(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Budget,
@@ -100,12 +100,12 @@ impl<T: Replicate + Clone + 'static> Outgoing for FastArray<T> {
 
     fn __write(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Budget,
     ) -> Result<DeltaStats, SendError> {
-        self.write_budgeted(conn, packet, writer, Some(budget))
+        self.write_budgeted(state, packet, writer, Some(budget))
     }
 }
 
@@ -120,12 +120,12 @@ impl<T: Replicate + Clone + 'static> Outgoing for Replicated<T> {
 
     fn __write(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Budget,
     ) -> Result<DeltaStats, SendError> {
-        self.as_array_mut().__write(conn, packet, writer, budget)
+        self.as_array_mut().__write(state, packet, writer, budget)
     }
 }
 
