@@ -139,6 +139,20 @@ pub(super) fn packet(bytes: usize) {
     let _ = bytes;
 }
 
+/// Channel `channel`'s label value: the first 32 channels' are static
+/// strings, so counting a section allocates nothing.
+#[cfg(feature = "metrics")]
+fn channel_label(channel: usize) -> metrics::SharedString {
+    const NAMES: [&str; 32] = [
+        "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
+        "17", "18", "19", "20", "21", "22", "23", "24", "25", "26", "27", "28", "29", "30", "31",
+    ];
+    match NAMES.get(channel) {
+        Some(name) => metrics::SharedString::const_str(name),
+        None => metrics::SharedString::from_owned(channel.to_string()),
+    }
+}
+
 /// Channel `channel` wrote `bits` bits of section (its sections' bits
 /// were `before` until then) with counts `delta`.
 #[inline]
@@ -149,7 +163,7 @@ pub(super) fn section(channel: usize, before: u64, bits: u64, delta: &DeltaStats
         // total is exact whatever the sections' sizes in bits.
         let bytes = (before + bits) / 8 - before / 8;
         if bytes > 0 {
-            metrics::counter!("fastarray_bytes_sent_total", "channel" => channel.to_string())
+            metrics::counter!("fastarray_bytes_sent_total", "channel" => channel_label(channel))
                 .increment(bytes);
         }
         for (kind, count) in [
@@ -161,7 +175,7 @@ pub(super) fn section(channel: usize, before: u64, bits: u64, delta: &DeltaStats
             if count > 0 {
                 metrics::counter!(
                     "fastarray_items_sent_total",
-                    "channel" => channel.to_string(),
+                    "channel" => channel_label(channel),
                     "kind" => kind
                 )
                 .increment(count as u64);
@@ -193,7 +207,7 @@ impl Levels {
         ];
         for (name, old, new) in moves {
             if old != new {
-                let gauge = metrics::gauge!(name, "channel" => channel.to_string());
+                let gauge = metrics::gauge!(name, "channel" => channel_label(channel));
                 gauge.increment(new as f64 - old as f64);
             }
         }
