@@ -138,8 +138,9 @@ pub struct ReplicationClient {
     packets: Vec<Vec<u8>>,
     data: Vec<u8>,
     reply: Vec<u8>,
-    join: Join,
-    /// Whether the world arrived (always, joining by delta).
+    /// Whether the server said how this client joins (and sent the
+    /// snapshot, if by snapshot); always, on a transport without a
+    /// reliable channel, where every join is by delta.
     joined: bool,
     messages: Vec<Vec<u8>>,
     applied: u64,
@@ -151,14 +152,17 @@ pub struct ReplicationClient {
 impl ReplicationClient {
     /// A client on `transport`.
     pub fn new(transport: impl ClientTransport) -> Self {
+        // On a transport with a reliable channel, the server's first
+        // message says how the client joins: until it comes, the packets
+        // are dropped (unacknowledged, they come again).
+        let joined = !transport.has_reliable();
         Self {
             transport: Box::new(transport),
             connection: None,
             packets: Vec::new(),
             data: Vec::new(),
             reply: Vec::new(),
-            join: Join::Delta,
-            joined: true,
+            joined,
             messages: Vec::new(),
             applied: 0,
             ignored: 0,
@@ -167,16 +171,21 @@ impl ReplicationClient {
         }
     }
 
-    /// The same client, joining as `join` says (as its server does:
-    /// [`ReplicationServer::with_join`](crate::ReplicationServer::with_join)).
-    pub fn with_join(mut self, join: Join) -> Self {
-        self.join = join;
-        self.joined = join == Join::Delta;
+    /// The same client: it joins as its server says
+    /// ([`ReplicationServer::with_join`](crate::ReplicationServer::with_join)),
+    /// whatever `join` is.
+    #[deprecated(
+        since = "0.1.0",
+        note = "a client joins as its server says: set `Join` on the `ReplicationServer` only"
+    )]
+    pub fn with_join(self, join: Join) -> Self {
+        let _ = join;
         self
     }
 
-    /// Whether the world arrived: joining by snapshot, whether the
-    /// snapshot came (always, joining by delta).
+    /// Whether the world arrived: on a transport with a reliable channel,
+    /// whether the server's join message came (with the snapshot, joining
+    /// by snapshot); always, on a transport without one.
     pub fn joined(&self) -> bool {
         self.joined
     }
@@ -600,7 +609,18 @@ fn receive_into(
     client.transport.poll_reliable(now, &mut messages);
     for message in messages.drain(..) {
         if client.joined {
-            client.ignored += 1;
+            // Only a transport that says it has no reliable channel, yet
+            // delivers the server's join message, gets here: its snapshot
+            // cannot be applied over the deltas already applied.
+            client.rejected += 1;
+            client.last_error = Some(ConnectionError::Decode {
+                channel: usize::MAX,
+                error: DecodeError::Custom {
+                    bit_offset: 0,
+                    message: "a join message after the client joined: its transport delivers \
+                              reliable messages but its has_reliable() says false",
+                },
+            });
             continue;
         }
         match join_by_snapshot(&message, kinds, world, entities) {

@@ -12,8 +12,11 @@ pub enum Join {
     /// In one snapshot of every array, on the transport's reliable
     /// channel ([`ServerTransport::has_reliable`]); the deltas follow
     /// from it. The client drops the server's packets until the snapshot
-    /// came (they are sent again). The server and its clients must agree:
-    /// set it on both. A client that sees only what it is shown
+    /// came (they are sent again). Set it on the server only: on a
+    /// transport with a reliable channel the server tells every joining
+    /// client how it joins (joining by delta, with an empty snapshot, so
+    /// the client waits one message), and its clients follow. A client
+    /// that sees only what it is shown
     /// ([`VisibilityPolicy::Explicit`]), or a transport without a
     /// reliable channel, joins by delta all the same: the server sends an
     /// empty snapshot to say so.

@@ -258,8 +258,9 @@ impl ReplicationServer {
         self
     }
 
-    /// The same server, clients joining as `join` says (set the same on
-    /// the clients: [`ReplicationClient::with_join`](crate::ReplicationClient::with_join)).
+    /// The same server, clients joining as `join` says. The clients
+    /// follow: on a transport with a reliable channel the server tells
+    /// each joining client how it joins.
     pub fn with_join(mut self, join: Join) -> Self {
         self.join = join;
         self
@@ -339,18 +340,20 @@ impl ReplicationServer {
                 last_error: None,
             },
         );
-        if self.join == Join::Snapshot {
-            self.send_snapshot(client, kinds);
+        // On a transport with a reliable channel every joining client is
+        // told how it joins, so that it needs no setting of its own.
+        if self.transport.has_reliable() {
+            self.send_join(client, kinds);
         }
         true
     }
 
-    /// Sends `client` a snapshot of every array (or, when it cannot join
-    /// by snapshot, an empty one: deltas follow).
-    fn send_snapshot(&mut self, id: ClientId, kinds: &mut [Box<dyn ServerChannel>]) {
+    /// Sends `client` its join message: a snapshot of every array, or,
+    /// when it joins by delta, an empty one (deltas follow).
+    fn send_join(&mut self, id: ClientId, kinds: &mut [Box<dyn ServerChannel>]) {
         let client = self.clients.get_mut(&id).expect("connected");
         let mut sections = Vec::new();
-        if client.policy == VisibilityPolicy::All && self.transport.has_reliable() {
+        if self.join == Join::Snapshot && client.policy == VisibilityPolicy::All {
             for (channel, kind) in kinds.iter_mut().enumerate() {
                 let mut section = Vec::new();
                 let state = client.connection.state_mut(channel);

@@ -319,6 +319,10 @@ impl ClientTransport for QuicClientTransport {
         }
     }
 
+    fn has_reliable(&self) -> bool {
+        true
+    }
+
     fn poll_reliable(&mut self, _now: Instant, messages: &mut Vec<Vec<u8>>) {
         self.drain();
         messages.append(&mut self.reliable);

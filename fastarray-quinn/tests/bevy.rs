@@ -103,13 +103,10 @@ fn run(join: Join) {
         let mut app = App::new();
         app.add_plugins(ClientPlugin)
             .replicate::<Ship>()
-            .insert_resource(
-                ReplicationClient::new(Conditioned::new(
-                    transport,
-                    LinkConditioner::lossy(0.2, seed),
-                ))
-                .with_join(join),
-            );
+            .insert_resource(ReplicationClient::new(Conditioned::new(
+                transport,
+                LinkConditioner::lossy(0.2, seed),
+            )));
         app
     };
     let mut clients = vec![client(6)];

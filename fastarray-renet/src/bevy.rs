@@ -207,6 +207,10 @@ impl ClientTransport for RenetClientTransport {
         }
     }
 
+    fn has_reliable(&self) -> bool {
+        true
+    }
+
     fn poll_reliable(&mut self, now: Instant, messages: &mut Vec<Vec<u8>>) {
         self.update(now);
         while let Some(message) = self.renet.receive_message(DefaultChannel::ReliableOrdered) {

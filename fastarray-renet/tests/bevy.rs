@@ -68,7 +68,8 @@ fn server(join: Join) -> (App, SocketAddr) {
     (app, address)
 }
 
-fn client(server: SocketAddr, id: u64, join: Join) -> App {
+/// A client: it joins as the server says (no `Join` of its own).
+fn client(server: SocketAddr, id: u64) -> App {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     let netcode = NetcodeClientTransport::new(
         since_epoch(),
@@ -84,13 +85,10 @@ fn client(server: SocketAddr, id: u64, join: Join) -> App {
     let renet = RenetClient::new(fastarray_renet::connection_config());
     let mut app = App::new();
     app.add_plugins(ClientPlugin).replicate::<Unit>();
-    app.insert_resource(
-        ReplicationClient::new(Conditioned::new(
-            RenetClientTransport::new(renet, netcode),
-            LinkConditioner::lossy(0.2, id),
-        ))
-        .with_join(join),
-    );
+    app.insert_resource(ReplicationClient::new(Conditioned::new(
+        RenetClientTransport::new(renet, netcode),
+        LinkConditioner::lossy(0.2, id),
+    )));
     app
 }
 
@@ -180,11 +178,11 @@ fn run(join: Join) {
             ));
         }
     }
-    let mut clients = vec![client(address, 11, join)];
+    let mut clients = vec![client(address, 11)];
     let mut late_arrival = None;
     for tick in 0..200u32 {
         if tick == 60 {
-            clients.push(client(address, 12, join));
+            clients.push(client(address, 12));
         }
         game(&mut server, tick);
         server.update();

@@ -243,6 +243,10 @@ impl<T: ClientTransport> ClientTransport for Conditioned<T> {
         }
     }
 
+    fn has_reliable(&self) -> bool {
+        self.inner.has_reliable()
+    }
+
     fn poll_reliable(&mut self, now: Instant, messages: &mut Vec<Vec<u8>>) {
         self.inner.poll_reliable(now, messages);
     }

@@ -124,6 +124,15 @@ pub trait ClientTransport: Any + Send + Sync {
     /// [`ServerTransport::flush`]). Called once a tick, after the send.
     fn flush(&mut self) {}
 
+    /// Whether the transport has the server's reliable, ordered channel
+    /// ([`poll_reliable`](Self::poll_reliable)): then the client waits
+    /// for the server's join message before it applies packets (see
+    /// [`Join`](crate::Join)). `false` unless implemented; a transport
+    /// that implements `poll_reliable` says `true` here.
+    fn has_reliable(&self) -> bool {
+        false
+    }
+
     /// Appends the messages of the reliable channel that arrived since
     /// the last call (see [`ServerTransport::send_reliable`]). Nothing on
     /// a transport without one.
