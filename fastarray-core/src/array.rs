@@ -406,7 +406,7 @@ impl<T: Replicate> FastArray<T> {
         let sender = self.sender.get_or_insert_with(Box::default);
         self.store.commit(&mut sender.history);
         if let Some(changes) = sender.history.newest() {
-            sender.interest.route(changes);
+            sender.scopes.route(changes);
         }
         self.last_changeset()
     }

@@ -73,8 +73,8 @@ use crate::error::{DecodeError, EncodeError, SendError};
 use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::replicated::Replicated;
-use crate::send::state::SendState;
-use crate::send::stats::DeltaStats;
+use crate::send_state::SendState;
+use crate::send_state::stats::DeltaStats;
 
 /// The longest message a reader takes, in bits (2 MiB): a longer length
 /// prefix is refused ([`BitstreamError::TooLong`]) before anything else is

@@ -9,7 +9,7 @@ use crate::array::FastArray;
 use crate::bits::BitWriter;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::send::stats::DeltaStats;
+use crate::send_state::stats::DeltaStats;
 
 /// What one replicated field (one mask bit) cost over the commits a
 /// [`FieldCosts`] recorded.

@@ -14,8 +14,8 @@ use crate::error::{DecodeError, EncodeError, SendError};
 use crate::limits::ArrayLimits;
 use crate::receive_state::events::{ApplyReport, ArrayPath, InnerEvent};
 use crate::receive_state::mirror_state::MirrorState;
-use crate::send::state::SendState;
-use crate::send::stats::{Budget, DeltaStats};
+use crate::send_state::SendState;
+use crate::send_state::stats::{Budget, DeltaStats};
 
 /// What `#[derive(Replicate)]` requires of the type of a
 /// `#[replicate(array)]` field: that it be a `FastArray` (whose items'

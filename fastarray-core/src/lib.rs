@@ -52,6 +52,7 @@ mod replicated;
 pub mod schema;
 mod secure;
 mod send;
+mod send_state;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
 mod snapshot_message;
@@ -103,7 +104,7 @@ pub use secure::SessionKeys;
 pub use secure::{
     ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
 };
-pub use send::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
+pub use send_state::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
 pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private_0_1`)

@@ -22,9 +22,9 @@ use crate::limits::MirrorLimits;
 use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
-use crate::send::scope::ScopeExit;
-use crate::send::state::SendState;
-use crate::send::stats::DeltaStats;
+use crate::send_state::SendState;
+use crate::send_state::scope::ScopeExit;
+use crate::send_state::stats::DeltaStats;
 use crate::store::ItemMut;
 
 mod forward;

@@ -17,7 +17,7 @@ use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::send::state::SendState;
+use crate::send_state::SendState;
 use crate::store::{Slot, Store};
 use crate::wire::MessageKind;
 use crate::wire::frame::read_long_frame;

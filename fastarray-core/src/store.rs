@@ -12,7 +12,7 @@ use crate::inner_array::Lineage;
 use crate::mask::FieldMask;
 use crate::pre_image::{Lent, PreImages};
 use crate::replicate::Replicate;
-use crate::send::state::Holdings;
+use crate::send_state::Holdings;
 
 mod commit;
 mod field_frames;

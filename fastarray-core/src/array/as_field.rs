@@ -14,8 +14,8 @@ use crate::receive::decode::{Decoded, skip_delta};
 use crate::receive_state::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
 use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
-use crate::send::state::SendState;
-use crate::send::stats::{Budget, DeltaStats};
+use crate::send_state::SendState;
+use crate::send_state::stats::{Budget, DeltaStats};
 use crate::snapshot_message;
 
 /// A `FastArray` of any item type is what an array field may be.

@@ -12,8 +12,8 @@ use crate::receive::decode::Decoded;
 use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
-use crate::send::state::SendState;
-use crate::send::stats::{Budget, DeltaStats};
+use crate::send_state::SendState;
+use crate::send_state::stats::{Budget, DeltaStats};
 
 impl<T: Replicate> FastArray<T> {
     /// Appends to `out` the delta that brings `state`'s client up to date,

@@ -5,9 +5,9 @@ use super::FastArray;
 use crate::error::SendError;
 use crate::id::ReplicationId;
 use crate::replicate::Replicate;
-use crate::send::scope::ScopeExit;
 use crate::send::sender::Sender;
-use crate::send::state::SendState;
+use crate::send_state::SendState;
+use crate::send_state::scope::ScopeExit;
 use crate::store::Store;
 
 impl<T: Replicate> FastArray<T> {
@@ -93,11 +93,11 @@ impl<T: Replicate> FastArray<T> {
         sender.catch_up(&self.store, state);
         if state.scope().is_none() {
             let masks = core::array::from_fn(|level| T::detail_mask(level as u8));
-            let mut scope = sender.interest.register(self.store.origin(), masks);
+            let mut scope = sender.scopes.register(self.store.origin(), masks);
             scope.set_exit(exit);
             let slot = scope.slot;
             for id in state.set_scope(scope, self.store.frame()) {
-                sender.interest.watch(slot, id);
+                sender.scopes.watch(slot, id);
             }
         }
         Ok(ScopeMut {
@@ -115,7 +115,7 @@ impl<T> FastArray<T> {
     pub fn scoped_connections(&self) -> usize {
         self.sender
             .as_deref()
-            .map_or(0, |sender| sender.interest.connections())
+            .map_or(0, |sender| sender.scopes.connections())
     }
 }
 
@@ -139,7 +139,7 @@ impl<T> ScopeMut<'_, T> {
         }
         if !watched {
             let slot = self.slot();
-            self.sender.interest.watch(slot, id);
+            self.sender.scopes.watch(slot, id);
         }
         true
     }
@@ -155,7 +155,7 @@ impl<T> ScopeMut<'_, T> {
         // and its destruction is sent.
         if !self.state.is_frozen(id) {
             let slot = self.slot();
-            self.sender.interest.unwatch(slot, id);
+            self.sender.scopes.unwatch(slot, id);
         }
         true
     }

@@ -4,7 +4,7 @@
 use super::FastArray;
 use crate::history::History;
 use crate::replicate::Replicate;
-use crate::send::state::SendState;
+use crate::send_state::SendState;
 
 impl<T: Replicate> FastArray<T> {
     /// Whether `state`'s client holds what this array holds: nothing is

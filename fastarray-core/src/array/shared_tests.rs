@@ -4,8 +4,8 @@
 
 use super::FastArray;
 use crate::bits::BitWriter;
-use crate::send::state::SendState;
-use crate::send::stats::Budget;
+use crate::send_state::SendState;
+use crate::send_state::stats::Budget;
 
 #[derive(fastarray_derive::Replicate, Clone, Debug, PartialEq)]
 struct Unit {

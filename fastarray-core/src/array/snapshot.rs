@@ -12,7 +12,7 @@ use crate::receive::apply::report_snapshot;
 use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
-use crate::send::state::SendState;
+use crate::send_state::SendState;
 use crate::snapshot_message;
 
 impl<T: Replicate> FastArray<T> {

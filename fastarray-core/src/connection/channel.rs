@@ -15,8 +15,8 @@ use crate::error::{DecodeError, SendError};
 use crate::receive_state::{ApplyReport, Callbacks};
 use crate::replicate::Replicate;
 use crate::replicated::Replicated;
-use crate::send::SendState;
-use crate::send::stats::{Budget, DeltaStats};
+use crate::send_state::SendState;
+use crate::send_state::stats::{Budget, DeltaStats};
 
 /// What a [`Connection`](crate::Connection) writes deltas of: a
 /// [`FastArray`] or a [`Replicated`] object on the server. Implemented by

@@ -21,7 +21,7 @@
 //! back when a connection is dropped).
 
 use crate::ack::{AckEvent, Acks};
-use crate::send::stats::{DeltaStats, Oversized};
+use crate::send_state::stats::{DeltaStats, Oversized};
 
 /// A span entered for the length of one call (nothing without `tracing`).
 pub(super) struct Span {

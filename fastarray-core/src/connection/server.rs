@@ -15,8 +15,8 @@ use super::stats::{ChannelStats, Counters};
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
 use crate::bits::BitWriter;
 use crate::secure::{Session, inner_of, open_with};
-use crate::send::SendState;
-use crate::send::stats::{Budget, DeltaStats, Oversized};
+use crate::send_state::SendState;
+use crate::send_state::stats::{Budget, DeltaStats, Oversized};
 
 /// The largest packet written, even for an item larger than the MTU
 /// (which then goes alone, in a packet the IP layer fragments): what a UDP

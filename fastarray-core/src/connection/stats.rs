@@ -3,8 +3,8 @@
 //! additions on the send path, and what the channel's state says when
 //! asked.
 
-use crate::send::SendState;
-use crate::send::stats::DeltaStats;
+use crate::send_state::SendState;
+use crate::send_state::stats::DeltaStats;
 
 /// What a [`Connection`](crate::Connection) did for one channel since it
 /// was made: [`Connection::channel_stats`](crate::Connection::channel_stats).

@@ -11,7 +11,7 @@ use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
 use crate::replicate::Replicate;
-use crate::send::scope::MAX_DETAIL;
+use crate::send_state::scope::MAX_DETAIL;
 use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::read_exits;

@@ -4,15 +4,15 @@
 //! and its arrays' deltas written.
 
 use super::encode_cache::{EncodeCache, Payload, Span};
-use super::pending::Work;
-use super::state::{Due, Removal, SendState};
-use super::stats::{Budget, DeltaStats, Oversized};
 use crate::bits::{BitWriter, gamma_bits, varint_bits};
 use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
+use crate::send_state::pending::Work;
+use crate::send_state::stats::{Budget, DeltaStats, Oversized};
+use crate::send_state::{Due, Removal, SendState};
 use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
@@ -239,7 +239,7 @@ pub(crate) fn plan<T: Replicate>(
 /// the client knows (a new shape, an enum's variant, whole), then its adds
 /// whole, in id order (every changed item existed before the frame, every
 /// add is new). Nothing here depends on the connection: the frame's
-/// shared message (`send::caught_up`) is written from this.
+/// shared message (`send::shared_message`) is written from this.
 pub(crate) fn frame_entries<T: Replicate>(
     changes: &Changeset,
 ) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone + '_ {

@@ -5,12 +5,29 @@
 //! A `FastArray` keeps it behind one box, made at its first commit or
 //! write, so an array that only receives (a mirror, or the arrays inside
 //! the items a mirror decodes) carries one pointer of it.
+//!
+//! Writing a delta for one connection (`Sender::write`): the message
+//! kind, the frame, the removed ids, then the sent items (see `WIRE.md`;
+//! the layout is `message`'s), and the record of what the packet carries.
 
-use super::caught_up::SharedMessage;
 use super::encode_cache::EncodeCache;
-use super::interest::Interest;
+use super::message::Message;
 use super::plan::PlanBuffers;
+use super::plan::{Plan, Planned, plan};
+use super::shared_message::SharedMessage;
+use crate::bits::BitWriter;
+use crate::error::SendError;
 use crate::history::History;
+use crate::id::ReplicationKey;
+use crate::mask::FieldMask;
+use crate::replicate::Replicate;
+use crate::send_state::pending::Work;
+use crate::send_state::retirement::RecordEntry;
+use crate::send_state::scopes::Scopes;
+use crate::send_state::stats::{Budget, DeltaStats};
+use crate::send_state::{Removal, SendState};
+use crate::store::Store;
+use crate::wire::MessageKind;
 
 /// What an array keeps for writing deltas.
 #[derive(Debug, Default)]
@@ -26,7 +43,7 @@ pub(crate) struct Sender {
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
     /// The connections with a scope, and who sees which item.
-    pub(crate) interest: Interest,
+    pub(crate) scopes: Scopes,
 }
 
 impl Sender {
@@ -39,7 +56,269 @@ impl Sender {
             scratch: Vec::new(),
             buffers: PlanBuffers::default(),
             shared: self.shared.clone(),
-            interest: Interest::default(),
+            scopes: Scopes::default(),
         }
     }
+}
+
+impl Sender {
+    /// Writes into `writer` the delta that brings `conn`'s client up to
+    /// date with `store`, within `budget` if given, and records that
+    /// `packet` carries it. On error nothing is written and nothing is
+    /// recorded.
+    pub(crate) fn write<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
+        self.write_with(store, conn, packet, writer, budget, true)
+    }
+
+    /// [`write`](Self::write), the shared message allowed if `share`
+    /// (without it: what a caught-up connection's own message would be,
+    /// which the tests compare with the shared one).
+    pub(crate) fn write_with<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        conn: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+        share: bool,
+    ) -> Result<DeltaStats, SendError> {
+        if store.has_uncommitted_work() {
+            return Err(SendError::Uncommitted);
+        }
+        if conn.has_in_flight(packet) {
+            return Err(SendError::PacketInFlight { packet });
+        }
+        self.check_scope(store, conn)?;
+        if budget.is_some_and(|budget| budget.bits == 0) {
+            return Err(SendError::BudgetTooSmall { budget: 0 });
+        }
+        let frame = store.frame();
+        // Every write starts its frame in the encode cache, whether or not
+        // it encodes through it (the shared message encodes into itself):
+        // the encodings of an earlier frame, a first full sync's say, go.
+        self.encoded.begin(frame);
+        let all_fields = FieldMask::all(T::FIELD_COUNT);
+        conn.expire(frame);
+        conn.choose_names();
+        // A caught-up connection takes the frame's shared message, the
+        // bits it would plan for itself, encoded once for all of them;
+        // under a budget (a `Connection` packing a packet), when the
+        // message fits it.
+        let shareable = share
+            && T::ARRAY_FIELDS == 0
+            && conn.in_sync(frame, store.live_before(self.history.newest()));
+        if shareable
+            && (self.shared.holds(frame) || self.compose_shared(store, conn)?)
+            && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
+        {
+            return Ok(self.shared.write(conn, packet, writer, all_fields));
+        }
+        let mut stats = DeltaStats {
+            resynced: self.catch_up(store, conn),
+            ..DeltaStats::default()
+        };
+
+        let mut scratch = core::mem::take(&mut self.scratch);
+        scratch.clear();
+        let planned = plan(
+            store,
+            &mut self.encoded,
+            &mut self.buffers,
+            conn,
+            packet,
+            budget,
+            &mut scratch,
+        );
+        let Plan {
+            mut removals,
+            mut items,
+            deferred,
+            oversized,
+            inner,
+            unfinished,
+            waiting,
+        } = match planned {
+            Ok(plan) => plan,
+            Err(error) => {
+                self.scratch = scratch;
+                return Err(error);
+            }
+        };
+        stats.deferred = deferred;
+        stats.oversized = oversized;
+        stats.absorb(&inner);
+        if removals.is_empty() && items.is_empty() {
+            self.scratch = scratch;
+            self.buffers.planned = items;
+            MessageKind::Empty.write(writer);
+            stats.bits = 1;
+            return Ok(stats);
+        }
+        removals.sort_unstable_by_key(|removal| removal.wire);
+        items.sort_unstable_by_key(|p| p.wire);
+        let message = Message {
+            frame,
+            field_count: T::FIELD_COUNT,
+            withholds: T::WITHHOLDS,
+            arrays: T::ARRAY_FIELDS > 0,
+            handles: conn.uses_handles(),
+            removals: &removals,
+            items: &items,
+            inner: &scratch,
+        };
+        let start = writer.bits_written();
+        message.write(&self.encoded, conn, writer);
+        stats.bits = writer.bits_written() - start;
+        debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
+        self.scratch = scratch;
+
+        count(&removals, &items, &mut stats);
+        let mut record = conn.entry_buffer(removals.len() + items.len());
+        for removal in &removals {
+            let key = ReplicationKey::default();
+            let (id, since) = (removal.id, removal.since);
+            record.push(RecordEntry::new(id, removal.work(), key, frame, since));
+        }
+        for item in &items {
+            let entry = RecordEntry::new(item.id, item.work, item.key, frame, item.since);
+            record.push(entry);
+        }
+        let oldest_due = removals
+            .iter()
+            .map(|removal| removal.since)
+            .chain(items.iter().map(|item| item.since))
+            .fold(frame, u64::min);
+        // Usually everything due was written: the pending list empties at
+        // once rather than id by id.
+        let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
+        conn.record_written(packet, frame, oldest_due, record, all_fields, all_due);
+        for (id, since) in unfinished {
+            conn.queue_inner_work(id, since);
+        }
+        self.buffers.planned = items;
+        Ok(stats)
+    }
+}
+
+impl Sender {
+    /// Writes the newest frame's message for the connections in sync with
+    /// the array, `conn` the first of them this frame, and keeps it (see
+    /// [`SharedMessage`](super::shared_message::SharedMessage)): straight from
+    /// the frame's changes, each payload encoded into the message as it is
+    /// written, with no lookup in the connection's state. Returns `false`,
+    /// keeping nothing, if the frame changed nothing (the one-bit empty
+    /// message is not worth keeping), or if a changed item is missing (a
+    /// broken invariant, caught by a debug assertion): the connection then
+    /// writes its own message.
+    fn compose_shared<T: Replicate>(
+        &mut self,
+        store: &Store<T>,
+        conn: &SendState,
+    ) -> Result<bool, SendError> {
+        let frame = store.frame();
+        let Some(changes) = self
+            .history
+            .newest()
+            .filter(|changes| changes.frame == frame && !changes.is_empty())
+        else {
+            return Ok(false);
+        };
+        // No connection plans its own message this frame.
+        self.buffers.idle();
+        let removals: Vec<Removal> = changes
+            .removed
+            .iter()
+            .map(|&id| Removal {
+                id,
+                wire: id,
+                since: frame,
+                exit: false,
+            })
+            .collect();
+        let message = Message {
+            frame,
+            field_count: T::FIELD_COUNT,
+            withholds: T::WITHHOLDS,
+            arrays: false,
+            handles: false,
+            removals: &removals,
+            items: &[],
+            inner: &[],
+        };
+        let mut bytes = core::mem::take(&mut self.shared.bytes);
+        bytes.clear();
+        let mut out = BitWriter::new(&mut bytes);
+        let written = message.write_frame(store, changes, conn, &mut out);
+        let bits = out.finish();
+        if bytes.capacity() > 4 * bytes.len().max(64) {
+            bytes.shrink_to(2 * bytes.len());
+        }
+        self.shared.bytes = bytes;
+        let Some((whole, changed)) = written? else {
+            return Ok(false);
+        };
+        let stats = DeltaStats {
+            shared: true,
+            bits,
+            added: whole.len(),
+            changed: changed.len(),
+            removed: removals.len(),
+            ..DeltaStats::default()
+        };
+        self.shared.keep(frame, &removals, &whole, changed, stats);
+        Ok(true)
+    }
+
+    /// Brings `conn`'s pending work up to the array's frame: from the
+    /// history ring, or, for a connection with a scope, from what the
+    /// array handed it. Returns whether it had to compare instead.
+    pub(crate) fn catch_up<T: Replicate>(
+        &mut self,
+        store: &Store<T>,
+        conn: &mut SendState,
+    ) -> bool {
+        let frame = store.frame();
+        let Some(slot) = conn.scope().map(|scope| scope.slot) else {
+            return conn.catch_up(&self.history, frame, T::STRUCTURE, store);
+        };
+        let routed = self.scopes.inbox(slot);
+        let resynced = conn.catch_up_scoped(routed, frame, T::STRUCTURE, store);
+        self.scopes.clear_inbox(slot);
+        resynced
+    }
+
+    /// Refuses a connection whose scope is registered with another array
+    /// (or with this one's original, for a clone).
+    pub(crate) fn check_scope<T>(
+        &self,
+        store: &Store<T>,
+        conn: &SendState,
+    ) -> Result<(), SendError> {
+        match conn.scope() {
+            Some(scope) if scope.array != store.origin() || !self.scopes.is_registered(scope) => {
+                Err(SendError::ScopedElsewhere)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Counts in `stats` what a message carrying `removals` and `items` does.
+fn count(removals: &[Removal], items: &[Planned], stats: &mut DeltaStats) {
+    let added = items
+        .iter()
+        .filter(|item| matches!(item.work, Work::Add { .. }))
+        .count();
+    stats.added += added;
+    stats.changed += items.len() - added;
+    let exits = removals.iter().filter(|removal| removal.exit).count();
+    stats.left_scope += exits;
+    stats.removed += removals.len() - exits;
 }

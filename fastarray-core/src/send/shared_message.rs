@@ -9,12 +9,12 @@
 //! O(adds + removals), sharing one list of the changed fields instead of
 //! one record entry and view update per changed item.
 
-use super::retirement::{RecordEntry, SharedChanges};
-use super::state::{Removal, SendState};
-use super::stats::DeltaStats;
 use crate::bits::BitWriter;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
+use crate::send_state::retirement::{RecordEntry, SharedChanges};
+use crate::send_state::stats::DeltaStats;
+use crate::send_state::{Removal, SendState};
 
 /// One frame's shared message and what taking it means for a connection.
 #[derive(Clone, Debug, Default)]

@@ -2,7 +2,7 @@
 //! see (interest management). The connection keeps the set (in its view
 //! table, one entry per item for both) and the items waiting to come
 //! back; the array keeps, per item, which connections see it, and hands
-//! each connection the changes of its items only (see `send::interest`).
+//! each connection the changes of its items only (see `send_state::scopes`).
 
 use std::sync::Arc;
 

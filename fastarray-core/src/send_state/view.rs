@@ -3,7 +3,7 @@
 //! lost record makes due again.
 //!
 //! The same table keeps, for a connection with a scope, how it sees each
-//! item in its scope ([`Seen`]; the rules are `send::scope`'s): one map
+//! item in its scope ([`Seen`]; the rules are `send_state::scope`'s): one map
 //! entry per item serves both, so an item in scope costs one 16-byte
 //! entry, not one in each of two maps.
 
@@ -16,6 +16,12 @@ use super::seen::Seen;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::id_map::IdMap;
 use crate::mask::FieldMask;
+
+mod flight;
+mod rest;
+
+pub(crate) use flight::Flight;
+use rest::{ACKED, FLIGHT, IN_SCOPE, Rest};
 
 /// What the client may hold of one item (what is kept of it at rest; the
 /// [`Flight`] of its records in flight stays inside [`Views`]).
@@ -48,116 +54,6 @@ pub(crate) enum Holding {
     Known,
     /// A removal or a scope exit was written; not acknowledged yet.
     RemoveInFlight,
-}
-
-/// What is kept of every item the client may hold, or the connection's
-/// scope holds: 8 bytes.
-#[derive(Clone, Copy, Debug)]
-struct Rest {
-    /// The holding (its two low bits, [`ABSENT`] for an item in scope the
-    /// client holds nothing of), [`ACKED`], [`FLIGHT`], [`IN_SCOPE`], and
-    /// the scope's detail level (the three high bits).
-    flags: u8,
-    /// Records in flight that carried the item; `u8::MAX`: too many to
-    /// count, and its [`Flight`] is kept for good.
-    in_flight: u8,
-    /// The scope's priority, as [`Seen`] keeps it.
-    priority: u16,
-    /// For a connection naming items by ids: the item's key when the
-    /// newest acknowledged record carrying it was written. By handles: the
-    /// item's handle plus one, 0 for none (and the acknowledged key is not
-    /// kept: see [`Views::acknowledged`]).
-    word: u32,
-}
-
-/// The holding bits of an item in scope that the client holds nothing of.
-const ABSENT: u8 = 3;
-/// The two bits of the holding.
-const HOLDING: u8 = 3;
-/// A record that carried the item was acknowledged (its key is
-/// `acked_key`).
-const ACKED: u8 = 4;
-/// The item has a [`Flight`] in [`Views::flights`].
-const FLIGHT: u8 = 8;
-/// The item is in the connection's scope (its [`Seen`] is kept here).
-const IN_SCOPE: u8 = 16;
-/// Where the detail level starts.
-const LEVEL_SHIFT: u8 = 5;
-
-impl Rest {
-    /// An entry for an item in scope that the client holds nothing of.
-    fn absent() -> Self {
-        Self {
-            flags: ABSENT,
-            in_flight: 0,
-            priority: 0,
-            word: 0,
-        }
-    }
-
-    /// What the client holds, `None` for an item only in scope.
-    fn holding(&self) -> Option<Holding> {
-        match self.flags & HOLDING {
-            0 => Some(Holding::AddInFlight),
-            1 => Some(Holding::Known),
-            2 => Some(Holding::RemoveInFlight),
-            _ => None,
-        }
-    }
-
-    fn is(&self, holding: Holding) -> bool {
-        self.flags & HOLDING == holding as u8
-    }
-
-    fn set_holding(&mut self, holding: Holding) {
-        self.flags = (self.flags & !HOLDING) | holding as u8;
-    }
-
-    /// One record that carried the item is resolved; returns whether it
-    /// was the last in flight (then its flight can go, unless it guards
-    /// the entry). A count that saturated stays, and so does the flight.
-    fn land(&mut self) -> bool {
-        match self.in_flight {
-            0 | u8::MAX => false,
-            1 => {
-                self.in_flight = 0;
-                true
-            }
-            _ => {
-                self.in_flight -= 1;
-                false
-            }
-        }
-    }
-
-    /// Out of scope: the scope's marks go.
-    fn clear_seen(&mut self) {
-        self.flags &= !(IN_SCOPE | (7 << LEVEL_SHIFT));
-        self.priority = 0;
-    }
-
-    /// The client holds nothing of it: what the view kept is reset, the
-    /// scope's marks stay.
-    fn clear_view(&mut self) {
-        self.flags = (self.flags & (IN_SCOPE | (7 << LEVEL_SHIFT))) | ABSENT;
-        self.in_flight = 0;
-        self.word = 0;
-    }
-
-    /// The item's handle, on a connection naming items by handles.
-    fn handle(&self) -> Option<u32> {
-        self.word.checked_sub(1)
-    }
-
-    fn seen(&self) -> Option<Seen> {
-        (self.flags & IN_SCOPE != 0).then(|| Seen::unpack(self.flags >> LEVEL_SHIFT, self.priority))
-    }
-
-    fn set_seen(&mut self, seen: Seen) {
-        let (level, priority) = seen.pack();
-        self.flags = (self.flags & !(7 << LEVEL_SHIFT)) | IN_SCOPE | ((level & 7) << LEVEL_SHIFT);
-        self.priority = priority;
-    }
 }
 
 /// What a write needs of an item's entry ([`Views::for_write`]).
@@ -196,37 +92,6 @@ fn give_back(handles: &mut Option<Box<Handles>>, rest: &Rest, after: Option<u64>
 /// `rest`'s (made by a later record, still guarded).
 fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -> bool {
     rest.flags & FLIGHT != 0 && flights.get(&id).is_some_and(|flight| seq < flight.born)
-}
-
-/// What the records in flight say of an item, kept while two or more are
-/// (and until the last of them lands): which lost record needs repair
-/// depends on the records written after it. With one record in flight
-/// (every earlier one resolved) the answers need none of it: nothing was
-/// written after that record, and a fresh flight's values say so. An
-/// entry made by a record also keeps one until no record of the id's
-/// earlier stay can be in flight ([`born`](Self::born)).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Flight {
-    /// For an entry made by a record on a connection with a scope (an
-    /// add, or an item back in scope), or by a whole value of a new shape:
-    /// that record. Records older than it that are still in flight carried
-    /// an earlier stay of the id (before its removal or exit was
-    /// acknowledged): their fate is not this entry's. 0 once no such
-    /// record can be in flight.
-    pub(crate) born: u64,
-    /// The newest record that carried this id (0: none since the item was
-    /// last at rest).
-    pub(crate) last_seq: u64,
-    /// The newest acknowledged record that carried this id (0: none).
-    pub(crate) acked_seq: u64,
-    /// The newest record that carried a structural whole value (the add,
-    /// or a change of an enum's variant): the client's copy is `Known`
-    /// again only once a whole value at least that new is acknowledged.
-    pub(crate) structural_seq: u64,
-    /// The fields the newest record carried for this id: a lost older
-    /// record's fields among these need no resend, since that newer
-    /// record's own ack or loss takes care of them.
-    pub(crate) last_fields: FieldMask,
 }
 
 /// The view of every item the client may hold, with a count of the ones it
@@ -303,7 +168,7 @@ impl Views {
             .map(|(&id, _)| id)
     }
 
-    // The scope's marks (its rules are `send::scope`'s).
+    // The scope's marks (its rules are `send_state::scope`'s).
 
     /// How the connection sees `id`, if it is in its scope.
     pub(crate) fn seen(&self, id: ReplicationId) -> Option<Seen> {
@@ -364,7 +229,7 @@ impl Views {
         });
     }
 
-    // Handles (see `send::handles`).
+    // Handles (see `send_state::handles`).
 
     /// Whether the connection names items by handles.
     pub(crate) fn uses_handles(&self) -> bool {

@@ -1,4 +1,4 @@
-//! [`Interest`]: the array's side of interest management. Per item, the
+//! [`Scopes`]: the array's side of scoping (interest management): per item, the
 //! connections that have it in scope; per such connection, the changes of
 //! its items since it last caught up, handed over at each commit. A
 //! connection's catch-up then costs what changed in its scope, not what
@@ -17,7 +17,7 @@ use crate::mask::FieldMask;
 
 /// The connections with a scope on one array.
 #[derive(Debug, Default)]
-pub(crate) struct Interest {
+pub(crate) struct Scopes {
     /// Registered connections; a freed slot is reused.
     slots: Vec<Slot>,
     free: Vec<u32>,
@@ -40,7 +40,7 @@ struct Slot {
     overflowed: bool,
 }
 
-impl Interest {
+impl Scopes {
     /// Registers a connection with the array of origin `array`, whose
     /// item type sends `masks[level]` at each detail level: its scope,
     /// empty.

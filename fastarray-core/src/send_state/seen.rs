@@ -1,6 +1,6 @@
 //! [`Seen`]: how a connection sees one item in its scope (its detail
 //! level and priority), in the few bits the view entry keeps it in. The
-//! rules that use them are `send::scope`'s.
+//! rules that use them are `send_state::scope`'s.
 
 /// The highest detail level: a connection sees an item at a level from 0
 /// (only the fields without `#[replicate(detail = N)]`) to `MAX_DETAIL`
@@ -12,7 +12,7 @@ pub const MAX_DETAIL: u8 = 7;
 /// (a bfloat16: the `f32`'s upper half, rounded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Seen {
-    /// Within `MIN_PRIORITY..=MAX_PRIORITY` (see `send::scope`).
+    /// Within `MIN_PRIORITY..=MAX_PRIORITY` (see `send_state::scope`).
     pub(crate) priority: f32,
     /// `0..=MAX_DETAIL`.
     pub(crate) level: u8,
@@ -49,7 +49,7 @@ impl Seen {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::send::scope::{MAX_PRIORITY, MIN_PRIORITY, clamp_priority};
+    use crate::send_state::scope::{MAX_PRIORITY, MIN_PRIORITY, clamp_priority};
 
     /// A priority is kept to 8 significant bits, rounded to nearest; the
     /// ones a user is likely to write as powers of two come back exactly.

@@ -1,0 +1,146 @@
+//! What is due for a [`SendState`]'s next message: the work the writer
+//! plans from, in which form each item goes, and the arrays inside items.
+
+use super::pending::Work;
+use super::view::fields_work;
+use super::{Due, Removal, SendState, visible};
+use crate::bits::BitWriter;
+use crate::id::ReplicationId;
+use crate::mask::FieldMask;
+use crate::wire::frame::{frame_bits, write_frame};
+
+impl SendState {
+    /// The send states of the arrays inside items the client may hold: per
+    /// item, one per array field (none for an item whose arrays were empty
+    /// when it joined with a snapshot).
+    pub(crate) fn each_inner(&self) -> impl Iterator<Item = (ReplicationId, &[SendState])> {
+        self.inner
+            .iter()
+            .map(|(&id, states)| (id, states.as_slice()))
+    }
+
+    /// The work due at `frame`, sorted into removals (with the frame each
+    /// became due) and live items (`position` finds an item in the array's
+    /// storage), each in the form the view allows. Work for items that are
+    /// gone and that the client never held is dropped. `has_arrays`:
+    /// whether the item type has array fields; `all_fields`: every field
+    /// of it. Each item's work carries only the fields the connection may
+    /// see ([`Scope::visible`]), whatever made it due: changed
+    /// fields its level no longer sends (it dropped since they were
+    /// queued) are withheld again, and a whole value is only those fields.
+    /// Returns how many items wait for their detail level's interval (they
+    /// stay pending).
+    pub(crate) fn due(
+        &mut self,
+        frame: u64,
+        position: impl Fn(ReplicationId) -> Option<usize>,
+        has_arrays: bool,
+        all_fields: FieldMask,
+        removals: &mut Vec<Removal>,
+        items: &mut Vec<Due>,
+    ) -> usize {
+        let mut dropped = Vec::new();
+        let mut withheld = Vec::new();
+        let mut waiting = 0;
+        for &(id, ref pending) in self.pending.iter() {
+            let entry = self.views.for_write(id, frame);
+            let held = entry.holding.is_some();
+            let pos = match position(id) {
+                Some(pos) if !pending.work.drops() => pos,
+                pos => {
+                    if held {
+                        removals.push(Removal {
+                            id,
+                            wire: entry.wire,
+                            since: pending.since,
+                            // An item gone since it left the scope is
+                            // simply gone.
+                            exit: pending.work == Work::Exit && pos.is_some(),
+                        });
+                    } else {
+                        dropped.push(id);
+                    }
+                    continue;
+                }
+            };
+            if let (Work::Fields(_), Some(scope)) = (pending.work, self.scope.as_deref()) {
+                // An item seen at a level with an interval waits until
+                // its changes have been due that many frames.
+                let interval = u64::from(scope.interval(entry.seen));
+                if interval > 1 && frame + 1 < pending.since + interval {
+                    waiting += 1;
+                    continue;
+                }
+            }
+            let whole = visible(self.scope.as_deref(), entry.seen, all_fields);
+            let (work, arrays_only) = match pending.work {
+                Work::Fields(mask) => {
+                    let sent = match self.scope.as_deref_mut() {
+                        Some(scope) if !whole.covers(mask) || scope.is_frozen(id) => {
+                            scope.withhold(&self.views, id, mask, pending.since)
+                        }
+                        _ => mask,
+                    };
+                    if sent.is_empty() && !mask.is_empty() && !has_arrays {
+                        // All withheld again: nothing to write.
+                        withheld.push(id);
+                        continue;
+                    }
+                    let work = fields_work(entry.holding, sent);
+                    // A whole value for a client that holds nothing of
+                    // the item is real work, not a carrier.
+                    (work, sent.is_empty() && held)
+                }
+                work => (work, false),
+            };
+            items.push(Due {
+                id,
+                wire: entry.wire,
+                pos,
+                work,
+                whole,
+                since: pending.since,
+                arrays_only: arrays_only && has_arrays,
+            });
+        }
+        for id in dropped {
+            self.forget(id);
+        }
+        for id in withheld {
+            self.pending.remove(&id);
+        }
+        waiting
+    }
+
+    /// Bits of the frame of a message written for `frame`.
+    pub(crate) fn frame_bits(&self, frame: u64) -> u64 {
+        frame_bits(frame, self.acked_frame)
+    }
+
+    /// Writes the frame of a message for `frame`: short once the client
+    /// acknowledged a frame less than a window older.
+    pub(crate) fn write_frame(&self, writer: &mut BitWriter<'_>, frame: u64) {
+        write_frame(writer, frame, self.acked_frame);
+    }
+
+    /// The send states of item `id`'s `count` array fields.
+    pub(crate) fn inner_states(&mut self, id: ReplicationId, count: u32) -> &mut Vec<SendState> {
+        let states = self.inner.entry(id).or_default();
+        if states.len() < count as usize {
+            states.resize_with(count as usize, SendState::new);
+        }
+        states
+    }
+
+    /// Drops the due work of `id`: nothing needs writing for it.
+    pub(crate) fn drop_due(&mut self, id: ReplicationId) {
+        self.pending.remove(&id);
+    }
+
+    /// The arrays of item `id` have work left for a later packet (the
+    /// budget ran out), due since `since`: an entry for the item carries it.
+    pub(crate) fn queue_inner_work(&mut self, id: ReplicationId, since: u64) {
+        // Not for a frozen copy: its arrays catch up when it comes back.
+        self.queue_seen(id, Work::Fields(FieldMask::EMPTY), since);
+    }
+}

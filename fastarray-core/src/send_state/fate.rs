@@ -1,0 +1,328 @@
+//! What a packet's fate does to a [`SendState`]: the record of what
+//! each packet carried, an acknowledgement making it known to the client,
+//! a loss putting its work back (and the arrays' inside its items).
+
+use super::pending::Work;
+use super::retirement::{Record, RecordEntry, SharedChanges};
+use super::view::Holding;
+use super::{LostFields, SendState};
+use crate::history::History;
+use crate::id::{ReplicationId, ReplicationKey};
+use crate::mask::FieldMask;
+use crate::wire::WINDOW;
+
+impl SendState {
+    /// The transport delivered `packet`. Its content becomes known to the
+    /// client. Returns whether a packet in flight had that id (a duplicate
+    /// or stale ack returns `false` and changes nothing).
+    ///
+    /// A packet acknowledged after it fell out of the mirror's window
+    /// ([`HISTORY_LEN`](crate::HISTORY_LEN) frames) was ignored by the
+    /// mirror and is handled as lost.
+    pub fn on_ack(&mut self, packet: u32) -> bool {
+        let Some(record) = self.retirement.take(packet) else {
+            return false;
+        };
+        self.ack_record(record);
+        true
+    }
+
+    /// The transport gave up on `packet`. Whatever it carried that no later
+    /// packet carries is due again. Returns whether a packet in flight had
+    /// that id (a duplicate or stale report returns `false` and changes
+    /// nothing).
+    pub fn on_loss(&mut self, packet: u32) -> bool {
+        match self.retirement.take(packet) {
+            Some(record) => {
+                self.retire_lost(record);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether this connection has merged the changes of every frame up to
+    /// `last_change`, written them, and seen every packet it wrote
+    /// acknowledged: its client holds what the array held at that frame.
+    /// The states of arrays inside items are not looked at (see
+    /// [`each_inner`](Self::each_inner)).
+    ///
+    /// The state alone cannot answer "is the client up to date?": it does
+    /// not know what the array committed since its last write, which is
+    /// why the public question is
+    /// [`FastArray::is_settled`](crate::FastArray::is_settled).
+    pub(crate) fn has_delivered(&self, last_change: u64) -> bool {
+        self.cursor > last_change
+            && !self.has_work_due()
+            && self.retirement.is_empty()
+            && self
+                .scope
+                .as_ref()
+                .is_none_or(|scope| !scope.has_returning(&self.views))
+    }
+
+    // What the writer asks, in the order of a write.
+
+    /// Whether `packet` names a packet in flight.
+    pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
+        self.retirement.contains(packet)
+    }
+
+    /// The packets in flight, oldest first.
+    pub(crate) fn in_flight(&self) -> impl Iterator<Item = u32> + '_ {
+        self.retirement.packets()
+    }
+
+    /// A write that will not be sent wrote into the arrays of `ids` for
+    /// `packet`: retires what they recorded as lost.
+    pub(crate) fn unwrite_inner(&mut self, ids: &[ReplicationId], packet: u32) {
+        for id in ids {
+            if let Some(states) = self.inner.get_mut(id) {
+                states.iter_mut().for_each(|state| {
+                    state.on_loss(packet);
+                });
+            }
+        }
+    }
+
+    /// An empty buffer for a record of `entries` entries (a retired
+    /// record's, if any).
+    pub(crate) fn entry_buffer(&mut self, entries: usize) -> Vec<RecordEntry> {
+        self.retirement.entry_buffer(entries)
+    }
+
+    /// Records that `packet` carries `entries` (the work the writer took,
+    /// the oldest of it due since `oldest_due`), and updates what the
+    /// client may hold. `all_due`: every piece of work due was written,
+    /// so the pending list empties at once rather than id by id.
+    pub(crate) fn record_written(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        oldest_due: u64,
+        entries: Vec<RecordEntry>,
+        all_fields: FieldMask,
+        all_due: bool,
+    ) {
+        if all_due {
+            self.pending.clear();
+        } else {
+            for entry in &entries {
+                self.pending.remove(&entry.id);
+            }
+        }
+        self.record(packet, frame, oldest_due, entries, None, all_fields);
+    }
+
+    /// Records that `packet` carries frame `frame`'s shared message:
+    /// `entries` for its adds and removals, and `changes`, the changed
+    /// fields of known items, which update nothing here (the connection was
+    /// caught up, so nothing is pending).
+    pub(crate) fn record_shared(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        entries: Vec<RecordEntry>,
+        changes: Option<SharedChanges>,
+        all_fields: FieldMask,
+    ) {
+        self.record(packet, frame, frame, entries, changes, all_fields);
+        self.cursor = frame + 1;
+        // Nothing is pending; its capacity goes back to that (after a
+        // first full sync written per item, say).
+        self.pending.clear();
+    }
+
+    // The rules.
+
+    /// Forgets item `id`, which is gone and which the client never held.
+    pub(super) fn forget(&mut self, id: ReplicationId) {
+        self.pending.remove(&id);
+        self.inner.remove(&id);
+    }
+
+    /// Puts back `work` for item `id` that a lost record of frame `frame`
+    /// carried, due since `since`. Changed fields wait for the next
+    /// catch-up, which knows which of them later records carried (see
+    /// [`resolve_lost_fields`](Self::resolve_lost_fields)); anything else
+    /// (a whole value, a removal, an array's repair) is due at once.
+    pub(super) fn repair(&mut self, id: ReplicationId, work: Work, frame: u64, since: u64) {
+        match work {
+            Work::Fields(fields) if !fields.is_empty() => self.lost_fields.push(LostFields {
+                id,
+                fields,
+                frame,
+                since,
+            }),
+            work => self.queue_seen(id, work, since),
+        }
+    }
+
+    /// Queues the lost fields that no later record carried: those that
+    /// frames after the lost record's changed went out with the frame that
+    /// changed them, or are pending (every frame up to the cursor is
+    /// merged), and that record's own fate takes care of them; pending
+    /// work keeps the lost record's urgency. The item's view knows only
+    /// the records written per item (a shared one keeps no per-item
+    /// trace), so `history` tells. Without it (a scoped connection, a
+    /// resync), or once it no longer reaches back, all of them. Call after
+    /// merging up to the cursor.
+    pub(super) fn resolve_lost_fields(&mut self, history: Option<&History>) {
+        if self.lost_fields.is_empty() {
+            return;
+        }
+        let cursor = self.cursor;
+        for lost in core::mem::take(&mut self.lost_fields) {
+            let later = history
+                .and_then(|history| history.changed_between(lost.id, lost.frame, cursor))
+                .unwrap_or(FieldMask::EMPTY);
+            let fields = lost.fields.without(later);
+            if fields.is_empty() {
+                self.pending.hasten(lost.id, lost.since);
+            } else {
+                self.queue_seen(lost.id, Work::Fields(fields), lost.since);
+            }
+        }
+    }
+
+    /// The newest frame up to which everything committed has been
+    /// delivered: merged, written, and acknowledged (or, if lost, repaired
+    /// and acknowledged). `None` before anything is.
+    ///
+    /// Work merged from frame `f` is due since `f` or earlier; it stays
+    /// either pending (with that frame or an older one) or in a record in
+    /// flight (whose `oldest_due` is at most that), and a loss puts it back
+    /// as due since the frame it first became due. So every change
+    /// committed before the oldest of those frames, and before the cursor,
+    /// was acked.
+    pub(super) fn delivered_through(&self) -> Option<u64> {
+        let pending = self.pending.iter().map(|(_, p)| p.since);
+        let in_flight = self.retirement.oldest_dues();
+        let undelivered = pending.chain(in_flight).fold(self.cursor, u64::min);
+        undelivered.checked_sub(1)
+    }
+
+    /// Records a packet about to be written with `entries`, and updates
+    /// what the client may hold. `shared` is the changed fields of known
+    /// items that a frame's shared message carried besides `entries`: they
+    /// update nothing here.
+    pub(super) fn record(
+        &mut self,
+        packet: u32,
+        frame: u64,
+        oldest_due: u64,
+        entries: Vec<RecordEntry>,
+        shared: Option<SharedChanges>,
+        all_fields: FieldMask,
+    ) {
+        let seq = self.retirement.next_seq();
+        self.all_fields = all_fields;
+        self.written_frame = self.written_frame.max(frame);
+        for entry in &entries {
+            self.views.written(entry.id, entry.work, seq, all_fields);
+            if let (Work::Add { .. }, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+                scope.sent_whole(&self.views, entry.id, all_fields, frame);
+            }
+        }
+        self.views.trim(self.retirement.oldest_seq());
+        self.retirement
+            .push(packet, frame, oldest_due, entries, shared);
+    }
+
+    /// Makes what an acknowledged record carried known to the client.
+    pub(super) fn ack_record(&mut self, record: Record) {
+        if record.frame + WINDOW <= self.written_frame {
+            self.retire_lost(record);
+            return;
+        }
+        for entry in &record.entries {
+            // Late acks can retire the arrays' own old records as lost.
+            let inner_due = self.route(entry.id, record.packet, true);
+            if inner_due
+                && self
+                    .views
+                    .get(entry.id)
+                    .is_some_and(|view| view.holding != Holding::RemoveInFlight)
+            {
+                self.queue_inner_work(entry.id, record.frame);
+            }
+            if self.views.acknowledged(
+                entry.id,
+                entry.work,
+                entry.key,
+                record.seq,
+                self.written_frame,
+            ) {
+                self.inner.remove(&entry.id);
+                if let (Work::Exit, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+                    scope.exit_acknowledged(entry.id, record.frame);
+                }
+            }
+        }
+        self.acked_frame = Some(
+            self.acked_frame
+                .map_or(record.frame, |f| f.max(record.frame)),
+        );
+        self.retirement.recycle(record);
+    }
+
+    /// Passes the fate of `packet` on to the send states of item `id`'s
+    /// arrays. Returns whether they now have work due (a loss to repair),
+    /// which only an entry for `id` in a later packet can carry.
+    pub(super) fn route(&mut self, id: ReplicationId, packet: u32, delivered: bool) -> bool {
+        // Items without array fields, the common case: no lookup per entry.
+        if self.inner.is_empty() {
+            return false;
+        }
+        let Some(states) = self.inner.get_mut(&id) else {
+            return false;
+        };
+        let mut due = false;
+        for state in states {
+            if delivered {
+                state.on_ack(packet);
+            } else {
+                state.on_loss(packet);
+            }
+            due |= state.has_work_due();
+        }
+        due
+    }
+
+    /// Puts back what a lost record carried, except what a later record
+    /// carried for the same item (that record's own fate takes care of it).
+    pub(super) fn retire_lost(&mut self, record: Record) {
+        for entry in &record.entries {
+            let inner_due = self.route(entry.id, record.packet, false);
+            let Some(view) = self.views.get(entry.id) else {
+                // Its removal was acknowledged: nothing left to repair.
+                continue;
+            };
+            let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
+            let work = self.views.lost_work(entry, record.seq, self.all_fields);
+            self.views.lost(entry.id, record.seq);
+            let since = entry.since(record.frame, record.oldest_due);
+            if repairs_inner {
+                // The arrays' repair needs an entry for the item, now.
+                self.queue_seen(entry.id, Work::Fields(FieldMask::EMPTY), since);
+            }
+            if let Some(work) = work {
+                self.repair(entry.id, work, record.frame, since);
+            }
+        }
+        for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
+            // A frame's shared message carries that frame's changes only.
+            let entry = RecordEntry::new(
+                id,
+                Work::Fields(mask),
+                ReplicationKey::default(),
+                record.frame,
+                record.frame,
+            );
+            if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
+                self.repair(id, work, record.frame, record.oldest_due);
+            }
+        }
+        self.retirement.recycle(record);
+    }
+}
