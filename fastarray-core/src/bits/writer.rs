@@ -209,6 +209,36 @@ impl<'a> BitWriter<'a> {
         Some(word)
     }
 
+    /// Takes back every bit written after the first `bits` of this writer
+    /// (`bits` ≤ [`bits_written`](Self::bits_written)): the writer goes on
+    /// as if they had never been written, the bytes flushed for them cut
+    /// from its vector and the bits before them in their last byte kept in
+    /// the accumulator. For a section written straight into a packet that
+    /// turns out to say nothing.
+    pub(crate) fn truncate(&mut self, bits: u64) {
+        assert!(
+            bits <= self.bits,
+            "truncating to {bits} of {} bits",
+            self.bits
+        );
+        // Bits already in the vector: whole bytes (the accumulator flushes
+        // 8 bytes at a time, or to a byte boundary in `write_bits_from`).
+        let flushed = self.bits - u64::from(self.used);
+        if bits >= flushed {
+            let keep = (bits - flushed) as u32;
+            self.acc &= (1u64 << keep) - 1;
+            self.used = keep;
+        } else {
+            let start = self.out.len() - (flushed / 8) as usize;
+            let byte = start + (bits / 8) as usize;
+            let keep = (bits % 8) as u32;
+            self.acc = u64::from(self.out[byte]) & ((1u64 << keep) - 1);
+            self.used = keep;
+            self.out.truncate(byte);
+        }
+        self.bits = bits;
+    }
+
     /// Whether the next bit starts a byte.
     pub(crate) fn is_byte_aligned(&self) -> bool {
         self.used % 8 == 0
@@ -274,5 +304,65 @@ impl<'a> BitWriter<'a> {
 impl Drop for BitWriter<'_> {
     fn drop(&mut self) {
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BitWriter;
+
+    /// The bytes of `bits` written one by one from bit 0, after `prefix`.
+    fn written(prefix: &[u8], bits: &[bool]) -> Vec<u8> {
+        let mut out = prefix.to_vec();
+        let mut w = BitWriter::new(&mut out);
+        for &bit in bits {
+            w.write_bool(bit);
+        }
+        w.finish();
+        out
+    }
+
+    #[test]
+    fn truncating_is_never_having_written_the_rest() {
+        let prefix = [0xA5, 0x3C];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut bits = Vec::new();
+        for _ in 0..300 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            bits.push(state & 1 == 1);
+        }
+        // Kept lengths on and around byte and word boundaries, and past
+        // them; taken-back tails that stay in the accumulator, cross one
+        // flush or several, and one after a byte-aligned bulk copy.
+        for keep in [0, 1, 7, 8, 9, 63, 64, 65, 100, 127, 128, 129, 200] {
+            for extra in [0, 1, 5, 8, 56, 63, 64, 65, 99] {
+                let total = keep + extra;
+                for aligned_copy in [false, true] {
+                    let mut out = prefix.to_vec();
+                    let mut w = BitWriter::new(&mut out);
+                    if aligned_copy {
+                        let head = written(&[], &bits[..keep]);
+                        w.write_bits_from(&head, keep as u64);
+                    } else {
+                        for &bit in &bits[..keep] {
+                            w.write_bool(bit);
+                        }
+                    }
+                    for &bit in &bits[keep..total] {
+                        w.write_bool(!bit);
+                    }
+                    w.truncate(keep as u64);
+                    assert_eq!(w.bits_written(), keep as u64);
+                    // Writing on after the cut lands where the cut was.
+                    for &bit in &bits[keep..] {
+                        w.write_bool(bit);
+                    }
+                    assert_eq!(w.finish(), bits.len() as u64);
+                    assert_eq!(out, written(&prefix, &bits), "keep {keep}, extra {extra}");
+                }
+            }
+        }
     }
 }

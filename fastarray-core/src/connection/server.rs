@@ -134,8 +134,6 @@ pub struct Connection {
     sources: Vec<Option<u64>>,
     /// The channel offered room first in the next packet.
     turn: usize,
-    /// One channel's section, before it is known to say something.
-    scratch: Vec<u8>,
     /// The packets' protection, when made [`secure`](Self::secure).
     session: Option<Session>,
     /// A client's packet, decrypted.
@@ -194,7 +192,6 @@ impl Connection {
             states: (0..channels).map(|_| SendState::new()).collect(),
             sources: vec![None; channels],
             turn: 0,
-            scratch: Vec::new(),
             session: None,
             opened: Vec::new(),
             verdicts: VecDeque::new(),
@@ -726,7 +723,9 @@ impl Connection {
 
     /// Writes channel `channel`'s delta within `budget`, as a section of
     /// `writer` if it says something, and returns its counts and the
-    /// section's bits, tag included (0 if it said nothing).
+    /// section's bits, tag included (0 if it said nothing). The tag goes
+    /// first and the channel writes straight after it, into the packet;
+    /// if the channel said nothing or failed, both are taken back.
     fn write_section(
         &mut self,
         sources: &mut [&mut dyn Outgoing],
@@ -737,21 +736,19 @@ impl Connection {
     ) -> Result<(DeltaStats, u64), ConnectionError> {
         let source = &mut *sources[channel];
         self.sources[channel] = Some(source.__origin());
-        let mut scratch = core::mem::take(&mut self.scratch);
-        scratch.clear();
-        let mut section = BitWriter::new(&mut scratch);
-        let result = source.__write(&mut self.states[channel], packet, &mut section, budget);
-        let bits = section.finish();
+        let mark = writer.bits_written();
+        write_tag(writer, channel);
+        let tagged = writer.bits_written();
+        let result = source.__write(&mut self.states[channel], packet, writer, budget);
+        let bits = writer.bits_written() - tagged;
         // An empty delta is its one `0` bit: the channel has nothing to say,
         // and recorded nothing for the packet.
         let said = if result.is_ok() && bits > 1 {
-            write_tag(writer, channel);
-            writer.write_bits_from(&scratch, bits);
             tag_bits(channel) + bits
         } else {
+            writer.truncate(mark);
             0
         };
-        self.scratch = scratch;
         result
             .map(|stats| (stats, said))
             .map_err(|error| ConnectionError::Send { channel, error })
