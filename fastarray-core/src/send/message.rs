@@ -18,6 +18,7 @@ use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::write_exits;
 use crate::wire::field_set::write_field_set;
+use crate::wire::frame::write_frame;
 use crate::wire::id_list::IdWriter;
 
 /// A planned message, ready to write.
@@ -125,7 +126,7 @@ impl Message<'_> {
     ) -> ItemList {
         let exits = self.removals.iter().any(|removal| removal.exit);
         MessageKind::delta(exits, self.handles).write(writer);
-        conn.write_frame(writer, self.frame);
+        write_frame(writer, self.frame, conn.acked_frame());
         let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.wire));
         for removal in self.removals {
             ids.write(writer, removal.wire);

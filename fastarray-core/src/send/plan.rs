@@ -17,6 +17,7 @@ use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
 use crate::wire::field_set::field_set_bits;
+use crate::wire::frame::frame_bits;
 use crate::wire::id_list::ListSize;
 
 /// An item chosen for a message.
@@ -162,7 +163,9 @@ pub(crate) fn plan<T: Replicate>(
         alone_budget: budget.alone,
         // The kind, the frame, and the bit saying whether the items share
         // one field set (counted as if they did not: sharing only saves).
-        header: MessageKind::delta(false, handles).bits() + conn.frame_bits(store.frame()) + 1,
+        header: MessageKind::delta(false, handles).bits()
+            + frame_bits(store.frame(), conn.acked_frame())
+            + 1,
         removals: ListSize::default(),
         exits: false,
         handles,

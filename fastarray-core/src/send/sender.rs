@@ -22,7 +22,6 @@ use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send_state::pending::Work;
-use crate::send_state::retirement::RecordEntry;
 use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
 use crate::send_state::{Removal, SendState};
@@ -105,8 +104,7 @@ impl Sender {
         // the encodings of an earlier frame, a first full sync's say, go.
         self.encoded.begin(frame);
         let all_fields = FieldMask::all(T::FIELD_COUNT);
-        conn.expire(frame);
-        conn.choose_names();
+        conn.start_write(frame);
         // A caught-up connection takes the frame's shared message, the
         // bits it would plan for itself, encoded once for all of them;
         // under a budget (a `Connection` packing a packet), when the
@@ -180,28 +178,24 @@ impl Sender {
         self.scratch = scratch;
 
         count(&removals, &items, &mut stats);
-        let mut record = conn.entry_buffer(removals.len() + items.len());
-        for removal in &removals {
+        let removed = removals.iter().map(|removal| {
             let key = ReplicationKey::default();
-            let (id, since) = (removal.id, removal.since);
-            record.push(RecordEntry::new(id, removal.work(), key, frame, since));
-        }
-        for item in &items {
-            let entry = RecordEntry::new(item.id, item.work, item.key, frame, item.since);
-            record.push(entry);
-        }
-        let oldest_due = removals
+            (removal.id, removal.work(), key, removal.since)
+        });
+        let sent = items
             .iter()
-            .map(|removal| removal.since)
-            .chain(items.iter().map(|item| item.since))
-            .fold(frame, u64::min);
+            .map(|item| (item.id, item.work, item.key, item.since));
         // Usually everything due was written: the pending list empties at
         // once rather than id by id.
         let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
-        conn.record_written(packet, frame, oldest_due, record, all_fields, all_due);
-        for (id, since) in unfinished {
-            conn.queue_inner_work(id, since);
-        }
+        conn.record_written(
+            packet,
+            frame,
+            removed.chain(sent),
+            unfinished,
+            all_fields,
+            all_due,
+        );
         self.buffers.planned = items;
         Ok(stats)
     }

@@ -91,12 +91,10 @@ impl SharedMessage {
         all_fields: FieldMask,
     ) -> DeltaStats {
         writer.write_bits_from(&self.bytes, self.bits);
-        let mut entries = conn.entry_buffer(self.entries.len());
-        entries.extend_from_slice(&self.entries);
         conn.record_shared(
             packet,
             self.frame,
-            entries,
+            &self.entries,
             self.changed.clone(),
             all_fields,
         );

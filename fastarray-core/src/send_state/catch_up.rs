@@ -36,14 +36,6 @@ impl SendState {
         }
     }
 
-    /// Treats packets that are a whole window older than `frame` as lost:
-    /// the mirror ignores them if they ever arrive.
-    pub(crate) fn expire(&mut self, frame: u64) {
-        while let Some(record) = self.retirement.take_expired(frame) {
-            self.retire_lost(record);
-        }
-    }
-
     /// Whether this connection can take frame `frame`'s shared message: it
     /// wrote everything up to the last frame (nothing due, no repair), its
     /// client knows every one of the `live_before` items the array held

@@ -4,10 +4,8 @@
 use super::pending::Work;
 use super::view::fields_work;
 use super::{Due, Removal, SendState, visible};
-use crate::bits::BitWriter;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
-use crate::wire::frame::{frame_bits, write_frame};
 
 impl SendState {
     /// The send states of the arrays inside items the client may hold: per
@@ -112,15 +110,29 @@ impl SendState {
         waiting
     }
 
-    /// Bits of the frame of a message written for `frame`.
-    pub(crate) fn frame_bits(&self, frame: u64) -> u64 {
-        frame_bits(frame, self.acked_frame)
+    /// Readies the connection for a message written for `frame`, before
+    /// the writer asks what is due: packets a whole window older than
+    /// `frame` count as lost (the mirror ignores them if they ever
+    /// arrive), and, before the connection's first message, it chooses how
+    /// it names items on the wire: by handles if it has a scope (see
+    /// `handles`), by ids otherwise. Once anything was written (or the
+    /// client joined with a snapshot) that choice stays.
+    pub(crate) fn start_write(&mut self, frame: u64) {
+        while let Some(record) = self.retirement.take_expired(frame) {
+            self.retire_lost(record);
+        }
+        let fresh = self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty();
+        if fresh && self.scope.is_some() && !self.views.uses_handles() {
+            self.views.start_handles();
+        }
     }
 
-    /// Writes the frame of a message for `frame`: short once the client
-    /// acknowledged a frame less than a window older.
-    pub(crate) fn write_frame(&self, writer: &mut BitWriter<'_>, frame: u64) {
-        write_frame(writer, frame, self.acked_frame);
+    /// The frame a message's frame is coded against: the newest frame
+    /// the client acknowledged (`None`: none yet). The writer writes the
+    /// frame short once that is less than a window older (see
+    /// `wire::frame`).
+    pub(crate) fn acked_frame(&self) -> Option<u64> {
+        self.acked_frame
     }
 
     /// The send states of item `id`'s `count` array fields.
@@ -139,7 +151,7 @@ impl SendState {
 
     /// The arrays of item `id` have work left for a later packet (the
     /// budget ran out), due since `since`: an entry for the item carries it.
-    pub(crate) fn queue_inner_work(&mut self, id: ReplicationId, since: u64) {
+    pub(super) fn queue_inner_work(&mut self, id: ReplicationId, since: u64) {
         // Not for a frozen copy: its arrays catch up when it comes back.
         self.queue_seen(id, Work::Fields(FieldMask::EMPTY), since);
     }

@@ -85,25 +85,29 @@ impl SendState {
         }
     }
 
-    /// An empty buffer for a record of `entries` entries (a retired
-    /// record's, if any).
-    pub(crate) fn entry_buffer(&mut self, entries: usize) -> Vec<RecordEntry> {
-        self.retirement.entry_buffer(entries)
-    }
-
-    /// Records that `packet` carries `entries` (the work the writer took,
-    /// the oldest of it due since `oldest_due`), and updates what the
-    /// client may hold. `all_due`: every piece of work due was written,
-    /// so the pending list empties at once rather than id by id.
+    /// Records that `packet` carries the work the writer took for
+    /// `frame`: `written`, each `(id, work, key, since)` (the item's key,
+    /// and the frame its work first became due), then `unfinished`, the
+    /// items whose arrays have work left for a later packet (the budget
+    /// ran out), each with the frame it became due; and updates what the
+    /// client may hold. `all_fields`: every field of the item type.
+    /// `all_due`: every piece of work due was written, so the pending list
+    /// empties at once rather than id by id.
     pub(crate) fn record_written(
         &mut self,
         packet: u32,
         frame: u64,
-        oldest_due: u64,
-        entries: Vec<RecordEntry>,
+        written: impl Iterator<Item = (ReplicationId, Work, ReplicationKey, u64)>,
+        unfinished: impl IntoIterator<Item = (ReplicationId, u64)>,
         all_fields: FieldMask,
         all_due: bool,
     ) {
+        let mut entries = self.retirement.entry_buffer(written.size_hint().0);
+        let mut oldest_due = frame;
+        for (id, work, key, since) in written {
+            oldest_due = oldest_due.min(since);
+            entries.push(RecordEntry::new(id, work, key, frame, since));
+        }
         if all_due {
             self.pending.clear();
         } else {
@@ -112,6 +116,9 @@ impl SendState {
             }
         }
         self.record(packet, frame, oldest_due, entries, None, all_fields);
+        for (id, since) in unfinished {
+            self.queue_inner_work(id, since);
+        }
     }
 
     /// Records that `packet` carries frame `frame`'s shared message:
@@ -122,11 +129,13 @@ impl SendState {
         &mut self,
         packet: u32,
         frame: u64,
-        entries: Vec<RecordEntry>,
+        entries: &[RecordEntry],
         changes: Option<SharedChanges>,
         all_fields: FieldMask,
     ) {
-        self.record(packet, frame, frame, entries, changes, all_fields);
+        let mut record = self.retirement.entry_buffer(entries.len());
+        record.extend_from_slice(entries);
+        self.record(packet, frame, frame, record, changes, all_fields);
         self.cursor = frame + 1;
         // Nothing is pending; its capacity goes back to that (after a
         // first full sync written per item, say).

@@ -10,17 +10,6 @@ use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 
 impl SendState {
-    /// Chooses, before the connection's first message, how it names
-    /// items on the wire: by handles if it has a scope (see
-    /// `send_state::handles`), by ids otherwise. Once anything was written (or
-    /// the client joined with a snapshot) the choice stays.
-    pub(crate) fn choose_names(&mut self) {
-        let fresh = self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty();
-        if fresh && self.scope.is_some() && !self.views.uses_handles() {
-            self.views.start_handles();
-        }
-    }
-
     /// Whether the connection names items by handles.
     pub(crate) fn uses_handles(&self) -> bool {
         self.views.uses_handles()
