@@ -59,17 +59,17 @@ pub struct FieldCost {
 /// let ids: Vec<_> = (0..10).map(|n| units.push(Unit { x: n as f32, hp: 100 })).collect();
 /// units.commit();
 /// let mut costs = FieldCosts::<Unit>::new();
-/// let mut conn = SendState::new();
+/// let mut state = SendState::new();
 /// let mut bytes = Vec::new();
-/// units.write_delta(&mut conn, 0, &mut bytes).unwrap();
-/// conn.on_ack(0);
+/// units.write_delta(&mut state, 0, &mut bytes).unwrap();
+/// state.on_ack(0);
 /// for id in &ids[..4] {
 ///     units.get_mut(*id).unwrap().x += 1.0;
 /// }
 /// units.commit();
 /// costs.record(&units);
 /// bytes.clear();
-/// let stats = units.write_delta(&mut conn, 1, &mut bytes).unwrap();
+/// let stats = units.write_delta(&mut state, 1, &mut bytes).unwrap();
 /// costs.record_message(&stats);
 ///
 /// let x = &costs.fields()[0];

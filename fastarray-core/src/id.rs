@@ -32,9 +32,9 @@ use core::fmt;
 /// let bob = server.push(Unit { hp: 20, target: Some(ann) });
 /// server.commit();
 ///
-/// let (mut conn, mut mirror) = (SendState::new(), FastArray::<Unit>::new());
+/// let (mut state, mut mirror) = (SendState::new(), FastArray::<Unit>::new());
 /// let mut packet = Vec::new();
-/// server.write_delta(&mut conn, 0, &mut packet).unwrap();
+/// server.write_delta(&mut state, 0, &mut packet).unwrap();
 /// mirror.apply_delta(&packet, &mut ()).unwrap();
 ///
 /// let target = mirror.get(bob).unwrap().target.unwrap();

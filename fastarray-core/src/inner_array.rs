@@ -64,7 +64,7 @@ pub trait InnerArray {
     /// `budget` if given.
     fn write_delta_into(
         &mut self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
@@ -97,9 +97,9 @@ pub trait InnerArray {
     /// the arrays inside it: what a mirror says of the arrays of an item
     /// it removes.
     fn retire(&self, at: &ArrayPath<'_>, sink: &mut dyn FnMut(&InnerEvent<'_>));
-    /// Whether the client of `conn` holds every change this array
+    /// Whether the client of `state` holds every change this array
     /// committed (see `FastArray::is_settled`).
-    fn is_settled_for(&self, conn: &SendState) -> bool;
+    fn is_settled_for(&self, state: &SendState) -> bool;
     /// The send state of a client that holds it as a snapshot of it now
     /// would give it.
     fn snapshot_state(&self) -> SendState;

@@ -34,7 +34,7 @@
 //! struct Unit { hp: u16 }
 //!
 //! /// The server's side of one client: the array's state for it, and acks.
-//! struct Client { conn: SendState, acks: Acks }
+//! struct Client { state: SendState, acks: Acks }
 //!
 //! /// A tick: the server changes its array and sends the client a delta.
 //! fn send(units: &mut FastArray<Unit>, to: &mut Client, now: Instant) -> Vec<u8> {
@@ -44,7 +44,7 @@
 //!     let mut packet = Vec::new();
 //!     let (header, number) = to.acks.send(now, 0); // the size comes after
 //!     header.write(&mut packet);
-//!     units.write_delta(&mut to.conn, number, &mut packet).unwrap();
+//!     units.write_delta(&mut to.state, number, &mut packet).unwrap();
 //!     to.acks.add_sent_bytes(now, packet.len());
 //!     packet // your socket sends it
 //! }
@@ -62,8 +62,8 @@
 //!     let mut events = Vec::new();
 //!     while let Some(event) = client.acks.poll(now) {
 //!         match event {
-//!             AckEvent::Acked(packet) => client.conn.on_ack(packet),
-//!             AckEvent::Lost(packet) => client.conn.on_loss(packet), // its content is due again
+//!             AckEvent::Acked(packet) => client.state.on_ack(packet),
+//!             AckEvent::Lost(packet) => client.state.on_loss(packet), // its content is due again
 //!         };
 //!         events.push(event);
 //!     }
@@ -75,7 +75,7 @@
 //! let mut units = FastArray::new();
 //! units.push(Unit { hp: 100 });
 //! units.commit();
-//! let mut client = Client { conn: SendState::new(), acks: Acks::default() };
+//! let mut client = Client { state: SendState::new(), acks: Acks::default() };
 //! let (mut mirror, mut client_acks) = (FastArray::mirror(), Acks::default());
 //!
 //! // Packets 0, 1, 2, 50 ms apart, 20 ms on the way; the network loses 1.

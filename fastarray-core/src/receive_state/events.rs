@@ -198,18 +198,18 @@ pub struct ArrayPath<'a> {
 /// let alpha = server.push(Squad { tag: 1, members: FastArray::new() });
 /// let ann = server.get_mut(alpha).unwrap().members.push(Member { hp: 100 });
 /// server.commit();
-/// let (mut conn, mut client, mut visuals) = (SendState::new(), FastArray::new(), Visuals::default());
+/// let (mut state, mut client, mut visuals) = (SendState::new(), FastArray::new(), Visuals::default());
 /// let mut packet = Vec::new();
-/// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// server.write_delta(&mut state, 1, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut visuals).unwrap();
-/// conn.on_ack(1);
+/// state.on_ack(1);
 /// assert_eq!(visuals.0, [(alpha, ann, 100)]);
 ///
 /// server.get_mut(alpha).unwrap().members.get_mut(ann).unwrap().hp = 60;
 /// let bob = server.get_mut(alpha).unwrap().members.push(Member { hp: 90 });
 /// server.commit();
 /// let mut packet = Vec::new();
-/// server.write_delta(&mut conn, 2, &mut packet).unwrap();
+/// server.write_delta(&mut state, 2, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut visuals).unwrap();
 /// assert_eq!(visuals.0, [(alpha, ann, 60), (alpha, bob, 90)]);
 /// ```

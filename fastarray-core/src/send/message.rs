@@ -47,15 +47,15 @@ impl Message<'_> {
     pub(super) fn write(
         &self,
         encoded: &EncodeCache,
-        conn: &SendState,
+        state: &SendState,
         writer: &mut BitWriter<'_>,
     ) {
         let common = common_fields(self.items.iter().map(|item| item.work));
         let wires = self.items.iter().map(|item| item.wire);
-        let mut list = self.write_head(conn, writer, wires, common);
+        let mut list = self.write_head(state, writer, wires, common);
         for item in self.items {
             let entry = (item.wire, item.id, item.work, item.whole);
-            self.write_entry_head(conn, writer, &mut list, entry);
+            self.write_entry_head(state, writer, &mut list, entry);
             encoded.copy(item.span, writer);
             let (start, bits) = item.inner;
             if bits > 0 {
@@ -77,13 +77,13 @@ impl Message<'_> {
         &self,
         store: &Store<T>,
         changes: &Changeset,
-        conn: &SendState,
+        state: &SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<Option<FrameRecord>, SendError> {
         let entries = frame_entries::<T>(changes);
         let common = common_fields(entries.clone().map(|(_, work)| work));
         let wires = entries.clone().map(|(id, _)| id);
-        let mut list = self.write_head(conn, writer, wires, common);
+        let mut list = self.write_head(state, writer, wires, common);
         let mut whole = Vec::new();
         let mut changed = Vec::with_capacity(changes.changed.len());
         let mut near = Near::default();
@@ -97,7 +97,7 @@ impl Message<'_> {
                 return Ok(None);
             };
             let slot = store.slot(pos);
-            self.write_entry_head(conn, writer, &mut list, (id, id, work, all));
+            self.write_entry_head(state, writer, &mut list, (id, id, work, all));
             let encoded = match work {
                 Work::Fields(mask) => {
                     changed.push((id, mask));
@@ -119,14 +119,14 @@ impl Message<'_> {
     /// caller through the returned list.
     fn write_head(
         &self,
-        conn: &SendState,
+        state: &SendState,
         writer: &mut BitWriter<'_>,
         wires: impl ExactSizeIterator<Item = ReplicationId> + Clone,
         common: Option<FieldMask>,
     ) -> ItemList {
         let exits = self.removals.iter().any(|removal| removal.exit);
         MessageKind::delta(exits, self.handles).write(writer);
-        write_frame(writer, self.frame, conn.acked_frame());
+        write_frame(writer, self.frame, state.acked_frame());
         let mut ids = IdWriter::start(writer, self.removals.iter().map(|removal| removal.wire));
         for removal in self.removals {
             ids.write(writer, removal.wire);
@@ -154,7 +154,7 @@ impl Message<'_> {
     #[inline]
     fn write_entry_head(
         &self,
-        conn: &SendState,
+        state: &SendState,
         writer: &mut BitWriter<'_>,
         list: &mut ItemList,
         (wire, id, work, fields): (ReplicationId, ReplicationId, Work, FieldMask),
@@ -164,7 +164,7 @@ impl Message<'_> {
         writer.write_bool(whole);
         if whole && self.handles {
             writer.write_varint(id.to_raw());
-            writer.write_gamma(conn.handle_age(wire, self.frame));
+            writer.write_gamma(state.handle_age(wire, self.frame));
         }
         if whole && self.withholds {
             let withheld = fields != FieldMask::all(self.field_count);

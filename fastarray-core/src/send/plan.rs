@@ -123,7 +123,7 @@ pub(crate) struct PlanBuffers {
     due: Vec<Due>,
 }
 
-/// Plans `conn`'s message for `packet` from the items of `store`, their
+/// Plans `state`'s message for `packet` from the items of `store`, their
 /// payloads encoded in `encoded` and their arrays' deltas written into
 /// `scratch`. On error, every array delta already written for `packet` is
 /// retired as lost, so nothing stays in flight for a packet that will not
@@ -132,14 +132,14 @@ pub(crate) fn plan<T: Replicate>(
     store: &mut Store<T>,
     encoded: &mut EncodeCache,
     buffers: &mut PlanBuffers,
-    conn: &mut SendState,
+    state: &mut SendState,
     packet: u32,
     budget: Option<Budget>,
     scratch: &mut Vec<u8>,
 ) -> Result<Plan, SendError> {
-    let mut due = reuse(core::mem::take(&mut buffers.due), conn.pending_items());
+    let mut due = reuse(core::mem::take(&mut buffers.due), state.pending_items());
     let mut removals = Vec::new();
-    let waiting = conn.due(
+    let waiting = state.due(
         store.frame(),
         |id| store.position(id),
         T::ARRAY_FIELDS > 0,
@@ -157,14 +157,14 @@ pub(crate) fn plan<T: Replicate>(
         waiting,
     };
     plan.items = reuse(core::mem::take(&mut plan.items), due.len());
-    let handles = conn.uses_handles();
+    let handles = state.uses_handles();
     let mut fill = budget.map(|budget| Fill {
         budget: budget.bits,
         alone_budget: budget.alone,
         // The kind, the frame, and the bit saying whether the items share
         // one field set (counted as if they did not: sharing only saves).
         header: MessageKind::delta(false, handles).bits()
-            + frame_bits(store.frame(), conn.acked_frame())
+            + frame_bits(store.frame(), state.acked_frame())
             + 1,
         removals: ListSize::default(),
         exits: false,
@@ -197,10 +197,10 @@ pub(crate) fn plan<T: Replicate>(
             // Then by urgency: priority times frames waited (without a
             // scope every priority is 1, so that is the oldest first).
             let frame = store.frame();
-            if conn.scope().is_some() {
+            if state.scope().is_some() {
                 let mut urgent: Vec<(f32, Due)> = due
                     .drain(..)
-                    .map(|d| (d.urgency(frame, conn.priority(d.id)), d))
+                    .map(|d| (d.urgency(frame, state.priority(d.id)), d))
                     .collect();
                 urgent.sort_unstable_by(|(a, x), (b, y)| {
                     b.total_cmp(a).then((x.since, x.id).cmp(&(y.since, y.id)))
@@ -216,7 +216,7 @@ pub(crate) fn plan<T: Replicate>(
     let chooser = Chooser {
         store,
         encoded,
-        conn,
+        state,
         packet,
     };
     let result = chooser.choose(
@@ -229,7 +229,7 @@ pub(crate) fn plan<T: Replicate>(
     drop(writer);
     buffers.due = due;
     if let Err(error) = result {
-        conn.unwrite_inner(&written, packet);
+        state.unwrite_inner(&written, packet);
         buffers.planned = plan.items;
         return Err(error);
     }
@@ -313,7 +313,7 @@ fn reuse<T>(mut list: Vec<T>, needed: usize) -> Vec<T> {
 struct Chooser<'a, T> {
     store: &'a mut Store<T>,
     encoded: &'a mut EncodeCache,
-    conn: &'a mut SendState,
+    state: &'a mut SendState,
     packet: u32,
 }
 
@@ -399,7 +399,7 @@ impl<T: Replicate> Chooser<'_, T> {
                     if part.unfinished {
                         plan.deferred += 1;
                     } else {
-                        self.conn.drop_due(d.id);
+                        self.state.drop_due(d.id);
                     }
                     continue;
                 }
@@ -431,8 +431,8 @@ impl<T: Replicate> Chooser<'_, T> {
     /// long ago the handle was taken.
     fn name_bits(&self, d: &Due, work: Work) -> u64 {
         match work {
-            Work::Add { .. } if self.conn.uses_handles() => {
-                let age = self.conn.handle_age(d.wire, self.store.frame());
+            Work::Add { .. } if self.state.uses_handles() => {
+                let age = self.state.handle_age(d.wire, self.store.frame());
                 varint_bits(d.id.to_raw()) + gamma_bits(age)
             }
             _ => 0,
@@ -478,7 +478,7 @@ impl<T: Replicate> Chooser<'_, T> {
     ) -> Result<ArrayDeltas, SendError> {
         // The bits beyond each array's one-bit empty message.
         let mut left = budget.map(|budget| budget.bits - 1);
-        let states = self.conn.inner_states(d.id, T::ARRAY_FIELDS);
+        let states = self.state.inner_states(d.id, T::ARRAY_FIELDS);
         let start = scratch.bits_written();
         let mut out = ArrayDeltas {
             bits: 0,
@@ -493,7 +493,7 @@ impl<T: Replicate> Chooser<'_, T> {
         self.store
             .value_mut(d.pos)
             .for_each_array_mut(&mut |array| {
-                let Some(state) = states.get_mut(index) else {
+                let Some(inner) = states.get_mut(index) else {
                     return;
                 };
                 index += 1;
@@ -504,7 +504,7 @@ impl<T: Replicate> Chooser<'_, T> {
                     bits: left + 1,
                     alone: budget.alone,
                 });
-                match array.write_delta_into(state, packet, scratch, budget) {
+                match array.write_delta_into(inner, packet, scratch, budget) {
                     Ok(part) => {
                         if let Some(left) = &mut left {
                             *left -= part.bits.saturating_sub(1).min(*left);

@@ -61,19 +61,19 @@ impl Sender {
 }
 
 impl Sender {
-    /// Writes into `writer` the delta that brings `conn`'s client up to
+    /// Writes into `writer` the delta that brings `state`'s client up to
     /// date with `store`, within `budget` if given, and records that
     /// `packet` carries it. On error nothing is written and nothing is
     /// recorded.
     pub(crate) fn write<T: Replicate>(
         &mut self,
         store: &mut Store<T>,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
-        self.write_with(store, conn, packet, writer, budget, true)
+        self.write_with(store, state, packet, writer, budget, true)
     }
 
     /// [`write`](Self::write), the shared message allowed if `share`
@@ -82,7 +82,7 @@ impl Sender {
     pub(crate) fn write_with<T: Replicate>(
         &mut self,
         store: &mut Store<T>,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
@@ -91,10 +91,10 @@ impl Sender {
         if store.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
-        if conn.has_in_flight(packet) {
+        if state.has_in_flight(packet) {
             return Err(SendError::PacketInFlight { packet });
         }
-        self.check_scope(store, conn)?;
+        self.check_scope(store, state)?;
         if budget.is_some_and(|budget| budget.bits == 0) {
             return Err(SendError::BudgetTooSmall { budget: 0 });
         }
@@ -104,22 +104,22 @@ impl Sender {
         // the encodings of an earlier frame, a first full sync's say, go.
         self.encoded.begin(frame);
         let all_fields = FieldMask::all(T::FIELD_COUNT);
-        conn.start_write(frame);
+        state.start_write(frame);
         // A caught-up connection takes the frame's shared message, the
         // bits it would plan for itself, encoded once for all of them;
         // under a budget (a `Connection` packing a packet), when the
         // message fits it.
         let shareable = share
             && T::ARRAY_FIELDS == 0
-            && conn.in_sync(frame, store.live_before(self.history.newest()));
+            && state.in_sync(frame, store.live_before(self.history.newest()));
         if shareable
-            && (self.shared.holds(frame) || self.compose_shared(store, conn)?)
+            && (self.shared.holds(frame) || self.compose_shared(store, state)?)
             && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
         {
-            return Ok(self.shared.write(conn, packet, writer, all_fields));
+            return Ok(self.shared.write(state, packet, writer, all_fields));
         }
         let mut stats = DeltaStats {
-            resynced: self.catch_up(store, conn),
+            resynced: self.catch_up(store, state),
             ..DeltaStats::default()
         };
 
@@ -129,7 +129,7 @@ impl Sender {
             store,
             &mut self.encoded,
             &mut self.buffers,
-            conn,
+            state,
             packet,
             budget,
             &mut scratch,
@@ -166,13 +166,13 @@ impl Sender {
             field_count: T::FIELD_COUNT,
             withholds: T::WITHHOLDS,
             arrays: T::ARRAY_FIELDS > 0,
-            handles: conn.uses_handles(),
+            handles: state.uses_handles(),
             removals: &removals,
             items: &items,
             inner: &scratch,
         };
         let start = writer.bits_written();
-        message.write(&self.encoded, conn, writer);
+        message.write(&self.encoded, state, writer);
         stats.bits = writer.bits_written() - start;
         debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
         self.scratch = scratch;
@@ -188,7 +188,7 @@ impl Sender {
         // Usually everything due was written: the pending list empties at
         // once rather than id by id.
         let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
-        conn.record_written(
+        state.record_written(
             packet,
             frame,
             removed.chain(sent),
@@ -203,7 +203,7 @@ impl Sender {
 
 impl Sender {
     /// Writes the newest frame's message for the connections in sync with
-    /// the array, `conn` the first of them this frame, and keeps it (see
+    /// the array, `state` the first of them this frame, and keeps it (see
     /// [`SharedMessage`](super::shared_message::SharedMessage)): straight from
     /// the frame's changes, each payload encoded into the message as it is
     /// written, with no lookup in the connection's state. Returns `false`,
@@ -214,7 +214,7 @@ impl Sender {
     fn compose_shared<T: Replicate>(
         &mut self,
         store: &Store<T>,
-        conn: &SendState,
+        state: &SendState,
     ) -> Result<bool, SendError> {
         let frame = store.frame();
         let Some(changes) = self
@@ -249,7 +249,7 @@ impl Sender {
         let mut bytes = core::mem::take(&mut self.shared.bytes);
         bytes.clear();
         let mut out = BitWriter::new(&mut bytes);
-        let written = message.write_frame(store, changes, conn, &mut out);
+        let written = message.write_frame(store, changes, state, &mut out);
         let bits = out.finish();
         if bytes.capacity() > 4 * bytes.len().max(64) {
             bytes.shrink_to(2 * bytes.len());
@@ -270,20 +270,20 @@ impl Sender {
         Ok(true)
     }
 
-    /// Brings `conn`'s pending work up to the array's frame: from the
+    /// Brings `state`'s pending work up to the array's frame: from the
     /// history ring, or, for a connection with a scope, from what the
     /// array handed it. Returns whether it had to compare instead.
     pub(crate) fn catch_up<T: Replicate>(
         &mut self,
         store: &Store<T>,
-        conn: &mut SendState,
+        state: &mut SendState,
     ) -> bool {
         let frame = store.frame();
-        let Some(slot) = conn.scope().map(|scope| scope.slot) else {
-            return conn.catch_up(&self.history, frame, T::STRUCTURE, store);
+        let Some(slot) = state.scope().map(|scope| scope.slot) else {
+            return state.catch_up(&self.history, frame, T::STRUCTURE, store);
         };
         let routed = self.scopes.inbox(slot);
-        let resynced = conn.catch_up_scoped(routed, frame, T::STRUCTURE, store);
+        let resynced = state.catch_up_scoped(routed, frame, T::STRUCTURE, store);
         self.scopes.clear_inbox(slot);
         resynced
     }
@@ -293,9 +293,9 @@ impl Sender {
     pub(crate) fn check_scope<T>(
         &self,
         store: &Store<T>,
-        conn: &SendState,
+        state: &SendState,
     ) -> Result<(), SendError> {
-        match conn.scope() {
+        match state.scope() {
             Some(scope) if scope.array != store.origin() || !self.scopes.is_registered(scope) => {
                 Err(SendError::ScopedElsewhere)
             }

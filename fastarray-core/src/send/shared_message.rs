@@ -85,13 +85,13 @@ impl SharedMessage {
     /// connection, whatever the number of changed items.
     pub(crate) fn write(
         &self,
-        conn: &mut SendState,
+        state: &mut SendState,
         packet: u32,
         writer: &mut BitWriter<'_>,
         all_fields: FieldMask,
     ) -> DeltaStats {
         writer.write_bits_from(&self.bytes, self.bits);
-        conn.record_shared(
+        state.record_shared(
             packet,
             self.frame,
             &self.entries,
