@@ -470,7 +470,7 @@ mod crate_override {
     }
 
     #[derive(fastarray::Replicate, Clone, Debug, PartialEq)]
-    #[replicate(crate = "crate::crate_override::rt")]
+    #[replicate(crate = "crate::derive::crate_override::rt")]
     pub struct ThroughModule(pub u16, #[replicate(skip)] pub u8);
 
     #[derive(fastarray::Replicate, Clone, Debug, PartialEq)]

@@ -12,7 +12,7 @@
 //! regenerates the seed files; `... --ignored describe_regressions
 //! --nocapture` prints every `stateful` regression as a list of ops.
 
-#[path = "../fuzz/src/targets.rs"]
+#[path = "../../fuzz/src/targets.rs"]
 mod targets;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
