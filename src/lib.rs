@@ -282,7 +282,7 @@ pub mod wire_format {}
 /// }
 /// ```
 ///
-/// (Run as tests in `fastarray-core/tests/glam.rs`, which `cargo test
+/// (Run as tests in `fastarray-core/tests/core/glam.rs`, which `cargo test
 /// --workspace` builds with the feature.)
 ///
 /// # `with = path`

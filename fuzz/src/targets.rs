@@ -1,6 +1,6 @@
 //! What each fuzz target does with its input, shared by the libFuzzer
 //! binaries (`fuzz/fuzz_targets/*.rs`) and the stable replay test
-//! (`tests/fuzz_replay.rs`, which includes this file by path). Only the
+//! (`tests/suite/fuzz_replay.rs`, which includes this file by path). Only the
 //! public `fastarray` API and `std`: no libFuzzer in here.
 //!
 //! Every target takes arbitrary bytes and panics only when the library

@@ -6,11 +6,11 @@
 //! |---|---|---|
 //! | [`link`] | [`Link`](link::Link): a seeded lossy link (loss, bursts, reordering, duplication, late delivery after a loss report, outages), configured by a [`LinkProfile`](link::LinkProfile) | the convergence tests, `examples/crowd.rs`, the bandwidth report |
 //! | [`channel`] | [`Channel`](channel::Channel): the one simulation behind both links, a `LinkProfile`'s misbehaviours plus [`Extra`](channel::Extra) ones (ghosts, held packets) | [`link`], [`wide_link`] |
-//! | [`drive`] | [`drive`](drive::drive): one server → client session over a [`Link`](link::Link) until it heals and settles | the convergence tests, `tests/enums.rs`, `tests/inner_arrays.rs`, `tests/objects.rs` |
+//! | [`drive`] | [`drive`](drive::drive): one server → client session over a [`Link`](link::Link) until it heals and settles | the convergence tests, `tests/suite/enums.rs`, `tests/suite/inner_arrays.rs`, `tests/suite/objects.rs` |
 //! | root | [`exchange`], [`exchange_object`]: the first-sync dance (commit, write, apply, acknowledge) over a perfect link, for a `FastArray` and for a `Replicated` object | most tests that need a synchronised client |
-//! | [`wide_link`] | [`WideProfile`](wide_link::WideProfile): the wide suite's links, which also report delivered packets lost and hold packets past the 64-frame window | `tests/convergence_wide.rs` |
-//! | [`wide_drive`] | [`run`](wide_drive::run): one server, several connections, budgets, joins by snapshot, every packet checked | `tests/convergence_wide.rs` |
-//! | [`counted`] | [`Counted`](counted::Counted): a field that counts its encodes and comparisons | `tests/array.rs`, `tests/protocol.rs` |
+//! | [`wide_link`] | [`WideProfile`](wide_link::WideProfile): the wide suite's links, which also report delivered packets lost and hold packets past the 64-frame window | `tests/suite/convergence_wide.rs` |
+//! | [`wide_drive`] | [`run`](wide_drive::run): one server, several connections, budgets, joins by snapshot, every packet checked | `tests/suite/convergence_wide.rs` |
+//! | [`counted`] | [`Counted`](counted::Counted): a field that counts its encodes and comparisons | `tests/suite/array.rs`, `tests/suite/protocol.rs` |
 //!
 //! Everything is deterministic: every random draw comes from a seeded
 //! `ChaCha8Rng`, and every collection is ordered.

@@ -1,4 +1,4 @@
-//! The lossy links of the wide convergence suite (`tests/convergence_wide.rs`).
+//! The lossy links of the wide convergence suite (`tests/suite/convergence_wide.rs`).
 //!
 //! Its links are the crate's one simulation, a [`Channel`], as a
 //! [`Link`](crate::link::Link) is: one direction of one connection plus the

@@ -127,7 +127,7 @@ fn mirrors_converge_over_every_link_profile() {
 }
 
 /// The long version of the above: more seeds and longer scripts.
-/// Run with `cargo test --release --test convergence -- --ignored`.
+/// Run with `cargo test --release --test suite convergence:: -- --ignored`.
 #[test]
 #[ignore = "soak: minutes of work"]
 fn mirrors_converge_soak() {

@@ -32,7 +32,7 @@
 //! `FASTARRAY_SEEDS` sets the seeds per profile (the default, 2 to 4,
 //! keeps the file well under a minute in a debug build). The soak, 1 000
 //! seeds per profile of every case (`FASTARRAY_SOAK_SEEDS` to change):
-//! `cargo test --release --test convergence_wide -- --ignored --exact soak`.
+//! `cargo test --release --test suite convergence_wide:: -- --ignored --exact soak`.
 //!
 //! Faults this suite found are kept as tests named for what should hold:
 //! `an_item_that_fits_alone_is_not_reported_oversized` and
@@ -1346,7 +1346,7 @@ fn a_connection_whose_acks_take_64_frames_settles() {
 
 /// The soak: 1 000 seeds per profile of every case (or
 /// `FASTARRAY_SOAK_SEEDS`), with longer runs.
-/// `cargo test --release --test convergence_wide -- --ignored --exact soak`
+/// `cargo test --release --test suite convergence_wide:: -- --ignored --exact soak`
 #[test]
 #[ignore = "soak: minutes in release"]
 fn soak() {

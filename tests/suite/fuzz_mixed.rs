@@ -7,7 +7,7 @@
 //! budgets must hold for every spacing of ids, and corrupted messages must
 //! fail cleanly. (Written as a review of the shared message, the resync's
 //! delivered-frame rule and the id-list codes; it found the frame overflow
-//! now covered in `tests/protocol.rs`.)
+//! now covered in `tests/suite/protocol.rs`.)
 
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
 use fastarray_testkit::exchange;

@@ -8,7 +8,7 @@
 //! must pass. Each runs on a thread named after it, so that a stack
 //! overflow, which aborts the process, names the input.
 //!
-//! `cargo test --test fuzz_replay -- --ignored write_seed_corpus`
+//! `cargo test --test suite -- --ignored fuzz_replay::write_seed_corpus`
 //! regenerates the seed files; `... --ignored describe_regressions
 //! --nocapture` prints every `stateful` regression as a list of ops.
 

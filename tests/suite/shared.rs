@@ -353,7 +353,7 @@ fn a_lone_connection_takes_the_shared_message_and_converges() {
 }
 
 /// The long version of the above.
-/// Run with `cargo test --release --test shared -- --ignored`.
+/// Run with `cargo test --release --test suite shared:: -- --ignored`.
 #[test]
 #[ignore = "soak: minutes of work"]
 fn many_connections_over_different_links_converge_soak() {

@@ -96,7 +96,7 @@ impl Quantizer {
     }
 
     /// The value of step index `step`. It quantizes back to `step`
-    /// whenever an `f64` does (`tests/wire_eq.rs` searches for
+    /// whenever an `f64` does (`tests/suite/wire_eq.rs` searches for
     /// counter-examples).
     #[inline]
     pub fn dequantize(&self, step: u64) -> f64 {
@@ -177,7 +177,7 @@ const fn f32_is_exact(min: f64, max: f64, scale: f64) -> bool {
 }
 
 /// How many neighbouring `f32`s [`settle`] tries: one is enough wherever
-/// a sender's value can land in the step (`tests/wire_eq.rs` searches for
+/// a sender's value can land in the step (`tests/suite/wire_eq.rs` searches for
 /// counter-examples); the rest is margin.
 const SETTLE_TRIES: u32 = 4;
 

@@ -40,7 +40,7 @@ const HALF_SQRT2: f64 = core::f64::consts::FRAC_1_SQRT_2;
 /// angle of at most `4·asin(max_error / 2)` radians (0.55° at `N = 10`). An
 /// `f32` quaternion adds the rounding of its components to `f32` and of
 /// the settling through them: at most `2^−22` in all (measured over random
-/// and edge-case rotations at every bit count, `tests/glam.rs`).
+/// and edge-case rotations at every bit count, `tests/core/glam.rs`).
 ///
 /// ```
 /// use fastarray_core::SmallestThree;

@@ -30,7 +30,7 @@ impl Debug for Seed {
 
 /// The seed corpus: genuine snapshots and messages (as the targets read
 /// them) and valid scripts. Written to `fuzz/corpus/<target>/seed-*` by the
-/// ignored test `write_seed_corpus` in `tests/fuzz_replay.rs`.
+/// ignored test `write_seed_corpus` in `tests/suite/fuzz_replay.rs`.
 pub fn seed_corpus() -> Vec<Seed> {
     let mut seeds = Vec::new();
     let mut add = |target: &'static str, name: String, bytes: Vec<u8>| {
