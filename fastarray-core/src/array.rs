@@ -160,9 +160,8 @@ impl<T> FastArray<T> {
     #[cfg(feature = "serde")]
     pub(crate) fn restored(store: Store<T>) -> Self {
         Self {
-            store,
             sender: Some(Box::default()),
-            mirror: None,
+            ..Self::from_store(store)
         }
     }
 

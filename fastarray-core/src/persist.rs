@@ -27,11 +27,7 @@
 //! restored item has them at `Default`, and clients that join by snapshot
 //! receive that value.
 
-use core::fmt;
-use core::marker::PhantomData;
-
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
-use serde::ser::{self, SerializeSeq, SerializeStruct};
+use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::array::FastArray;
@@ -69,8 +65,45 @@ impl<'de> Deserialize<'de> for ReplicationKey {
     }
 }
 
+/// An array's saved form (the items are [`SavedItem`]s).
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "FastArray", deny_unknown_fields)]
+struct ArrayForm<I> {
+    frame: u64,
+    array_key: ReplicationKey,
+    next_id: u64,
+    items: I,
+}
+
+/// An object's saved form: its one item's, without the id (`#0`).
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "Replicated", deny_unknown_fields)]
+struct ObjectForm<V> {
+    frame: u64,
+    array_key: ReplicationKey,
+    key: ReplicationKey,
+    key_frame: u64,
+    value: V,
+}
+
+/// A store's items as a sequence, written as they are read from it.
+struct Items<'a, T>(&'a Store<T>);
+
+impl<T: Serialize> Serialize for Items<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.saved_items())
+    }
+}
+
+/// The id of a [`Replicated`]'s object in its one-item array.
+const OBJECT_ID: ReplicationId = ReplicationId::from_raw(0);
+
 /// Refuses what a save cannot hold: a mirror, or uncommitted work.
-fn check_savable<E: ser::Error>(mirror: bool, uncommitted: bool, what: &str) -> Result<(), E> {
+fn check_savable<E: serde::ser::Error>(
+    mirror: bool,
+    uncommitted: bool,
+    what: &str,
+) -> Result<(), E> {
     if mirror {
         return Err(E::custom(format_args!(
             "a mirror {what} is not saved: its ids are its server's; save the server's"
@@ -83,10 +116,6 @@ fn check_savable<E: ser::Error>(mirror: bool, uncommitted: bool, what: &str) -> 
     }
     Ok(())
 }
-
-const ARRAY_FIELDS: &[&str] = &["frame", "array_key", "next_id", "items"];
-const ITEM_FIELDS: &[&str] = &["id", "key", "key_frame", "value"];
-const OBJECT_FIELDS: &[&str] = &["frame", "array_key", "key", "key_frame", "value"];
 
 /// A server's array, with its ids, keys and id counter. A mirror, or an
 /// array with uncommitted work, is refused with the format's error. What
@@ -138,12 +167,13 @@ impl<T: Serialize> Serialize for FastArray<T> {
         check_savable(self.is_mirror(), self.has_uncommitted_work(), "array")?;
         let store = self.store();
         let array = store.saved_array();
-        let mut out = serializer.serialize_struct("FastArray", ARRAY_FIELDS.len())?;
-        out.serialize_field("frame", &array.frame)?;
-        out.serialize_field("array_key", &array.array_key)?;
-        out.serialize_field("next_id", &array.next_id)?;
-        out.serialize_field("items", &Items(store))?;
-        out.end()
+        ArrayForm {
+            frame: array.frame,
+            array_key: array.array_key,
+            next_id: array.next_id,
+            items: Items(store),
+        }
+        .serialize(serializer)
     }
 }
 
@@ -152,18 +182,20 @@ impl<T: Serialize> Serialize for FastArray<T> {
 /// itself is refused with the format's error.
 impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (array, items) = deserializer.deserialize_struct(
-            "FastArray",
-            ARRAY_FIELDS,
-            ArrayVisitor(PhantomData),
-        )?;
-        let store = Store::restore(array, items).map_err(de::Error::custom)?;
+        let form = ArrayForm::<Vec<SavedItem<T>>>::deserialize(deserializer)?;
+        let array = SavedArray {
+            frame: form.frame,
+            array_key: form.array_key,
+            next_id: form.next_id,
+        };
+        let store = Store::restore(array, form.items).map_err(D::Error::custom)?;
         Ok(FastArray::restored(store))
     }
 }
 
-/// A server's object, with its key and frame (as [`FastArray`]'s save). A mirror, or
-/// an object with uncommitted work, is refused with the format's error.
+/// A server's object, with its key and frame (as [`FastArray`]'s save). A
+/// mirror, or an object with uncommitted work, is refused with the
+/// format's error.
 impl<T: Serialize + Replicate> Serialize for Replicated<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let array = self.as_array();
@@ -173,267 +205,33 @@ impl<T: Serialize + Replicate> Serialize for Replicated<T> {
         let Some(item) = store.saved_items().next() else {
             unreachable!("a Replicated always holds its object");
         };
-        let mut out = serializer.serialize_struct("Replicated", OBJECT_FIELDS.len())?;
-        out.serialize_field("frame", &counters.frame)?;
-        out.serialize_field("array_key", &counters.array_key)?;
-        out.serialize_field("key", &item.key)?;
-        out.serialize_field("key_frame", &item.key_frame)?;
-        out.serialize_field("value", item.value)?;
-        out.end()
+        ObjectForm {
+            frame: counters.frame,
+            array_key: counters.array_key,
+            key: item.key,
+            key_frame: item.key_frame,
+            value: item.value,
+        }
+        .serialize(serializer)
     }
 }
 
 /// A server's object from a save, its key and frame as saved.
 impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for Replicated<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let (array, item) = deserializer.deserialize_struct(
-            "Replicated",
-            OBJECT_FIELDS,
-            ObjectVisitor(PhantomData),
-        )?;
-        let store = Store::restore(array, vec![item]).map_err(de::Error::custom)?;
+        let form = ObjectForm::<T>::deserialize(deserializer)?;
+        let array = SavedArray {
+            frame: form.frame,
+            array_key: form.array_key,
+            next_id: OBJECT_ID.to_raw() + 1,
+        };
+        let item = SavedItem {
+            id: OBJECT_ID,
+            key: form.key,
+            key_frame: form.key_frame,
+            value: form.value,
+        };
+        let store = Store::restore(array, vec![item]).map_err(D::Error::custom)?;
         Ok(Replicated::from_array(FastArray::restored(store)))
-    }
-}
-
-/// The items of a store, as a sequence.
-struct Items<'a, T>(&'a Store<T>);
-
-impl<T: Serialize> Serialize for Items<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let items = self.0.saved_items();
-        let mut out = serializer.serialize_seq(Some(items.len()))?;
-        for item in items {
-            out.serialize_element(&Item(item))?;
-        }
-        out.end()
-    }
-}
-
-/// One saved item.
-struct Item<T>(SavedItem<T>);
-
-impl<T: Serialize> Serialize for Item<&T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let item = &self.0;
-        let mut out = serializer.serialize_struct("Item", ITEM_FIELDS.len())?;
-        out.serialize_field("id", &item.id)?;
-        out.serialize_field("key", &item.key)?;
-        out.serialize_field("key_frame", &item.key_frame)?;
-        out.serialize_field("value", item.value)?;
-        out.end()
-    }
-}
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Item<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_struct("Item", ITEM_FIELDS, ItemVisitor(PhantomData))
-    }
-}
-
-/// Which field of a saved struct a key names: its position in the list.
-struct Field(usize);
-
-/// Reads a field's name (or, in formats that write positions, its index)
-/// from the names of one struct.
-struct FieldSeed(&'static [&'static str]);
-
-impl<'de> DeserializeSeed<'de> for FieldSeed {
-    type Value = Field;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Field, D::Error> {
-        deserializer.deserialize_identifier(self)
-    }
-}
-
-impl Visitor<'_> for FieldSeed {
-    type Value = Field;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "one of the fields {:?}", self.0)
-    }
-
-    fn visit_str<E: de::Error>(self, name: &str) -> Result<Field, E> {
-        match self.0.iter().position(|field| *field == name) {
-            Some(index) => Ok(Field(index)),
-            None => Err(E::unknown_field(name, self.0)),
-        }
-    }
-
-    fn visit_u64<E: de::Error>(self, index: u64) -> Result<Field, E> {
-        match usize::try_from(index) {
-            Ok(index) if index < self.0.len() => Ok(Field(index)),
-            _ => Err(E::invalid_value(de::Unexpected::Unsigned(index), &self)),
-        }
-    }
-}
-
-/// Takes the value of field `names[index]` from `map` into `slot`, once.
-fn take<'de, A: MapAccess<'de>, V: Deserialize<'de>>(
-    map: &mut A,
-    slot: &mut Option<V>,
-    names: &'static [&'static str],
-    index: usize,
-) -> Result<(), A::Error> {
-    if slot.is_some() {
-        return Err(de::Error::duplicate_field(names[index]));
-    }
-    *slot = Some(map.next_value()?);
-    Ok(())
-}
-
-/// The value of field `names[index]`, or the error of its absence.
-fn need<V, E: de::Error>(
-    slot: Option<V>,
-    names: &'static [&'static str],
-    index: usize,
-) -> Result<V, E> {
-    slot.ok_or_else(|| E::missing_field(names[index]))
-}
-
-/// The next element of a sequence, or the error of its absence.
-fn next<'de, A: SeqAccess<'de>, V: Deserialize<'de>>(
-    seq: &mut A,
-    index: usize,
-    expecting: &dyn de::Expected,
-) -> Result<V, A::Error> {
-    seq.next_element()?
-        .ok_or_else(|| de::Error::invalid_length(index, expecting))
-}
-
-struct ArrayVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for ArrayVisitor<T> {
-    type Value = (SavedArray, Vec<SavedItem<T>>);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a saved FastArray (frame, array_key, next_id, items)")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let frame = next(&mut seq, 0, &self)?;
-        let array_key = next(&mut seq, 1, &self)?;
-        let next_id = next(&mut seq, 2, &self)?;
-        let items: Vec<Item<T>> = next(&mut seq, 3, &self)?;
-        let array = SavedArray {
-            frame,
-            array_key,
-            next_id,
-        };
-        Ok((array, items.into_iter().map(|item| item.0).collect()))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let names = ARRAY_FIELDS;
-        let (mut frame, mut array_key, mut next_id) = (None, None, None);
-        let mut items: Option<Vec<Item<T>>> = None;
-        while let Some(Field(index)) = map.next_key_seed(FieldSeed(names))? {
-            match index {
-                0 => take(&mut map, &mut frame, names, index)?,
-                1 => take(&mut map, &mut array_key, names, index)?,
-                2 => take(&mut map, &mut next_id, names, index)?,
-                _ => take(&mut map, &mut items, names, index)?,
-            }
-        }
-        let array = SavedArray {
-            frame: need(frame, names, 0)?,
-            array_key: need(array_key, names, 1)?,
-            next_id: need(next_id, names, 2)?,
-        };
-        let items = need(items, names, 3)?;
-        Ok((array, items.into_iter().map(|item| item.0).collect()))
-    }
-}
-
-struct ItemVisitor<T>(PhantomData<T>);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for ItemVisitor<T> {
-    type Value = Item<T>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a saved item (id, key, key_frame, value)")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item<T>, A::Error> {
-        Ok(Item(SavedItem {
-            id: next(&mut seq, 0, &self)?,
-            key: next(&mut seq, 1, &self)?,
-            key_frame: next(&mut seq, 2, &self)?,
-            value: next(&mut seq, 3, &self)?,
-        }))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<T>, A::Error> {
-        let names = ITEM_FIELDS;
-        let (mut id, mut key, mut key_frame, mut value) = (None, None, None, None);
-        while let Some(Field(index)) = map.next_key_seed(FieldSeed(names))? {
-            match index {
-                0 => take(&mut map, &mut id, names, index)?,
-                1 => take(&mut map, &mut key, names, index)?,
-                2 => take(&mut map, &mut key_frame, names, index)?,
-                _ => take(&mut map, &mut value, names, index)?,
-            }
-        }
-        Ok(Item(SavedItem {
-            id: need(id, names, 0)?,
-            key: need(key, names, 1)?,
-            key_frame: need(key_frame, names, 2)?,
-            value: need(value, names, 3)?,
-        }))
-    }
-}
-
-struct ObjectVisitor<T>(PhantomData<T>);
-
-/// The id of a [`Replicated`]'s object in its one-item array.
-const OBJECT_ID: ReplicationId = ReplicationId::from_raw(0);
-
-impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
-    type Value = (SavedArray, SavedItem<T>);
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a saved Replicated object (frame, array_key, key, key_frame, value)")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let array = SavedArray {
-            frame: next(&mut seq, 0, &self)?,
-            array_key: next(&mut seq, 1, &self)?,
-            next_id: OBJECT_ID.to_raw() + 1,
-        };
-        let item = SavedItem {
-            id: OBJECT_ID,
-            key: next(&mut seq, 2, &self)?,
-            key_frame: next(&mut seq, 3, &self)?,
-            value: next(&mut seq, 4, &self)?,
-        };
-        Ok((array, item))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let names = OBJECT_FIELDS;
-        let (mut frame, mut array_key, mut key, mut key_frame) = (None, None, None, None);
-        let mut value = None;
-        while let Some(Field(index)) = map.next_key_seed(FieldSeed(names))? {
-            match index {
-                0 => take(&mut map, &mut frame, names, index)?,
-                1 => take(&mut map, &mut array_key, names, index)?,
-                2 => take(&mut map, &mut key, names, index)?,
-                3 => take(&mut map, &mut key_frame, names, index)?,
-                _ => take(&mut map, &mut value, names, index)?,
-            }
-        }
-        let array = SavedArray {
-            frame: need(frame, names, 0)?,
-            array_key: need(array_key, names, 1)?,
-            next_id: OBJECT_ID.to_raw() + 1,
-        };
-        let item = SavedItem {
-            id: OBJECT_ID,
-            key: need(key, names, 2)?,
-            key_frame: need(key_frame, names, 3)?,
-            value: need(value, names, 4)?,
-        };
-        Ok((array, item))
     }
 }

@@ -6,12 +6,12 @@
 
 use core::fmt;
 
-use hashbrown::HashMap;
-
-use super::{SlotState, Store, next_origin};
+use super::{Slot, SlotState, Store};
 use crate::id::{ReplicationId, ReplicationKey};
 
-/// One item of a save.
+/// One item of a save, in its saved form.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename = "Item", deny_unknown_fields)]
 pub(crate) struct SavedItem<T> {
     pub(crate) id: ReplicationId,
     pub(crate) key: ReplicationKey,
@@ -92,8 +92,10 @@ impl<T> Store<T> {
         array: SavedArray,
         items: Vec<SavedItem<T>>,
     ) -> Result<Self, RestoreError> {
-        let mut index = HashMap::with_capacity(items.len());
-        let mut slots = Vec::with_capacity(items.len());
+        let mut store = Self::with_capacity(items.len());
+        store.frame = array.frame;
+        store.array_key = array.array_key;
+        store.next_id = array.next_id;
         for item in items {
             if item.id.to_raw() >= array.next_id {
                 return Err(RestoreError::IdNotBelowNext {
@@ -108,10 +110,10 @@ impl<T> Store<T> {
                     frame: array.frame,
                 });
             }
-            if index.insert(item.id, slots.len()).is_some() {
+            if store.index.insert(item.id, store.slots.len()).is_some() {
                 return Err(RestoreError::DuplicateId(item.id));
             }
-            slots.push(super::Slot {
+            store.slots.push(Slot {
                 id: item.id,
                 key: item.key,
                 frame_mark: item.key_frame,
@@ -119,16 +121,6 @@ impl<T> Store<T> {
                 value: item.value,
             });
         }
-        Ok(Self {
-            origin: next_origin(),
-            cloned_from: None,
-            slots,
-            index,
-            next_id: array.next_id,
-            array_key: array.array_key,
-            frame: array.frame,
-            work: Default::default(),
-            field_frames: None,
-        })
+        Ok(store)
     }
 }
