@@ -12,6 +12,7 @@
 //! The injection tests below add each form of upward path to a low module
 //! and check that the analysis reports it.
 
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
@@ -52,6 +53,10 @@ const LAYERS: &[&[&str]] = &[
 
 /// A module's path from the crate root (empty for the root).
 type ModPath = Vec<String>;
+
+/// Per module, the modules it uses (each with a path that shows it); and
+/// the paths that name nothing known.
+type Edges = (BTreeMap<ModPath, BTreeMap<ModPath, String>>, Vec<String>);
 
 fn show(path: &[String]) -> String {
     if path.is_empty() {
@@ -183,6 +188,8 @@ struct Crate {
     files: BTreeMap<ModPath, syn::File>,
     /// Modules that exist in test builds only (`#[cfg(test)] mod …`).
     test_only: BTreeSet<ModPath>,
+    /// What [`edges`](Crate::edges) found, once asked.
+    edges: OnceCell<Edges>,
     /// Per module, the names of the items it defines.
     defines: BTreeMap<ModPath, BTreeSet<String>>,
     /// Per module, the names its `use` items bind, to the paths (from the
@@ -377,8 +384,12 @@ impl Crate {
     }
 
     /// Per runtime file module, the modules it depends on, each with a path
-    /// that shows it; and the paths naming nothing known.
-    fn edges(&self) -> (BTreeMap<ModPath, BTreeMap<ModPath, String>>, Vec<String>) {
+    /// that shows it; and the paths naming nothing known. Worked out once.
+    fn edges(&self) -> &Edges {
+        self.edges.get_or_init(|| self.find_edges())
+    }
+
+    fn find_edges(&self) -> Edges {
         let mut graph = BTreeMap::new();
         let mut unknown = Vec::new();
         for (module, file) in &self.files {
@@ -386,7 +397,6 @@ impl Crate {
                 continue;
             }
             let mut paths = Paths {
-                krate: self,
                 module: module.clone(),
                 found: Vec::new(),
             };
@@ -417,10 +427,10 @@ impl Crate {
     fn upward(&self) -> Vec<String> {
         let (graph, unknown) = self.edges();
         let mut wrong = unknown
-            .into_iter()
+            .iter()
             .map(|u| format!("unresolved {u}"))
             .collect::<Vec<_>>();
-        for (module, uses) in &graph {
+        for (module, uses) in graph {
             if module.is_empty() {
                 continue; // the crate root declares and re-exports
             }
@@ -495,13 +505,12 @@ impl Crate {
 
 /// Collects the paths a file names in its runtime code, each with the
 /// (possibly inline) module it is named in.
-struct Paths<'a> {
-    krate: &'a Crate,
+struct Paths {
     module: ModPath,
     found: Vec<(ModPath, Vec<String>)>,
 }
 
-impl Paths<'_> {
+impl Paths {
     fn push(&mut self, path: Vec<String>) {
         if !path.is_empty() {
             self.found.push((self.module.clone(), path));
@@ -509,7 +518,7 @@ impl Paths<'_> {
     }
 }
 
-impl<'ast> Visit<'ast> for Paths<'_> {
+impl<'ast> Visit<'ast> for Paths {
     fn visit_item(&mut self, item: &'ast syn::Item) {
         if is_test_only(item_attrs(item)) {
             return;
@@ -578,7 +587,6 @@ impl<'ast> Visit<'ast> for Paths<'_> {
         if run.len() > 1 {
             self.push(run);
         }
-        let _ = self.krate;
     }
 }
 
@@ -768,7 +776,7 @@ fn folder_cycles(krate: &Crate) -> Vec<String> {
     let (graph, _) = krate.edges();
     let top = |m: &ModPath| m.first().cloned().unwrap_or_default();
     let mut folders: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for (module, uses) in &graph {
+    for (module, uses) in graph {
         for (used, via) in uses {
             let (from, to) = (top(module), top(used));
             if from != to && !from.is_empty() && !to.is_empty() {
