@@ -17,9 +17,10 @@ pub enum Join {
     /// client how it joins (joining by delta, with an empty snapshot, so
     /// the client waits one message), and its clients follow. A client
     /// that sees only what it is shown
-    /// ([`VisibilityPolicy::Explicit`]), or a transport without a
-    /// reliable channel, joins by delta all the same: the server sends an
-    /// empty snapshot to say so.
+    /// ([`VisibilityPolicy::Explicit`]) joins by delta all the same (its
+    /// join message is the empty one), and so does every client on a
+    /// transport without a reliable channel (which carries no join
+    /// message).
     ///
     /// [`ServerTransport::has_reliable`]: crate::ServerTransport::has_reliable
     /// [`VisibilityPolicy::Explicit`]: crate::VisibilityPolicy::Explicit

@@ -140,7 +140,7 @@ pub(super) fn packet(bytes: usize) {
 }
 
 /// Channel `channel`'s label value: the first 32 channels' are static
-/// strings, so counting a section allocates nothing.
+/// strings, so counting a section makes no label string.
 #[cfg(feature = "metrics")]
 fn channel_label(channel: usize) -> metrics::SharedString {
     const NAMES: [&str; 32] = [

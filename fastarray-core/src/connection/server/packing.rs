@@ -305,13 +305,12 @@ impl Connection {
         self.sources[channel] = Some(source.__origin());
         let mark = writer.bits_written();
         write_tag(writer, channel);
-        let tagged = writer.bits_written();
         let result = source.__write(&mut self.states[channel], packet, writer, budget);
-        let bits = writer.bits_written() - tagged;
+        let said = writer.bits_written() - mark;
         // An empty delta is its one `0` bit: the channel has nothing to say,
         // and recorded nothing for the packet.
-        let said = if result.is_ok() && bits > 1 {
-            tag_bits(channel) + bits
+        let said = if result.is_ok() && said > tag_bits(channel) + 1 {
+            said
         } else {
             writer.truncate(mark);
             0
