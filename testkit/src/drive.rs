@@ -3,7 +3,7 @@
 //! tests share, and ready-made sessions for a `FastArray`
 //! ([`ArraySession`]) and a `Replicated` object ([`ObjectSession`]).
 
-use fastarray::{Callbacks, FastArray, Replicate, Replicated, SendState};
+use fastarray::{Callbacks, DeltaStats, FastArray, Replicate, Replicated, SendState};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -71,6 +71,32 @@ pub fn seeds() -> u64 {
         .unwrap_or(100)
 }
 
+/// What a session's server does besides committing and writing: game
+/// logic each tick, and, for the tests that need them, scope changes
+/// between the commit and the write and checks of what each write did. A
+/// closure `FnMut(&mut A, &mut ChaCha8Rng)` is the game logic alone.
+pub trait Logic<A> {
+    /// One tick of game logic on `server`, whose send state for the client
+    /// is `state`.
+    fn mutate(&mut self, server: &mut A, state: &mut SendState, rng: &mut ChaCha8Rng, tick: u32);
+
+    /// After the commit, before the write.
+    fn before_write(&mut self, server: &mut A, state: &mut SendState, rng: &mut ChaCha8Rng) {
+        let _ = (server, state, rng);
+    }
+
+    /// What the write did; panics if it is wrong.
+    fn written(&mut self, server: &A, state: &SendState, stats: &DeltaStats) {
+        let _ = (server, state, stats);
+    }
+}
+
+impl<A, F: FnMut(&mut A, &mut ChaCha8Rng)> Logic<A> for F {
+    fn mutate(&mut self, server: &mut A, _: &mut SendState, rng: &mut ChaCha8Rng, _: u32) {
+        self(server, rng);
+    }
+}
+
 /// A `FastArray` replicated to one mirror, with game logic `logic` and
 /// client callbacks `callbacks`.
 pub struct ArraySession<T, L, C = ()> {
@@ -82,9 +108,10 @@ pub struct ArraySession<T, L, C = ()> {
     pub client: FastArray<T>,
     /// What the mirror's callbacks saw.
     pub callbacks: C,
+    /// What failures name.
+    pub label: String,
     rng: ChaCha8Rng,
     logic: L,
-    label: String,
 }
 
 impl<T, L, C> ArraySession<T, L, C>
@@ -93,8 +120,26 @@ where
     L: FnMut(&mut FastArray<T>, &mut ChaCha8Rng),
     C: Callbacks<T>,
 {
-    /// A session over `server`, with logic seeded by `seed`.
+    /// A session over `server`, with game logic `logic` seeded by `seed`.
     pub fn new(server: FastArray<T>, seed: u64, label: String, logic: L, callbacks: C) -> Self {
+        Self::with_logic(server, seed, label, logic, callbacks)
+    }
+}
+
+impl<T, L, C> ArraySession<T, L, C>
+where
+    T: Replicate + Clone,
+    L: Logic<FastArray<T>>,
+    C: Callbacks<T>,
+{
+    /// A session over `server`, with `logic` seeded by `seed`.
+    pub fn with_logic(
+        server: FastArray<T>,
+        seed: u64,
+        label: String,
+        logic: L,
+        callbacks: C,
+    ) -> Self {
         Self {
             server,
             conn: SendState::new(),
@@ -110,19 +155,23 @@ where
 impl<T, L, C> Session for ArraySession<T, L, C>
 where
     T: Replicate + Clone,
-    L: FnMut(&mut FastArray<T>, &mut ChaCha8Rng),
+    L: Logic<FastArray<T>>,
     C: Callbacks<T>,
 {
-    fn mutate(&mut self, _tick: u32) {
-        (self.logic)(&mut self.server, &mut self.rng);
+    fn mutate(&mut self, tick: u32) {
+        let (server, state, rng) = (&mut self.server, &mut self.conn, &mut self.rng);
+        self.logic.mutate(server, state, rng, tick);
     }
 
     fn write(&mut self, packet: u32) -> Vec<u8> {
         self.server.commit();
+        (self.logic).before_write(&mut self.server, &mut self.conn, &mut self.rng);
         let mut bytes = Vec::new();
-        self.server
+        let stats = self
+            .server
             .write_delta(&mut self.conn, packet, &mut bytes)
             .unwrap_or_else(|e| panic!("{}: write failed: {e}", self.label));
+        self.logic.written(&self.server, &self.conn, &stats);
         bytes
     }
 
@@ -159,9 +208,10 @@ pub struct ObjectSession<T, L, C = ()> {
     pub callbacks: C,
     /// The bit budget of every delta, if any.
     pub budget: Option<u64>,
+    /// What failures name.
+    pub label: String,
     rng: ChaCha8Rng,
     logic: L,
-    label: String,
 }
 
 impl<T, L, C> ObjectSession<T, L, C>
@@ -170,9 +220,28 @@ where
     L: FnMut(&mut Replicated<T>, &mut ChaCha8Rng),
     C: Callbacks<T>,
 {
-    /// A session from `server` to `client` over `conn` (a new connection
-    /// and a new mirror, or a snapshot's), with logic seeded by `seed`.
+    /// A session from `server` to `client` over `conn` (see
+    /// [`with_logic`](Self::with_logic)), with game logic `logic`.
     pub fn new(
+        session: (Replicated<T>, SendState, Replicated<T>),
+        seed: u64,
+        label: String,
+        logic: L,
+        callbacks: C,
+    ) -> Self {
+        Self::with_logic(session, seed, label, logic, callbacks)
+    }
+}
+
+impl<T, L, C> ObjectSession<T, L, C>
+where
+    T: Replicate + Clone,
+    L: Logic<Replicated<T>>,
+    C: Callbacks<T>,
+{
+    /// A session from `server` to `client` over `conn` (a new connection
+    /// and a new mirror, or a snapshot's), with `logic` seeded by `seed`.
+    pub fn with_logic(
         (server, conn, client): (Replicated<T>, SendState, Replicated<T>),
         seed: u64,
         label: String,
@@ -195,15 +264,17 @@ where
 impl<T, L, C> Session for ObjectSession<T, L, C>
 where
     T: Replicate + Clone,
-    L: FnMut(&mut Replicated<T>, &mut ChaCha8Rng),
+    L: Logic<Replicated<T>>,
     C: Callbacks<T>,
 {
-    fn mutate(&mut self, _tick: u32) {
-        (self.logic)(&mut self.server, &mut self.rng);
+    fn mutate(&mut self, tick: u32) {
+        let (server, state, rng) = (&mut self.server, &mut self.conn, &mut self.rng);
+        self.logic.mutate(server, state, rng, tick);
     }
 
     fn write(&mut self, packet: u32) -> Vec<u8> {
         self.server.commit();
+        (self.logic).before_write(&mut self.server, &mut self.conn, &mut self.rng);
         let mut bytes = Vec::new();
         let written = match self.budget {
             Some(bits) => {
@@ -212,7 +283,8 @@ where
             }
             None => self.server.write_delta(&mut self.conn, packet, &mut bytes),
         };
-        written.unwrap_or_else(|e| panic!("{}: write failed: {e}", self.label));
+        let stats = written.unwrap_or_else(|e| panic!("{}: write failed: {e}", self.label));
+        self.logic.written(&self.server, &self.conn, &stats);
         bytes
     }
 

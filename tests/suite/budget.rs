@@ -3,21 +3,8 @@
 //! rest flows, and a budget serves items fairly under loss.
 
 use fastarray::{Callbacks, FastArray, FieldMask, Replicate, ReplicationId, SendState};
+use fastarray_testkit::fixtures::ranked::{Member, Squad};
 use fastarray_testkit::link::{Link, LinkProfile};
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Member {
-    hp: u16,
-    #[replicate(bits = 4)]
-    rank: u8,
-}
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Squad {
-    tag: u8,
-    #[replicate(array)]
-    members: FastArray<Member>,
-}
 
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Unit {

@@ -311,21 +311,9 @@ fn a_change_made_by_a_whole_value_is_told_apart() {
 
 mod snapshot_events {
     use fastarray::{
-        ApplyReport, Callbacks, FastArray, FieldMask, InnerEvent, Replicate, ReplicationId,
-        SendState,
+        ApplyReport, Callbacks, FastArray, FieldMask, InnerEvent, ReplicationId, SendState,
     };
-
-    #[derive(Replicate, Clone, Debug, PartialEq)]
-    pub struct Member {
-        pub hp: u16,
-    }
-
-    #[derive(Replicate, Clone, Debug, PartialEq)]
-    pub struct Squad {
-        pub tag: u8,
-        #[replicate(array)]
-        pub members: FastArray<Member>,
-    }
+    use fastarray_testkit::fixtures::plain::{Member, Squad};
 
     /// Every event, as text.
     #[derive(Default)]

@@ -4,34 +4,10 @@
 use fastarray::{
     Callbacks, FastArray, FieldMask, Replicate, Replicated, ReplicationId, SendError, SendState,
 };
+use fastarray_testkit::fixtures::ranked::{Member, Squad, squad};
 use fastarray_testkit::{drive, exchange, exchange_object, link};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Member {
-    hp: u16,
-    #[replicate(bits = 4)]
-    rank: u8,
-}
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Squad {
-    tag: u8,
-    #[replicate(array)]
-    members: FastArray<Member>,
-}
-
-fn squad(tag: u8, members: u16) -> Squad {
-    let mut squad = Squad {
-        tag,
-        members: FastArray::new(),
-    };
-    for hp in 0..members {
-        squad.members.push(Member { hp, rank: 1 });
-    }
-    squad
-}
 
 /// Member `inner` of squad `outer`, for writing.
 fn member(

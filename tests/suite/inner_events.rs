@@ -11,23 +11,10 @@ use fastarray::{
 };
 use fastarray_testkit::drive::{self, ArraySession, ObjectSession, Session};
 use fastarray_testkit::exchange;
+use fastarray_testkit::fixtures::ranked::{Member, Squad, squad};
 use fastarray_testkit::link::{LinkProfile, Report};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Member {
-    hp: u16,
-    #[replicate(bits = 4)]
-    rank: u8,
-}
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Squad {
-    tag: u8,
-    #[replicate(array)]
-    members: FastArray<Member>,
-}
 
 /// A replicated object holding squads: members are two arrays deep.
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]
@@ -35,17 +22,6 @@ struct Army {
     morale: u8,
     #[replicate(array)]
     squads: FastArray<Squad>,
-}
-
-fn squad(tag: u8, members: u16) -> Squad {
-    let mut squad = Squad {
-        tag,
-        members: FastArray::new(),
-    };
-    for hp in 0..members {
-        squad.members.push(Member { hp, rank: 1 });
-    }
-    squad
 }
 
 fn id(raw: u64) -> ReplicationId {

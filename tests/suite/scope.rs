@@ -8,12 +8,13 @@
 use std::collections::BTreeSet;
 
 use fastarray::{
-    BitWriter, Callbacks, DecodeError, FastArray, Replicate, Replicated, ReplicationId, ScopeExit,
-    SendError, SendState,
+    BitWriter, Callbacks, DecodeError, DeltaStats, FastArray, Replicate, Replicated, ReplicationId,
+    ScopeExit, SendError, SendState,
 };
-use fastarray_testkit::drive::{self, Session};
+use fastarray_testkit::drive::{self, ArraySession, Logic, ObjectSession};
 use fastarray_testkit::exchange;
-use fastarray_testkit::link::{LinkProfile, Report};
+use fastarray_testkit::fixtures::plain::{Member, Squad};
+use fastarray_testkit::link::LinkProfile;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -25,18 +26,6 @@ struct Unit {
     /// more.
     #[replicate(detail = 3)]
     mood: u8,
-}
-
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Member {
-    hp: u16,
-}
-
-#[derive(Replicate, Clone, Debug, Default, PartialEq)]
-struct Squad {
-    tag: u8,
-    #[replicate(array)]
-    members: FastArray<Member>,
 }
 
 /// The mirror's events, and the items its game would hold from them.
@@ -740,131 +729,108 @@ fn a_reused_handle_is_never_mistaken_for_its_earlier_item() {
     assert_eq!(client, before);
 }
 
-/// One scoped connection over a seeded lossy link: units are added,
-/// destroyed and changed, enter and leave the scope at random, and one
-/// flips in and out every tick.
-struct ScopedSession<T> {
-    server: FastArray<T>,
-    conn: SendState,
-    client: FastArray<T>,
-    events: Events,
-    rng: ChaCha8Rng,
+/// The game of one scoped connection over a seeded lossy link: units are
+/// added, destroyed and changed, enter and leave the scope at random (also
+/// between the commit and the write), and one flips in and out every tick.
+struct ScopeLogic<T> {
     make: fn(&mut ChaCha8Rng) -> T,
     change: fn(&mut T, &mut ChaCha8Rng),
+}
+
+/// A session of [`ScopeLogic`], with the mirror's [`Events`].
+type ScopedSession<T> = ArraySession<T, ScopeLogic<T>, Events>;
+
+/// A scoped session: 20 items, every other one in scope, leaving it as
+/// `exit` says.
+fn scoped_session<T: Replicate + Clone>(
+    seed: u64,
     label: String,
     exit: ScopeExit,
+    make: fn(&mut ChaCha8Rng) -> T,
+    change: fn(&mut T, &mut ChaCha8Rng),
+) -> ScopedSession<T> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut server = FastArray::new();
+    for _ in 0..20 {
+        server.push(make(&mut rng));
+    }
+    server.commit();
+    let logic = ScopeLogic { make, change };
+    let mut session = ArraySession::with_logic(server, seed, label, logic, Events::default());
+    let ids: Vec<ReplicationId> = session.server.ids().collect();
+    let mut scope = session.server.scope(&mut session.conn).unwrap();
+    scope.set_exit(exit);
+    for id in ids.into_iter().step_by(2) {
+        scope.include(id);
+    }
+    session
 }
 
-impl<T: Replicate + Clone> ScopedSession<T> {
-    fn new(
-        seed: u64,
-        label: String,
-        exit: ScopeExit,
-        make: fn(&mut ChaCha8Rng) -> T,
-        change: fn(&mut T, &mut ChaCha8Rng),
-    ) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut server = FastArray::new();
-        for _ in 0..20 {
-            server.push(make(&mut rng));
-        }
-        server.commit();
-        let mut conn = SendState::new();
-        {
-            let ids: Vec<ReplicationId> = server.ids().collect();
-            let mut scope = server.scope(&mut conn).unwrap();
-            scope.set_exit(exit);
-            for id in ids.into_iter().step_by(2) {
-                scope.include(id);
-            }
-        }
-        Self {
-            server,
-            conn,
-            client: FastArray::mirror(),
-            events: Events::default(),
-            rng,
-            make,
-            change,
-            label,
-            exit,
-        }
-    }
-
-    fn check(&mut self) {
-        if self.exit == ScopeExit::Persist {
-            self.check_persisted();
-            return;
-        }
-        mirrors_scope(&mut self.server, &mut self.conn, &self.client)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        let held: BTreeSet<ReplicationId> = self.client.ids().collect();
-        assert_eq!(self.events.spawned, held, "{}: events", self.label);
-        for id in &self.events.destroyed {
-            assert!(
-                !self.server.contains(*id),
-                "{}: {id} reported destroyed",
-                self.label
-            );
-        }
-    }
-}
-
-impl<T: Replicate + Clone> ScopedSession<T> {
-    /// With persisted exits: the mirror holds the items in scope, equal,
-    /// and frozen copies of items that still exist.
-    fn check_persisted(&mut self) {
-        let label = &self.label;
-        let scope = self.server.scope(&mut self.conn).unwrap();
+/// Checks a scoped session's mirror once it settled: the items in scope
+/// (with persisted exits, frozen copies of items that still exist too),
+/// and events that say what it holds.
+fn check_scoped<T: Replicate + Clone>(session: &mut ScopedSession<T>) {
+    let label = &session.label;
+    let scope = session.server.scope(&mut session.conn).unwrap();
+    if scope.exit() == ScopeExit::Persist {
         let in_scope: BTreeSet<ReplicationId> = scope.ids().collect();
-        for id in self.client.ids() {
+        for id in session.client.ids() {
             assert!(
                 in_scope.contains(&id) || scope.is_frozen(id),
                 "{label}: {id} held, neither in scope nor frozen"
             );
         }
         for id in in_scope {
-            let (ours, theirs) = (self.server.get(id).unwrap(), self.client.get(id));
+            let (ours, theirs) = (session.server.get(id).unwrap(), session.client.get(id));
             assert!(
                 theirs.is_some_and(|theirs| ours.wire_eq(theirs)),
                 "{label}: {id} in scope differs"
             );
         }
-        let held: BTreeSet<ReplicationId> = self.client.ids().collect();
-        assert_eq!(self.events.spawned, held, "{label}: events");
-        assert!(self.events.left.is_empty(), "{label}: nothing leaves");
-        for id in &self.events.destroyed {
-            assert!(
-                !self.server.contains(*id),
-                "{label}: {id} reported destroyed"
-            );
-        }
+        assert!(session.callbacks.left.is_empty(), "{label}: nothing leaves");
+    } else {
+        drop(scope);
+        mirrors_scope(&mut session.server, &mut session.conn, &session.client)
+            .unwrap_or_else(|e| panic!("{label}: {e}"));
+    }
+    let held: BTreeSet<ReplicationId> = session.client.ids().collect();
+    assert_eq!(session.callbacks.spawned, held, "{label}: events");
+    for id in &session.callbacks.destroyed {
+        assert!(
+            !session.server.contains(*id),
+            "{label}: {id} reported destroyed"
+        );
     }
 }
 
-impl<T: Replicate + Clone> Session for ScopedSession<T> {
-    fn mutate(&mut self, tick: u32) {
-        let ids: Vec<ReplicationId> = self.server.ids().collect();
-        let rng = &mut self.rng;
+impl<T: Replicate + Clone> Logic<FastArray<T>> for ScopeLogic<T> {
+    fn mutate(
+        &mut self,
+        server: &mut FastArray<T>,
+        state: &mut SendState,
+        rng: &mut ChaCha8Rng,
+        tick: u32,
+    ) {
+        let ids: Vec<ReplicationId> = server.ids().collect();
         if rng.random_bool(0.3) {
-            let id = self.server.push((self.make)(rng));
+            let id = server.push((self.make)(rng));
             if rng.random_bool(0.5) {
-                self.server.scope(&mut self.conn).unwrap().include(id);
+                server.scope(state).unwrap().include(id);
             }
         }
         if rng.random_bool(0.15) && ids.len() > 5 {
-            self.server.remove(ids[rng.random_range(1..ids.len())]);
+            server.remove(ids[rng.random_range(1..ids.len())]);
         }
         for _ in 0..3 {
             let id = ids[rng.random_range(0..ids.len())];
-            if let Some(mut item) = self.server.get_mut(id) {
+            if let Some(mut item) = server.get_mut(id) {
                 (self.change)(&mut item, rng);
             }
         }
         let picks: Vec<(ReplicationId, bool)> = (0..2)
             .map(|_| (ids[rng.random_range(0..ids.len())], rng.random_bool(0.5)))
             .collect();
-        let mut scope = self.server.scope(&mut self.conn).unwrap();
+        let mut scope = server.scope(state).unwrap();
         for (id, include) in picks {
             if include {
                 scope.include(id);
@@ -894,40 +860,21 @@ impl<T: Replicate + Clone> Session for ScopedSession<T> {
         }
     }
 
-    fn write(&mut self, packet: u32) -> Vec<u8> {
-        self.server.commit();
-        // Scope changes between the commit and the write, too.
-        if self.rng.random_bool(0.2) {
-            let ids: Vec<ReplicationId> = self.server.ids().collect();
-            let id = ids[self.rng.random_range(0..ids.len())];
-            let mut scope = self.server.scope(&mut self.conn).unwrap();
+    /// Scope changes between the commit and the write, too.
+    fn before_write(
+        &mut self,
+        server: &mut FastArray<T>,
+        state: &mut SendState,
+        rng: &mut ChaCha8Rng,
+    ) {
+        if rng.random_bool(0.2) {
+            let ids: Vec<ReplicationId> = server.ids().collect();
+            let id = ids[rng.random_range(0..ids.len())];
+            let mut scope = server.scope(state).unwrap();
             if !scope.exclude(id) {
                 scope.include(id);
             }
         }
-        let mut bytes = Vec::new();
-        self.server
-            .write_delta(&mut self.conn, packet, &mut bytes)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        bytes
-    }
-
-    fn apply(&mut self, bytes: &[u8]) {
-        self.client
-            .apply_delta(bytes, &mut self.events)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-    }
-
-    fn report(&mut self, report: Report) {
-        report.tell(&mut self.conn);
-    }
-
-    fn idle_commit(&mut self) {
-        self.server.commit();
-    }
-
-    fn settled(&self) -> bool {
-        self.server.is_settled(&self.conn)
     }
 }
 
@@ -994,9 +941,9 @@ fn converge<T: Replicate + Clone>(
     for profile in LinkProfile::all_for_tests() {
         for seed in 0..seeds() {
             let label = format!("{} seed {seed} ({exit:?}, {})", profile.name, T::TYPE_NAME);
-            let mut session = ScopedSession::new(seed, label, exit, make, change);
+            let mut session = scoped_session(seed, label, exit, make, change);
             drive::drive(&profile, seed, 150, &mut session);
-            session.check();
+            check_scoped(&mut session);
         }
     }
 }
@@ -1023,54 +970,28 @@ fn persisted_items_with_arrays_converge_over_lossy_links() {
 
 /// A replicated object shown to and hidden from one connection over a
 /// lossy link; shown for good before the link heals.
-struct ObjectScopeSession {
-    server: Replicated<Squad>,
-    conn: SendState,
-    client: Replicated<Squad>,
-    rng: ChaCha8Rng,
-    label: String,
-}
+struct VisibilityLogic;
 
-impl Session for ObjectScopeSession {
-    fn mutate(&mut self, tick: u32) {
-        let rng = &mut self.rng;
-        change_squad(&mut self.server.get_mut(), rng);
+impl Logic<Replicated<Squad>> for VisibilityLogic {
+    fn mutate(
+        &mut self,
+        server: &mut Replicated<Squad>,
+        state: &mut SendState,
+        rng: &mut ChaCha8Rng,
+        tick: u32,
+    ) {
+        change_squad(&mut server.get_mut(), rng);
         let visible = tick >= 149 || (tick % 3 != 0 && rng.random_bool(0.6));
-        self.server.set_visible(&mut self.conn, visible).unwrap();
-        assert_eq!(self.server.is_visible(&self.conn), visible);
+        server.set_visible(state, visible).unwrap();
+        assert_eq!(server.is_visible(state), visible);
     }
 
-    fn write(&mut self, packet: u32) -> Vec<u8> {
-        self.server.commit();
-        let mut bytes = Vec::new();
-        let stats = self
-            .server
-            .write_delta(&mut self.conn, packet, &mut bytes)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-        if !self.server.is_visible(&self.conn) {
+    fn written(&mut self, server: &Replicated<Squad>, state: &SendState, stats: &DeltaStats) {
+        if !server.is_visible(state) {
             // A hidden object's message carries nothing of it but its
             // arrays' repairs: never a new value.
-            assert_eq!((stats.added, stats.changed), (0, 0), "{}", self.label);
+            assert_eq!((stats.added, stats.changed), (0, 0));
         }
-        bytes
-    }
-
-    fn apply(&mut self, bytes: &[u8]) {
-        self.client
-            .apply_delta(bytes, &mut ())
-            .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-    }
-
-    fn report(&mut self, report: Report) {
-        report.tell(&mut self.conn);
-    }
-
-    fn idle_commit(&mut self) {
-        self.server.commit();
-    }
-
-    fn settled(&self) -> bool {
-        self.server.is_settled(&self.conn)
     }
 }
 
@@ -1079,13 +1000,13 @@ fn a_replicated_object_shown_and_hidden_converges_over_lossy_links() {
     for profile in LinkProfile::all_for_tests() {
         for seed in 0..seeds() {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
-            let mut session = ObjectScopeSession {
-                server: Replicated::new(squad(&mut rng)),
-                conn: SendState::new(),
-                client: Replicated::mirror(),
-                rng,
-                label: format!("{} seed {seed} (object)", profile.name),
-            };
+            let ends = (
+                Replicated::new(squad(&mut rng)),
+                SendState::new(),
+                Replicated::mirror(),
+            );
+            let label = format!("{} seed {seed} (object)", profile.name);
+            let mut session = ObjectSession::with_logic(ends, seed, label, VisibilityLogic, ());
             drive::drive(&profile, seed, 150, &mut session);
             assert!(
                 session.client.wire_eq(&session.server),

@@ -295,18 +295,7 @@ fn consecutive_ids_cost_one_bit_each() {
 
 mod join {
     use fastarray::{FastArray, Replicate, ReplicationId, SendError, SendState};
-
-    #[derive(Replicate, Clone, Debug, PartialEq)]
-    struct Member {
-        hp: u16,
-    }
-
-    #[derive(Replicate, Clone, Debug, PartialEq)]
-    struct Squad {
-        tag: u8,
-        #[replicate(array)]
-        members: FastArray<Member>,
-    }
+    use fastarray_testkit::fixtures::plain::{Member, Squad};
 
     fn squads(count: u8) -> FastArray<Squad> {
         let mut server = FastArray::new();
