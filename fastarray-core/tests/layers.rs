@@ -499,7 +499,7 @@ impl Crate {
         let mut state = BTreeMap::new();
         graph
             .keys()
-            .find_map(|module| visit(module, &graph, &mut state, &mut Vec::new()))
+            .find_map(|module| visit(module, graph, &mut state, &mut Vec::new()))
     }
 }
 

@@ -771,8 +771,9 @@ fn scoped_session<T: Replicate + Clone>(
 /// and events that say what it holds.
 fn check_scoped<T: Replicate + Clone>(session: &mut ScopedSession<T>) {
     let label = &session.label;
-    let scope = session.server.scope(&mut session.conn).unwrap();
-    if scope.exit() == ScopeExit::Persist {
+    let exit = session.server.scope(&mut session.conn).unwrap().exit();
+    if exit == ScopeExit::Persist {
+        let scope = session.server.scope(&mut session.conn).unwrap();
         let in_scope: BTreeSet<ReplicationId> = scope.ids().collect();
         for id in session.client.ids() {
             assert!(
@@ -789,7 +790,6 @@ fn check_scoped<T: Replicate + Clone>(session: &mut ScopedSession<T>) {
         }
         assert!(session.callbacks.left.is_empty(), "{label}: nothing leaves");
     } else {
-        drop(scope);
         mirrors_scope(&mut session.server, &mut session.conn, &session.client)
             .unwrap_or_else(|e| panic!("{label}: {e}"));
     }
