@@ -137,6 +137,23 @@ pub trait Replicate: BitCodec {
     /// a sending policy, and it does not).
     const WITHHOLDS: bool = false;
 
+    /// The replicated fields only the connection that owns the item is
+    /// sent (`#[replicate(owner_only)]`: a player's ammo, inventory, quest
+    /// state); every other connection that sees the item holds them at
+    /// `Default`.
+    const OWNER_ONLY: FieldMask = FieldMask::EMPTY;
+
+    /// The replicated fields every connection that sees the item is sent
+    /// but its owner (`#[replicate(skip_owner)]`: what the owner predicts
+    /// itself, such as its own position).
+    const SKIP_OWNER: FieldMask = FieldMask::EMPTY;
+
+    /// The replicated fields sent with the whole value when the item
+    /// enters a connection's view, and never as a change
+    /// (`#[replicate(initial_only)]`: a spawn position, a name fixed at
+    /// creation).
+    const INITIAL_ONLY: FieldMask = FieldMask::EMPTY;
+
     /// Reads a whole value of which only the fields in `mask` were written
     /// (with [`encode_fields`](Self::encode_fields)), `mask` being one of
     /// the type's [`detail_mask`](Self::detail_mask)s: each field it

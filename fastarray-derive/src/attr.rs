@@ -35,6 +35,9 @@ const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
     (FLATTEN, parse_flatten),
     (ARRAY, parse_array),
     (DETAIL, parse_detail),
+    (OWNER_ONLY, parse_owner_only),
+    (SKIP_OWNER, parse_skip_owner),
+    (INITIAL_ONLY, parse_initial_only),
 ];
 
 /// The highest detail level (the runtime's `MAX_DETAIL`).
@@ -131,12 +134,28 @@ pub struct AxisRange {
     pub bits: u32,
 }
 
+/// Which connections that see a field's item are sent the field, by
+/// ownership of the item.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Audience {
+    /// Every connection that sees the item (at the field's detail level).
+    Everyone,
+    /// `owner_only`: the connection that owns the item.
+    OwnerOnly,
+    /// `skip_owner`: every connection that sees the item but its owner.
+    SkipOwner,
+}
+
 /// Attributes of one field.
 pub struct Field {
     /// `Natural` unless an attribute chose another encoding.
     encoding: Encoding,
     /// `detail = N`, as written and its value.
     detail: Option<(syn::LitInt, u8)>,
+    /// `owner_only` or `skip_owner`, as written, if either is.
+    audience: Option<(syn::Path, Audience)>,
+    /// `initial_only`, as written, if it is.
+    initial_only: Option<syn::Path>,
     /// The attributes written with an old name.
     renamed: Vec<Renamed>,
 }
@@ -148,6 +167,8 @@ impl Field {
         let mut builder = FieldBuilder {
             encoding: None,
             detail: None,
+            audience: None,
+            initial_only: None,
         };
         let renamed = parse_attrs(cx, &field.attrs, FIELD_ATTRS, &mut builder, Place::Field);
         Field {
@@ -155,8 +176,34 @@ impl Field {
                 .encoding
                 .map_or(Encoding::Natural, |(_, encoding)| encoding),
             detail: builder.detail,
+            audience: builder.audience,
+            initial_only: builder.initial_only,
             renamed,
         }
+    }
+
+    /// Who is sent the field, by ownership of its item.
+    pub fn audience(&self) -> Audience {
+        self.audience
+            .as_ref()
+            .map_or(Audience::Everyone, |(_, audience)| *audience)
+    }
+
+    /// The `owner_only` or `skip_owner` attribute as written, if any.
+    pub fn audience_written(&self) -> Option<&syn::Path> {
+        self.audience.as_ref().map(|(path, _)| path)
+    }
+
+    /// The `initial_only` attribute as written, if any.
+    pub fn initial_only(&self) -> Option<&syn::Path> {
+        self.initial_only.as_ref()
+    }
+
+    /// Whether a connection that sees the item may be sent its whole value
+    /// without this field: a detail level above 0, or an audience.
+    pub fn can_be_withheld(&self) -> bool {
+        self.detail.as_ref().is_some_and(|&(_, level)| level > 0)
+            || self.audience() != Audience::Everyone
     }
 
     /// The field's detail level, and the literal it was written as, if
@@ -191,6 +238,10 @@ struct FieldBuilder {
     encoding: Option<(Symbol, Encoding)>,
     /// `detail = N`: not an encoding, so it combines with any.
     detail: Option<(syn::LitInt, u8)>,
+    /// `owner_only` or `skip_owner`: not an encoding either.
+    audience: Option<(syn::Path, Audience)>,
+    /// `initial_only`: combines with any encoding and audience.
+    initial_only: Option<syn::Path>,
 }
 
 impl FieldBuilder {
@@ -399,6 +450,76 @@ fn parse_detail(cx: &Ctxt, meta: &ParseNestedMeta, field: &mut FieldBuilder) -> 
             &lit,
             format!("`detail` is a level from 0 to {MAX_DETAIL} (`fastarray::MAX_DETAIL`)"),
         ),
+    }
+    Ok(())
+}
+
+/// `owner_only`: a bare word.
+fn parse_owner_only(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    field: &mut FieldBuilder,
+) -> syn::Result<()> {
+    parse_audience(cx, meta, field, OWNER_ONLY, Audience::OwnerOnly)
+}
+
+/// `skip_owner`: a bare word.
+fn parse_skip_owner(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    field: &mut FieldBuilder,
+) -> syn::Result<()> {
+    parse_audience(cx, meta, field, SKIP_OWNER, Audience::SkipOwner)
+}
+
+/// `owner_only` or `skip_owner`: a field has at most one audience.
+fn parse_audience(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    field: &mut FieldBuilder,
+    name: Symbol,
+    audience: Audience,
+) -> syn::Result<()> {
+    if let Some(value) = take_value(meta)? {
+        cx.error_spanned_by(
+            value,
+            format!("`{name}` takes no value: write `#[replicate({name})]`"),
+        );
+        return Ok(());
+    }
+    match &field.audience {
+        Some((_, had)) if *had == audience => {
+            cx.error_spanned_by(&meta.path, format!("duplicate replicate attribute `{name}`"));
+        }
+        Some(_) => cx.error_spanned_by(
+            &meta.path,
+            "a field is either `owner_only` (its owner alone is sent it) or `skip_owner` (everyone but its owner is), not both",
+        ),
+        None => field.audience = Some((meta.path.clone(), audience)),
+    }
+    Ok(())
+}
+
+/// `initial_only`: a bare word.
+fn parse_initial_only(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    field: &mut FieldBuilder,
+) -> syn::Result<()> {
+    if let Some(value) = take_value(meta)? {
+        cx.error_spanned_by(
+            value,
+            format!("`{INITIAL_ONLY}` takes no value: write `#[replicate({INITIAL_ONLY})]`"),
+        );
+        return Ok(());
+    }
+    if field.initial_only.is_some() {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("duplicate replicate attribute `{INITIAL_ONLY}`"),
+        );
+    } else {
+        field.initial_only = Some(meta.path.clone());
     }
     Ok(())
 }

@@ -17,6 +17,33 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_quantize_shapes(cx, cont);
     check_variant_field_attrs(cx, cont);
     check_details(cx, cont);
+    check_audiences(cx, cont);
+}
+
+/// `owner_only`, `skip_owner` and `initial_only` say who is sent a field's
+/// value and when: they need a field of the mask, in a struct (as
+/// `detail`).
+fn check_audiences(cx: &Ctxt, cont: &Container) {
+    let in_enum = matches!(cont.data, Data::Enum(_));
+    for field in cont.all_fields() {
+        let written = [field.attrs.audience_written(), field.attrs.initial_only()];
+        for path in written.into_iter().flatten() {
+            let name = path
+                .get_ident()
+                .map_or_else(String::new, ToString::to_string);
+            if in_enum {
+                cx.error_spanned_by(
+                    path,
+                    format!("`{name}` is for the fields of a struct, not of an enum's variants (an enum's changes carry its variant)"),
+                );
+            } else if matches!(field.attrs.encoding(), Encoding::Skip | Encoding::Array) {
+                cx.error_spanned_by(
+                    path,
+                    format!("`{name}` needs a replicated field: a `skip` field is never sent, and an `array` field is sent by id"),
+                );
+            }
+        }
+    }
 }
 
 /// `detail = N` withholds a field's changes from far connections: it needs

@@ -36,6 +36,15 @@ pub const ARRAY: Symbol = Symbol("array");
 /// `#[replicate(detail = N)]`: the field goes only to connections that see
 /// its item at detail level `N` or more.
 pub const DETAIL: Symbol = Symbol("detail");
+/// `#[replicate(owner_only)]`: the field goes only to the connection that
+/// owns its item.
+pub const OWNER_ONLY: Symbol = Symbol("owner_only");
+/// `#[replicate(skip_owner)]`: the field goes to every connection that sees
+/// its item but the one that owns it.
+pub const SKIP_OWNER: Symbol = Symbol("skip_owner");
+/// `#[replicate(initial_only)]`: the field goes with the whole value when
+/// its item enters a connection's view, never as a change.
+pub const INITIAL_ONLY: Symbol = Symbol("initial_only");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {

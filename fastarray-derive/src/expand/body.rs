@@ -167,17 +167,14 @@ impl Replicated<'_> {
     }
 
     /// An expression reading the field of a whole value of which only the
-    /// fields in `__mask` (one of the type's detail masks) were written: a
-    /// field a detail level can withhold (`detail = N`, N > 0) is its
-    /// `Default` when `__mask` does not name it; a flattened field's type
-    /// reads its own leaves so. The others are always written.
+    /// fields in `__mask` (what one connection sees of the item) were
+    /// written: a field a connection can be denied (`detail = N` with
+    /// N > 0, `owner_only`, `skip_owner`) is its `Default` when `__mask`
+    /// does not name it; a flattened field's type reads its own leaves so.
+    /// The others are always written.
     pub fn decode_visible(&self) -> TokenStream {
         let p = &self.private;
-        let withheld = self
-            .field
-            .attrs
-            .detail()
-            .is_some_and(|&(_, level)| level > 0);
+        let withheld = self.field.attrs.can_be_withheld();
         let default = default(self.field.ty);
         if self.codec.is_flattened() {
             let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));

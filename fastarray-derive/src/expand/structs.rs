@@ -11,6 +11,7 @@ use super::body::{self, PatchGenerics, Replicated, nest_reader, nest_writer};
 use super::impls::{self, BitCodecItems, ReplicateItems, Target};
 use super::{array_fields, at_type, bound, private_path};
 use crate::ast::{Container, Field, Style};
+use crate::attr::Audience;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
@@ -174,6 +175,46 @@ fn bit_codec_items(
     }
 }
 
+/// `Replicate::OWNER_ONLY`, `SKIP_OWNER` and `INITIAL_ONLY`: the leaves of
+/// the fields with the attribute (all of a flattened field's leaves), and
+/// those a flattened field's type marks itself. Like detail levels, a
+/// sending policy: the schema hash ignores them (what they change on the
+/// wire, whole values that say which fields they carry, is `WITHHOLDS`).
+fn audience_masks(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+    let mask = |name: TokenStream, marked: &dyn Fn(&Replicated) -> bool| {
+        let parts = fields.iter().map(|f| {
+            let offset = &f.offset;
+            let own = marked(f);
+            let leaves = if f.codec.is_flattened() {
+                let ty = f.field.ty;
+                if own {
+                    quote_spanned!(at_type(ty)=> #private::FieldMask::all(<#ty as #private::Replicate>::FIELD_COUNT))
+                } else {
+                    quote_spanned!(at_type(ty)=> <#ty as #private::Replicate>::#name)
+                }
+            } else if own {
+                quote!(#private::FieldMask::single(0))
+            } else {
+                return quote!(0u64);
+            };
+            quote!(#private::FieldMask::bits(#private::FieldMask::shifted_up(#leaves, #offset)))
+        });
+        quote! {
+            const #name: #private::FieldMask = #private::FieldMask::from_bits(0u64 #(| #parts)*);
+        }
+    };
+    let owner_only = mask(quote!(OWNER_ONLY), &|f| {
+        f.field.attrs.audience() == Audience::OwnerOnly
+    });
+    let skip_owner = mask(quote!(SKIP_OWNER), &|f| {
+        f.field.attrs.audience() == Audience::SkipOwner
+    });
+    let initial_only = mask(quote!(INITIAL_ONLY), &|f| {
+        f.field.attrs.initial_only().is_some()
+    });
+    quote!(#owner_only #skip_owner #initial_only)
+}
+
 /// `Replicate::detail_mask`, when a field has `detail = N` or is flattened
 /// (its type may have details of its own): the leaves whose detail is at
 /// most the level. A flattened field's leaves go when it does and its type
@@ -186,9 +227,12 @@ fn detail_mask(
     all_fields: &[Field],
     fields: &[Replicated],
 ) -> TokenStream {
-    let needed = fields
-        .iter()
-        .any(|f| f.field.attrs.detail().is_some() || f.codec.is_flattened());
+    let needed = fields.iter().any(|f| {
+        f.field.attrs.detail().is_some()
+            || f.field.attrs.can_be_withheld()
+            || f.field.attrs.initial_only().is_some()
+            || f.codec.is_flattened()
+    });
     if !needed {
         return TokenStream::new();
     }
@@ -209,7 +253,7 @@ fn detail_mask(
         }
     });
     let withholds = fields.iter().map(|f| {
-        let own = f.field.attrs.detail().is_some_and(|&(_, level)| level > 0);
+        let own = f.field.attrs.can_be_withheld();
         if f.codec.is_flattened() {
             let ty = f.field.ty;
             quote_spanned!(at_type(ty)=> (#own || <#ty as #private::Replicate>::WITHHOLDS))
@@ -223,6 +267,7 @@ fn detail_mask(
         field.decode_visible()
     });
     let nest_reader = nest_reader(private);
+    let audience = audience_masks(private, fields);
     quote! {
         fn detail_mask(__level: ::core::primitive::u8) -> #private::FieldMask {
             let mut __bits = 0u64;
@@ -231,6 +276,8 @@ fn detail_mask(
         }
 
         const WITHHOLDS: ::core::primitive::bool = false #(|| #withholds)*;
+
+        #audience
 
         fn decode_visible(
             __mask: #private::FieldMask,
