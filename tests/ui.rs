@@ -21,6 +21,7 @@ fn ui() {
         "bits-out-of-range",
         "quantize-bad-range",
         "detail",
+        "audience",
     ] {
         cases.compile_fail(format!("tests/ui/{category}/*.rs"));
     }

@@ -21,6 +21,7 @@ mod as_field;
 mod delta;
 mod limits;
 mod mirror_state;
+mod owner;
 mod role;
 mod scope;
 mod settle;
@@ -403,8 +404,11 @@ impl<T: Replicate> FastArray<T> {
     pub fn commit(&mut self) -> &Changeset {
         self.expect_authority("FastArray::commit");
         let sender = self.sender.get_or_insert_with(Box::default);
-        self.store.commit(&mut sender.history);
+        let moved = sender.owners.commit();
+        self.store.commit(&mut sender.history, &moved);
         if let Some(changes) = sender.history.newest() {
+            sender.owners.forget(&changes.removed);
+            sender.owners.forget(&changes.vanished);
             sender.scopes.route(changes);
         }
         self.last_changeset()

@@ -445,6 +445,11 @@ pub enum SendError {
     /// sent. Its client joins by delta: the first deltas carry the items
     /// in its scope, whole, with the fields their detail levels send.
     ScopedSnapshot,
+    /// [`SendState::set_client`](crate::SendState::set_client) after the
+    /// connection wrote something (or joined by snapshot) under another
+    /// client: which owner-only fields its client holds was chosen for
+    /// that one. Name the client before the first write.
+    ClientAfterWrite,
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -479,6 +484,10 @@ impl fmt::Display for SendError {
             Self::ScopedSnapshot => f.write_str(
                 "this connection has a scope, and a snapshot holds every item and every field: \
                  join a scoped connection by delta (its first deltas carry its scope's items whole)",
+            ),
+            Self::ClientAfterWrite => f.write_str(
+                "this connection already wrote under another client: name its client (set_client) \
+                 before its first write",
             ),
             Self::Encode { id, error } => write!(f, "item {id}: {error}"),
         }

@@ -101,10 +101,15 @@ pub trait InnerArray {
     /// committed (see `FastArray::is_settled`).
     fn is_settled_for(&self, state: &SendState) -> bool;
     /// The send state of a client that holds it as a snapshot of it now
-    /// would give it.
-    fn snapshot_state(&self) -> SendState;
-    /// Writes its frame and items as in a snapshot (no kind, no schema hash).
-    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+    /// would give it, serving `client`.
+    fn snapshot_state(&self, client: Option<u64>) -> SendState;
+    /// Writes its frame and items as in a snapshot (no kind, no schema
+    /// hash), for the connection serving `client`.
+    fn encode_snapshot_body(
+        &self,
+        client: Option<u64>,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), EncodeError>;
     /// Replaces its contents with a body written by
     /// [`encode_snapshot_body`](Self::encode_snapshot_body), checked
     /// against `limits` (its owner's).

@@ -508,6 +508,44 @@ impl<T: Replicate> Replicated<T> {
     pub fn is_visible(&self, state: &SendState) -> bool {
         state.sees(ID)
     }
+
+    /// Makes the object owned by the client numbered `owner` (`None`: by
+    /// nobody), from the next [`commit`](Self::commit): the connection
+    /// serving that client ([`SendState::set_client`]) is sent its
+    /// `#[replicate(owner_only)]` fields and not its
+    /// `#[replicate(skip_owner)]` ones, every other connection the reverse.
+    /// As [`FastArray::set_owner`], which says what a move sends.
+    ///
+    /// # Errors
+    /// [`SendError::NotAnAuthority`] on a mirror.
+    ///
+    /// ```
+    /// use fastarray_core::{Replicated, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, Default, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Quest { stage: u8, #[replicate(owner_only)] secret: u32 }
+    ///
+    /// let mut quest = Replicated::new(Quest { stage: 2, secret: 77 });
+    /// quest.set_owner(Some(5)).unwrap();
+    /// quest.commit();
+    /// let (mut state, mut client) = (SendState::new(), Replicated::<Quest>::mirror());
+    /// state.set_client(6).unwrap(); // not the owner
+    /// let mut packet = Vec::new();
+    /// quest.write_delta(&mut state, 1, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!(*client.get(), Quest { stage: 2, secret: 0 });
+    /// ```
+    pub fn set_owner(&mut self, owner: Option<u64>) -> Result<(), SendError> {
+        self.item.set_owner(ID, owner).map(drop)
+    }
+
+    /// The client that owns the object, as last set with
+    /// [`set_owner`](Self::set_owner).
+    pub fn owner(&self) -> Option<u64> {
+        self.item.owner(ID)
+    }
 }
 
 /// A mirror from a snapshot, or reset by one: see the [`FastArray`]

@@ -8,6 +8,12 @@
 //! in the same layout from the frame on (no kind, no hash: the owner's hash
 //! covers the arrays' item types). Consecutive ids cost one bit each.
 //!
+//! An item type with audience fields (`#[replicate(owner_only)]`,
+//! `#[replicate(skip_owner)]`) gives each item one bit more before its
+//! fields: whether the snapshot's reader owns it. Its fields are then those
+//! the audience rule sends an owner or everyone else (`send_state::audience`;
+//! the schema hash covers which fields those are).
+//!
 //! The public methods are `FastArray`'s; here are the body's formats and
 //! the send state of a client that holds a snapshot.
 
@@ -18,6 +24,7 @@ use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send_state::SendState;
+use crate::send_state::audience::{Audience, Owners};
 use crate::store::{Slot, Store};
 use crate::wire::MessageKind;
 use crate::wire::frame::read_long_frame;
@@ -43,29 +50,54 @@ pub(crate) fn read_header<T: Replicate>(reader: &mut BitReader<'_>) -> Result<()
     Ok(())
 }
 
-/// Writes the frame, count and items of a snapshot of `store`; also how
-/// an item's `#[replicate(array)]` fields are written inside one. On error,
-/// names the item that failed to encode.
+/// Writes the frame, count and items of a snapshot of `store`, for the
+/// connection serving `client` (`None`: anyone, who owns nothing) on an
+/// array whose items `owners` owns; also how an item's `#[replicate(array)]`
+/// fields are written inside one. On error, names the item that failed to
+/// encode.
 pub(crate) fn encode_body<T: Replicate>(
     store: &Store<T>,
+    owners: Option<&Owners>,
+    client: Option<u64>,
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
     writer.write_varint(store.frame());
     writer.write_varint(store.len() as u64);
     let mut order: Vec<&Slot<T>> = store.slots().iter().collect();
     order.sort_unstable_by_key(|slot| slot.id);
+    let all = FieldMask::all(T::FIELD_COUNT);
+    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, owners);
     let mut next = 0u64;
     for slot in order {
         write_id(writer, slot.id, &mut next);
-        let mut result = slot.value.encode(writer);
+        let mut result = if audience.applies() {
+            let owns = audience.owns(client, slot.id);
+            writer.write_bool(owns);
+            encode_visible(&slot.value, audience.fields_for(owns), writer)
+        } else {
+            slot.value.encode(writer)
+        };
         slot.value.for_each_array(&mut |array| {
             if result.is_ok() {
-                result = array.encode_snapshot_body(writer);
+                result = array.encode_snapshot_body(client, writer);
             }
         });
         result.map_err(|error| (slot.id, error))?;
     }
     Ok(())
+}
+
+/// Encodes the fields `fields` of `value`: all of them as a whole value.
+fn encode_visible<T: Replicate>(
+    value: &T,
+    fields: FieldMask,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    if fields == FieldMask::all(T::FIELD_COUNT) {
+        value.encode(writer)
+    } else {
+        value.encode_fields(fields, writer)
+    }
 }
 
 /// Reads what [`encode_body`] wrote: the items, and the snapshot's frame.
@@ -86,10 +118,21 @@ pub(crate) fn decode_body<T: Replicate>(
     let inner = limits.for_arrays(object);
     let mut store = Store::with_capacity(prealloc::<Slot<T>>(count));
     store.set_frame(frame);
+    let all = FieldMask::all(T::FIELD_COUNT);
+    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
     let mut next = 0u64;
     for _ in 0..count {
         let id = read_id(reader, &mut next)?;
-        let mut value = T::decode(reader)?;
+        let (mut value, fields) = if audience.applies() {
+            let fields = audience.fields_for(reader.read_bool()?);
+            if fields == all {
+                (T::decode(reader)?, fields)
+            } else {
+                (T::decode_visible(fields, reader)?, fields)
+            }
+        } else {
+            (T::decode(reader)?, all)
+        };
         let mut result = Ok(());
         value.for_each_array_mut(&mut |array| {
             if result.is_ok() {
@@ -97,19 +140,20 @@ pub(crate) fn decode_body<T: Replicate>(
             }
         });
         result?;
-        store.insert_replicated(id, frame, value, FieldMask::all(T::FIELD_COUNT));
+        store.insert_replicated(id, frame, value, fields);
     }
     Ok((store, frame))
 }
 
 /// The send state of a client that holds `store` as a snapshot of it now
-/// would give it (arrays inside items included).
-pub(crate) fn snapshot_state<T: Replicate>(store: &Store<T>) -> SendState {
-    let mut state = SendState::after_snapshot(store.frame(), FieldMask::all(T::FIELD_COUNT));
+/// would give it (arrays inside items included), serving `client`.
+pub(crate) fn snapshot_state<T: Replicate>(store: &Store<T>, client: Option<u64>) -> SendState {
+    let mut state =
+        SendState::after_snapshot(store.frame(), FieldMask::all(T::FIELD_COUNT), client);
     for slot in store.slots() {
         let mut inner = Vec::new();
         slot.value
-            .for_each_array(&mut |array| inner.push(array.snapshot_state()));
+            .for_each_array(&mut |array| inner.push(array.snapshot_state(client)));
         // Arrays that were empty need no state yet: one made when the
         // item is first written brings the client what was added since.
         if inner.iter().all(|inner| inner.client_items() == 0) {

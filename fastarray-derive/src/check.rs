@@ -39,7 +39,7 @@ fn check_audiences(cx: &Ctxt, cont: &Container) {
             } else if matches!(field.attrs.encoding(), Encoding::Skip | Encoding::Array) {
                 cx.error_spanned_by(
                     path,
-                    format!("`{name}` needs a replicated field: a `skip` field is never sent, and an `array` field is sent by id"),
+                    format!("`{name}` needs a replicated field: a `skip` field is never sent, and an `array` field's items are sent by their own audience attributes"),
                 );
             }
         }

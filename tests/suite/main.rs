@@ -6,6 +6,7 @@
 
 mod array;
 mod attributes;
+mod audience;
 mod authority_mirror;
 mod budget;
 mod connection;

@@ -116,12 +116,17 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         }
     }
 
-    fn snapshot_state(&self) -> SendState {
-        snapshot_message::snapshot_state(self.store())
+    fn snapshot_state(&self, client: Option<u64>) -> SendState {
+        snapshot_message::snapshot_state(self.store(), client)
     }
 
-    fn encode_snapshot_body(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
-        snapshot_message::encode_body(self.store(), writer).map_err(|(_, error)| error)
+    fn encode_snapshot_body(
+        &self,
+        client: Option<u64>,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), EncodeError> {
+        snapshot_message::encode_body(self.store(), self.owners(), client, writer)
+            .map_err(|(_, error)| error)
     }
 
     fn decode_snapshot_body(

@@ -53,7 +53,8 @@ impl<T: Replicate> FastArray<T> {
     /// (on error, the bits written so far stay).
     pub fn write_snapshot_bits(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         snapshot_message::write_header::<T>(writer);
-        snapshot_message::encode_body(&self.store, writer).map_err(|(_, error)| error)
+        snapshot_message::encode_body(&self.store, self.owners(), None, writer)
+            .map_err(|(_, error)| error)
     }
 
     /// Appends a snapshot of the whole array to `out` for a client that
@@ -117,9 +118,10 @@ impl<T: Replicate> FastArray<T> {
         }
         state.may_join_by_snapshot()?;
         snapshot_message::write_header::<T>(writer);
-        snapshot_message::encode_body(&self.store, writer)
+        let client = state.client();
+        snapshot_message::encode_body(&self.store, self.owners(), client, writer)
             .map_err(|(id, error)| SendError::Encode { id, error })?;
-        *state = snapshot_message::snapshot_state(&self.store);
+        *state = snapshot_message::snapshot_state(&self.store, client);
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use super::observe;
 mod packing;
 use super::stats::{ChannelStats, Counters};
 use crate::ack::{AckConfig, AckEvent, AckHeader, Acks, LinkStats};
+use crate::error::SendError;
 use crate::secure::{Session, inner_of, open_with};
 use crate::send_state::SendState;
 use crate::send_state::stats::DeltaStats;
@@ -264,6 +265,30 @@ impl Connection {
     /// The number of channels.
     pub fn channels(&self) -> usize {
         self.states.len()
+    }
+
+    /// Names the client this connection serves on every channel, for item
+    /// ownership ([`SendState::set_client`]): it is sent the owner-only
+    /// fields of the items [owned](crate::FastArray::set_owner) by
+    /// `client`, and not their skip-owner fields.
+    ///
+    /// # Errors
+    /// [`SendError::ClientAfterWrite`] if a channel already wrote under
+    /// another client; no channel is changed then.
+    pub fn set_client(&mut self, client: u64) -> Result<(), SendError> {
+        if !self.states.iter().all(|state| state.may_serve(client)) {
+            return Err(SendError::ClientAfterWrite);
+        }
+        for state in &mut self.states {
+            state.set_client(client)?;
+        }
+        Ok(())
+    }
+
+    /// The client this connection serves, if named
+    /// ([`set_client`](Self::set_client)).
+    pub fn client(&self) -> Option<u64> {
+        self.states.first().and_then(SendState::client)
     }
 
     /// Channel `channel`'s send state: for what a [`SendState`] is asked,

@@ -11,6 +11,7 @@ use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
 use crate::replicate::Replicate;
+use crate::send_state::audience::Audience;
 use crate::send_state::scope::MAX_DETAIL;
 use crate::store::{Near, Store};
 use crate::wire::MessageKind;
@@ -483,8 +484,9 @@ fn read_arrays<T: Replicate>(
 }
 
 /// Reads which fields a whole entry carries: every field, unless the type
-/// can withhold some and the entry says it does; then one of the type's
-/// detail masks (any other set, every field included, is refused).
+/// can withhold some and the entry says it does; then a set some
+/// connection may be sent (see [`sendable_whole`]; any other set, every
+/// field included, is refused).
 fn read_whole_fields<T: Replicate>(reader: &mut BitReader<'_>) -> Result<FieldMask, DecodeError> {
     let all = FieldMask::all(T::FIELD_COUNT);
     if !T::WITHHOLDS || !reader.read_bool()? {
@@ -492,13 +494,27 @@ fn read_whole_fields<T: Replicate>(reader: &mut BitReader<'_>) -> Result<FieldMa
     }
     let bit_offset = reader.bit_offset();
     let fields = read_field_set(reader, T::FIELD_COUNT)?;
-    if fields == all || !(0..=MAX_DETAIL).any(|level| T::detail_mask(level) == fields) {
+    if fields == all || !sendable_whole::<T>(fields) {
         return Err(DecodeError::InvalidFieldSet {
             bit_offset,
             field_count: T::FIELD_COUNT,
         });
     }
     Ok(fields)
+}
+
+/// Whether a whole value of a `T` carrying `fields` is one a server sends:
+/// the fields of a detail level, less those the audience rule denies an
+/// owner or a non-owner.
+fn sendable_whole<T: Replicate>(fields: FieldMask) -> bool {
+    let all = FieldMask::all(T::FIELD_COUNT);
+    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
+    (0..=MAX_DETAIL).any(|level| {
+        let mask = T::detail_mask(level);
+        [false, true]
+            .into_iter()
+            .any(|owns| mask & audience.fields_for(owns) == fields)
+    })
 }
 
 /// The item of a replicated object's array.

@@ -67,27 +67,54 @@ impl Message<'_> {
 
     /// Writes the frame's shared message (see [`frame_entries`]): the
     /// head, then each entry with its payload encoded straight from the
-    /// item in `store`, no plan in between. Returns what the connections
-    /// that take it record: the record entries of the items sent whole
-    /// (adds and new shapes), and the changed fields of the others; `None`
-    /// if an entry's item is not in `store` (a broken invariant: the caller
-    /// then writes per connection), with `writer` holding a partial
-    /// message.
+    /// item in `store`, no plan in between; each entry carries only the
+    /// fields in `allowed` (what the audience rule lets a connection that
+    /// owns none of the items see), and an entry left with no changed
+    /// field goes. Returns what the connections that take it record: the
+    /// record entries of the items sent whole (adds and new shapes), and
+    /// the changed fields of the others; `None` if an entry's item is not
+    /// in `store` (a broken invariant: the caller then writes per
+    /// connection), with `writer` holding a partial message.
     pub(super) fn write_frame<T: Replicate>(
         &self,
         store: &Store<T>,
         changes: &Changeset,
+        allowed: FieldMask,
         state: &SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<Option<FrameRecord>, SendError> {
         let entries = frame_entries::<T>(changes);
+        if allowed == FieldMask::all(T::FIELD_COUNT) {
+            return self.write_frame_entries(store, entries, allowed, state, writer);
+        }
+        let entries: Vec<(ReplicationId, Work)> = entries
+            .filter_map(|(id, work)| match work {
+                Work::Fields(mask) => {
+                    let sent = mask & allowed;
+                    (!sent.is_empty()).then_some((id, Work::Fields(sent)))
+                }
+                work => Some((id, work)),
+            })
+            .collect();
+        self.write_frame_entries(store, entries.iter().copied(), allowed, state, writer)
+    }
+
+    /// [`write_frame`](Self::write_frame) of the entries `entries`, whole
+    /// ones carrying the fields `whole`.
+    fn write_frame_entries<T: Replicate>(
+        &self,
+        store: &Store<T>,
+        entries: impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone,
+        whole_fields: FieldMask,
+        state: &SendState,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<Option<FrameRecord>, SendError> {
         let common = common_fields(entries.clone().map(|(_, work)| work));
         let wires = entries.clone().map(|(id, _)| id);
         let mut list = self.write_head(state, writer, wires, common);
         let mut whole = Vec::new();
-        let mut changed = Vec::with_capacity(changes.changed.len());
+        let mut changed = Vec::with_capacity(entries.len());
         let mut near = Near::default();
-        // The connections taking it have no scope: they see every field.
         let all = FieldMask::all(T::FIELD_COUNT);
         for (id, work) in entries {
             // A commit's changes name live items only, and nothing has
@@ -97,7 +124,7 @@ impl Message<'_> {
                 return Ok(None);
             };
             let slot = store.slot(pos);
-            self.write_entry_head(state, writer, &mut list, (id, id, work, all));
+            self.write_entry_head(state, writer, &mut list, (id, id, work, whole_fields));
             let encoded = match work {
                 Work::Fields(mask) => {
                     changed.push((id, mask));
@@ -105,7 +132,11 @@ impl Message<'_> {
                 }
                 _ => {
                     whole.push(RecordEntry::new(id, work, slot.key, self.frame, self.frame));
-                    slot.value.encode(writer)
+                    if whole_fields == all {
+                        slot.value.encode(writer)
+                    } else {
+                        slot.value.encode_fields(whole_fields, writer)
+                    }
                 }
             };
             encoded.map_err(|error| SendError::Encode { id, error })?;

@@ -10,6 +10,7 @@ use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
+use crate::send_state::audience::Audience;
 use crate::send_state::pending::Work;
 use crate::send_state::stats::{Budget, DeltaStats, Oversized};
 use crate::send_state::{Due, Removal, SendState};
@@ -125,13 +126,15 @@ pub(crate) struct PlanBuffers {
 
 /// Plans `state`'s message for `packet` from the items of `store`, their
 /// payloads encoded in `encoded` and their arrays' deltas written into
-/// `scratch`. On error, every array delta already written for `packet` is
-/// retired as lost, so nothing stays in flight for a packet that will not
-/// be sent.
+/// `scratch`, each item with the fields `audience` lets the connection see.
+/// On error, every array delta already written for `packet` is retired as
+/// lost, so nothing stays in flight for a packet that will not be sent.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
     store: &mut Store<T>,
     encoded: &mut EncodeCache,
     buffers: &mut PlanBuffers,
+    audience: &Audience<'_>,
     state: &mut SendState,
     packet: u32,
     budget: Option<Budget>,
@@ -143,7 +146,7 @@ pub(crate) fn plan<T: Replicate>(
         store.frame(),
         |id| store.position(id),
         T::ARRAY_FIELDS > 0,
-        FieldMask::all(T::FIELD_COUNT),
+        audience,
         &mut removals,
         &mut due,
     );

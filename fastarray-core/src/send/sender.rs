@@ -21,6 +21,7 @@ use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
+use crate::send_state::audience::{Audience, Owners};
 use crate::send_state::pending::Work;
 use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
@@ -43,11 +44,14 @@ pub(crate) struct Sender {
     pub(crate) shared: SharedMessage,
     /// The connections with a scope, and who sees which item.
     pub(crate) scopes: Scopes,
+    /// Who owns which item.
+    pub(crate) owners: Owners,
 }
 
 impl Sender {
-    /// A copy for a cloned array: the history and the frame's caches; the
-    /// buffers start empty, and no connection has a scope on the copy.
+    /// A copy for a cloned array: the history, the frame's caches and the
+    /// owners; the buffers start empty, and no connection has a scope on
+    /// the copy.
     pub(crate) fn for_clone(&self) -> Self {
         Self {
             history: self.history.clone(),
@@ -56,6 +60,7 @@ impl Sender {
             buffers: PlanBuffers::default(),
             shared: self.shared.clone(),
             scopes: Scopes::default(),
+            owners: self.owners.clone(),
         }
     }
 }
@@ -114,6 +119,7 @@ impl Sender {
             && state.in_sync(frame, store.live_before(self.history.newest()));
         if shareable
             && (self.shared.holds(frame) || self.compose_shared(store, state)?)
+            && self.shared.serves(state.client())
             && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
         {
             return Ok(self.shared.write(state, packet, writer, all_fields));
@@ -125,10 +131,12 @@ impl Sender {
 
         let mut scratch = core::mem::take(&mut self.scratch);
         scratch.clear();
+        let audience = Audience::new(all_fields, T::OWNER_ONLY, T::SKIP_OWNER, Some(&self.owners));
         let planned = plan(
             store,
             &mut self.encoded,
             &mut self.buffers,
+            &audience,
             state,
             packet,
             budget,
@@ -246,10 +254,32 @@ impl Sender {
             items: &[],
             inner: &[],
         };
+        // The message is what a connection that owns none of the items
+        // may be sent; the owners of items whose entries would differ for
+        // them (an add, a new shape, a change of audience fields) write
+        // their own.
+        let audience = Audience::new(
+            FieldMask::all(T::FIELD_COUNT),
+            T::OWNER_ONLY,
+            T::SKIP_OWNER,
+            Some(&self.owners),
+        );
+        let excluded = if audience.applies() {
+            let differs = audience.moving() | T::STRUCTURE;
+            let ids = changes
+                .changed
+                .iter()
+                .filter(|(_, mask)| mask.intersects(differs));
+            let ids = ids.map(|&(id, _)| id).chain(changes.added.iter().copied());
+            self.owners.owners_among(ids)
+        } else {
+            Vec::new()
+        };
         let mut bytes = core::mem::take(&mut self.shared.bytes);
         bytes.clear();
         let mut out = BitWriter::new(&mut bytes);
-        let written = message.write_frame(store, changes, state, &mut out);
+        let allowed = audience.fields_for(false);
+        let written = message.write_frame(store, changes, allowed, state, &mut out);
         let bits = out.finish();
         if bytes.capacity() > 4 * bytes.len().max(64) {
             bytes.shrink_to(2 * bytes.len());
@@ -258,6 +288,12 @@ impl Sender {
         let Some((whole, changed)) = written? else {
             return Ok(false);
         };
+        if removals.is_empty() && whole.is_empty() && changed.is_empty() {
+            // Every change was some owner's alone: each connection's own
+            // message is empty, or its owner's.
+            self.shared.keep_none(frame);
+            return Ok(true);
+        }
         let stats = DeltaStats {
             shared: true,
             bits,
@@ -266,7 +302,8 @@ impl Sender {
             removed: removals.len(),
             ..DeltaStats::default()
         };
-        self.shared.keep(frame, &removals, &whole, changed, stats);
+        self.shared
+            .keep(frame, &removals, &whole, changed, excluded, stats);
         Ok(true)
     }
 

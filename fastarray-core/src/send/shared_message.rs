@@ -33,12 +33,33 @@ pub(crate) struct SharedMessage {
     changed: Option<SharedChanges>,
     /// What writing it counts.
     stats: DeltaStats,
+    /// The clients that own an item whose entry is not theirs (see
+    /// `send_state::audience`): their connections write their own, as
+    /// every connection does when the frame has no message kept (`none`).
+    excluded: Vec<u64>,
+    /// The frame has no message to share (its changes were owners' alone).
+    none: bool,
 }
 
 impl SharedMessage {
     /// Whether frame `frame`'s message is kept.
     pub(crate) fn holds(&self, frame: u64) -> bool {
         self.frame == frame
+    }
+
+    /// Whether the connection serving `client` may take the kept message.
+    pub(crate) fn serves(&self, client: Option<u64>) -> bool {
+        !self.none && client.is_none_or(|client| self.excluded.binary_search(&client).is_err())
+    }
+
+    /// Keeps, for frame `frame`, that it has no message to share.
+    pub(crate) fn keep_none(&mut self, frame: u64) {
+        self.frame = frame;
+        self.none = true;
+        self.bits = 0;
+        self.entries.clear();
+        self.changed = None;
+        self.excluded.clear();
     }
 
     /// The kept message's size, in bits.
@@ -49,17 +70,20 @@ impl SharedMessage {
     /// Keeps the message of `frame` just written into `bytes`, which
     /// carries `removals`, the items sent `whole` (their record entries) and the
     /// `changed` fields of the others, for the caught-up connections of
-    /// this frame: the entries each records, and the changed fields they
-    /// all share.
+    /// this frame but those of the `excluded` clients (sorted): the entries
+    /// each records, and the changed fields they all share.
     pub(crate) fn keep(
         &mut self,
         frame: u64,
         removals: &[Removal],
         whole: &[RecordEntry],
         changed: Vec<(ReplicationId, FieldMask)>,
+        excluded: Vec<u64>,
         stats: DeltaStats,
     ) {
         self.frame = frame;
+        self.none = false;
+        self.excluded = excluded;
         self.bits = stats.bits;
         self.entries.clear();
         let key = ReplicationKey::default();

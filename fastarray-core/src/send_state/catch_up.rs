@@ -15,14 +15,16 @@ impl SendState {
     // Joining with a snapshot.
 
     /// The state of a connection whose client holds exactly what a snapshot
-    /// taken at `frame` held: [`hold`](Self::hold) each of its items next.
-    pub(crate) fn after_snapshot(frame: u64, all_fields: FieldMask) -> Self {
+    /// taken at `frame` held, for `client`: [`hold`](Self::hold) each of
+    /// its items next.
+    pub(crate) fn after_snapshot(frame: u64, all_fields: FieldMask, client: Option<u64>) -> Self {
         Self {
             cursor: frame + 1,
             // The client applied the snapshot, so short frames resolve.
             acked_frame: Some(frame),
             written_frame: frame,
             all_fields,
+            client,
             ..Self::new()
         }
     }

@@ -1,6 +1,7 @@
 //! What is due for a [`SendState`]'s next message: the work the writer
 //! plans from, in which form each item goes, and the arrays inside items.
 
+use super::audience::Audience;
 use super::pending::Work;
 use super::view::fields_work;
 use super::{Due, Removal, SendState, visible};
@@ -21,10 +22,12 @@ impl SendState {
     /// became due) and live items (`position` finds an item in the array's
     /// storage), each in the form the view allows. Work for items that are
     /// gone and that the client never held is dropped. `has_arrays`:
-    /// whether the item type has array fields; `all_fields`: every field
-    /// of it. Each item's work carries only the fields the connection may
-    /// see ([`Scope::visible`]), whatever made it due: changed
-    /// fields its level no longer sends (it dropped since they were
+    /// whether the item type has array fields; `audience`: the type's
+    /// audience rule on the array. Each item's work carries only the
+    /// fields the connection may see (the audience rule's, then
+    /// [`Scope::visible`]'s), whatever made it due: changed fields its
+    /// audience denies it are dropped (a change of ownership sends them
+    /// again), those its level no longer sends (it dropped since they were
     /// queued) are withheld again, and a whole value is only those fields.
     /// Returns how many items wait for their detail level's interval (they
     /// stay pending).
@@ -33,7 +36,7 @@ impl SendState {
         frame: u64,
         position: impl Fn(ReplicationId) -> Option<usize>,
         has_arrays: bool,
-        all_fields: FieldMask,
+        audience: &Audience<'_>,
         removals: &mut Vec<Removal>,
         items: &mut Vec<Due>,
     ) -> usize {
@@ -70,16 +73,18 @@ impl SendState {
                     continue;
                 }
             }
-            let whole = visible(self.scope.as_deref(), entry.seen, all_fields);
+            let allowed = audience.fields(self.client, id);
+            let whole = visible(self.scope.as_deref(), entry.seen, allowed);
             let (work, arrays_only) = match pending.work {
-                Work::Fields(mask) => {
+                Work::Fields(changed) => {
+                    let mask = changed & allowed;
                     let sent = match self.scope.as_deref_mut() {
                         Some(scope) if !whole.covers(mask) || scope.is_frozen(id) => {
                             scope.withhold(&self.views, id, mask, pending.since)
                         }
                         _ => mask,
                     };
-                    if sent.is_empty() && !mask.is_empty() && !has_arrays {
+                    if sent.is_empty() && !changed.is_empty() && !has_arrays {
                         // All withheld again: nothing to write.
                         withheld.push(id);
                         continue;
@@ -135,11 +140,16 @@ impl SendState {
         self.acked_frame
     }
 
-    /// The send states of item `id`'s `count` array fields.
+    /// The send states of item `id`'s `count` array fields, serving this
+    /// connection's client.
     pub(crate) fn inner_states(&mut self, id: ReplicationId, count: u32) -> &mut Vec<SendState> {
+        let client = self.client;
         let states = self.inner.entry(id).or_default();
         if states.len() < count as usize {
-            states.resize_with(count as usize, SendState::new);
+            states.resize_with(count as usize, || SendState {
+                client,
+                ..SendState::new()
+            });
         }
         states
     }

@@ -9,6 +9,7 @@
 
 use hashbrown::HashMap;
 
+pub(crate) mod audience;
 mod catch_up;
 mod due;
 mod fate;
@@ -26,6 +27,7 @@ pub(crate) mod watchers;
 pub use scope::{MAX_DETAIL, ScopeExit};
 pub use stats::{DeltaStats, Oversized};
 
+use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use pending::{PendingMap, Work};
@@ -69,7 +71,7 @@ const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (328 bytes before its own entries) per array field. Hash
+/// `SendState` (344 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -103,6 +105,9 @@ pub struct SendState {
     /// The items the client may see, once the connection has a scope
     /// ([`FastArray::scope`](crate::FastArray::scope)); `None`: every item.
     scope: Option<Box<Scope>>,
+    /// The client this connection serves, as item ownership names it
+    /// ([`set_client`](Self::set_client)); `None`: it owns nothing.
+    client: Option<u64>,
 }
 
 /// Fields of an item that a lost record of frame `frame` carried, due
@@ -149,10 +154,11 @@ impl Removal {
 }
 
 /// The fields of an item seen as `seen` that a connection with `scope` is
-/// sent, of `all_fields`: every field without a scope. Written once, for
-/// every path that writes a message.
-fn visible(scope: Option<&Scope>, seen: Option<Seen>, all_fields: FieldMask) -> FieldMask {
-    scope.map_or(all_fields, |scope| scope.visible(seen) & all_fields)
+/// sent, of `allowed` (those the audience rule lets it be sent: see
+/// `audience`): all of them without a scope. Written once, for every path
+/// that writes a message.
+fn visible(scope: Option<&Scope>, seen: Option<Seen>, allowed: FieldMask) -> FieldMask {
+    scope.map_or(allowed, |scope| scope.visible(seen) & allowed)
 }
 
 /// Work due for a live item, in the form the view allows.
@@ -206,7 +212,51 @@ impl SendState {
             all_fields: FieldMask::EMPTY,
             inner: HashMap::new(),
             scope: None,
+            client: None,
         }
+    }
+
+    /// Names the client this connection serves, for item ownership: it is
+    /// sent the `#[replicate(owner_only)]` fields of the items owned by
+    /// `client` ([`FastArray::set_owner`](crate::FastArray::set_owner)),
+    /// and not their `#[replicate(skip_owner)]` fields; of every other
+    /// item, the reverse. Any number the application uses for its clients
+    /// will do (renet's `ClientId`, a player's account number); give every
+    /// connection of one client the same number, and no two clients the
+    /// same. A connection without one owns nothing.
+    ///
+    /// # Errors
+    /// [`SendError::ClientAfterWrite`] once something was written for the
+    /// connection (or its client joined by snapshot) under another client
+    /// (or none): what its client holds was chosen by that one. Set it
+    /// first.
+    ///
+    /// ```
+    /// use fastarray_core::SendState;
+    ///
+    /// let mut state = SendState::new();
+    /// state.set_client(42).unwrap();
+    /// assert_eq!(state.client(), Some(42));
+    /// ```
+    pub fn set_client(&mut self, client: u64) -> Result<(), SendError> {
+        if !self.may_serve(client) {
+            return Err(SendError::ClientAfterWrite);
+        }
+        self.client = Some(client);
+        Ok(())
+    }
+
+    /// Whether [`set_client`](Self::set_client) may name `client`: it
+    /// already serves it, or nothing was written yet.
+    pub(crate) fn may_serve(&self, client: u64) -> bool {
+        self.client == Some(client)
+            || (self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty())
+    }
+
+    /// The client this connection serves ([`set_client`](Self::set_client)),
+    /// if it was named.
+    pub fn client(&self) -> Option<u64> {
+        self.client
     }
 
     /// Packets written and not yet acknowledged or lost.
@@ -254,7 +304,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 72);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            328,
+            344,
             "per array inside an item"
         );
     }

@@ -12,12 +12,16 @@ impl<T: Replicate> Store<T> {
     /// Ends the frame: works out what was added, removed and changed since
     /// the last commit, bumps the keys of items that really changed, commits
     /// the arrays inside the items added or touched, and pushes the
-    /// changeset into `history`.
+    /// changeset into `history`. A change of `#[replicate(initial_only)]`
+    /// fields alone is no change (they go only with whole values); items
+    /// `moved` (ascending) changed owner, which counts as a change of their
+    /// audience fields (`Replicate::OWNER_ONLY` and `SKIP_OWNER`): every
+    /// connection is sent those of them it may now see.
     ///
     /// # Panics
     /// If an array inside an item written through a guard was replaced by
     /// another `FastArray` (see [`check_lineage`]).
-    pub(crate) fn commit(&mut self, history: &mut History) {
+    pub(crate) fn commit(&mut self, history: &mut History, moved: &[ReplicationId]) {
         self.frame += 1;
         let frame = self.frame;
         let mut changes = history.next_slot(frame);
@@ -45,13 +49,14 @@ impl<T: Replicate> Store<T> {
                 check_lineage(id, &slot.value, before);
             }
             let mask = slot.value.diff(before);
+            let sent = mask.without(T::INITIAL_ONLY);
             let arrays = commit_arrays(&mut slot.value);
-            if !mask.is_empty() || arrays {
+            if !sent.is_empty() || arrays {
                 slot.key = slot.key.next();
                 slot.frame_mark = frame;
             }
-            if !mask.is_empty() {
-                changes.changed.push((id, mask));
+            if !sent.is_empty() {
+                changes.changed.push((id, sent));
             }
             if arrays {
                 changes.arrays_changed.push(id);
@@ -63,7 +68,36 @@ impl<T: Replicate> Store<T> {
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
+        let audience = T::OWNER_ONLY | T::SKIP_OWNER;
+        let marks = !audience.is_empty() && !moved.is_empty();
+        if marks {
+            for &id in moved {
+                // An add goes whole anyway.
+                if changes.added.binary_search(&id).is_ok() {
+                    continue;
+                }
+                let Some(&pos) = self.index.get(&id) else {
+                    continue;
+                };
+                let slot = &mut self.slots[pos];
+                if slot.frame_mark != frame {
+                    slot.key = slot.key.next();
+                    slot.frame_mark = frame;
+                }
+                changes.changed.push((id, audience));
+            }
+        }
         changes.changed.sort_unstable_by_key(|&(id, _)| id);
+        if marks {
+            // A moved item that also changed is one entry.
+            changes.changed.dedup_by(|later, first| {
+                let same = later.0 == first.0;
+                if same {
+                    first.1 |= later.1;
+                }
+                same
+            });
+        }
         changes.arrays_changed.sort_unstable();
         if !changes.is_empty() {
             self.array_key = self.array_key.next();

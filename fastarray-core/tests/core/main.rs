@@ -6,6 +6,7 @@
 //! them would disturb).
 
 mod ack;
+mod audience_masks;
 mod codec;
 mod glam;
 mod glam_versions;

@@ -177,9 +177,9 @@ fn bit_codec_items(
 
 /// `Replicate::OWNER_ONLY`, `SKIP_OWNER` and `INITIAL_ONLY`: the leaves of
 /// the fields with the attribute (all of a flattened field's leaves), and
-/// those a flattened field's type marks itself. Like detail levels, a
-/// sending policy: the schema hash ignores them (what they change on the
-/// wire, whole values that say which fields they carry, is `WITHHOLDS`).
+/// those a flattened field's type marks itself. Unlike detail levels, the
+/// schema hash covers the first two: a snapshot's items carry the fields
+/// they allow an owner or everyone else, so both sides must agree on them.
 fn audience_masks(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
     let mask = |name: TokenStream, marked: &dyn Fn(&Replicated) -> bool| {
         let parts = fields.iter().map(|f| {
@@ -428,6 +428,15 @@ fn replicate_items(
             // they carry.
             if <Self as #private::Replicate>::WITHHOLDS {
                 __hash = #private::schema::str(__hash, "withholds");
+            }
+            // A snapshot's items carry the fields the audience rule gives
+            // an owner or everyone else: both sides must draw the line
+            // alike.
+            let __owner_only = #private::FieldMask::bits(<Self as #private::Replicate>::OWNER_ONLY);
+            let __skip_owner = #private::FieldMask::bits(<Self as #private::Replicate>::SKIP_OWNER);
+            if __owner_only | __skip_owner != 0 {
+                __hash = #private::schema::u64(__hash, __owner_only);
+                __hash = #private::schema::u64(__hash, __skip_owner);
             }
             __hash
         })
