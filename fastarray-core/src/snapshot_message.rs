@@ -111,15 +111,18 @@ pub(crate) fn decode_body<T: Replicate>(
 ) -> Result<(Store<T>, u64), DecodeError> {
     let frame = read_long_frame(reader)?;
     let claimed = reader.read_varint()?;
-    // Each item costs at least a one-bit id gap plus its fields, and two
-    // bits (frame and count) per array field.
-    let count = reader.check_len(claimed, 1 + T::MIN_BITS + 2 * u64::from(T::ARRAY_FIELDS))?;
+    let all = FieldMask::all(T::FIELD_COUNT);
+    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
+    // Each item costs at least a one-bit id gap plus its fields (with
+    // audience fields, one bit saying which of them it carries, and maybe
+    // none of its fields' minimum), and two bits (frame and count) per
+    // array field.
+    let fields = if audience.applies() { 1 } else { T::MIN_BITS };
+    let count = reader.check_len(claimed, 1 + fields + 2 * u64::from(T::ARRAY_FIELDS))?;
     limits.check_items(count)?;
     let inner = limits.for_arrays(object);
     let mut store = Store::with_capacity(prealloc::<Slot<T>>(count));
     store.set_frame(frame);
-    let all = FieldMask::all(T::FIELD_COUNT);
-    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
     let mut next = 0u64;
     for _ in 0..count {
         let id = read_id(reader, &mut next)?;

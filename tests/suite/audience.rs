@@ -551,3 +551,566 @@ fn arrays_inside_items_serve_the_same_client() {
     let theirs = hero(1, 0, 88, "flagship");
     assert_eq!(out, [mine.clone(), mine, theirs.clone(), theirs]);
 }
+
+// "Withheld means never sent", over lossy links, with ownership moving:
+// four clients on links of their own (one with a scope, detail levels and
+// a bit budget now and then; one joined by snapshot; one that owns
+// nothing), items whose owner changes among them, adds and removals, and
+// every change a value never used before. At every write the session
+// notes, per client and item, the values the rule lets it see now (the
+// owner's fields if it owns the item, the others' if not); after every
+// packet a client applies, each value it holds must be `Default` or one of
+// those. At the end, each client holds what it may see exactly.
+mod privacy {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use fastarray::{FastArray, MAX_DETAIL, Replicate, ReplicationId, SendState};
+    use fastarray_testkit::link::{Link, LinkProfile};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    pub struct Agent {
+        x: i32,
+        #[replicate(owner_only)]
+        secret: u32,
+        #[replicate(skip_owner)]
+        guess: u32,
+        #[replicate(owner_only, detail = 3)]
+        intel: u32,
+        #[replicate(initial_only)]
+        badge: u32,
+    }
+
+    /// Which of an agent's values one client may have been sent.
+    #[derive(Default)]
+    struct Seen {
+        secret: BTreeSet<u32>,
+        guess: BTreeSet<u32>,
+        intel: BTreeSet<u32>,
+        badge: BTreeSet<u32>,
+    }
+
+    struct Client {
+        number: Option<u64>,
+        state: SendState,
+        mirror: FastArray<Agent>,
+        link: Link,
+        scoped: bool,
+        budgeted: bool,
+        seen: BTreeMap<ReplicationId, Seen>,
+    }
+
+    struct World {
+        server: FastArray<Agent>,
+        clients: Vec<Client>,
+        rng: ChaCha8Rng,
+        next: u32,
+        label: String,
+    }
+
+    impl World {
+        fn new(profile: &LinkProfile, seed: u64, label: String) -> Self {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut server = FastArray::new();
+            let mut next = 1;
+            for _ in 0..16 {
+                let id = server.push(agent(&mut next));
+                let owner = owner(&mut rng);
+                server.set_owner(id, owner).unwrap();
+            }
+            server.commit();
+            let specs = [
+                (Some(1), false, false),
+                (Some(2), true, true),
+                (Some(3), false, true),
+                (None, false, false),
+            ];
+            let clients = specs
+                .into_iter()
+                .enumerate()
+                .map(|(n, (number, scoped, budgeted))| {
+                    let mut state = SendState::new();
+                    if let Some(number) = number {
+                        state.set_client(number).unwrap();
+                    }
+                    Client {
+                        number,
+                        state,
+                        mirror: FastArray::mirror(),
+                        link: Link::new(profile.clone(), seed * 8 + n as u64),
+                        scoped,
+                        budgeted,
+                        seen: BTreeMap::new(),
+                    }
+                })
+                .collect();
+            let mut world = Self {
+                server,
+                clients,
+                rng,
+                next,
+                label,
+            };
+            // Client 3 joins by snapshot, over a reliable channel.
+            world.note_visible();
+            let client = &mut world.clients[2];
+            let mut bytes = Vec::new();
+            world
+                .server
+                .write_snapshot_for(&mut client.state, &mut bytes)
+                .unwrap();
+            client.mirror = FastArray::from_snapshot(&bytes).unwrap();
+            world.check(2);
+            // Client 2 sees some of the world, at random levels.
+            let ids: Vec<ReplicationId> = world.server.ids().collect();
+            let mut scope = world.server.scope(&mut world.clients[1].state).unwrap();
+            for id in ids {
+                if world.rng.random_bool(0.7) {
+                    scope.include(id);
+                    scope.set_detail(id, world.rng.random_range(0..=MAX_DETAIL));
+                }
+            }
+            world
+        }
+
+        fn mutate(&mut self, tick: u32, heal_at: u32) {
+            let ids: Vec<ReplicationId> = self.server.ids().collect();
+            let settling = tick + 1 >= heal_at;
+            if self.rng.random_bool(0.3) {
+                let id = self.server.push(agent(&mut self.next));
+                let owner = owner(&mut self.rng);
+                self.server.set_owner(id, owner).unwrap();
+                if self.rng.random_bool(0.6) {
+                    let level = self.rng.random_range(0..=MAX_DETAIL);
+                    let mut scope = self.server.scope(&mut self.clients[1].state).unwrap();
+                    scope.include(id);
+                    scope.set_detail(id, level);
+                }
+            }
+            if self.rng.random_bool(0.1) && ids.len() > 8 {
+                self.server.remove(ids[self.rng.random_range(1..ids.len())]);
+            }
+            for _ in 0..8 {
+                let id = ids[self.rng.random_range(0..ids.len())];
+                self.next += 1;
+                let next = self.next;
+                let field = self.rng.random_range(0..5);
+                if let Some(mut agent) = self.server.get_mut(id) {
+                    match field {
+                        0 => agent.x += 1,
+                        1 => agent.secret = next,
+                        2 => agent.guess = next,
+                        3 => agent.intel = next,
+                        _ => agent.badge = next,
+                    }
+                }
+            }
+            if !settling && self.rng.random_bool(0.3) {
+                let id = ids[self.rng.random_range(0..ids.len())];
+                let owner = owner(&mut self.rng);
+                self.server.set_owner(id, owner).unwrap();
+            }
+            let mut scope = self.server.scope(&mut self.clients[1].state).unwrap();
+            for _ in 0..2 {
+                let id = ids[self.rng.random_range(0..ids.len())];
+                if self.rng.random_bool(0.5) {
+                    scope.include(id);
+                    let level = self.rng.random_range(0..=MAX_DETAIL);
+                    scope.set_detail(id, if settling { MAX_DETAIL } else { level });
+                } else {
+                    scope.exclude(id);
+                }
+            }
+            if settling {
+                let ids: Vec<ReplicationId> = scope.ids().collect();
+                for id in ids {
+                    scope.set_detail(id, MAX_DETAIL);
+                }
+            }
+        }
+
+        /// Notes what the next messages may carry, per client.
+        fn note_visible(&mut self) {
+            let ids: Vec<ReplicationId> = self.server.ids().collect();
+            for client in &mut self.clients {
+                for &id in &ids {
+                    let level = if client.scoped {
+                        let scope = self.server.scope(&mut client.state).unwrap();
+                        if !scope.contains(id) {
+                            continue;
+                        }
+                        scope.detail(id)
+                    } else {
+                        MAX_DETAIL
+                    };
+                    let agent = self.server.get(id).unwrap();
+                    let owns = client.number.is_some() && self.server.owner(id) == client.number;
+                    let seen = client.seen.entry(id).or_default();
+                    seen.badge.insert(agent.badge);
+                    if owns {
+                        seen.secret.insert(agent.secret);
+                        if level >= 3 {
+                            seen.intel.insert(agent.intel);
+                        }
+                    } else {
+                        seen.guess.insert(agent.guess);
+                    }
+                }
+            }
+        }
+
+        /// Panics if client `n` holds a value it was never allowed.
+        fn check(&self, n: usize) {
+            let client = &self.clients[n];
+            for (id, held) in client.mirror.iter() {
+                let seen = client.seen.get(&id);
+                let allowed = |value: u32, set: fn(&Seen) -> &BTreeSet<u32>| {
+                    value == 0 || seen.is_some_and(|seen| set(seen).contains(&value))
+                };
+                let label = &self.label;
+                assert!(
+                    allowed(held.secret, |s| &s.secret),
+                    "{label}: client {n} holds secret {} of {id}",
+                    held.secret
+                );
+                assert!(
+                    allowed(held.intel, |s| &s.intel),
+                    "{label}: client {n} holds intel {} of {id}",
+                    held.intel
+                );
+                assert!(
+                    allowed(held.guess, |s| &s.guess),
+                    "{label}: client {n} holds guess {} of {id}",
+                    held.guess
+                );
+                assert!(
+                    allowed(held.badge, |s| &s.badge),
+                    "{label}: client {n} holds badge {} of {id}",
+                    held.badge
+                );
+            }
+        }
+
+        /// Whether every client holds what it may, every packet
+        /// acknowledged.
+        fn settled(&self) -> bool {
+            self.clients
+                .iter()
+                .all(|client| self.server.is_settled(&client.state))
+        }
+
+        /// Whether nothing is in transit on any link.
+        fn idle(&self) -> bool {
+            self.clients.iter().all(|client| client.link.idle())
+        }
+
+        fn tick(&mut self, now: u32, writing: bool) {
+            self.server.commit();
+            if writing {
+                self.note_visible();
+            }
+            let packet = u32::from((65_500 + now) as u16);
+            for n in 0..self.clients.len() {
+                let client = &mut self.clients[n];
+                if writing {
+                    let mut bytes = Vec::new();
+                    let result = if client.budgeted && self.rng.random_bool(0.5) {
+                        let budget = self.rng.random_range(60..400);
+                        self.server.write_delta_with_budget(
+                            &mut client.state,
+                            packet,
+                            &mut bytes,
+                            budget,
+                        )
+                    } else {
+                        self.server.write_delta(&mut client.state, packet, &mut bytes)
+                    };
+                    result.unwrap_or_else(|e| panic!("{}: client {n}: {e}", self.label));
+                    client.link.send(now, packet, bytes);
+                }
+                for bytes in client.link.deliver(now) {
+                    self.clients[n]
+                        .mirror
+                        .apply_delta(&bytes, &mut ())
+                        .unwrap_or_else(|e| panic!("{}: client {n}: {e}", self.label));
+                    self.check(n);
+                }
+                let client = &mut self.clients[n];
+                for report in client.link.reports(now) {
+                    report.tell(&mut client.state);
+                }
+            }
+        }
+
+        /// Each client holds exactly what it may see of the items it sees.
+        fn check_converged(&mut self) {
+            let ids: Vec<ReplicationId> = self.server.ids().collect();
+            for n in 0..self.clients.len() {
+                let client = &mut self.clients[n];
+                for &id in &ids {
+                    if client.scoped
+                        && !self.server.scope(&mut client.state).unwrap().contains(id)
+                    {
+                        continue;
+                    }
+                    let ours = self.server.get(id).unwrap();
+                    let theirs = client.mirror.get(id).unwrap_or_else(|| {
+                        panic!("{}: client {n} lacks {id}", self.label);
+                    });
+                    let owns = client.number.is_some() && self.server.owner(id) == client.number;
+                    let same = ours.x == theirs.x
+                        && if owns {
+                            ours.secret == theirs.secret && ours.intel == theirs.intel
+                        } else {
+                            ours.guess == theirs.guess
+                        };
+                    assert!(
+                        same,
+                        "{}: client {n} (owner: {owns}) holds {theirs:?} for {ours:?}",
+                        self.label
+                    );
+                }
+            }
+        }
+    }
+
+    fn agent(next: &mut u32) -> Agent {
+        *next += 5;
+        Agent {
+            x: 0,
+            secret: *next,
+            guess: *next + 1,
+            intel: *next + 2,
+            badge: *next + 3,
+        }
+    }
+
+    fn owner(rng: &mut ChaCha8Rng) -> Option<u64> {
+        match rng.random_range(0..5) {
+            0 => None,
+            n => Some(n.min(3)),
+        }
+    }
+
+    /// Seeds per profile: 6 by default, `FASTARRAY_SEEDS` if set.
+    fn seeds() -> u64 {
+        match std::env::var_os("FASTARRAY_SEEDS") {
+            Some(_) => fastarray_testkit::drive::seeds(),
+            None => 6,
+        }
+    }
+
+    #[test]
+    fn withheld_fields_never_reach_a_client_as_owners_change_over_lossy_links() {
+        const HEAL_AT: u32 = 150;
+        for profile in LinkProfile::all_for_tests() {
+            for seed in 0..seeds() {
+                let label = format!("{} seed {seed}", profile.name);
+                let mut world = World::new(&profile, seed, label.clone());
+                for now in 0.. {
+                    if now < HEAL_AT {
+                        world.mutate(now, HEAL_AT);
+                    } else if now == HEAL_AT {
+                        for client in &mut world.clients {
+                            client.link.heal();
+                        }
+                    }
+                    world.tick(now, now < HEAL_AT || !world.settled());
+                    if now > HEAL_AT && world.settled() && world.idle() {
+                        break;
+                    }
+                    if now >= HEAL_AT + 400 {
+                        for (n, client) in world.clients.iter().enumerate() {
+                            eprintln!(
+                                "client {n}: settled {} pending {} in flight {} idle {}",
+                                world.server.is_settled(&client.state),
+                                client.state.pending_items(),
+                                client.state.packets_in_flight(),
+                                client.link.idle()
+                            );
+                        }
+                        panic!("{label}: not settled");
+                    }
+                }
+                world.check_converged();
+            }
+        }
+    }
+}
+
+// The same over a lossy link for a replicated object whose owner moves
+// between the client and someone else, with bit budgets now and then.
+mod object_privacy {
+    use std::collections::BTreeSet;
+
+    use fastarray::{Replicated, SendState};
+    use fastarray_testkit::drive::{self, Session};
+    use fastarray_testkit::link::{LinkProfile, Report};
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::Hero;
+
+    struct Private {
+        server: Replicated<Hero>,
+        conn: SendState,
+        client: Replicated<Hero>,
+        rng: ChaCha8Rng,
+        next: u32,
+        /// The ammo values written while the client owned the object, the
+        /// positions written while it did not.
+        ammo: BTreeSet<u32>,
+        pos: BTreeSet<i32>,
+        label: String,
+    }
+
+    impl Session for Private {
+        fn mutate(&mut self, tick: u32) {
+            self.next += 1;
+            let next = self.next;
+            {
+                let mut hero = self.server.get_mut();
+                match self.rng.random_range(0..3) {
+                    0 => hero.ammo = next,
+                    1 => hero.pos = next as i32,
+                    _ => hero.hp += 1,
+                }
+            }
+            // The owner moves, until the link is about to heal.
+            if tick < 149 && self.rng.random_bool(0.2) {
+                let owner = [None, Some(1), Some(2)][self.rng.random_range(0..3)];
+                self.server.set_owner(owner).unwrap();
+            }
+        }
+
+        fn write(&mut self, packet: u32) -> Vec<u8> {
+            self.server.commit();
+            let hero = self.server.get();
+            if self.server.owner() == Some(1) {
+                self.ammo.insert(hero.ammo);
+            } else {
+                self.pos.insert(hero.pos);
+            }
+            let mut bytes = Vec::new();
+            let written = if self.rng.random_bool(0.3) {
+                let budget = self.rng.random_range(20..200);
+                self.server
+                    .write_delta_with_budget(&mut self.conn, packet, &mut bytes, budget)
+            } else {
+                self.server.write_delta(&mut self.conn, packet, &mut bytes)
+            };
+            written.unwrap_or_else(|e| panic!("{}: {e}", self.label));
+            bytes
+        }
+
+        fn apply(&mut self, bytes: &[u8]) {
+            self.client
+                .apply_delta(bytes, &mut ())
+                .unwrap_or_else(|e| panic!("{}: {e}", self.label));
+            let held = self.client.get();
+            assert!(
+                held.ammo == 0 || self.ammo.contains(&held.ammo),
+                "{}: ammo {} reached a client that did not own it",
+                self.label,
+                held.ammo
+            );
+            assert!(
+                held.pos == 0 || self.pos.contains(&held.pos),
+                "{}: position {} reached the owner",
+                self.label,
+                held.pos
+            );
+        }
+
+        fn report(&mut self, report: Report) {
+            report.tell(&mut self.conn);
+        }
+
+        fn idle_commit(&mut self) {
+            self.server.commit();
+        }
+
+        fn settled(&self) -> bool {
+            self.server.is_settled(&self.conn)
+        }
+    }
+
+    #[test]
+    fn an_objects_withheld_fields_never_reach_its_client_over_lossy_links() {
+        for profile in LinkProfile::all_for_tests() {
+            for seed in 0..12 {
+                let mut conn = SendState::new();
+                conn.set_client(1).unwrap();
+                let label = format!("{} seed {seed}", profile.name);
+                let mut session = Private {
+                    server: Replicated::new(Hero::default()),
+                    conn,
+                    client: Replicated::mirror(),
+                    rng: ChaCha8Rng::seed_from_u64(seed),
+                    next: 0,
+                    ammo: BTreeSet::new(),
+                    pos: BTreeSet::new(),
+                    label: label.clone(),
+                };
+                drive::drive(&profile, seed, 150, &mut session);
+                let (ours, theirs) = (session.server.get(), session.client.get());
+                let same = ours.hp == theirs.hp
+                    && if session.server.owner() == Some(1) {
+                        ours.ammo == theirs.ammo
+                    } else {
+                        ours.pos == theirs.pos
+                    };
+                assert!(same, "{label}: {theirs:?} for {ours:?}");
+            }
+        }
+    }
+}
+
+/// Messages and snapshots of a type with audience fields, bits flipped at
+/// random: the mirror refuses or applies them, and never panics.
+#[test]
+fn corrupted_messages_are_refused_without_panics() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(30);
+    let mut server = FastArray::new();
+    let ids: Vec<ReplicationId> = (0..6).map(|n| server.push(hero(n, 1, 2, "x"))).collect();
+    server.set_owner(ids[0], Some(1)).unwrap();
+    server.commit();
+    let mut messages = Vec::new();
+    for client in [Some(1), Some(2), None] {
+        let mut state = SendState::new();
+        if let Some(client) = client {
+            state.set_client(client).unwrap();
+        }
+        let mut bytes = Vec::new();
+        server.write_delta(&mut state, 1, &mut bytes).unwrap();
+        messages.push((false, bytes.clone()));
+        bytes.clear();
+        let mut joined = SendState::new();
+        if let Some(client) = client {
+            joined.set_client(client).unwrap();
+        }
+        server.write_snapshot_for(&mut joined, &mut bytes).unwrap();
+        messages.push((true, bytes));
+    }
+    let mut refused = 0;
+    for _ in 0..3000 {
+        let (snapshot, original) = &messages[rng.random_range(0..messages.len())];
+        let mut bytes = original.clone();
+        for _ in 0..rng.random_range(1..4) {
+            let bit = rng.random_range(0..bytes.len() * 8);
+            bytes[bit / 8] ^= 1 << (bit % 8);
+        }
+        let result = if *snapshot {
+            FastArray::<Hero>::from_snapshot(&bytes).map(drop)
+        } else {
+            let mut mirror = FastArray::<Hero>::mirror();
+            mirror.apply_delta(&bytes, &mut ()).map(drop)
+        };
+        refused += usize::from(result.is_err());
+    }
+    // Most flips land in ids, lengths, values and field sets that decode:
+    // the refusals are those the checks catch.
+    assert!(refused > 100, "{refused} refused");
+}
