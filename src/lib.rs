@@ -5,7 +5,8 @@
 pub use fastarray_core::*;
 /// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
 /// an enum. Its attributes (`skip`, `bits`, `varint`, `quantize`, `with`,
-/// `serde`, `flatten`, `array`, `detail`, `crate`) are described in the
+/// `serde`, `flatten`, `array`, `detail`, `owner_only`, `skip_owner`,
+/// `initial_only`, `crate`) are described in the
 /// [`attributes`] module, with an example each.
 pub use fastarray_derive::Replicate;
 
@@ -37,6 +38,9 @@ pub mod wire_format {}
 /// | [`flatten`](#flatten) | a struct's field of a `#[derive(Replicate)]` type without array fields | its fields become leaves of this type's mask: a change sends only the changed leaves | per leaf |
 /// | [`array`](#array-replicated-objects) | a struct's `FastArray<U>` field (the struct is an item of another `FastArray`, or held by a [`Replicated`]) | per-id deltas of its items, after the owner's own fields | its own |
 /// | [`detail = N`](#detail--n) | a replicated field of a struct, with any encoding | unchanged: the field's changes go only to connections that see the item at detail level `N` (0..=7) or more | unchanged |
+/// | [`owner_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to the connection whose client owns the item; others never see it (a whole value to them says which fields it lacks: 1 + its field set) | unchanged |
+/// | [`skip_owner`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to every connection that sees the item but its owner's | unchanged |
+/// | [`initial_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | only in whole values (an add, an entry into a scope, a snapshot): 0 bits for its changes | none: not a change |
 /// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private_0_1` instead of `::fastarray::__private_0_1` | — |
 ///
 /// `flatten` was called `nested`; that spelling still works, with a
@@ -555,6 +559,87 @@ pub mod wire_format {}
 /// ships.write_delta(&mut conn, 3, &mut packet).unwrap();
 /// client.apply_delta(&packet, &mut ()).unwrap();
 /// assert_eq!(client.get(id).unwrap().crew, ["ann"]);
+/// ```
+///
+/// # `owner_only`, `skip_owner`, `initial_only`
+///
+/// Who is sent a field, and when (BigWorld's `OWN_CLIENT` and
+/// `OTHER_CLIENTS` flags, Unreal's `COND_OwnerOnly`, `COND_SkipOwner` and
+/// `COND_InitialOnly`). An item has at most one owner, a client named by
+/// any number the application uses for its clients:
+/// [`FastArray::set_owner`] (or [`Replicated::set_owner`]) on the server,
+/// and [`SendState::set_client`] (or [`Connection::set_client`]) on each
+/// connection, before its first write. Then:
+///
+/// - `owner_only`: sent only to the connection whose client owns the item
+///   (a player's ammo, inventory, quest state); every other connection holds
+///   it as its `Default`.
+/// - `skip_owner`: sent to every connection that sees the item but the
+///   owner's (what the owner predicts itself, such as its own position).
+/// - `initial_only`: sent with the whole value when the item enters a
+///   connection's view (its add, its return to a scope, a snapshot), never
+///   as a change: a change of it alone is no change at all.
+///
+/// `owner_only` and `skip_owner` exclude each other; either combines with
+/// `initial_only`, with `detail` (both rules apply: a connection is sent
+/// what its audience and its detail level both allow) and with every
+/// encoding. On a `flatten` field they apply to all its leaves. A withheld
+/// field is in no message to that connection, whatever wrote it: its own
+/// delta, a repair of a lost packet, a resynchronisation, the frame's
+/// message shared by caught-up connections, a snapshot. A field that can
+/// be withheld needs `Default`.
+///
+/// Ownership moves at the next commit after `set_owner`, as a change of
+/// those fields: the new owner is sent the owner-only fields (their values
+/// now), the old owner the fields it was skipped, over the same loss
+/// repair as any change; the old owner keeps the owner-only values it was
+/// last sent. Which fields are `owner_only` or `skip_owner` is part of the
+/// schema (a snapshot's items say whether their reader owns them, one bit
+/// each); `initial_only` is not. `WIRE.md` ("Audiences") gives the costs.
+///
+/// ```
+/// use fastarray::{FastArray, Replicate, SendState};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+/// struct Player {
+///     hp: u8,
+///     #[replicate(owner_only)]
+///     ammo: u16, // the player's own client alone
+///     #[replicate(skip_owner)]
+///     pos: [i32; 2], // its client predicts it
+///     #[replicate(initial_only)]
+///     name: String, // set at spawn
+/// }
+///
+/// let mut players = FastArray::new();
+/// let ann = players.push(Player { hp: 9, ammo: 30, pos: [1, 2], name: "ann".into() });
+/// players.set_owner(ann, Some(7)).unwrap(); // client 7 plays Ann
+/// players.commit();
+///
+/// let (mut anns, mut bobs) = (SendState::new(), SendState::new());
+/// anns.set_client(7).unwrap();
+/// bobs.set_client(8).unwrap();
+/// let (mut ann_view, mut bob_view) = (FastArray::mirror(), FastArray::mirror());
+/// let mut packet = Vec::new();
+/// players.write_delta(&mut anns, 1, &mut packet).unwrap();
+/// ann_view.apply_delta(&packet, &mut ()).unwrap();
+/// packet.clear();
+/// players.write_delta(&mut bobs, 1, &mut packet).unwrap();
+/// bob_view.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(ann_view.get(ann), Some(&Player { hp: 9, ammo: 30, pos: [0, 0], name: "ann".into() }));
+/// assert_eq!(bob_view.get(ann), Some(&Player { hp: 9, ammo: 0, pos: [1, 2], name: "ann".into() }));
+///
+/// // A rename after spawn is no change; Bob takes over Ann's character.
+/// players.get_mut(ann).unwrap().name = "anna".into();
+/// players.set_owner(ann, Some(8)).unwrap();
+/// players.commit();
+/// anns.on_ack(1);
+/// bobs.on_ack(1);
+/// packet.clear();
+/// players.write_delta(&mut bobs, 2, &mut packet).unwrap();
+/// bob_view.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(bob_view.get(ann).unwrap().ammo, 30); // now Bob's
+/// assert_eq!(bob_view.get(ann).unwrap().name, "ann"); // as spawned
 /// ```
 ///
 /// # `crate = "path"`

@@ -824,7 +824,8 @@ mod privacy {
                             budget,
                         )
                     } else {
-                        self.server.write_delta(&mut client.state, packet, &mut bytes)
+                        self.server
+                            .write_delta(&mut client.state, packet, &mut bytes)
                     };
                     result.unwrap_or_else(|e| panic!("{}: client {n}: {e}", self.label));
                     client.link.send(now, packet, bytes);
@@ -849,8 +850,7 @@ mod privacy {
             for n in 0..self.clients.len() {
                 let client = &mut self.clients[n];
                 for &id in &ids {
-                    if client.scoped
-                        && !self.server.scope(&mut client.state).unwrap().contains(id)
+                    if client.scoped && !self.server.scope(&mut client.state).unwrap().contains(id)
                     {
                         continue;
                     }

@@ -43,6 +43,6 @@ fn the_masks_name_the_marked_leaves() {
     assert_eq!(Player::OWNER_ONLY, bits(&[2, 4, 5, 6]));
     assert_eq!(Player::SKIP_OWNER, bits(&[0]));
     assert_eq!(Player::INITIAL_ONLY, bits(&[1, 6]));
-    assert!(Player::WITHHOLDS && Stats::WITHHOLDS && !Plain::WITHHOLDS);
+    const { assert!(Player::WITHHOLDS && Stats::WITHHOLDS && !Plain::WITHHOLDS) };
     assert_eq!(Plain::OWNER_ONLY, FieldMask::EMPTY);
 }
