@@ -76,8 +76,8 @@ pub use interest::{GridInterest, GroundPlane, Viewer};
 pub use join::Join;
 pub use kind::{AppReplicationExt, ReplicateAs};
 pub use server::{
-    ClientConnected, ClientDisconnected, ClientView, FromClient, Replicated, ReplicationServer,
-    ServerPlugin, ServerSet, VisibilityPolicy,
+    ClientConnected, ClientDisconnected, ClientView, FromClient, Owner, Replicated,
+    ReplicationServer, ServerPlugin, ServerSet, VisibilityPolicy,
 };
 pub use transform::TransformRep;
 pub use transport::{

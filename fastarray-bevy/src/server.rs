@@ -24,6 +24,34 @@ use crate::transport::{ClientId, ServerEvent, ServerTransport};
 #[derive(Component, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Replicated;
 
+/// The client that owns a [`Replicated`] entity: its components'
+/// `#[replicate(owner_only)]` fields go to that client alone, their
+/// `#[replicate(skip_owner)]` fields to every other client that sees the
+/// entity (see `fastarray::attributes`). Inserting, changing or removing
+/// it moves the ownership at the tick's commit, and each side is sent what
+/// it may now see.
+///
+/// ```
+/// use bevy_app::App;
+/// use bevy_ecs::prelude::*;
+/// use fastarray_bevy::{AppReplicationExt, Owner, Replicate, Replicated, ServerPlugin};
+///
+/// #[derive(Component, Replicate, Clone, PartialEq, Default)]
+/// struct Weapon {
+///     model: u8,
+///     #[replicate(owner_only)]
+///     ammo: u16, // the player's own client alone
+/// }
+///
+/// let mut app = App::new();
+/// app.add_plugins(ServerPlugin::default()).replicate::<Weapon>();
+/// // The player of client 7.
+/// app.world_mut().spawn((Replicated, Owner(7), Weapon { model: 2, ammo: 30 }));
+/// app.update();
+/// ```
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Owner(pub ClientId);
+
 /// The server's systems, in order: [`Receive`](Self::Receive) in
 /// `PreUpdate` (clients' packets, connections), then in `PostUpdate`
 /// [`Capture`](Self::Capture) (the tick's component changes into the
@@ -327,10 +355,14 @@ impl ReplicationServer {
             return false;
         }
         let channels = kinds.len();
+        let mut connection = Connection::new(channels);
+        connection
+            .set_client(client)
+            .expect("a new connection serves any client");
         self.clients.insert(
             client,
             Client {
-                connection: Connection::new(channels),
+                connection,
                 policy: self.policy,
                 view: ClientView::default(),
                 scoped: false,
@@ -496,14 +528,18 @@ pub(crate) fn register<C: Component, R: ReplicateAs<C>>(app: &mut App) -> bool {
                changed: Query<(Entity, &C), ChangedFilter<C>>,
                mut removed: RemovedComponents<C>,
                mut unmarked: RemovedComponents<Replicated>,
-               present: Query<(), (With<C>, With<Replicated>)>| {
+               present: Query<(), (With<C>, With<Replicated>)>,
+               owners: Query<&Owner>,
+               moved: Query<(Entity, &Owner), OwnerChanged<C>>,
+               mut disowned: RemovedComponents<Owner>| {
             let kind = arrays.kind::<R>(index);
-            capture(
+            let added = capture(
                 kind,
                 &changed,
                 removed.read().chain(unmarked.read()),
                 &present,
             );
+            capture_owners::<C, R>(kind, &added, &owners, &moved, disowned.read());
         })
         .in_set(ServerSet::Capture),
     );
@@ -513,6 +549,10 @@ pub(crate) fn register<C: Component, R: ReplicateAs<C>>(app: &mut App) -> bool {
 /// The entities whose component `C` a tick must record: it changed (or
 /// arrived), or the entity became [`Replicated`].
 type ChangedFilter<C> = (With<Replicated>, Or<(Changed<C>, Added<Replicated>)>);
+
+/// The entities with component `C` whose [`Owner`] a tick must record:
+/// inserted or changed.
+type OwnerChanged<C> = (With<C>, With<Replicated>, Changed<Owner>);
 
 /// A replicated resource on the server: one object, sent to every client.
 struct ServerObject<R> {
@@ -586,12 +626,14 @@ where
 /// Records one kind's changes of the tick: removals first (an entity
 /// whose component went and came back in the tick keeps its item), then
 /// additions and changes, the item's fields diffed once by the array.
+/// Returns the entities whose items it added.
 fn capture<C: Component, R: ReplicateAs<C>>(
     kind: &mut ServerKind<R>,
     changed: &Query<(Entity, &C), ChangedFilter<C>>,
     gone: impl Iterator<Item = Entity>,
     present: &Query<(), (With<C>, With<Replicated>)>,
-) {
+) -> Vec<Entity> {
+    let mut added = Vec::new();
     for entity in gone {
         if present.contains(entity) {
             continue;
@@ -614,7 +656,41 @@ fn capture<C: Component, R: ReplicateAs<C>>(
                     component: value,
                 });
                 kind.ids.insert(entity, id);
+                added.push(entity);
             }
+        }
+    }
+    added
+}
+
+/// Records one kind's ownership changes of the tick: the owners of the
+/// entities whose items [`capture`] just added (`added`), and of those
+/// whose [`Owner`] was inserted or changed (`moved`) or removed
+/// (`disowned`).
+fn capture_owners<C: Component, R: fastarray::Replicate>(
+    kind: &mut ServerKind<R>,
+    added: &[Entity],
+    owners: &Query<&Owner>,
+    moved: &Query<(Entity, &Owner), OwnerChanged<C>>,
+    disowned: impl Iterator<Item = Entity>,
+) {
+    let mut set = |entity: Entity, owner: Option<ClientId>| {
+        if let Some(&id) = kind.ids.get(&entity) {
+            // A server's array holds the ids it lists.
+            let _ = kind.array.set_owner(id, owner);
+        }
+    };
+    for &entity in added {
+        if let Ok(owner) = owners.get(entity) {
+            set(entity, Some(owner.0));
+        }
+    }
+    for (entity, owner) in moved {
+        set(entity, Some(owner.0));
+    }
+    for entity in disowned {
+        if owners.get(entity).is_err() {
+            set(entity, None);
         }
     }
 }

@@ -6,6 +6,7 @@
 mod convergence;
 mod events;
 mod hostile;
+mod owner;
 mod readme;
 mod scope;
 mod support;

@@ -43,6 +43,17 @@ pub struct Stats {
     pub ammo: u16,
 }
 
+/// A component with a field for its owner's client alone and one for
+/// everyone else's.
+#[derive(Component, Replicate, Clone, Debug, PartialEq, Default)]
+pub struct Loadout {
+    pub model: u8,
+    #[replicate(owner_only)]
+    pub ammo: u16,
+    #[replicate(skip_owner)]
+    pub aim: i16,
+}
+
 /// A replicated resource.
 #[derive(Resource, Replicate, Clone, Debug, Default, PartialEq)]
 pub struct Score {
@@ -56,6 +67,7 @@ pub fn protocol(app: &mut App) {
         .replicate::<Squad>()
         .replicate_as::<Transform, TransformRep>()
         .replicate::<Stats>()
+        .replicate::<Loadout>()
         .replicate_resource::<Score>();
 }
 
