@@ -5,7 +5,10 @@ use crate::mask::FieldMask;
 
 /// What one [`commit`](crate::FastArray::commit) found had happened since
 /// the previous one: ids added, ids removed, and ids changed with the mask
-/// of the replicated fields that really changed. Each list is sorted by id.
+/// of the replicated fields that really changed and go as changes (not
+/// `#[replicate(initial_only)]` fields; an ownership move counts as a
+/// change of the item's `owner_only` and `skip_owner` fields). Each list
+/// is sorted by id.
 ///
 /// An item added and removed within one frame appears nowhere; an item added
 /// and then modified within a frame is only "added"; a touch that left every

@@ -564,7 +564,9 @@ fn arrays_inside_items_serve_the_same_client() {
 mod privacy {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use fastarray::{FastArray, MAX_DETAIL, Replicate, ReplicationId, SendState};
+    use fastarray::{
+        Callbacks, FastArray, FieldMask, MAX_DETAIL, Replicate, ReplicationId, SendState,
+    };
     use fastarray_testkit::link::{Link, LinkProfile};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -831,9 +833,10 @@ mod privacy {
                     client.link.send(now, packet, bytes);
                 }
                 for bytes in client.link.deliver(now) {
+                    let mut changes = NoInitialChanges(&self.label);
                     self.clients[n]
                         .mirror
-                        .apply_delta(&bytes, &mut ())
+                        .apply_delta(&bytes, &mut changes)
                         .unwrap_or_else(|e| panic!("{}: client {n}: {e}", self.label));
                     self.check(n);
                 }
@@ -873,6 +876,22 @@ mod privacy {
                 }
             }
         }
+    }
+
+    /// A mirror's callbacks that panic if a change (not a whole value)
+    /// carries an `initial_only` field.
+    struct NoInitialChanges<'a>(&'a str);
+
+    impl Callbacks<Agent> for NoInitialChanges<'_> {
+        fn post_change(&mut self, id: ReplicationId, _: &Agent, changed: FieldMask) {
+            assert!(
+                !changed.intersects(Agent::INITIAL_ONLY),
+                "{}: {id}'s badge arrived as a change",
+                self.0
+            );
+        }
+
+        fn post_change_whole(&mut self, _: ReplicationId, _: &Agent, _: FieldMask) {}
     }
 
     fn agent(next: &mut u32) -> Agent {
