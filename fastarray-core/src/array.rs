@@ -225,9 +225,14 @@ impl<T> FastArray<T> {
     }
 
     /// Whether anything was pushed, removed or written through a guard
-    /// since the last commit (writes that restored equal values included).
+    /// since the last commit (writes that restored equal values included),
+    /// or an item's owner set ([`set_owner`](Self::set_owner)).
     pub fn has_uncommitted_work(&self) -> bool {
         self.store.has_uncommitted_work()
+            || self
+                .sender
+                .as_deref()
+                .is_some_and(|sender| sender.owners.has_staged())
     }
 
     /// Removes the item and returns it. O(1): the last item moves into its

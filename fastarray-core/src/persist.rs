@@ -18,8 +18,11 @@
 //!
 //! | type | fields |
 //! |---|---|
-//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `items`: a sequence of `{ id, key, key_frame, value }` |
-//! | `Replicated<T>` | `frame`, `array_key`, `key`, `key_frame`, `value` |
+//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `items`: a sequence of `{ id, key, key_frame, owner, value }` |
+//! | `Replicated<T>` | `frame`, `array_key`, `key`, `key_frame`, `owner`, `value` |
+//!
+//! `owner` is the client that owns the item ([`FastArray::set_owner`]), or
+//! none; a self-describing format may leave it out (none).
 //! | `ReplicationId`, `ReplicationKey` | their raw numbers (`u64`, `u32`) |
 //!
 //! Fields that are not saved (BigWorld's `Persistent` false: caches,
@@ -83,15 +86,22 @@ struct ObjectForm<V> {
     array_key: ReplicationKey,
     key: ReplicationKey,
     key_frame: u64,
+    #[serde(default)]
+    owner: Option<u64>,
     value: V,
 }
 
-/// A store's items as a sequence, written as they are read from it.
-struct Items<'a, T>(&'a Store<T>);
+/// An array's items as a sequence, written as they are read from it, each
+/// with its owner.
+struct Items<'a, T>(&'a FastArray<T>);
 
 impl<T: Serialize> Serialize for Items<'_, T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.saved_items())
+        let array = self.0;
+        serializer.collect_seq(array.store().saved_items().map(|item| SavedItem {
+            owner: array.owner(item.id),
+            ..item
+        }))
     }
 }
 
@@ -171,7 +181,7 @@ impl<T: Serialize> Serialize for FastArray<T> {
             frame: array.frame,
             array_key: array.array_key,
             next_id: array.next_id,
-            items: Items(store),
+            items: Items(self),
         }
         .serialize(serializer)
     }
@@ -188,8 +198,15 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
             array_key: form.array_key,
             next_id: form.next_id,
         };
+        let owned: Vec<(ReplicationId, u64)> = form
+            .items
+            .iter()
+            .filter_map(|item| Some((item.id, item.owner?)))
+            .collect();
         let store = Store::restore(array, form.items).map_err(D::Error::custom)?;
-        Ok(FastArray::restored(store))
+        let mut array = FastArray::restored(store);
+        array.restore_owners(owned.into_iter());
+        Ok(array)
     }
 }
 
@@ -210,6 +227,7 @@ impl<T: Serialize + Replicate> Serialize for Replicated<T> {
             array_key: counters.array_key,
             key: item.key,
             key_frame: item.key_frame,
+            owner: array.owner(OBJECT_ID),
             value: item.value,
         }
         .serialize(serializer)
@@ -229,9 +247,12 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for Replicated<T> {
             id: OBJECT_ID,
             key: form.key,
             key_frame: form.key_frame,
+            owner: form.owner,
             value: form.value,
         };
         let store = Store::restore(array, vec![item]).map_err(D::Error::custom)?;
-        Ok(Replicated::from_array(FastArray::restored(store)))
+        let mut array = FastArray::restored(store);
+        array.restore_owners(form.owner.map(|owner| (OBJECT_ID, owner)).into_iter());
+        Ok(Replicated::from_array(array))
     }
 }

@@ -507,6 +507,18 @@ fn a_connection_names_its_client_before_it_writes() {
         FastArray::<Hero>::mirror().set_owner(ReplicationId::from_raw(0), Some(1)),
         Err(SendError::NotAnAuthority { .. })
     ));
+
+    // A move is uncommitted work until the commit.
+    let id = server.ids().next().unwrap();
+    server.set_owner(id, Some(4)).unwrap();
+    assert!(server.has_uncommitted_work());
+    bytes.clear();
+    assert_eq!(
+        server.write_delta(&mut state, 2, &mut bytes),
+        Err(SendError::Uncommitted)
+    );
+    server.commit();
+    assert!(server.write_delta(&mut state, 2, &mut bytes).is_ok());
 }
 
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]

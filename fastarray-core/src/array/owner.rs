@@ -23,8 +23,11 @@ impl<T: Replicate> FastArray<T> {
     /// old owner the fields it was skipped, over the same loss repair as
     /// any change. Neither is told to forget what it held: the old owner
     /// keeps the owner-only values it was last sent, and is sent no more.
-    /// An item's ownership ends with it. Returns whether the array holds
-    /// `id` (nothing is done if not).
+    /// An item's ownership ends with it. Like a change of the item, a move
+    /// is uncommitted work until the commit: a write before it is refused
+    /// ([`SendError::Uncommitted`]). Owners are saved with the array
+    /// (feature `serde`). Returns whether the array holds `id` (nothing is
+    /// done if not).
     ///
     /// # Errors
     /// [`SendError::NotAnAuthority`] on a mirror.
@@ -72,6 +75,16 @@ impl<T: Replicate> FastArray<T> {
 }
 
 impl<T> FastArray<T> {
+    /// Makes the items of `owned` owned by their clients at once, as a save
+    /// says they were at its last commit.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore_owners(&mut self, owned: impl Iterator<Item = (ReplicationId, u64)>) {
+        let sender = self.sender.get_or_insert_with(Box::default);
+        for (id, owner) in owned {
+            sender.owners.restore(id, owner);
+        }
+    }
+
     /// Who owns which item (`None` before anything was ever sent or
     /// owned).
     pub(crate) fn owners(&self) -> Option<&Owners> {

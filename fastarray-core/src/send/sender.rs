@@ -93,7 +93,7 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
-        if store.has_uncommitted_work() {
+        if store.has_uncommitted_work() || self.owners.has_staged() {
             return Err(SendError::Uncommitted);
         }
         if state.has_in_flight(packet) {

@@ -47,6 +47,17 @@ impl Owners {
         self.owner_of.get(&id).copied()
     }
 
+    /// Whether a move was asked since the last commit.
+    pub(crate) fn has_staged(&self) -> bool {
+        !self.staged.is_empty()
+    }
+
+    /// Makes `id` owned by `owner` at once, as a save restored says it was
+    /// at its last commit.
+    pub(crate) fn restore(&mut self, id: ReplicationId, owner: u64) {
+        self.owner_of.insert(id, owner);
+    }
+
     /// Asks that `id` be owned by `owner` (`None`: by nobody) from the next
     /// commit.
     pub(crate) fn stage(&mut self, id: ReplicationId, owner: Option<u64>) {

@@ -17,6 +17,10 @@ pub(crate) struct SavedItem<T> {
     pub(crate) key: ReplicationKey,
     /// The frame that added the item or last bumped its key.
     pub(crate) key_frame: u64,
+    /// The client that owns it (the array's, not the store's: the store
+    /// neither writes nor reads it).
+    #[serde(default)]
+    pub(crate) owner: Option<u64>,
     pub(crate) value: T,
 }
 
@@ -81,6 +85,7 @@ impl<T> Store<T> {
             id: slot.id,
             key: slot.key,
             key_frame: slot.key_frame(),
+            owner: None,
             value: &slot.value,
         })
     }

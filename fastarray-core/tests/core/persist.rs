@@ -387,3 +387,52 @@ fn saves_that_would_reuse_an_id_or_contradict_themselves_are_refused() {
         }
     }
 }
+
+#[derive(Replicate, Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[replicate(crate = "fastarray_core")]
+struct Pilot {
+    hp: u8,
+    #[replicate(owner_only)]
+    fuel: u16,
+}
+
+/// Owners are saved with the items: a restarted server's clients, who
+/// rejoin by snapshot, see the owner-only fields of what they own and no
+/// others'. A move not committed is uncommitted work, and not saved.
+#[test]
+fn owners_survive_a_restart() {
+    for format in FORMATS {
+        let mut server = FastArray::new();
+        let mine = server.push(Pilot { hp: 1, fuel: 10 });
+        let free = server.push(Pilot { hp: 2, fuel: 20 });
+        server.set_owner(mine, Some(7)).unwrap();
+        assert!(server.has_uncommitted_work());
+        let error = format.save_err(&server);
+        assert!(
+            error.contains("uncommitted") || format_is_terse(format),
+            "{error}"
+        );
+        server.commit();
+        let mut object = Replicated::new(Pilot { hp: 3, fuel: 30 });
+        object.set_owner(Some(8)).unwrap();
+        object.commit();
+
+        let (array_save, object_save) = (format.save(&server), format.save(&object));
+        drop((server, object));
+        let mut server: FastArray<Pilot> = format.load(&array_save).unwrap();
+        let object: Replicated<Pilot> = format.load(&object_save).unwrap();
+        assert_eq!((server.owner(mine), server.owner(free)), (Some(7), None));
+        assert_eq!(object.owner(), Some(8));
+        assert!(!server.has_uncommitted_work());
+
+        let mut state = SendState::new();
+        state.set_client(7).unwrap();
+        let mut bytes = Vec::new();
+        server.write_snapshot_for(&mut state, &mut bytes).unwrap();
+        let client = FastArray::<Pilot>::from_snapshot(&bytes).unwrap();
+        assert_eq!(client.get(mine), Some(&Pilot { hp: 1, fuel: 10 }));
+        assert_eq!(client.get(free), Some(&Pilot { hp: 2, fuel: 0 }));
+        // The restored owner is committed: nothing moves at the next commit.
+        assert!(server.commit().changed().is_empty());
+    }
+}
