@@ -83,32 +83,8 @@ impl Message<'_> {
         state: &SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<Option<FrameRecord>, SendError> {
-        let entries = frame_entries::<T>(changes);
-        if allowed == FieldMask::all(T::FIELD_COUNT) {
-            return self.write_frame_entries(store, entries, allowed, state, writer);
-        }
-        let entries: Vec<(ReplicationId, Work)> = entries
-            .filter_map(|(id, work)| match work {
-                Work::Fields(mask) => {
-                    let sent = mask & allowed;
-                    (!sent.is_empty()).then_some((id, Work::Fields(sent)))
-                }
-                work => Some((id, work)),
-            })
-            .collect();
-        self.write_frame_entries(store, entries.iter().copied(), allowed, state, writer)
-    }
-
-    /// [`write_frame`](Self::write_frame) of the entries `entries`, whole
-    /// ones carrying the fields `whole`.
-    fn write_frame_entries<T: Replicate>(
-        &self,
-        store: &Store<T>,
-        entries: impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone,
-        whole_fields: FieldMask,
-        state: &SendState,
-        writer: &mut BitWriter<'_>,
-    ) -> Result<Option<FrameRecord>, SendError> {
+        let entries = frame_entries::<T>(changes, allowed);
+        let whole_fields = allowed;
         let common = common_fields(entries.clone().map(|(_, work)| work));
         let wires = entries.clone().map(|(id, _)| id);
         let mut list = self.write_head(state, writer, wires, common);

@@ -244,19 +244,36 @@ pub(crate) fn plan<T: Replicate>(
 /// `changes`' removals, then its entries: the changed fields of the items
 /// the client knows (a new shape, an enum's variant, whole), then its adds
 /// whole, in id order (every changed item existed before the frame, every
-/// add is new). Nothing here depends on the connection: the frame's
-/// shared message (`send::shared_message`) is written from this.
+/// add is new), each entry with changed fields carrying those of them in
+/// `allowed` (an entry left with none goes). Nothing here depends on the
+/// connection: the frame's shared message (`send::shared_message`) is
+/// written from this.
 pub(crate) fn frame_entries<T: Replicate>(
     changes: &Changeset,
+    allowed: FieldMask,
 ) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone + '_ {
-    let changed = changes.changed.iter().map(|&(id, mask)| {
-        let work = if (mask & T::STRUCTURE).is_empty() {
-            Work::Fields(mask)
+    let work = move |mask: FieldMask| {
+        if (mask & T::STRUCTURE).is_empty() {
+            let sent = mask & allowed;
+            (!sent.is_empty()).then_some(Work::Fields(sent))
         } else {
-            Work::Add { structural: true }
-        };
-        (id, work)
-    });
+            Some(Work::Add { structural: true })
+        }
+    };
+    // Every entry stays unless the audience rule denies some fields.
+    let kept = if allowed == FieldMask::all(T::FIELD_COUNT) {
+        changes.changed.len()
+    } else {
+        let kept = changes
+            .changed
+            .iter()
+            .filter(|&&(_, mask)| work(mask).is_some());
+        kept.count()
+    };
+    let changed = changes
+        .changed
+        .iter()
+        .filter_map(move |&(id, mask)| Some((id, work(mask)?)));
     let added = changes
         .added
         .iter()
@@ -264,7 +281,7 @@ pub(crate) fn frame_entries<T: Replicate>(
     // `Chain` is not `ExactSizeIterator`: the lengths are known.
     Counted {
         inner: changed.chain(added),
-        left: changes.changed.len() + changes.added.len(),
+        left: kept + changes.added.len(),
     }
 }
 

@@ -54,6 +54,7 @@ impl Owners {
 
     /// Makes `id` owned by `owner` at once, as a save restored says it was
     /// at its last commit.
+    #[cfg(feature = "serde")]
     pub(crate) fn restore(&mut self, id: ReplicationId, owner: u64) {
         self.owner_of.insert(id, owner);
     }

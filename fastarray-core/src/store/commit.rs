@@ -68,24 +68,9 @@ impl<T: Replicate> Store<T> {
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
-        let audience = T::OWNER_ONLY | T::SKIP_OWNER;
-        let marks = !audience.is_empty() && !moved.is_empty();
+        let marks = !(T::OWNER_ONLY | T::SKIP_OWNER).is_empty() && !moved.is_empty();
         if marks {
-            for &id in moved {
-                // An add goes whole anyway.
-                if changes.added.binary_search(&id).is_ok() {
-                    continue;
-                }
-                let Some(&pos) = self.index.get(&id) else {
-                    continue;
-                };
-                let slot = &mut self.slots[pos];
-                if slot.frame_mark != frame {
-                    slot.key = slot.key.next();
-                    slot.frame_mark = frame;
-                }
-                changes.changed.push((id, audience));
-            }
+            self.mark_moved(moved, &mut changes);
         }
         changes.changed.sort_unstable_by_key(|&(id, _)| id);
         if marks {
@@ -103,6 +88,29 @@ impl<T: Replicate> Store<T> {
             self.array_key = self.array_key.next();
         }
         history.push(changes);
+    }
+
+    /// Items `moved` changed owner this frame (`changes`): each one not
+    /// added this frame is a change of its audience fields, its key bumped.
+    /// Apart from `commit`, which it would otherwise slow for every type.
+    #[inline(never)]
+    fn mark_moved(&mut self, moved: &[ReplicationId], changes: &mut Changeset) {
+        let audience = T::OWNER_ONLY | T::SKIP_OWNER;
+        for &id in moved {
+            // An add goes whole anyway.
+            if changes.added.binary_search(&id).is_ok() {
+                continue;
+            }
+            let Some(&pos) = self.index.get(&id) else {
+                continue;
+            };
+            let slot = &mut self.slots[pos];
+            if slot.frame_mark != self.frame {
+                slot.key = slot.key.next();
+                slot.frame_mark = self.frame;
+            }
+            changes.changed.push((id, audience));
+        }
     }
 
     /// The number of items before this frame's changes (`changes`, the
