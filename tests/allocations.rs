@@ -843,3 +843,33 @@ fn removals_past_the_limit_allocate_nothing_per_id() {
         }
     }
 }
+
+/// Issue 32: a new connection's scope starts empty at a cost that does not
+/// grow with the array: its first `scope()` on a world of 100 000 items,
+/// long past the history ring, once queued every item as an add (to drop
+/// them all again: 14.9 MB allocated). Now it allocates what a scope is,
+/// whatever the world holds; a thousand items brought into it cost about
+/// a thousand view entries.
+#[test]
+fn a_new_connection_joins_in_what_its_scope_holds() {
+    let (mut array, ids) = small_array(100_000);
+    // The history ring forgets the adds.
+    for _ in 0..100 {
+        array.commit();
+    }
+    let mut state = SendState::new();
+    let empty = allocated_by(|| {
+        array.scope(&mut state).unwrap();
+    });
+    assert!(empty < 8 * 1024, "{empty} bytes to start an empty scope");
+    let thousand = allocated_by(|| {
+        let mut scope = array.scope(&mut state).unwrap();
+        for &id in ids.iter().step_by(100) {
+            scope.include(id);
+        }
+    });
+    assert_eq!(state.pending_items(), 1_000);
+    // Their view entries, pending work and watches, with the room their
+    // maps and lists grow by: about 270 bytes an item.
+    assert!(thousand < 512 * 1024, "{thousand} bytes for 1 000 items");
+}

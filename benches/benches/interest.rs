@@ -12,6 +12,13 @@
 //!
 //! The game's own mutations are not timed in either.
 //!
+//! * `interest/join_scoped_100k`: a client joins the 100 000-agent world
+//!   (long past the history ring) seeing 1 000 of them: a new connection,
+//!   its `scope()`, 1 000 `include`s and its first `write_delta` (the
+//!   thousand adds). Timed: all of it.
+//! * `interest/join_separate_1k`: the same client joining an array of just
+//!   those 1 000 agents: a new connection and its first `write_delta`.
+//!
 //! ```sh
 //! cargo bench -p fastarray-bench --bench interest
 //! ```
@@ -20,7 +27,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fastarray::{FastArray, ReplicationId, SendState};
 use fastarray_bench::interest::{Scoped, Separate};
+use fastarray_bench::{Agent, spawn};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 const SEED: u64 = 0x5eed;
 const CONNS: usize = 256;
@@ -59,6 +70,42 @@ fn interest(c: &mut Criterion) {
                 spent += start.elapsed();
             }
             spent
+        });
+    });
+    drop(separate);
+
+    // Joins: the world of 100 000 long past its ring, and the 1 000 the
+    // client sees alone.
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+    let agents: Vec<Agent> = (0..100_000).map(|n| spawn(&mut rng, n)).collect();
+    let mut world = FastArray::new();
+    let ids: Vec<ReplicationId> = agents.iter().map(|a| world.push(a.clone())).collect();
+    for _ in 0..100 {
+        world.commit();
+    }
+    let seen: Vec<ReplicationId> = ids.iter().step_by(100).copied().collect();
+    let mut alone = FastArray::new();
+    for &id in &seen {
+        alone.push(world.get(id).unwrap().clone());
+    }
+    alone.commit();
+    let mut packet = Vec::with_capacity(64 * 1024);
+    group.bench_function("join_scoped_100k", |b| {
+        b.iter(|| {
+            let mut state = SendState::new();
+            let mut scope = world.scope(&mut state).unwrap();
+            for &id in &seen {
+                scope.include(id);
+            }
+            packet.clear();
+            black_box(world.write_delta(&mut state, 1, &mut packet).unwrap());
+        });
+    });
+    group.bench_function("join_separate_1k", |b| {
+        b.iter(|| {
+            let mut state = SendState::new();
+            packet.clear();
+            black_box(alone.write_delta(&mut state, 1, &mut packet).unwrap());
         });
     });
     group.finish();

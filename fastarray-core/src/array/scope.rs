@@ -32,7 +32,8 @@ impl<T: Replicate> FastArray<T> {
     /// (`WIRE.md`, "Handles"), so a client seeing 1 000 items of 100 000
     /// pays for ids among about 1 000. A connection scoped later keeps
     /// naming items by ids. The mirror's items and events carry ids either
-    /// way.
+    /// way. A new connection's first `scope` costs nothing that grows with
+    /// the array: it starts empty, and its join costs what it includes.
     ///
     /// A connection's scope belongs to this array: a write of `state` on
     /// another array (or on a clone of this one) is refused with
@@ -89,8 +90,13 @@ impl<T: Replicate> FastArray<T> {
         self.expect_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.check_scope(&self.store, state)?;
-        // Scope changes apply after everything committed so far.
-        sender.catch_up(&self.store, state);
+        // Scope changes apply after everything committed so far; a new
+        // connection, which holds nothing, needs none of it (its join then
+        // costs its scope, not the world).
+        let fresh = state.scope().is_none() && state.skip_history(self.store.frame());
+        if !fresh {
+            sender.catch_up(&self.store, state);
+        }
         if state.scope().is_none() {
             let masks = core::array::from_fn(|level| T::detail_mask(level as u8));
             let mut scope = sender.scopes.register(self.store.origin(), masks);

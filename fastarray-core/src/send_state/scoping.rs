@@ -56,6 +56,21 @@ impl SendState {
         self.scope.is_some() && Scope::set_priority(&mut self.views, id, priority)
     }
 
+    /// Catches a connection that never wrote and holds nothing up to
+    /// `frame` at once: its client needs nothing of the array's past, so
+    /// a scope given to it next starts empty in O(1), however many items
+    /// the array holds. Returns whether the connection was such a one.
+    pub(crate) fn skip_history(&mut self, frame: u64) -> bool {
+        let fresh = self.written_frame == 0
+            && self.views.len() == 0
+            && self.retirement.is_empty()
+            && !self.has_work_due();
+        if fresh {
+            self.cursor = frame + 1;
+        }
+        fresh
+    }
+
     /// Gives the connection a scope, empty: every item its client may hold
     /// leaves it as the scope's exit says (and unsent adds are dropped).
     /// The connection is caught up to `frame`. Returns the items frozen
