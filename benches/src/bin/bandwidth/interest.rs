@@ -132,6 +132,30 @@ impl Results {
                 );
             }
         }
+        match (
+            self.cpu("interest/join_scoped_100k"),
+            self.cpu("interest/join_separate_1k"),
+        ) {
+            (Some(join), Some(alone)) => {
+                let ratio = join / alone;
+                let _ = writeln!(
+                    md,
+                    "| a client joins seeing 1 000 of the 100 000 agents: new connection, `scope`, 1 000 `include`s, \
+                     first write (criterion `interest/join_scoped_100k`) | {:.3} ms | {:.3} ms: the same 1 000 agents \
+                     as an array of their own, new connection and first write (`interest/join_separate_1k`) | \
+                     {ratio:.2}× | ≤ 1 ms {} |",
+                    join / 1e6,
+                    alone / 1e6,
+                    if join <= 1e6 { "met" } else { "**not met**" },
+                );
+            }
+            _ => {
+                let _ = writeln!(
+                    md,
+                    "| a client's join | not measured: run `cargo bench -p fastarray-bench --bench interest` first | | | ≤ 1 ms |"
+                );
+            }
+        }
         for &(items, conns, in_scope, bytes) in &i.memory {
             let _ = writeln!(
                 md,
