@@ -472,6 +472,19 @@ fn parse_skip_owner(
     parse_audience(cx, meta, field, SKIP_OWNER, Audience::SkipOwner)
 }
 
+/// Whether attribute `name` was written as the bare word it is; reports
+/// it if it was given a value.
+fn bare_word(cx: &Ctxt, meta: &ParseNestedMeta, name: Symbol) -> syn::Result<bool> {
+    let Some(value) = take_value(meta)? else {
+        return Ok(true);
+    };
+    cx.error_spanned_by(
+        value,
+        format!("`{name}` takes no value: write `#[replicate({name})]`"),
+    );
+    Ok(false)
+}
+
 /// `owner_only` or `skip_owner`: a field has at most one audience.
 fn parse_audience(
     cx: &Ctxt,
@@ -480,11 +493,7 @@ fn parse_audience(
     name: Symbol,
     audience: Audience,
 ) -> syn::Result<()> {
-    if let Some(value) = take_value(meta)? {
-        cx.error_spanned_by(
-            value,
-            format!("`{name}` takes no value: write `#[replicate({name})]`"),
-        );
+    if !bare_word(cx, meta, name)? {
         return Ok(());
     }
     match &field.audience {
@@ -506,11 +515,7 @@ fn parse_initial_only(
     meta: &ParseNestedMeta,
     field: &mut FieldBuilder,
 ) -> syn::Result<()> {
-    if let Some(value) = take_value(meta)? {
-        cx.error_spanned_by(
-            value,
-            format!("`{INITIAL_ONLY}` takes no value: write `#[replicate({INITIAL_ONLY})]`"),
-        );
+    if !bare_word(cx, meta, INITIAL_ONLY)? {
         return Ok(());
     }
     if field.initial_only.is_some() {

@@ -65,10 +65,16 @@ pub fn drive(profile: &LinkProfile, seed: u64, heal_at: u32, session: &mut impl 
 
 /// The number of seeds per profile: 100, or `FASTARRAY_SEEDS`.
 pub fn seeds() -> u64 {
+    seeds_or(100)
+}
+
+/// The number of seeds per profile of a suite that runs `default` unless
+/// `FASTARRAY_SEEDS` says otherwise.
+pub fn seeds_or(default: u64) -> u64 {
     std::env::var("FASTARRAY_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(100)
+        .unwrap_or(default)
 }
 
 /// What a session's server does besides committing and writing: game

@@ -924,19 +924,11 @@ mod privacy {
         }
     }
 
-    /// Seeds per profile: 6 by default, `FASTARRAY_SEEDS` if set.
-    fn seeds() -> u64 {
-        match std::env::var_os("FASTARRAY_SEEDS") {
-            Some(_) => fastarray_testkit::drive::seeds(),
-            None => 6,
-        }
-    }
-
     #[test]
     fn withheld_fields_never_reach_a_client_as_owners_change_over_lossy_links() {
         const HEAL_AT: u32 = 150;
         for profile in LinkProfile::all_for_tests() {
-            for seed in 0..seeds() {
+            for seed in 0..fastarray_testkit::drive::seeds_or(6) {
                 let label = format!("{} seed {seed}", profile.name);
                 let mut world = World::new(&profile, seed, label.clone());
                 for now in 0.. {
@@ -1070,7 +1062,7 @@ mod object_privacy {
     #[test]
     fn an_objects_withheld_fields_never_reach_its_client_over_lossy_links() {
         for profile in LinkProfile::all_for_tests() {
-            for seed in 0..12 {
+            for seed in 0..drive::seeds_or(12) {
                 let mut conn = SendState::new();
                 conn.set_client(1).unwrap();
                 let label = format!("{} seed {seed}", profile.name);

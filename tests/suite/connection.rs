@@ -398,10 +398,7 @@ fn session(profile: &LinkProfile, seed: u64, ticks: u32, drain: u32, delivery: D
 }
 
 fn seeds() -> u64 {
-    std::env::var("FASTARRAY_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(3)
+    fastarray_testkit::drive::seeds_or(3)
 }
 
 #[test]

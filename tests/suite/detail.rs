@@ -571,17 +571,9 @@ mod privacy {
         }
     }
 
-    /// Seeds per profile: 12 by default, `FASTARRAY_SEEDS` if set.
-    fn seeds() -> u64 {
-        match std::env::var_os("FASTARRAY_SEEDS") {
-            Some(_) => drive::seeds(),
-            None => 12,
-        }
-    }
-
     fn run(exit: ScopeExit, budgeted: bool) {
         for profile in LinkProfile::all_for_tests() {
-            for seed in 0..seeds() {
+            for seed in 0..drive::seeds_or(12) {
                 let label = format!("{} seed {seed} ({exit:?}, budget {budgeted})", profile.name);
                 let mut session = Private::new(seed, exit, budgeted, label.clone());
                 drive::drive(&profile, seed, 150, &mut session);

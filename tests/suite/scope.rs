@@ -927,10 +927,7 @@ fn change_squad(squad: &mut Squad, rng: &mut ChaCha8Rng) {
 
 /// Seeds per profile: 30 by default, `FASTARRAY_SEEDS` if set.
 fn seeds() -> u64 {
-    match std::env::var_os("FASTARRAY_SEEDS") {
-        Some(_) => drive::seeds(),
-        None => 30,
-    }
+    drive::seeds_or(30)
 }
 
 fn converge<T: Replicate + Clone>(
