@@ -12,6 +12,10 @@
 //!
 //! The game's own mutations are not timed in either.
 //!
+//! * `interest/grid_walking_100k`: the `InterestGrid` alone, with the
+//!   viewers walking: 100 000 agents, 256 viewers each seeing about 1% of
+//!   them; per tick 10% of the agents and every viewer move by up to a
+//!   unit. Timed: `set_item`/`set_viewer` of the moves and `update`.
 //! * `interest/join_scoped_100k`: a client joins the 100 000-agent world
 //!   (long past the history ring) seeing 1 000 of them: a new connection,
 //!   its `scope()`, 1 000 `include`s and its first `write_delta` (the
@@ -27,10 +31,10 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use fastarray::{FastArray, ReplicationId, SendState};
+use fastarray::{FastArray, InterestGrid, ReplicationId, SendState};
 use fastarray_bench::interest::{Scoped, Separate};
 use fastarray_bench::{Agent, spawn};
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const SEED: u64 = 0x5eed;
@@ -73,6 +77,59 @@ fn interest(c: &mut Criterion) {
         });
     });
     drop(separate);
+
+    // The grid alone, viewers walking.
+    let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+    let radius = fastarray_bench::interest::radius_for(0.01);
+    let half = fastarray_bench::interest::HALF;
+    let mut grid = InterestGrid::new(radius);
+    let mut items: Vec<[f32; 2]> = (0..100_000)
+        .map(|_| [rng.random_range(-half..half), rng.random_range(-half..half)])
+        .collect();
+    for (n, &p) in items.iter().enumerate() {
+        grid.set_item(ReplicationId::from_raw(n as u64), p);
+    }
+    let mut viewers: Vec<[f32; 2]> = (0..CONNS)
+        .map(|_| [rng.random_range(-half..half), rng.random_range(-half..half)])
+        .collect();
+    for (n, &c) in viewers.iter().enumerate() {
+        grid.set_viewer(n as u64, c, radius);
+    }
+    grid.update(|_, _, _| {});
+    let step = move |rng: &mut ChaCha8Rng, p: &mut [f32; 2]| {
+        for axis in p.iter_mut() {
+            *axis = (*axis + rng.random_range(-1.0..1.0)).clamp(-half, half);
+        }
+    };
+    group.bench_function("grid_walking_100k", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let moved: Vec<usize> = (0..10_000)
+                    .map(|_| rng.random_range(0..items.len()))
+                    .collect();
+                for &n in &moved {
+                    step(&mut rng, &mut items[n]);
+                }
+                for viewer in viewers.iter_mut() {
+                    step(&mut rng, viewer);
+                }
+                let start = Instant::now();
+                for &n in &moved {
+                    grid.set_item(ReplicationId::from_raw(n as u64), items[n]);
+                }
+                for (n, &c) in viewers.iter().enumerate() {
+                    grid.set_viewer(n as u64, c, radius);
+                }
+                let mut events = 0u64;
+                grid.update(|_, _, _| events += 1);
+                black_box(events);
+                spent += start.elapsed();
+            }
+            spent
+        });
+    });
+    drop(grid);
 
     // Joins: the world of 100 000 long past its ring, and the 1 000 the
     // client sees alone.

@@ -103,6 +103,9 @@ pub struct InterestGrid {
     /// Viewers whose area spans more than [`WIDE_CELLS`] cells: listed in
     /// no cell, tested against every item that moves.
     wide: Vec<usize>,
+    /// The items entering or leaving the viewer being refreshed (a list
+    /// kept from refresh to refresh).
+    changes: Vec<ReplicationId>,
 }
 
 /// The most cells a viewer's area is listed in; a wider one is tested
@@ -115,13 +118,19 @@ type Cell = (i32, i32);
 #[derive(Clone, Copy, Debug)]
 struct Item {
     position: [f32; 2],
-    /// The cell it is listed in (`None`: a position that is not finite).
+    /// The cell it is listed in (`None`: a position that is not finite,
+    /// or not listed yet).
     cell: Option<Cell>,
+    /// Its place in that cell's lists.
+    slot: usize,
 }
 
 #[derive(Clone, Debug, Default)]
 struct CellContents {
     items: Vec<ReplicationId>,
+    /// The items' positions, in the same order: a viewer's refresh reads
+    /// them here, not from the grid's map of every item.
+    positions: Vec<[f32; 2]>,
     /// The viewers whose area (radius and margin) covers the cell.
     viewers: Vec<usize>,
 }
@@ -187,6 +196,7 @@ impl InterestGrid {
             moved: HashMap::new(),
             moved_viewers: HashSet::new(),
             wide: Vec::new(),
+            changes: Vec::new(),
         }
     }
 
@@ -218,6 +228,7 @@ impl InterestGrid {
                     Item {
                         position,
                         cell: None,
+                        slot: 0,
                     },
                 );
                 self.moved.entry(id).or_insert(None);
@@ -345,8 +356,33 @@ impl InterestGrid {
                 if let Some(was) = was {
                     self.unlist_item(id, was);
                 }
-                if let Some(cell) = cell {
-                    self.cells.entry(cell).or_default().items.push(id);
+                if let (Some(cell), Some(position)) = (cell, now) {
+                    let contents = self.cells.entry(cell).or_default();
+                    let slot = contents.items.len();
+                    contents.items.push(id);
+                    contents.positions.push(position);
+                    if let Some(item) = self.items.get_mut(&id) {
+                        item.slot = slot;
+                    }
+                }
+            } else if let (Some(cell), Some(position)) = (cell, now)
+                && let Some(contents) = self.cells.get_mut(&cell)
+            {
+                // Moved within its cell: its listed position follows. (An
+                // item removed and set again since the last update is
+                // listed here, its place not known: it is looked for.)
+                let known = self
+                    .items
+                    .get(&id)
+                    .filter(|item| item.cell == Some(cell))
+                    .map(|item| item.slot)
+                    .filter(|&slot| contents.items.get(slot) == Some(&id));
+                let slot = known.or_else(|| contents.items.iter().position(|&other| other == id));
+                if let Some(slot) = slot {
+                    contents.positions[slot] = position;
+                    if let Some(item) = self.items.get_mut(&id) {
+                        item.slot = slot;
+                    }
                 }
             }
             if let Some(item) = self.items.get_mut(&id) {
@@ -391,8 +427,10 @@ impl InterestGrid {
         }
     }
 
-    /// Recomputes viewer `v`'s set from the cells its area covers, and
-    /// relists it in them.
+    /// Brings viewer `v`'s set up to date with the items of the cells its
+    /// area covers (tested at the positions the cells list, with no lookup
+    /// per item), changing only what enters or leaves, and relists it in
+    /// them.
     fn refresh_viewer(
         &mut self,
         v: usize,
@@ -430,10 +468,15 @@ impl InterestGrid {
             return;
         };
         viewer.listed = rect;
-        let mut now = HashSet::with_capacity(viewer.visible.len());
+        // The set is diffed in place: each item of the area's cells is
+        // tested once, and only those that enter or leave touch the set.
+        let mut changes = core::mem::take(&mut self.changes);
+        let mut confirmed = 0;
         let mut test = |id: ReplicationId, position: [f32; 2]| {
-            if viewer.sees(position, viewer.visible.contains(&id), margin) {
-                now.insert(id);
+            let seen = viewer.visible.contains(&id);
+            confirmed += usize::from(seen);
+            if viewer.sees(position, seen, margin) != seen {
+                changes.push(id);
             }
         };
         match rect {
@@ -447,25 +490,31 @@ impl InterestGrid {
                     let Some(contents) = self.cells.get(&cell) else {
                         continue;
                     };
-                    for &id in &contents.items {
-                        if let Some(item) = self.items.get(&id) {
-                            test(id, item.position);
-                        }
+                    for (&id, &position) in contents.items.iter().zip(&contents.positions) {
+                        test(id, position);
                     }
                 }
             }
         }
-        for &id in &viewer.visible {
-            if !now.contains(&id) {
-                events(v, id, Relevance::Leave);
-            }
+        // Items it saw that no cell of its area lists (gone, or far away)
+        // leave too.
+        if confirmed < viewer.visible.len() {
+            let scanned = |id: &ReplicationId| match (self.items.get(id), rect) {
+                (Some(_), Some(rect)) if rect.is_wide() => true,
+                (Some(item), Some(rect)) => item.cell.is_some_and(|cell| rect.contains(cell)),
+                _ => false,
+            };
+            changes.extend(viewer.visible.iter().filter(|id| !scanned(id)));
         }
-        for &id in &now {
-            if !viewer.visible.contains(&id) {
+        for id in changes.drain(..) {
+            if viewer.visible.remove(&id) {
+                events(v, id, Relevance::Leave);
+            } else {
+                viewer.visible.insert(id);
                 events(v, id, Relevance::Enter);
             }
         }
-        viewer.visible = now;
+        self.changes = changes;
     }
 
     /// Takes viewer `v` off the cells of `old` that `keep` does not cover.
@@ -483,15 +532,33 @@ impl InterestGrid {
         }
     }
 
-    /// Takes item `id` off cell `cell`'s list.
+    /// Takes item `id` off cell `cell`'s lists. An item still on the grid
+    /// knows its place there; a removed one is looked for.
     fn unlist_item(&mut self, id: ReplicationId, cell: Cell) {
-        if let Some(contents) = self.cells.get_mut(&cell) {
-            if let Some(pos) = contents.items.iter().position(|&other| other == id) {
-                contents.items.swap_remove(pos);
-            }
-            if contents.viewers.is_empty() && contents.items.is_empty() {
-                self.cells.remove(&cell);
-            }
+        let Some(contents) = self.cells.get_mut(&cell) else {
+            return;
+        };
+        let known = self
+            .items
+            .get(&id)
+            .filter(|item| item.cell == Some(cell))
+            .map(|item| item.slot)
+            .filter(|&slot| contents.items.get(slot) == Some(&id));
+        let Some(slot) = known.or_else(|| contents.items.iter().position(|&other| other == id))
+        else {
+            return;
+        };
+        contents.items.swap_remove(slot);
+        contents.positions.swap_remove(slot);
+        // The last item took its place.
+        if let Some(&moved) = contents.items.get(slot)
+            && let Some(item) = self.items.get_mut(&moved)
+            && item.cell == Some(cell)
+        {
+            item.slot = slot;
+        }
+        if contents.viewers.is_empty() && contents.items.is_empty() {
+            self.cells.remove(&cell);
         }
     }
 

@@ -11,6 +11,8 @@ use proptest::prelude::*;
 #[derive(Clone, Debug)]
 enum Op {
     SetItem(u8, [f32; 2]),
+    /// Moves an item on the grid by a small step (often within its cell).
+    Nudge(u8, [f32; 2]),
     RemoveItem(u8),
     SetViewer(u8, [f32; 2], f32),
     RemoveViewer(u8),
@@ -30,6 +32,7 @@ fn coord() -> impl Strategy<Value = f32> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..40, [coord(), coord()]).prop_map(|(i, p)| Op::SetItem(i, p)),
+        4 => (0u8..40, [-4.0f32..4.0, -4.0f32..4.0]).prop_map(|(i, d)| Op::Nudge(i, d)),
         1 => (0u8..40).prop_map(Op::RemoveItem),
         2 => (0u8..5, [coord(), coord()], prop_oneof![0.0f32..150.0, Just(-1.0), Just(1e9)])
             .prop_map(|(v, c, r)| Op::SetViewer(v, c, r)),
@@ -114,6 +117,13 @@ proptest! {
                 Op::SetItem(i, p) => {
                     grid.set_item(id(i), p);
                     reference.items.insert(i, p);
+                }
+                Op::Nudge(i, [dx, dy]) => {
+                    if let Some(&[x, y]) = reference.items.get(&i) {
+                        let p = [x + dx, y + dy];
+                        grid.set_item(id(i), p);
+                        reference.items.insert(i, p);
+                    }
                 }
                 Op::RemoveItem(i) => {
                     grid.remove_item(id(i));

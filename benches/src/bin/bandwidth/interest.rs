@@ -132,6 +132,14 @@ impl Results {
                 );
             }
         }
+        if let Some(grid) = self.cpu("interest/grid_walking_100k") {
+            let _ = writeln!(
+                md,
+                "| the grid alone, every viewer walking: 10 000 agents and 256 viewers move a unit, `update` \
+                 (criterion `interest/grid_walking_100k`) | {:.2} ms | | | |",
+                grid / 1e6,
+            );
+        }
         match (
             self.cpu("interest/join_scoped_100k"),
             self.cpu("interest/join_separate_1k"),
