@@ -135,6 +135,20 @@ struct CellContents {
     viewers: Vec<usize>,
 }
 
+impl CellContents {
+    /// Where item `id` (`item` if the grid has it) is in the lists of
+    /// this cell, `cell`: the place it knows, if it is listed here by it,
+    /// else looked for (an item removed, or removed and set again, since
+    /// the last update).
+    fn place_of(&self, id: ReplicationId, item: Option<&Item>, cell: Cell) -> Option<usize> {
+        let known = item
+            .filter(|item| item.cell == Some(cell))
+            .map(|item| item.slot)
+            .filter(|&slot| self.items.get(slot) == Some(&id));
+        known.or_else(|| self.items.iter().position(|&other| other == id))
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Viewer {
     center: [f32; 2],
@@ -371,14 +385,7 @@ impl InterestGrid {
                 // Moved within its cell: its listed position follows. (An
                 // item removed and set again since the last update is
                 // listed here, its place not known: it is looked for.)
-                let known = self
-                    .items
-                    .get(&id)
-                    .filter(|item| item.cell == Some(cell))
-                    .map(|item| item.slot)
-                    .filter(|&slot| contents.items.get(slot) == Some(&id));
-                let slot = known.or_else(|| contents.items.iter().position(|&other| other == id));
-                if let Some(slot) = slot {
+                if let Some(slot) = contents.place_of(id, self.items.get(&id), cell) {
                     contents.positions[slot] = position;
                     if let Some(item) = self.items.get_mut(&id) {
                         item.slot = slot;
@@ -538,14 +545,7 @@ impl InterestGrid {
         let Some(contents) = self.cells.get_mut(&cell) else {
             return;
         };
-        let known = self
-            .items
-            .get(&id)
-            .filter(|item| item.cell == Some(cell))
-            .map(|item| item.slot)
-            .filter(|&slot| contents.items.get(slot) == Some(&id));
-        let Some(slot) = known.or_else(|| contents.items.iter().position(|&other| other == id))
-        else {
+        let Some(slot) = contents.place_of(id, self.items.get(&id), cell) else {
             return;
         };
         contents.items.swap_remove(slot);
