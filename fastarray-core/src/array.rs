@@ -157,11 +157,19 @@ impl<T> FastArray<T> {
     }
 
     /// A server's array of these items, restored from a save: an
-    /// authority (it refuses deltas applied to it), with no connection.
+    /// authority (it refuses deltas applied to it), with no connection,
+    /// its items `owned` owned by their clients as of the save's commit.
     #[cfg(feature = "serde")]
-    pub(crate) fn restored(store: Store<T>) -> Self {
+    pub(crate) fn restored(
+        store: Store<T>,
+        owned: impl Iterator<Item = (ReplicationId, u64)>,
+    ) -> Self {
+        let mut sender = Box::<Sender>::default();
+        for (id, owner) in owned {
+            sender.owners.restore(id, owner);
+        }
         Self {
-            sender: Some(Box::default()),
+            sender: Some(sender),
             ..Self::from_store(store)
         }
     }
@@ -228,11 +236,10 @@ impl<T> FastArray<T> {
     /// since the last commit (writes that restored equal values included),
     /// or an item's owner set ([`set_owner`](Self::set_owner)).
     pub fn has_uncommitted_work(&self) -> bool {
-        self.store.has_uncommitted_work()
-            || self
-                .sender
-                .as_deref()
-                .is_some_and(|sender| sender.owners.has_staged())
+        match self.sender.as_deref() {
+            Some(sender) => sender.has_uncommitted_work(&self.store),
+            None => self.store.has_uncommitted_work(),
+        }
     }
 
     /// Removes the item and returns it. O(1): the last item moves into its

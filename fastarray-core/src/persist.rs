@@ -204,9 +204,7 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
             .filter_map(|item| Some((item.id, item.owner?)))
             .collect();
         let store = Store::restore(array, form.items).map_err(D::Error::custom)?;
-        let mut array = FastArray::restored(store);
-        array.restore_owners(owned.into_iter());
-        Ok(array)
+        Ok(FastArray::restored(store, owned.into_iter()))
     }
 }
 
@@ -251,8 +249,10 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for Replicated<T> {
             value: form.value,
         };
         let store = Store::restore(array, vec![item]).map_err(D::Error::custom)?;
-        let mut array = FastArray::restored(store);
-        array.restore_owners(form.owner.map(|owner| (OBJECT_ID, owner)).into_iter());
-        Ok(Replicated::from_array(array))
+        let owned = form.owner.map(|owner| (OBJECT_ID, owner));
+        Ok(Replicated::from_array(FastArray::restored(
+            store,
+            owned.into_iter(),
+        )))
     }
 }

@@ -5,6 +5,7 @@ use crate::codec::BitCodec;
 use crate::error::{DecodeError, EncodeError};
 use crate::inner_array::InnerArray;
 use crate::mask::FieldMask;
+use crate::send_state::audience::{Audience, Owners};
 
 /// Whether `a` and `b` encode to the same bits (`false` if either cannot
 /// be encoded).
@@ -356,5 +357,31 @@ pub trait Replicate: BitCodec {
         Self: Sized,
     {
         let _ = visit;
+    }
+}
+
+/// The audience rule of item type `T` on an array whose items `owners`
+/// owns (`None`: nobody owns anything, as for a snapshot read by anyone).
+pub(crate) fn audience<T: Replicate>(owners: Option<&Owners>) -> Audience<'_> {
+    Audience::new(
+        FieldMask::all(T::FIELD_COUNT),
+        T::OWNER_ONLY,
+        T::SKIP_OWNER,
+        owners,
+    )
+}
+
+/// Encodes the fields `fields` of `value` as a whole value carries them:
+/// every field as [`BitCodec::encode`] writes it, some as
+/// [`Replicate::encode_fields`] does.
+pub(crate) fn encode_whole<T: Replicate>(
+    value: &T,
+    fields: FieldMask,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    if fields == FieldMask::all(T::FIELD_COUNT) {
+        value.encode(writer)
+    } else {
+        value.encode_fields(fields, writer)
     }
 }

@@ -22,9 +22,9 @@ use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
-use crate::replicate::Replicate;
+use crate::replicate::{Replicate, audience, encode_whole};
 use crate::send_state::SendState;
-use crate::send_state::audience::{Audience, Owners};
+use crate::send_state::audience::Owners;
 use crate::store::{Slot, Store};
 use crate::wire::MessageKind;
 use crate::wire::frame::read_long_frame;
@@ -65,15 +65,14 @@ pub(crate) fn encode_body<T: Replicate>(
     writer.write_varint(store.len() as u64);
     let mut order: Vec<&Slot<T>> = store.slots().iter().collect();
     order.sort_unstable_by_key(|slot| slot.id);
-    let all = FieldMask::all(T::FIELD_COUNT);
-    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, owners);
+    let audience = audience::<T>(owners);
     let mut next = 0u64;
     for slot in order {
         write_id(writer, slot.id, &mut next);
         let mut result = if audience.applies() {
             let owns = audience.owns(client, slot.id);
             writer.write_bool(owns);
-            encode_visible(&slot.value, audience.fields_for(owns), writer)
+            encode_whole(&slot.value, audience.fields_for(owns), writer)
         } else {
             slot.value.encode(writer)
         };
@@ -85,19 +84,6 @@ pub(crate) fn encode_body<T: Replicate>(
         result.map_err(|error| (slot.id, error))?;
     }
     Ok(())
-}
-
-/// Encodes the fields `fields` of `value`: all of them as a whole value.
-fn encode_visible<T: Replicate>(
-    value: &T,
-    fields: FieldMask,
-    writer: &mut BitWriter<'_>,
-) -> Result<(), EncodeError> {
-    if fields == FieldMask::all(T::FIELD_COUNT) {
-        value.encode(writer)
-    } else {
-        value.encode_fields(fields, writer)
-    }
 }
 
 /// Reads what [`encode_body`] wrote: the items, and the snapshot's frame.
@@ -112,7 +98,7 @@ pub(crate) fn decode_body<T: Replicate>(
     let frame = read_long_frame(reader)?;
     let claimed = reader.read_varint()?;
     let all = FieldMask::all(T::FIELD_COUNT);
-    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
+    let audience = audience::<T>(None);
     // Each item costs at least a one-bit id gap plus its fields (with
     // audience fields, one bit saying which of them it carries, and maybe
     // none of its fields' minimum), and two bits (frame and count) per

@@ -75,16 +75,6 @@ impl<T: Replicate> FastArray<T> {
 }
 
 impl<T> FastArray<T> {
-    /// Makes the items of `owned` owned by their clients at once, as a save
-    /// says they were at its last commit.
-    #[cfg(feature = "serde")]
-    pub(crate) fn restore_owners(&mut self, owned: impl Iterator<Item = (ReplicationId, u64)>) {
-        let sender = self.sender.get_or_insert_with(Box::default);
-        for (id, owner) in owned {
-            sender.owners.restore(id, owner);
-        }
-    }
-
     /// Who owns which item (`None` before anything was ever sent or
     /// owned).
     pub(crate) fn owners(&self) -> Option<&Owners> {

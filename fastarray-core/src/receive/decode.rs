@@ -10,8 +10,7 @@ use crate::inner_array::InnerDelta;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
-use crate::replicate::Replicate;
-use crate::send_state::audience::Audience;
+use crate::replicate::{Replicate, audience};
 use crate::send_state::scope::MAX_DETAIL;
 use crate::store::{Near, Store};
 use crate::wire::MessageKind;
@@ -507,8 +506,7 @@ fn read_whole_fields<T: Replicate>(reader: &mut BitReader<'_>) -> Result<FieldMa
 /// the fields of a detail level, less those the audience rule denies an
 /// owner or a non-owner.
 fn sendable_whole<T: Replicate>(fields: FieldMask) -> bool {
-    let all = FieldMask::all(T::FIELD_COUNT);
-    let audience = Audience::new(all, T::OWNER_ONLY, T::SKIP_OWNER, None);
+    let audience = audience::<T>(None);
     (0..=MAX_DETAIL).any(|level| {
         let mask = T::detail_mask(level);
         [false, true]

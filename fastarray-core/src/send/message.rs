@@ -10,7 +10,7 @@ use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
-use crate::replicate::Replicate;
+use crate::replicate::{Replicate, encode_whole};
 use crate::send_state::pending::Work;
 use crate::send_state::retirement::RecordEntry;
 use crate::send_state::{Removal, SendState};
@@ -84,14 +84,12 @@ impl Message<'_> {
         writer: &mut BitWriter<'_>,
     ) -> Result<Option<FrameRecord>, SendError> {
         let entries = frame_entries::<T>(changes, allowed);
-        let whole_fields = allowed;
         let common = common_fields(entries.clone().map(|(_, work)| work));
         let wires = entries.clone().map(|(id, _)| id);
         let mut list = self.write_head(state, writer, wires, common);
         let mut whole = Vec::new();
         let mut changed = Vec::with_capacity(entries.len());
         let mut near = Near::default();
-        let all = FieldMask::all(T::FIELD_COUNT);
         for (id, work) in entries {
             // A commit's changes name live items only, and nothing has
             // changed since the commit.
@@ -100,7 +98,7 @@ impl Message<'_> {
                 return Ok(None);
             };
             let slot = store.slot(pos);
-            self.write_entry_head(state, writer, &mut list, (id, id, work, whole_fields));
+            self.write_entry_head(state, writer, &mut list, (id, id, work, allowed));
             let encoded = match work {
                 Work::Fields(mask) => {
                     changed.push((id, mask));
@@ -108,11 +106,7 @@ impl Message<'_> {
                 }
                 _ => {
                     whole.push(RecordEntry::new(id, work, slot.key, self.frame, self.frame));
-                    if whole_fields == all {
-                        slot.value.encode(writer)
-                    } else {
-                        slot.value.encode_fields(whole_fields, writer)
-                    }
+                    encode_whole(&slot.value, allowed, writer)
                 }
             };
             encoded.map_err(|error| SendError::Encode { id, error })?;

@@ -20,8 +20,8 @@ use crate::error::SendError;
 use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
-use crate::replicate::Replicate;
-use crate::send_state::audience::{Audience, Owners};
+use crate::replicate::{Replicate, audience};
+use crate::send_state::audience::Owners;
 use crate::send_state::pending::Work;
 use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
@@ -66,6 +66,12 @@ impl Sender {
 }
 
 impl Sender {
+    /// Whether `store`'s array has work since its last commit: changes of
+    /// its items, or moves of their owners.
+    pub(crate) fn has_uncommitted_work<T>(&self, store: &Store<T>) -> bool {
+        store.has_uncommitted_work() || self.owners.has_staged()
+    }
+
     /// Writes into `writer` the delta that brings `state`'s client up to
     /// date with `store`, within `budget` if given, and records that
     /// `packet` carries it. On error nothing is written and nothing is
@@ -93,7 +99,7 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
-        if store.has_uncommitted_work() || self.owners.has_staged() {
+        if self.has_uncommitted_work(store) {
             return Err(SendError::Uncommitted);
         }
         if state.has_in_flight(packet) {
@@ -131,7 +137,7 @@ impl Sender {
 
         let mut scratch = core::mem::take(&mut self.scratch);
         scratch.clear();
-        let audience = Audience::new(all_fields, T::OWNER_ONLY, T::SKIP_OWNER, Some(&self.owners));
+        let audience = audience::<T>(Some(&self.owners));
         let planned = plan(
             store,
             &mut self.encoded,
@@ -258,12 +264,7 @@ impl Sender {
         // may be sent; the owners of items whose entries would differ for
         // them (an add, a new shape, a change of audience fields) write
         // their own.
-        let audience = Audience::new(
-            FieldMask::all(T::FIELD_COUNT),
-            T::OWNER_ONLY,
-            T::SKIP_OWNER,
-            Some(&self.owners),
-        );
+        let audience = audience::<T>(Some(&self.owners));
         let excluded = if audience.applies() {
             let differs = audience.moving() | T::STRUCTURE;
             let ids = changes

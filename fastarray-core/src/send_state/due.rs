@@ -126,8 +126,7 @@ impl SendState {
         while let Some(record) = self.retirement.take_expired(frame) {
             self.retire_lost(record);
         }
-        let fresh = self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty();
-        if fresh && self.scope.is_some() && !self.views.uses_handles() {
+        if self.is_fresh() && self.scope.is_some() && !self.views.uses_handles() {
             self.views.start_handles();
         }
     }

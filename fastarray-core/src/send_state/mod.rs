@@ -249,8 +249,14 @@ impl SendState {
     /// Whether [`set_client`](Self::set_client) may name `client`: it
     /// already serves it, or nothing was written yet.
     pub(crate) fn may_serve(&self, client: u64) -> bool {
-        self.client == Some(client)
-            || (self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty())
+        self.client == Some(client) || self.is_fresh()
+    }
+
+    /// Whether nothing was written for the connection and its client holds
+    /// nothing (it did not join by snapshot either): what it is sent next
+    /// is its first message.
+    fn is_fresh(&self) -> bool {
+        self.written_frame == 0 && self.views.len() == 0 && self.retirement.is_empty()
     }
 
     /// The client this connection serves ([`set_client`](Self::set_client)),

@@ -61,10 +61,7 @@ impl SendState {
     /// a scope given to it next starts empty in O(1), however many items
     /// the array holds. Returns whether the connection was such a one.
     pub(crate) fn skip_history(&mut self, frame: u64) -> bool {
-        let fresh = self.written_frame == 0
-            && self.views.len() == 0
-            && self.retirement.is_empty()
-            && !self.has_work_due();
+        let fresh = self.is_fresh() && !self.has_work_due();
         if fresh {
             self.cursor = frame + 1;
         }

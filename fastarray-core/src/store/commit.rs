@@ -6,7 +6,8 @@ use super::{Near, SlotState, Store};
 use crate::changeset::Changeset;
 use crate::history::History;
 use crate::id::ReplicationId;
-use crate::replicate::Replicate;
+use crate::mask::FieldMask;
+use crate::replicate::{Replicate, audience};
 
 impl<T: Replicate> Store<T> {
     /// Ends the frame: works out what was added, removed and changed since
@@ -68,9 +69,10 @@ impl<T: Replicate> Store<T> {
         changes.removed.append(&mut self.work.removed);
         // Pushes happen in id order, so `added` is already sorted.
         changes.removed.sort_unstable();
-        let marks = !(T::OWNER_ONLY | T::SKIP_OWNER).is_empty() && !moved.is_empty();
+        let moving = audience::<T>(None).moving();
+        let marks = !moving.is_empty() && !moved.is_empty();
         if marks {
-            self.mark_moved(moved, &mut changes);
+            self.mark_moved(moved, moving, &mut changes);
         }
         changes.changed.sort_unstable_by_key(|&(id, _)| id);
         if marks {
@@ -91,11 +93,11 @@ impl<T: Replicate> Store<T> {
     }
 
     /// Items `moved` changed owner this frame (`changes`): each one not
-    /// added this frame is a change of its audience fields, its key bumped.
-    /// Apart from `commit`, which it would otherwise slow for every type.
+    /// added this frame is a change of its audience fields (`moving`), its
+    /// key bumped. Apart from `commit`, which it would otherwise slow for
+    /// every type.
     #[inline(never)]
-    fn mark_moved(&mut self, moved: &[ReplicationId], changes: &mut Changeset) {
-        let audience = T::OWNER_ONLY | T::SKIP_OWNER;
+    fn mark_moved(&mut self, moved: &[ReplicationId], moving: FieldMask, changes: &mut Changeset) {
         for &id in moved {
             // An add goes whole anyway.
             if changes.added.binary_search(&id).is_ok() {
@@ -109,7 +111,7 @@ impl<T: Replicate> Store<T> {
                 slot.key = slot.key.next();
                 slot.frame_mark = self.frame;
             }
-            changes.changed.push((id, audience));
+            changes.changed.push((id, moving));
         }
     }
 
