@@ -364,20 +364,21 @@ impl InterestGrid {
         let moved = core::mem::take(&mut self.moved);
         let mut near: Vec<usize> = Vec::new();
         for (&id, &was) in &moved {
-            let now = self.items.get(&id).map(|item| item.position);
+            // Read once, written once: the item's place in its cell's lists
+            // (others' places move as items leave those lists).
+            let item = self.items.get(&id).copied();
+            let now = item.map(|item| item.position);
             let cell = now.and_then(|position| self.cell_of(position));
+            let mut slot = item.map_or(0, |item| item.slot);
             if was != cell {
                 if let Some(was) = was {
                     self.unlist_item(id, was);
                 }
                 if let (Some(cell), Some(position)) = (cell, now) {
                     let contents = self.cells.entry(cell).or_default();
-                    let slot = contents.items.len();
+                    slot = contents.items.len();
                     contents.items.push(id);
                     contents.positions.push(position);
-                    if let Some(item) = self.items.get_mut(&id) {
-                        item.slot = slot;
-                    }
                 }
             } else if let (Some(cell), Some(position)) = (cell, now)
                 && let Some(contents) = self.cells.get_mut(&cell)
@@ -385,15 +386,14 @@ impl InterestGrid {
                 // Moved within its cell: its listed position follows. (An
                 // item removed and set again since the last update is
                 // listed here, its place not known: it is looked for.)
-                if let Some(slot) = contents.place_of(id, self.items.get(&id), cell) {
-                    contents.positions[slot] = position;
-                    if let Some(item) = self.items.get_mut(&id) {
-                        item.slot = slot;
-                    }
+                if let Some(found) = contents.place_of(id, item.as_ref(), cell) {
+                    contents.positions[found] = position;
+                    slot = found;
                 }
             }
             if let Some(item) = self.items.get_mut(&id) {
                 item.cell = cell;
+                item.slot = slot;
             }
             near.clear();
             near.extend(&self.wide);
