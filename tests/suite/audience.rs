@@ -963,99 +963,98 @@ mod privacy {
 }
 
 // The same over a lossy link for a replicated object whose owner moves
-// between the client and someone else, with bit budgets now and then.
+// between the client and someone else, half the seeds under a bit budget:
+// the test kit's `ObjectSession`, its logic noting at every write what
+// the client may be sent, its mirror's callbacks checking every value that
+// arrives.
 mod object_privacy {
+    use std::cell::RefCell;
     use std::collections::BTreeSet;
+    use std::rc::Rc;
 
-    use fastarray::{Replicated, SendState};
-    use fastarray_testkit::drive::{self, Session};
-    use fastarray_testkit::link::{LinkProfile, Report};
-    use rand::{Rng, SeedableRng};
+    use fastarray::{Callbacks, FieldMask, Replicated, ReplicationId, SendState};
+    use fastarray_testkit::drive::{self, Logic, ObjectSession};
+    use fastarray_testkit::link::LinkProfile;
+    use rand::Rng;
     use rand_chacha::ChaCha8Rng;
 
     use super::Hero;
 
-    struct Private {
-        server: Replicated<Hero>,
-        conn: SendState,
-        client: Replicated<Hero>,
-        rng: ChaCha8Rng,
-        next: u32,
-        /// The ammo values written while the client owned the object, the
-        /// positions written while it did not.
+    /// The ammo values written while the client owned the object, the
+    /// positions written while it did not.
+    #[derive(Default)]
+    struct Allowed {
         ammo: BTreeSet<u32>,
         pos: BTreeSet<i32>,
-        label: String,
     }
 
-    impl Session for Private {
-        fn mutate(&mut self, tick: u32) {
+    /// Changes a field a tick to a value never used before, and moves the
+    /// owner until the link is about to heal; notes what each write may
+    /// carry.
+    struct Moving {
+        next: u32,
+        allowed: Rc<RefCell<Allowed>>,
+    }
+
+    impl Logic<Replicated<Hero>> for Moving {
+        fn mutate(
+            &mut self,
+            server: &mut Replicated<Hero>,
+            _: &mut SendState,
+            rng: &mut ChaCha8Rng,
+            tick: u32,
+        ) {
             self.next += 1;
-            let next = self.next;
             {
-                let mut hero = self.server.get_mut();
-                match self.rng.random_range(0..3) {
-                    0 => hero.ammo = next,
-                    1 => hero.pos = next as i32,
+                let mut hero = server.get_mut();
+                match rng.random_range(0..3) {
+                    0 => hero.ammo = self.next,
+                    1 => hero.pos = self.next as i32,
                     _ => hero.hp += 1,
                 }
             }
-            // The owner moves, until the link is about to heal.
-            if tick < 149 && self.rng.random_bool(0.2) {
-                let owner = [None, Some(1), Some(2)][self.rng.random_range(0..3)];
-                self.server.set_owner(owner).unwrap();
+            if tick < 149 && rng.random_bool(0.2) {
+                let owner = [None, Some(1), Some(2)][rng.random_range(0..3)];
+                server.set_owner(owner).unwrap();
             }
         }
 
-        fn write(&mut self, packet: u32) -> Vec<u8> {
-            self.server.commit();
-            let hero = self.server.get();
-            if self.server.owner() == Some(1) {
-                self.ammo.insert(hero.ammo);
+        fn before_write(
+            &mut self,
+            server: &mut Replicated<Hero>,
+            _: &mut SendState,
+            _: &mut ChaCha8Rng,
+        ) {
+            let (hero, mut allowed) = (server.get(), self.allowed.borrow_mut());
+            if server.owner() == Some(1) {
+                allowed.ammo.insert(hero.ammo);
             } else {
-                self.pos.insert(hero.pos);
+                allowed.pos.insert(hero.pos);
             }
-            let mut bytes = Vec::new();
-            let written = if self.rng.random_bool(0.3) {
-                let budget = self.rng.random_range(20..200);
-                self.server
-                    .write_delta_with_budget(&mut self.conn, packet, &mut bytes, budget)
-            } else {
-                self.server.write_delta(&mut self.conn, packet, &mut bytes)
-            };
-            written.unwrap_or_else(|e| panic!("{}: {e}", self.label));
-            bytes
         }
+    }
 
-        fn apply(&mut self, bytes: &[u8]) {
-            self.client
-                .apply_delta(bytes, &mut ())
-                .unwrap_or_else(|e| panic!("{}: {e}", self.label));
-            let held = self.client.get();
+    /// The client's callbacks: every value that arrives must be allowed.
+    struct Checked {
+        allowed: Rc<RefCell<Allowed>>,
+        label: String,
+    }
+
+    impl Callbacks<Hero> for Checked {
+        fn post_change(&mut self, _: ReplicationId, held: &Hero, _: FieldMask) {
+            let allowed = self.allowed.borrow();
             assert!(
-                held.ammo == 0 || self.ammo.contains(&held.ammo),
+                held.ammo == 0 || allowed.ammo.contains(&held.ammo),
                 "{}: ammo {} reached a client that did not own it",
                 self.label,
                 held.ammo
             );
             assert!(
-                held.pos == 0 || self.pos.contains(&held.pos),
+                held.pos == 0 || allowed.pos.contains(&held.pos),
                 "{}: position {} reached the owner",
                 self.label,
                 held.pos
             );
-        }
-
-        fn report(&mut self, report: Report) {
-            report.tell(&mut self.conn);
-        }
-
-        fn idle_commit(&mut self) {
-            self.server.commit();
-        }
-
-        fn settled(&self) -> bool {
-            self.server.is_settled(&self.conn)
         }
     }
 
@@ -1066,16 +1065,19 @@ mod object_privacy {
                 let mut conn = SendState::new();
                 conn.set_client(1).unwrap();
                 let label = format!("{} seed {seed}", profile.name);
-                let mut session = Private {
-                    server: Replicated::new(Hero::default()),
-                    conn,
-                    client: Replicated::mirror(),
-                    rng: ChaCha8Rng::seed_from_u64(seed),
+                let allowed = Rc::new(RefCell::new(Allowed::default()));
+                let logic = Moving {
                     next: 0,
-                    ammo: BTreeSet::new(),
-                    pos: BTreeSet::new(),
+                    allowed: Rc::clone(&allowed),
+                };
+                let checked = Checked {
+                    allowed,
                     label: label.clone(),
                 };
+                let session = (Replicated::new(Hero::default()), conn, Replicated::mirror());
+                let mut session =
+                    ObjectSession::with_logic(session, seed, label.clone(), logic, checked);
+                session.budget = (seed % 2 == 1).then_some(96);
                 drive::drive(&profile, seed, 150, &mut session);
                 let (ours, theirs) = (session.server.get(), session.client.get());
                 let same = ours.hp == theirs.hp
