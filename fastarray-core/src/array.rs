@@ -15,6 +15,7 @@ use crate::send::sender::Sender;
 use crate::store::{ItemMut, Store};
 
 pub(crate) use limits::read_whole;
+pub use relay::FeedReport;
 pub use scope::ScopeMut;
 
 mod as_field;
@@ -22,6 +23,7 @@ mod delta;
 mod limits;
 mod mirror_state;
 mod owner;
+mod relay;
 mod role;
 mod scope;
 mod settle;
@@ -85,6 +87,22 @@ mod wire_eq;
 /// assert_eq!(changes.changed(), [(a, FieldMask::single(1))]);
 /// assert!(changes.added().is_empty() && changes.removed().is_empty());
 /// ```
+///
+/// # Relays
+///
+/// A third role serves clients for a server it follows, as UE5's
+/// multi-server proxy does: a [`relay`](FastArray::relay). The server
+/// writes its *feed* once a frame for all its relays
+/// ([`write_feed`](FastArray::write_feed): what the commit changed, every
+/// field, owners included) and a whole copy for a relay that joins or
+/// must resync ([`write_feed_snapshot`](FastArray::write_feed_snapshot)).
+/// The relay applies them ([`apply_feed`](FastArray::apply_feed)) in
+/// order, whatever order they come in, committing each as a frame of its
+/// own; it then writes deltas, snapshots and scopes for its own
+/// connections exactly as an authority does, with the server's ids, so a
+/// client cannot tell it from the server. Its own changes panic, as a
+/// mirror's do; [`set_owner`](FastArray::set_owner) returns
+/// [`SendError::Relay`](crate::SendError::Relay).
 ///
 /// [`push`]: FastArray::push
 /// [`remove`]: FastArray::remove
@@ -415,6 +433,12 @@ impl<T: Replicate> FastArray<T> {
     #[track_caller]
     pub fn commit(&mut self) -> &Changeset {
         self.expect_authority("FastArray::commit");
+        self.commit_frame()
+    }
+
+    /// Commits the frame's work: [`commit`](Self::commit) without the
+    /// check (a relay commits what its feed brought).
+    fn commit_frame(&mut self) -> &Changeset {
         let sender = self.sender.get_or_insert_with(Box::default);
         let moved = sender.owners.commit();
         self.store.commit(&mut sender.history, &moved);

@@ -23,6 +23,12 @@ pub struct Changeset {
     /// Ids pushed and removed within the frame (appearing nowhere above):
     /// a connection's scope may have taken one in before it went.
     pub(crate) vanished: Vec<ReplicationId>,
+    /// Items whose `#[replicate(initial_only)]` fields changed, with those
+    /// fields: no delta carries them (whole values do), a relay's feed
+    /// does. Empty for a type without such fields.
+    pub(crate) initial: Vec<(ReplicationId, FieldMask)>,
+    /// Items whose owner the commit moved, ascending.
+    pub(crate) moved: Vec<ReplicationId>,
 }
 
 impl Changeset {
@@ -34,6 +40,8 @@ impl Changeset {
         changed: Vec::new(),
         arrays_changed: Vec::new(),
         vanished: Vec::new(),
+        initial: Vec::new(),
+        moved: Vec::new(),
     };
 
     /// The frame (commit number, starting at 1) this changeset ends.
@@ -78,5 +86,7 @@ impl Changeset {
         self.changed.clear();
         self.arrays_changed.clear();
         self.vanished.clear();
+        self.initial.clear();
+        self.moved.clear();
     }
 }

@@ -148,6 +148,13 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A feed message applied to an array that is not a relay
+    /// ([`FastArray::relay`](crate::FastArray::relay)). Nothing was read or
+    /// changed.
+    NotARelay {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// A message that would take a mirror past one of the
     /// [`MirrorLimits`](crate::MirrorLimits) its game set: refused while
     /// it was decoded, before the memory it would take was allocated.
@@ -288,6 +295,11 @@ impl fmt::Display for DecodeError {
             Self::MissingObject => write!(
                 f,
                 "a replicated object's snapshot holds no object (it is an empty array's snapshot)"
+            ),
+            Self::NotARelay { type_name } => write!(
+                f,
+                "a feed message applied to an array of `{type_name}` that is not a relay: \
+                 make it with FastArray::relay()"
             ),
             Self::NotAMirror { type_name } => write!(
                 f,
@@ -450,6 +462,19 @@ pub enum SendError {
     /// client: which owner-only fields its client holds was chosen for
     /// that one. Name the client before the first write.
     ClientAfterWrite,
+    /// A change of owners asked of a relay
+    /// ([`FastArray::relay`](crate::FastArray::relay)), whose items and
+    /// owners follow its server's feed: change the server's.
+    Relay {
+        /// The array's item type.
+        type_name: &'static str,
+    },
+    /// A feed asked of an array whose items have `#[replicate(array)]`
+    /// fields: relays do not follow those yet.
+    FeedUnsupported {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -484,6 +509,14 @@ impl fmt::Display for SendError {
             Self::ScopedSnapshot => f.write_str(
                 "this connection has a scope, and a snapshot holds every item and every field: \
                  join a scoped connection by delta (its first deltas carry its scope's items whole)",
+            ),
+            Self::Relay { type_name } => write!(
+                f,
+                "a relay of `{type_name}` follows its server's feed: change owners on the server"
+            ),
+            Self::FeedUnsupported { type_name } => write!(
+                f,
+                "`{type_name}` has #[replicate(array)] fields, which a feed does not carry yet"
             ),
             Self::ClientAfterWrite => f.write_str(
                 "this connection already wrote under another client: name its client (set_client) \

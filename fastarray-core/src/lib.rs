@@ -31,6 +31,7 @@ mod changeset;
 mod codec;
 mod connection;
 mod error;
+mod feed_message;
 mod field_costs;
 mod handshake;
 mod history;
@@ -60,7 +61,7 @@ mod store;
 mod wire;
 
 pub use ack::{AckConfig, AckError, AckEvent, AckHeader, Acks, LinkStats};
-pub use array::{FastArray, ScopeMut};
+pub use array::{FastArray, FeedReport, ScopeMut};
 pub use bits::{BitReader, BitWriter, MAX_DEPTH, zigzag_decode, zigzag_encode};
 #[cfg(feature = "bitstream-io")]
 pub use bitstream::{BitstreamError, MAX_MESSAGE_BITS};
@@ -96,7 +97,9 @@ pub use interest_grid::{InterestGrid, Relevance};
 pub use iter::{Ids, Iter, IterMut};
 pub use limits::MirrorLimits;
 pub use mask::FieldMask;
-pub use receive_state::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent, MirrorState};
+pub use receive_state::{
+    ApplyReport, ArrayOwner, Callbacks, FeedStats, InnerChange, InnerEvent, MirrorState,
+};
 pub use replicate::Replicate;
 pub use replicated::{ObjectMut, Replicated};
 #[cfg(feature = "encryption")]

@@ -308,6 +308,27 @@ impl<T> Store<T> {
         id
     }
 
+    /// Adds an item with id `id`, which another array gave it (a relay's
+    /// server): recorded as an add, as [`push`](Self::push) does, and no
+    /// later push takes `id` or an id below it. `id` must not be held.
+    pub(crate) fn push_given(&mut self, id: ReplicationId, value: T) {
+        debug_assert!(!self.index.contains_key(&id));
+        self.next_id = self.next_id.max(id.to_raw().saturating_add(1));
+        self.insert_slot(id, SlotState::Added, value);
+        self.work.added.push(id);
+    }
+
+    /// The id the next push takes.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// A relay's next id follows its server's: no push takes an id below
+    /// `next_id`.
+    pub(crate) fn raise_next_id(&mut self, next_id: u64) {
+        self.next_id = self.next_id.max(next_id);
+    }
+
     pub(crate) fn remove(&mut self, id: ReplicationId) -> Option<T> {
         let slot = self.take_slot(id)?;
         if slot.state != SlotState::Added {

@@ -44,7 +44,7 @@ const LAYERS: &[&[&str]] = &[
     &["replicate"],
     &["pre_image", "store", "iter"],
     // The writer, the mirror's decoding and applying, snapshot messages.
-    &["send", "receive", "snapshot_message"],
+    &["send", "receive", "snapshot_message", "feed_message"],
     &["array"],
     // What the arrays' fields cost (measured through the facade).
     &["replicated", "persist", "handshake", "field_costs"],

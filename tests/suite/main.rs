@@ -32,6 +32,7 @@ mod objects;
 mod pre_images;
 mod protocol;
 mod references;
+mod relay;
 mod schema;
 mod scope;
 mod secure;

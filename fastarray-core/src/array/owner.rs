@@ -30,7 +30,8 @@ impl<T: Replicate> FastArray<T> {
     /// done if not).
     ///
     /// # Errors
-    /// [`SendError::NotAnAuthority`] on a mirror.
+    /// [`SendError::NotAnAuthority`] on a mirror, [`SendError::Relay`] on a
+    /// relay (its owners are its server's).
     ///
     /// ```
     /// use fastarray_core::{FastArray, SendState};
@@ -65,6 +66,11 @@ impl<T: Replicate> FastArray<T> {
     /// ```
     pub fn set_owner(&mut self, id: ReplicationId, owner: Option<u64>) -> Result<bool, SendError> {
         self.expect_writer()?;
+        if self.is_relay() {
+            return Err(SendError::Relay {
+                type_name: T::TYPE_NAME,
+            });
+        }
         if self.store.position(id).is_none() {
             return Ok(false);
         }

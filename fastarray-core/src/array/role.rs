@@ -58,6 +58,9 @@ impl<T> FastArray<T> {
         if self.is_mirror() {
             refuse_on_mirror(what, core::any::type_name::<T>());
         }
+        if self.is_relay() {
+            refuse_on_relay(what, core::any::type_name::<T>());
+        }
     }
 }
 
@@ -92,5 +95,16 @@ fn refuse_on_mirror(what: &str, type_name: &str) -> ! {
         "{what} on a mirror of `{type_name}`: a mirror follows its server through apply_delta, \
          and the next delta would overwrite or collide with local changes. Change the server's \
          copy instead (reordering a FastArray with swap or sort_by is allowed)."
+    )
+}
+
+/// The panic of a local change to a relay.
+#[cold]
+#[track_caller]
+fn refuse_on_relay(what: &str, type_name: &str) -> ! {
+    panic!(
+        "{what} on a relay of `{type_name}`: a relay follows its server through apply_feed, \
+         and commits what the feed brings; its ids are its server's. Change the server's copy \
+         instead (reordering a FastArray with swap or sort_by is allowed)."
     )
 }

@@ -14,9 +14,11 @@
 //! lost), which also bounds how long tombstones are kept.
 
 pub(crate) mod events;
+pub(crate) mod follow;
 pub(crate) mod mirror;
 pub(crate) mod mirror_state;
 pub(crate) mod tombstones;
 
 pub use events::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};
+pub use follow::FeedStats;
 pub use mirror_state::MirrorState;

@@ -20,6 +20,7 @@ use crate::error::SendError;
 use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
+use crate::receive_state::follow::Follow;
 use crate::replicate::{Replicate, audience};
 use crate::send_state::audience::Owners;
 use crate::send_state::pending::Work;
@@ -46,12 +47,32 @@ pub(crate) struct Sender {
     pub(crate) scopes: Scopes,
     /// Who owns which item.
     pub(crate) owners: Owners,
+    /// The stream the array's feed names (see `feed`): drawn at random
+    /// when the sending side is made, so a copy or a restarted server is a
+    /// stream of its own.
+    pub(crate) epoch: Epoch,
+    /// On a relay: where it stands in the feed it follows.
+    pub(crate) follow: Option<Box<Follow>>,
+}
+
+/// A feed's stream: a random number, unlike any other array's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Epoch(pub(crate) u64);
+
+impl Default for Epoch {
+    fn default() -> Self {
+        use core::hash::BuildHasher;
+        // std's hasher keys are drawn from the system's randomness once a
+        // thread, and differ for every hasher made after.
+        Self(std::hash::RandomState::new().hash_one(0u8))
+    }
 }
 
 impl Sender {
-    /// A copy for a cloned array: the history, the frame's caches and the
-    /// owners; the buffers start empty, and no connection has a scope on
-    /// the copy.
+    /// A copy for a cloned array: the history, the frame's caches, the
+    /// owners and where a relay stands in its feed; the buffers start empty,
+    /// no connection has a scope on the copy, and its own feed is a stream
+    /// of its own.
     pub(crate) fn for_clone(&self) -> Self {
         Self {
             history: self.history.clone(),
@@ -61,6 +82,8 @@ impl Sender {
             shared: self.shared.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
+            epoch: Epoch::default(),
+            follow: self.follow.clone(),
         }
     }
 }

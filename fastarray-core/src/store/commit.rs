@@ -51,6 +51,9 @@ impl<T: Replicate> Store<T> {
             }
             let mask = slot.value.diff(before);
             let sent = mask.without(T::INITIAL_ONLY);
+            if !T::INITIAL_ONLY.is_empty() && mask.intersects(T::INITIAL_ONLY) {
+                changes.initial.push((id, mask & T::INITIAL_ONLY));
+            }
             let arrays = commit_arrays(&mut slot.value);
             if !sent.is_empty() || arrays {
                 slot.key = slot.key.next();
@@ -86,6 +89,8 @@ impl<T: Replicate> Store<T> {
             });
         }
         changes.arrays_changed.sort_unstable();
+        changes.initial.sort_unstable_by_key(|&(id, _)| id);
+        changes.moved.extend_from_slice(moved);
         if !changes.is_empty() {
             self.array_key = self.array_key.next();
         }
