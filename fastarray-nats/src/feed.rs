@@ -1,0 +1,308 @@
+//! A server's feed on the bus ([`FeedPublisher`]) and a relay following
+//! it ([`FeedFollower`]): the frames on one subject, snapshots by request
+//! and reply on another.
+//!
+//! For an array named `name`, the server publishes each frame's feed
+//! ([`FastArray::write_feed`]) on `name.feed`, and answers a request on
+//! `name.snapshot` with the array's feed snapshot
+//! ([`FastArray::write_feed_snapshot`]), sent to the request's reply
+//! subject. A relay subscribes to the frames first, then asks for a
+//! snapshot; it asks again when it needs one
+//! ([`FastArray::needs_feed_snapshot`]: a new server stream, a gap that
+//! did not fill) or when frames have waited past a gap for longer than
+//! [`FollowConfig::gap_wait`] (NATS keeps a publisher's order, so a gap is
+//! a loss), at most once per [`FollowConfig::retry`].
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use fastarray_core::{DecodeError, FastArray, Replicate, SendError};
+
+use crate::bus::{Bus, BusError, Subscription};
+
+/// Why a feed operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FeedError {
+    /// The bus refused.
+    Bus(BusError),
+    /// The array could not write its feed (uncommitted work, a mirror…).
+    Send(SendError),
+}
+
+impl fmt::Display for FeedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bus(error) => write!(f, "{error}"),
+            Self::Send(error) => write!(f, "cannot write the feed: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for FeedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Bus(error) => Some(error),
+            Self::Send(error) => Some(error),
+        }
+    }
+}
+
+impl From<BusError> for FeedError {
+    fn from(error: BusError) -> Self {
+        Self::Bus(error)
+    }
+}
+
+impl From<SendError> for FeedError {
+    fn from(error: SendError) -> Self {
+        Self::Send(error)
+    }
+}
+
+/// The subject of an array's frames.
+pub fn feed_subject(name: &str) -> String {
+    format!("{name}.feed")
+}
+
+/// The subject a relay asks an array's snapshot on.
+pub fn snapshot_subject(name: &str) -> String {
+    format!("{name}.snapshot")
+}
+
+/// What one [`FeedPublisher::publish`] sent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Published {
+    /// Bytes of the frame published.
+    pub frame_bytes: usize,
+    /// Snapshots sent in reply to relays' requests.
+    pub snapshots: u32,
+    /// Bytes of those snapshots.
+    pub snapshot_bytes: usize,
+}
+
+/// A server's side: publishes an array's feed each frame, and answers
+/// relays' requests for a snapshot.
+#[derive(Debug)]
+pub struct FeedPublisher<B: Bus> {
+    bus: B,
+    subject: String,
+    requests: B::Subscription,
+}
+
+impl<B: Bus> FeedPublisher<B> {
+    /// Serves the feed of the array named `name` (a subject prefix, as
+    /// `world.agents`; one name per array) on `bus`.
+    ///
+    /// # Errors
+    /// [`BusError::Subscribe`] if the bus refuses the requests' subject.
+    pub fn new(bus: B, name: &str) -> Result<Self, BusError> {
+        let requests = bus.subscribe(&snapshot_subject(name))?;
+        Ok(Self {
+            bus,
+            subject: feed_subject(name),
+            requests,
+        })
+    }
+
+    /// Call after each [`commit`](FastArray::commit): answers the relays
+    /// that asked for a snapshot since the last call, then publishes the
+    /// frame.
+    ///
+    /// # Errors
+    /// [`FeedError::Send`] if the array cannot write its feed (it has
+    /// uncommitted work, it is a mirror, its items have array fields);
+    /// [`FeedError::Bus`] if the bus refuses a message (a snapshot larger
+    /// than the bus's [`max_payload`](Bus::max_payload), a closed
+    /// connection). Requests not answered yet are answered next time.
+    pub fn publish<T: Replicate>(
+        &mut self,
+        array: &mut FastArray<T>,
+    ) -> Result<Published, FeedError> {
+        let mut published = Published::default();
+        let mut snapshot = None;
+        while let Some(request) = self.requests.try_next() {
+            let Some(reply) = request.reply else {
+                continue;
+            };
+            let bytes = match &snapshot {
+                Some(bytes) => Clone::clone(bytes),
+                None => {
+                    let mut bytes = Vec::new();
+                    array.write_feed_snapshot(&mut bytes)?;
+                    snapshot = Some(bytes.clone());
+                    bytes
+                }
+            };
+            published.snapshot_bytes += bytes.len();
+            published.snapshots += 1;
+            self.bus.publish(&reply, None, bytes)?;
+        }
+        let mut frame = Vec::new();
+        array.write_feed(&mut frame)?;
+        published.frame_bytes = frame.len();
+        self.bus.publish(&self.subject, None, frame)?;
+        Ok(published)
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &B {
+        &self.bus
+    }
+
+    /// The bus, to change.
+    pub fn bus_mut(&mut self) -> &mut B {
+        &mut self.bus
+    }
+}
+
+/// When a [`FeedFollower`] asks for a snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FollowConfig {
+    /// How long frames may wait past a gap before the relay asks for a
+    /// snapshot. Default 100 ms: NATS keeps a publisher's order, so a gap
+    /// is a loss (the relay fell behind, or a node failed), and waiting
+    /// longer only keeps the relay's clients behind.
+    pub gap_wait: Duration,
+    /// The least time between two requests for a snapshot (a reply can be
+    /// lost too). Default 500 ms.
+    pub retry: Duration,
+}
+
+impl Default for FollowConfig {
+    fn default() -> Self {
+        Self {
+            gap_wait: Duration::from_millis(100),
+            retry: Duration::from_millis(500),
+        }
+    }
+}
+
+/// What one [`FeedFollower::poll`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Followed {
+    /// Frames applied.
+    pub frames: u32,
+    /// Snapshots applied.
+    pub snapshots: u32,
+    /// Messages refused as malformed (the relay asks for a snapshot).
+    pub refused: u32,
+    /// Whether a snapshot was asked for.
+    pub asked: bool,
+}
+
+/// A relay's side: applies a server's feed from the bus to a relay array
+/// ([`FastArray::relay`]), and asks for snapshots when it must.
+#[derive(Debug)]
+pub struct FeedFollower<B: Bus> {
+    bus: B,
+    request_subject: String,
+    inbox: String,
+    frames: B::Subscription,
+    replies: B::Subscription,
+    config: FollowConfig,
+    asked_at: Option<Instant>,
+    gap_since: Option<Instant>,
+    refused: bool,
+}
+
+impl<B: Bus> FeedFollower<B> {
+    /// Follows the feed of the array named `name` (as the server's
+    /// [`FeedPublisher`] names it) on `bus`. It subscribes to the frames
+    /// now; the first [`poll`](Self::poll) asks for the snapshot the relay
+    /// joins from.
+    ///
+    /// # Errors
+    /// [`BusError::Subscribe`] if the bus refuses a subscription.
+    pub fn new(bus: B, name: &str, config: FollowConfig) -> Result<Self, BusError> {
+        let frames = bus.subscribe(&feed_subject(name))?;
+        let inbox = bus.new_inbox();
+        let replies = bus.subscribe(&inbox)?;
+        Ok(Self {
+            request_subject: snapshot_subject(name),
+            inbox,
+            frames,
+            replies,
+            bus,
+            config,
+            asked_at: None,
+            gap_since: None,
+            refused: false,
+        })
+    }
+
+    /// Applies to `relay` what arrived (snapshots first, then frames), and
+    /// asks for a snapshot if the relay needs one, if frames waited past a
+    /// gap for [`FollowConfig::gap_wait`], or if a message was refused; at
+    /// most once per [`FollowConfig::retry`]. `now` is the game's clock.
+    ///
+    /// # Errors
+    /// [`FeedError::Bus`] if the request for a snapshot cannot be sent;
+    /// [`FeedError::Send`] never. Malformed messages are not errors: they
+    /// are counted in [`Followed::refused`] and repaired by a snapshot.
+    ///
+    /// # Panics
+    /// If `relay` is not a relay.
+    pub fn poll<T: Replicate + Clone>(
+        &mut self,
+        relay: &mut FastArray<T>,
+        now: Instant,
+    ) -> Result<Followed, FeedError> {
+        assert!(
+            relay.is_relay(),
+            "FeedFollower::poll takes a FastArray::relay()"
+        );
+        let mut followed = Followed::default();
+        while let Some(message) = self.replies.try_next() {
+            self.apply(relay, &message.payload, &mut followed);
+        }
+        while let Some(message) = self.frames.try_next() {
+            self.apply(relay, &message.payload, &mut followed);
+        }
+        self.gap_since = match (relay.has_feed_gap(), self.gap_since) {
+            (true, None) => Some(now),
+            (true, since) => since,
+            (false, _) => None,
+        };
+        let stuck = self
+            .gap_since
+            .is_some_and(|since| now.duration_since(since) >= self.config.gap_wait);
+        let due = self
+            .asked_at
+            .is_none_or(|at| now.duration_since(at) >= self.config.retry);
+        if (relay.needs_feed_snapshot() || stuck || self.refused) && due {
+            self.bus
+                .publish(&self.request_subject, Some(&self.inbox), Vec::new())?;
+            self.asked_at = Some(now);
+            self.refused = false;
+            followed.asked = true;
+        }
+        Ok(followed)
+    }
+
+    fn apply<T: Replicate + Clone>(
+        &mut self,
+        relay: &mut FastArray<T>,
+        bytes: &[u8],
+        followed: &mut Followed,
+    ) {
+        match relay.apply_feed(bytes) {
+            Ok(report) => {
+                followed.frames += report.frames;
+                followed.snapshots += u32::from(report.snapshot);
+            }
+            Err(DecodeError::NotARelay { .. }) => unreachable!("checked by poll"),
+            Err(_) => {
+                followed.refused += 1;
+                self.refused = true;
+            }
+        }
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &B {
+        &self.bus
+    }
+}
