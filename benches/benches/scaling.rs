@@ -11,6 +11,14 @@
 //!   `conns_<n>` times `commit` plus, per connection, `write_delta` and
 //!   the acknowledgement.
 //!
+//! * `relay_10k`: the same sparse workload served through relays
+//!   (`FastArray::relay`): `server_feed` times the server's tick with
+//!   relays (`commit` and one `write_feed`, whatever the number of relays
+//!   and clients: the bus fans the feed out), `relay_<n>` one relay's tick
+//!   (`apply_feed`, which commits, then a write and an ack for each of its
+//!   `n` caught-up connections). `fanout_10k/conns_<n>` is the server's
+//!   tick without relays.
+//!
 //! ```sh
 //! cargo bench -p fastarray-bench --bench scaling
 //! ```
@@ -19,6 +27,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use fastarray::FastArray;
 use fastarray_bench::{
     Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes,
 };
@@ -139,9 +148,71 @@ fn fan_out(c: &mut Criterion, workload: Workload, name: &str, conns: &[usize]) {
     group.finish();
 }
 
+/// The sparse workload at 10k through relays: the server's tick with its
+/// feed, and a relay's tick serving `n` connections.
+fn relays(c: &mut Criterion) {
+    let items = 10_000;
+    let mut group = c.benchmark_group(format!("relay_{}", label(items)));
+    let (mut script, agents) = Script::new(Workload::Sparse, items, SEED);
+    let mut server = server_array(&agents);
+    drop(agents);
+    let mut ops = Vec::new();
+    let mut feed = Vec::new();
+    group.bench_function("server_feed", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script.tick(&mut ops);
+                apply_ours(&mut server, &ops);
+                feed.clear();
+                let start = Instant::now();
+                server.commit();
+                black_box(server.write_feed(&mut feed).expect("feed"));
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    for conns in [16, 256] {
+        let (mut script, agents) = Script::new(Workload::Sparse, items, SEED);
+        let mut server = server_array(&agents);
+        drop(agents);
+        let mut relay = FastArray::relay();
+        server.write_feed_snapshot(&mut feed).expect("snapshot");
+        relay.apply_feed(&feed).expect("join");
+        let mut states: Vec<_> = (0..conns).map(|_| caught_up_conn(&mut relay, 0)).collect();
+        let mut packet = 1u32;
+        let mut out = Vec::new();
+        group.bench_function(format!("relay_{conns}"), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    script.tick(&mut ops);
+                    apply_ours(&mut server, &ops);
+                    server.commit();
+                    feed.clear();
+                    server.write_feed(&mut feed).expect("feed");
+                    let start = Instant::now();
+                    black_box(relay.apply_feed(&feed).expect("frame"));
+                    for conn in &mut states {
+                        out.clear();
+                        let stats = relay.write_delta(conn, packet, &mut out);
+                        black_box(stats.expect("write"));
+                        conn.on_ack(packet);
+                    }
+                    total += start.elapsed();
+                    packet = packet.wrapping_add(1);
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = config();
-    targets = scale, fanout
+    targets = scale, fanout, relays
 }
 criterion_main!(benches);

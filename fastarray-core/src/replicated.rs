@@ -14,12 +14,13 @@
 use core::fmt;
 use core::ops::{Deref, DerefMut};
 
-use crate::array::{FastArray, read_whole};
+use crate::array::{FastArray, FeedReport, read_whole};
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::limits::MirrorLimits;
 use crate::receive_state::events::{ApplyReport, Callbacks};
+use crate::receive_state::follow::FeedStats;
 use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
 use crate::send_state::SendState;
@@ -273,6 +274,64 @@ impl<T> Replicated<T> {
     /// The one-item array the object is, to write or apply through.
     pub(crate) fn as_array_mut(&mut self) -> &mut FastArray<T> {
         &mut self.item
+    }
+}
+
+/// Relays of an object: a server's object writes its feed, and a relay
+/// object follows it and serves its own connections as the server would
+/// (see "Relays" in [`FastArray`]'s documentation). A relay object holds
+/// its type's default until it joins; a feed of an array, or one that
+/// names another item than the object, is refused
+/// ([`DecodeError::NotAnObjectChange`], [`DecodeError::MissingObject`]).
+///
+/// ```
+/// use fastarray_core::{Replicated, SendState};
+/// use fastarray_derive::Replicate;
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+/// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+/// struct Match { round: u8, score: [u16; 2] }
+///
+/// let mut server = Replicated::new(Match::default());
+/// server.commit();
+/// let mut relay = Replicated::<Match>::relay();
+/// let mut bus = Vec::new();
+/// server.write_feed_snapshot(&mut bus).unwrap();
+/// relay.apply_feed(&bus).unwrap();
+/// server.get_mut().score[1] = 3;
+/// server.commit();
+/// bus.clear();
+/// server.write_feed(&mut bus).unwrap();
+/// relay.apply_feed(&bus).unwrap();
+/// assert_eq!(relay.get(), server.get());
+///
+/// let (mut state, mut client) = (SendState::new(), Replicated::<Match>::mirror());
+/// let mut packet = Vec::new();
+/// relay.write_delta(&mut state, 0, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(client.get(), server.get());
+/// ```
+impl<T: Replicate + Clone> Replicated<T> {
+    /// A relay of an object: its type's default until it joins from a
+    /// feed snapshot (see [`FastArray::relay`]).
+    pub fn relay() -> Self
+    where
+        T: Default,
+    {
+        Self {
+            item: FastArray::relay_object(T::default()),
+        }
+    }
+
+    forward_to_array! {
+        fn is_relay(&self) -> bool;
+        fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError>;
+        fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError>;
+        fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError>;
+        fn needs_feed_snapshot(&self) -> bool;
+        fn has_feed_gap(&self) -> bool;
+        fn feed_frame(&self) -> Option<u64>;
+        fn feed_stats(&self) -> FeedStats;
     }
 }
 

@@ -16,7 +16,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use fastarray_core::{DecodeError, FastArray, Replicate, SendError};
+use fastarray_core::{DecodeError, FastArray, FeedReport, Replicate, Replicated, SendError};
 
 use crate::bus::{Bus, BusError, Subscription};
 
@@ -60,6 +60,76 @@ impl From<SendError> for FeedError {
     }
 }
 
+/// What a [`FeedPublisher`] publishes: a server's [`FastArray`] or
+/// [`Replicated`] object (their methods of the same names).
+pub trait FeedSource {
+    /// The last commit's feed.
+    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError>;
+    /// The whole array or object, for a relay that joins or resyncs.
+    fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError>;
+}
+
+/// What a [`FeedFollower`] applies the feed to: a relay [`FastArray`] or
+/// [`Replicated`] object (their methods of the same names).
+pub trait FeedSink {
+    /// Whether it is a relay.
+    fn is_relay(&self) -> bool;
+    /// Applies a feed message.
+    fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError>;
+    /// Whether frames alone cannot bring it up to date.
+    fn needs_feed_snapshot(&self) -> bool;
+    /// Whether frames wait past a gap.
+    fn has_feed_gap(&self) -> bool;
+}
+
+impl<T: Replicate> FeedSource for FastArray<T> {
+    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+        FastArray::write_feed(self, out)
+    }
+    fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+        FastArray::write_feed_snapshot(self, out)
+    }
+}
+
+impl<T: Replicate + Clone> FeedSource for Replicated<T> {
+    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+        Replicated::write_feed(self, out)
+    }
+    fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+        Replicated::write_feed_snapshot(self, out)
+    }
+}
+
+impl<T: Replicate + Clone> FeedSink for FastArray<T> {
+    fn is_relay(&self) -> bool {
+        FastArray::is_relay(self)
+    }
+    fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+        FastArray::apply_feed(self, bytes)
+    }
+    fn needs_feed_snapshot(&self) -> bool {
+        FastArray::needs_feed_snapshot(self)
+    }
+    fn has_feed_gap(&self) -> bool {
+        FastArray::has_feed_gap(self)
+    }
+}
+
+impl<T: Replicate + Clone> FeedSink for Replicated<T> {
+    fn is_relay(&self) -> bool {
+        Replicated::is_relay(self)
+    }
+    fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+        Replicated::apply_feed(self, bytes)
+    }
+    fn needs_feed_snapshot(&self) -> bool {
+        Replicated::needs_feed_snapshot(self)
+    }
+    fn has_feed_gap(&self) -> bool {
+        Replicated::has_feed_gap(self)
+    }
+}
+
 /// The subject of an array's frames.
 pub fn feed_subject(name: &str) -> String {
     format!("{name}.feed")
@@ -82,8 +152,8 @@ pub struct Published {
     pub snapshot_bytes: usize,
 }
 
-/// A server's side: publishes an array's feed each frame, and answers
-/// relays' requests for a snapshot.
+/// A server's side: publishes an array's (or object's) feed each frame,
+/// and answers relays' requests for a snapshot.
 #[derive(Debug)]
 pub struct FeedPublisher<B: Bus> {
     bus: B,
@@ -116,10 +186,7 @@ impl<B: Bus> FeedPublisher<B> {
     /// [`FeedError::Bus`] if the bus refuses a message (a snapshot larger
     /// than the bus's [`max_payload`](Bus::max_payload), a closed
     /// connection). Requests not answered yet are answered next time.
-    pub fn publish<T: Replicate>(
-        &mut self,
-        array: &mut FastArray<T>,
-    ) -> Result<Published, FeedError> {
+    pub fn publish(&mut self, array: &mut impl FeedSource) -> Result<Published, FeedError> {
         let mut published = Published::default();
         let mut snapshot = None;
         while let Some(request) = self.requests.try_next() {
@@ -194,7 +261,8 @@ pub struct Followed {
 }
 
 /// A relay's side: applies a server's feed from the bus to a relay array
-/// ([`FastArray::relay`]), and asks for snapshots when it must.
+/// ([`FastArray::relay`]) or object ([`Replicated::relay`]), and asks for
+/// snapshots when it must.
 #[derive(Debug)]
 pub struct FeedFollower<B: Bus> {
     bus: B,
@@ -244,15 +312,12 @@ impl<B: Bus> FeedFollower<B> {
     /// are counted in [`Followed::refused`] and repaired by a snapshot.
     ///
     /// # Panics
-    /// If `relay` is not a relay.
-    pub fn poll<T: Replicate + Clone>(
-        &mut self,
-        relay: &mut FastArray<T>,
-        now: Instant,
-    ) -> Result<Followed, FeedError> {
+    /// If `relay` is not a relay ([`FastArray::relay`],
+    /// [`Replicated::relay`]).
+    pub fn poll(&mut self, relay: &mut impl FeedSink, now: Instant) -> Result<Followed, FeedError> {
         assert!(
             relay.is_relay(),
-            "FeedFollower::poll takes a FastArray::relay()"
+            "FeedFollower::poll takes a relay: FastArray::relay() or Replicated::relay()"
         );
         let mut followed = Followed::default();
         while let Some(message) = self.replies.try_next() {
@@ -282,12 +347,7 @@ impl<B: Bus> FeedFollower<B> {
         Ok(followed)
     }
 
-    fn apply<T: Replicate + Clone>(
-        &mut self,
-        relay: &mut FastArray<T>,
-        bytes: &[u8],
-        followed: &mut Followed,
-    ) {
+    fn apply(&mut self, relay: &mut impl FeedSink, bytes: &[u8], followed: &mut Followed) {
         match relay.apply_feed(bytes) {
             Ok(report) => {
                 followed.frames += report.frames;

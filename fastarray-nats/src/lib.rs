@@ -65,7 +65,7 @@ mod nats;
 
 pub use bus::{Bus, BusError, BusMessage, Subscription};
 pub use feed::{
-    FeedError, FeedFollower, FeedPublisher, FollowConfig, Followed, Published, feed_subject,
-    snapshot_subject,
+    FeedError, FeedFollower, FeedPublisher, FeedSink, FeedSource, FollowConfig, Followed,
+    Published, feed_subject, snapshot_subject,
 };
 pub use nats::{NatsBus, NatsSubscription, SUBSCRIPTION_CAPACITY};

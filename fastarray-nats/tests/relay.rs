@@ -671,3 +671,39 @@ fn a_lost_frame_is_repaired_before_the_wait_overflows() {
         world.array.frame() - lost_at
     );
 }
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn an_object_is_relayed_too() {
+    let cluster = LocalCluster::start(1).unwrap();
+    let runtime = runtime();
+    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "object").unwrap();
+    let mut game = fastarray::Replicated::new(Agent::default());
+    game.set_owner(Some(2)).unwrap();
+    let mut publisher = FeedPublisher::new(bus.clone(), "world.match").unwrap();
+    let mut relay = fastarray::Replicated::<Agent>::relay();
+    let mut follower = FeedFollower::new(bus, "world.match", FollowConfig::default()).unwrap();
+    let start = Instant::now();
+    for tick in 0u16.. {
+        if tick < 50 {
+            game.get_mut().ammo = tick;
+        }
+        game.commit();
+        publisher.publish(&mut game).unwrap();
+        follower.poll(&mut relay, Instant::now()).unwrap();
+        if tick >= 50 && relay.get() == game.get() && relay.owner() == Some(2) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the object never arrived"
+        );
+        std::thread::sleep(TICK);
+    }
+    let (mut state, mut client) = (SendState::new(), fastarray::Replicated::<Agent>::mirror());
+    state.set_client(2).unwrap();
+    let mut packet = Vec::new();
+    relay.write_delta(&mut state, 0, &mut packet).unwrap();
+    client.apply_delta(&packet, &mut ()).unwrap();
+    assert_eq!(client.get().ammo, 49, "the owner sees its owner-only field");
+}

@@ -753,3 +753,78 @@ mod lossy {
         }
     }
 }
+
+mod objects {
+    //! A replicated object's relay: the object as item `#0`, nothing else.
+
+    use fastarray::{DecodeError, FastArray, Replicate, Replicated, SendState};
+
+    #[derive(Replicate, Clone, Debug, PartialEq, Default)]
+    struct Match {
+        round: u8,
+        #[replicate(owner_only)]
+        plan: u32,
+    }
+
+    #[test]
+    fn an_object_relay_follows_its_server_and_serves_its_clients() {
+        let mut server = Replicated::new(Match { round: 1, plan: 9 });
+        server.set_owner(Some(4)).unwrap();
+        server.commit();
+        let mut relay = Replicated::<Match>::relay();
+        assert!(relay.is_relay() && relay.needs_feed_snapshot());
+        assert_eq!(*relay.get(), Match::default());
+        let mut bus = Vec::new();
+        server.write_feed_snapshot(&mut bus).unwrap();
+        assert!(relay.apply_feed(&bus).unwrap().snapshot);
+        for round in 2..6 {
+            server.get_mut().round = round;
+            if round == 4 {
+                server.set_owner(Some(5)).unwrap();
+            }
+            server.commit();
+            bus.clear();
+            server.write_feed(&mut bus).unwrap();
+            assert_eq!(relay.apply_feed(&bus).unwrap().frames, 1);
+        }
+        assert_eq!(relay.get(), server.get());
+        assert_eq!(relay.owner(), Some(5));
+        let mut seen = Vec::new();
+        for client in [4, 5] {
+            let mut state = SendState::new();
+            state.set_client(client).unwrap();
+            let mut mirror = Replicated::<Match>::mirror();
+            let mut packet = Vec::new();
+            relay.write_delta(&mut state, 0, &mut packet).unwrap();
+            mirror.apply_delta(&packet, &mut ()).unwrap();
+            seen.push(mirror.get().clone());
+        }
+        assert_eq!(
+            seen,
+            [Match { round: 5, plan: 0 }, Match { round: 5, plan: 9 }]
+        );
+    }
+
+    #[test]
+    fn an_object_relay_refuses_an_arrays_feed() {
+        let mut relay = Replicated::<Match>::relay();
+        let mut array = FastArray::new();
+        array.push(Match::default());
+        array.push(Match::default());
+        array.commit();
+        let mut bus = Vec::new();
+        array.write_feed_snapshot(&mut bus).unwrap();
+        assert_eq!(
+            relay.apply_feed(&bus),
+            Err(DecodeError::NotAnObjectChange {
+                id: fastarray::ReplicationId::from_raw(1)
+            })
+        );
+        let mut empty = FastArray::<Match>::new();
+        empty.commit();
+        bus.clear();
+        empty.write_feed_snapshot(&mut bus).unwrap();
+        assert_eq!(relay.apply_feed(&bus), Err(DecodeError::MissingObject));
+        assert!(relay.needs_feed_snapshot());
+    }
+}

@@ -78,6 +78,21 @@ impl<T> FastArray<T> {
         array
     }
 
+    /// A replicated object's relay, holding `value` as item `#0` (as
+    /// committed, so that what the feed brings changes it).
+    pub(crate) fn relay_object(value: T) -> Self
+    where
+        T: Replicate,
+    {
+        let mut array = Self::relay();
+        array.store.push_given(OBJECT, value);
+        array.commit_frame();
+        if let Some(follow) = array.follow_mut() {
+            follow.object = true;
+        }
+        array
+    }
+
     /// Whether this is a relay ([`relay`](Self::relay)).
     pub fn is_relay(&self) -> bool {
         self.follow().is_some()
@@ -280,6 +295,11 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// Applies the next frame, if the relay holds what it was written
     /// against; else changes nothing.
     fn apply_frame(&mut self, frame: Frame<T>) -> Result<(), DecodeError> {
+        let object = self.follow().is_some_and(|follow| follow.object);
+        let named = (frame.added.iter().map(|(id, ..)| id))
+            .chain(frame.changed.iter().map(|(id, _)| id))
+            .chain(frame.moved.iter().map(|(id, _)| id));
+        check_object(object, named, !frame.removed.is_empty())?;
         let held = |id: ReplicationId| self.store.position(id).is_some();
         if let Some(&id) = frame.removed.iter().find(|&&id| !held(id)) {
             return Err(unknown(id));
@@ -326,6 +346,12 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// Makes the relay hold what `snapshot` holds, as one frame of its own
     /// that removes, adds and changes what differs.
     fn apply_snapshot_diff(&mut self, snapshot: Snapshot<T>) -> Result<(), DecodeError> {
+        if self.follow().is_some_and(|follow| follow.object) {
+            if snapshot.items.is_empty() {
+                return Err(DecodeError::MissingObject);
+            }
+            check_object(true, snapshot.items.iter().map(|(id, ..)| id), false)?;
+        }
         let kept = |id: &ReplicationId| {
             snapshot
                 .items
@@ -362,6 +388,28 @@ impl<T: Replicate + Clone> FastArray<T> {
             follow.joined(snapshot.head.epoch, snapshot.head.frame);
         }
         Ok(())
+    }
+}
+
+/// A replicated object's one item.
+const OBJECT: ReplicationId = ReplicationId::from_raw(0);
+
+/// Refuses, on an object's relay, a message that names another item than
+/// the object, or removes it.
+fn check_object<'a>(
+    object: bool,
+    mut named: impl Iterator<Item = &'a ReplicationId>,
+    removes: bool,
+) -> Result<(), DecodeError> {
+    if !object {
+        return Ok(());
+    }
+    if removes {
+        return Err(DecodeError::NotAnObjectChange { id: OBJECT });
+    }
+    match named.find(|&&id| id != OBJECT) {
+        Some(&id) => Err(DecodeError::NotAnObjectChange { id }),
+        None => Ok(()),
     }
 }
 

@@ -59,6 +59,9 @@ pub(crate) struct Follow {
     /// Frames ahead of a gap, by frame, as they arrived.
     waiting: BTreeMap<u64, Vec<u8>>,
     stats: FeedStats,
+    /// Whether the relay is a replicated object's: its feed may only
+    /// change item `#0`.
+    pub(crate) object: bool,
 }
 
 impl Follow {

@@ -32,6 +32,7 @@
 //! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
 //! | `memory` | the counting allocator and the heap bytes per item |
 //! | `interest` | interest management: bits against shadow arrays, memory per agent in scope |
+//! | `relay` | relays: the feed's bytes a frame against a client's |
 //! | `field_costs` | which field costs what (`FieldCosts`), its table and chart |
 //! | `estimates` | criterion's medians, read from its output |
 //! | `report` | the results and the targets |
@@ -47,6 +48,7 @@ mod interest;
 mod loss;
 mod markdown;
 mod memory;
+mod relay;
 mod report;
 mod secure;
 
@@ -218,6 +220,9 @@ fn main() {
         memory,
         interest,
         fan_out: fan_out_messages(16, TICKS),
+        relay: [Workload::Sparse, Workload::Hot, Workload::Churn]
+            .map(|workload| relay::run_relay_bytes(workload, LOSS_ITEMS, TICKS))
+            .into(),
         cpu: load_criterion(&cpu_dir),
         cpu_dir: cpu_dir
             .strip_prefix(&root)

@@ -441,6 +441,53 @@ impl Results {
                 time(t / conns as f64)
             );
         }
+        self.relay_markdown(md);
         let _ = writeln!(md);
+    }
+
+    /// The server's tick through relays against its tick alone, and the
+    /// feed's bytes against a client's.
+    fn relay_markdown(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "\n### Relays: the server's tick when relays serve the clients (sparse at 10k)\n\n\
+             Alone, the server writes to every client (`fanout_10k/conns_N`: `commit`, then a write and an \
+             ack each). With relays (`FastArray::relay`) it commits and writes one feed \
+             (`relay_10k/server_feed`), whatever the number of relays and clients: the bus (NATS, \
+             `fastarray-nats`) fans it out. A relay's tick (`relay_10k/relay_N`) applies the feed, which \
+             commits it as a frame of the relay's own, and writes to its N clients.\n\n\
+             | clients | server alone | server with relays | ÷ | one relay serving them all |\n|---|---|---|---|---|"
+        );
+        let feed = self.cpu("relay_10k/server_feed");
+        for conns in [1, 16, 64, 256] {
+            let Some(alone) = self.cpu(&format!("fanout_10k/conns_{conns}")) else {
+                continue;
+            };
+            let relay = self.cpu(&format!("relay_10k/relay_{conns}"));
+            let _ = writeln!(
+                md,
+                "| {conns} | {} | {} | {} | {} |",
+                time(alone),
+                feed.map_or("–".into(), time),
+                feed.map_or("–".into(), |feed| ratio(alone / feed)),
+                relay.map_or("–".into(), time)
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nBytes a frame at 10k items, every packet acknowledged: the feed carries every field and owner \
+             of what changed, once per relay; a caught-up client is sent the frame's changes.\n\n\
+             | workload | feed | one client | feed ÷ client |\n|---|---|---|---|"
+        );
+        for bytes in &self.relay {
+            let _ = writeln!(
+                md,
+                "| {} | {:.0} B | {:.0} B | {} |",
+                bytes.workload.name(),
+                bytes.feed,
+                bytes.client,
+                ratio(bytes.feed / bytes.client.max(1.0))
+            );
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::format::{num, ratio, time};
 use crate::interest::Interest;
 use crate::loss::{FanOut, Loss};
 use crate::memory::Memory;
+use crate::relay::RelayBytes;
 use fastarray_bench::estimates::Cpu;
 
 /// A target of the issue and where we stand.
@@ -41,6 +42,7 @@ pub struct Results {
     pub memory: Vec<Memory>,
     pub interest: Interest,
     pub fan_out: FanOut,
+    pub relay: Vec<RelayBytes>,
     pub cpu: Cpu,
     pub cpu_dir: PathBuf,
     pub seconds: f64,
