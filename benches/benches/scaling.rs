@@ -178,6 +178,7 @@ fn relays(c: &mut Criterion) {
         let mut server = server_array(&agents);
         drop(agents);
         let mut relay = FastArray::relay();
+        feed.clear();
         server.write_feed_snapshot(&mut feed).expect("snapshot");
         relay.apply_feed(&feed).expect("join");
         let mut states: Vec<_> = (0..conns).map(|_| caught_up_conn(&mut relay, 0)).collect();
