@@ -18,13 +18,30 @@ pub const SUBSCRIPTION_CAPACITY: usize = 4_096;
 ///
 /// The I/O runs on a tokio runtime, the caller's ([`Handle`]); the game
 /// calls plain methods that never wait: [`publish`](Bus::publish) queues
-/// the message for the connection's task, and each subscription's task
+/// the message for a task that hands the messages to the client in order,
+/// and each subscription's task
 /// puts what arrives in a bounded queue that
 /// [`try_next`](Subscription::try_next) drains.
 #[derive(Clone, Debug)]
 pub struct NatsBus {
     client: async_nats::Client,
     runtime: Handle,
+    /// The publishes, in order, to the one task that hands them to the
+    /// client: a publish costs the game a queue push, not a wait.
+    publishes: tokio::sync::mpsc::UnboundedSender<Command>,
+}
+
+/// What the publishing task does, in order.
+#[derive(Debug)]
+enum Command {
+    /// Publish a message.
+    Publish {
+        subject: String,
+        reply: Option<String>,
+        payload: Vec<u8>,
+    },
+    /// Flush what was published before, then say how it went.
+    Flush(mpsc::SyncSender<Result<(), String>>),
 }
 
 impl NatsBus {
@@ -55,9 +72,39 @@ impl NatsBus {
         })
         .map_err(|_| BusError::Connect("no server answered within 10 s".into()))?
         .map_err(|error| BusError::Connect(error.to_string()))?;
+        let (publishes, mut queue) = tokio::sync::mpsc::unbounded_channel::<Command>();
+        let publisher = client.clone();
+        runtime.spawn(async move {
+            while let Some(command) = queue.recv().await {
+                match command {
+                    // Refused only once the client is closed, when every
+                    // later publish would be too: the bus's own loss, which
+                    // the feed repairs.
+                    Command::Publish {
+                        subject,
+                        reply: Some(reply),
+                        payload,
+                    } => {
+                        let _ = publisher
+                            .publish_with_reply(subject, reply, payload.into())
+                            .await;
+                    }
+                    Command::Publish {
+                        subject, payload, ..
+                    } => {
+                        let _ = publisher.publish(subject, payload.into()).await;
+                    }
+                    Command::Flush(done) => {
+                        let flushed = publisher.flush().await.map_err(|e| e.to_string());
+                        let _ = done.send(flushed);
+                    }
+                }
+            }
+        });
         Ok(Self {
             client,
             runtime: runtime.clone(),
+            publishes,
         })
     }
 
@@ -71,9 +118,15 @@ impl NatsBus {
     /// # Errors
     /// [`BusError::Publish`] if the connection is closed.
     pub fn flush(&self) -> Result<(), BusError> {
-        let client = self.client.clone();
-        block_on(&self.runtime, async move { client.flush().await })
-            .map_err(|error| BusError::Publish(error.to_string()))
+        let (done, flushed) = mpsc::sync_channel(1);
+        let stopped = || BusError::Publish("the bus's runtime has stopped".into());
+        self.publishes
+            .send(Command::Flush(done))
+            .map_err(|_| stopped())?;
+        flushed
+            .recv()
+            .map_err(|_| stopped())?
+            .map_err(BusError::Publish)
     }
 }
 
@@ -108,21 +161,13 @@ impl Bus for NatsBus {
                 max
             )));
         }
-        let client = self.client.clone();
-        let (subject, reply) = (subject.to_owned(), reply.map(str::to_owned));
-        // The client queues the message for its connection task; the
-        // future waits only for room in that queue.
-        block_on(&self.runtime, async move {
-            match reply {
-                Some(reply) => {
-                    client
-                        .publish_with_reply(subject, reply, payload.into())
-                        .await
-                }
-                None => client.publish(subject, payload.into()).await,
-            }
-        })
-        .map_err(|error| BusError::Publish(error.to_string()))
+        self.publishes
+            .send(Command::Publish {
+                subject: subject.to_owned(),
+                reply: reply.map(str::to_owned),
+                payload,
+            })
+            .map_err(|_| BusError::Publish("the bus's runtime has stopped".into()))
     }
 
     fn subscribe(&self, subject: &str) -> Result<NatsSubscription, BusError> {
