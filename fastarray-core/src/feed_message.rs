@@ -7,8 +7,9 @@
 //! Layout. Every message starts with its kind in 4 bits (9 a frame, 10 a
 //! snapshot), the item type's 64-bit `SCHEMA_HASH` (a relay of another
 //! type refuses it), the stream's 64-bit epoch and the frame as a varint.
-//! Ids are written in ascending order as gaps
-//! ([`write_id`]); an owner is one bit, then the client as a varint if set.
+//! Each list of ids is written as a delta's lists are ([`IdWriter`]: the
+//! count, then the gaps between ascending ids in the code that costs
+//! least); an owner is one bit, then the client as a varint if set.
 //!
 //! - A frame: the ids removed (count, ids); the items added (count, then
 //!   per item its id, owner and every field); the items changed (count,
@@ -28,7 +29,7 @@ use crate::replicate::Replicate;
 use crate::send_state::audience::Owners;
 use crate::store::Store;
 use crate::wire::field_set::{read_field_set, write_field_set};
-use crate::wire::id_list::{read_id, write_id};
+use crate::wire::id_list::{IdReader, IdWriter};
 
 const FRAME: u64 = 0b1001;
 const SNAPSHOT: u64 = 0b1010;
@@ -105,29 +106,24 @@ pub(crate) fn write_frame<T: Replicate>(
         frame: changes.frame,
     };
     write_head::<T>(writer, FRAME, head);
-    writer.write_varint(changes.removed.len() as u64);
-    let mut next = 0;
+    let mut ids = IdWriter::start(writer, changes.removed.iter().copied());
     for &id in &changes.removed {
-        write_id(writer, id, &mut next);
+        ids.write(writer, id);
     }
-    writer.write_varint(changes.added.len() as u64);
-    let mut next = 0;
+    let mut ids = IdWriter::start(writer, changes.added.iter().copied());
     for &id in &changes.added {
         let value = store.get(id).expect("a committed add is held");
-        write_id(writer, id, &mut next);
+        ids.write(writer, id);
         write_owner(writer, owner_of(owners, id));
         value.encode(writer).map_err(|error| (id, error))?;
     }
     let changed = merged(&changes.changed, &changes.initial);
-    writer.write_varint(changed.len() as u64);
-    let mut next = 0;
+    let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
     for (id, mask) in changed {
         let value = store.get(id).expect("a committed change is held");
-        write_id(writer, id, &mut next);
+        ids.write(writer, id);
         write_field_set(writer, mask, T::FIELD_COUNT);
-        value
-            .encode_fields(mask, writer)
-            .map_err(|error| (id, error))?;
+        value.encode_fields(mask, writer).map_err(|error| (id, error))?;
     }
     // An add carries its owner; an item removed since has none.
     let moved: Vec<ReplicationId> = changes
@@ -136,10 +132,9 @@ pub(crate) fn write_frame<T: Replicate>(
         .copied()
         .filter(|&id| store.get(id).is_some() && changes.added.binary_search(&id).is_err())
         .collect();
-    writer.write_varint(moved.len() as u64);
-    let mut next = 0;
-    for id in moved {
-        write_id(writer, id, &mut next);
+    let mut ids = IdWriter::start(writer, moved.iter().copied());
+    for &id in &moved {
+        ids.write(writer, id);
         write_owner(writer, owner_of(owners, id));
     }
     Ok(())
@@ -178,13 +173,12 @@ pub(crate) fn write_snapshot<T: Replicate>(
     };
     write_head::<T>(writer, SNAPSHOT, head);
     writer.write_varint(store.next_id());
-    writer.write_varint(store.len() as u64);
     let mut order: Vec<_> = store.slots().iter().map(|slot| slot.id).collect();
     order.sort_unstable();
-    let mut next = 0;
-    for id in order {
+    let mut ids = IdWriter::start(writer, order.iter().copied());
+    for &id in &order {
         let value = store.get(id).expect("listed from the store");
-        write_id(writer, id, &mut next);
+        ids.write(writer, id);
         write_owner(writer, owner_of(owners, id));
         value.encode(writer).map_err(|error| (id, error))?;
     }
@@ -215,17 +209,16 @@ fn read_head<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(u64, Head), De
     Ok((kind, Head { epoch, frame }))
 }
 
-/// Reads a count of entries of at least `min_bits` each, within what is
-/// left of the message and `limits`.
-fn read_count(
+/// Starts reading a list of ids whose entries take at least `min_bits`
+/// each, within what is left of the message and `limits`.
+fn read_ids(
     reader: &mut BitReader<'_>,
     min_bits: u64,
     limits: ArrayLimits,
-) -> Result<usize, DecodeError> {
-    let claimed = reader.read_varint()?;
-    let count = reader.check_len(claimed, min_bits)?;
+) -> Result<(IdReader, usize), DecodeError> {
+    let (ids, count) = IdReader::start(reader, min_bits)?;
     limits.check_items(count)?;
-    Ok(count)
+    Ok((ids, count))
 }
 
 /// Reads the items of a frame's adds or a snapshot: id, owner, value.
@@ -233,11 +226,10 @@ fn read_items<T: Replicate>(
     reader: &mut BitReader<'_>,
     limits: ArrayLimits,
 ) -> Result<Vec<(ReplicationId, Option<u64>, T)>, DecodeError> {
-    let count = read_count(reader, 2 + T::MIN_BITS, limits)?;
+    let (mut ids, count) = read_ids(reader, 2 + T::MIN_BITS, limits)?;
     let mut items = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>, T)>(count));
-    let mut next = 0;
     for _ in 0..count {
-        let id = read_id(reader, &mut next)?;
+        let id = ids.read(reader)?;
         let owner = read_owner(reader)?;
         items.push((id, owner, T::decode(reader)?));
     }
@@ -260,27 +252,24 @@ pub(crate) fn read<T: Replicate>(
             items,
         }));
     }
-    let count = read_count(reader, 1, limits)?;
+    let (mut ids, count) = IdReader::start(reader, 1)?;
     limits.check_removals(count)?;
     let mut removed = Vec::with_capacity(prealloc::<ReplicationId>(count));
-    let mut next = 0;
     for _ in 0..count {
-        removed.push(read_id(reader, &mut next)?);
+        removed.push(ids.read(reader)?);
     }
     let added = read_items(reader, limits)?;
-    let count = read_count(reader, 2, limits)?;
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
     let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
-    let mut next = 0;
     for _ in 0..count {
-        let id = read_id(reader, &mut next)?;
+        let id = ids.read(reader)?;
         let mask = read_field_set(reader, T::FIELD_COUNT)?;
         changed.push((id, T::decode_fields(mask, reader)?));
     }
-    let count = read_count(reader, 2, limits)?;
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
     let mut moved = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>)>(count));
-    let mut next = 0;
     for _ in 0..count {
-        let id = read_id(reader, &mut next)?;
+        let id = ids.read(reader)?;
         moved.push((id, read_owner(reader)?));
     }
     Ok(Message::Frame(Frame {
