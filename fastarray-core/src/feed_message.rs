@@ -123,7 +123,9 @@ pub(crate) fn write_frame<T: Replicate>(
         let value = store.get(id).expect("a committed change is held");
         ids.write(writer, id);
         write_field_set(writer, mask, T::FIELD_COUNT);
-        value.encode_fields(mask, writer).map_err(|error| (id, error))?;
+        value
+            .encode_fields(mask, writer)
+            .map_err(|error| (id, error))?;
     }
     // An add carries its owner; an item removed since has none.
     let moved: Vec<ReplicationId> = changes

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use fastarray_core::{DecodeError, FastArray, FeedReport, Replicate, Replicated, SendError};
 
 use crate::bus::{Bus, BusError, Subscription};
+use crate::chunks::{self, Assembly};
 
 /// Why a feed operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,14 @@ pub enum FeedError {
     Bus(BusError),
     /// The array could not write its feed (uncommitted work, a mirror…).
     Send(SendError),
+    /// A snapshot that would take more chunks of the bus's largest message
+    /// than a relay puts together (4 096).
+    SnapshotTooLarge {
+        /// The snapshot's size.
+        bytes: usize,
+        /// The bus's largest message.
+        max_payload: usize,
+    },
 }
 
 impl fmt::Display for FeedError {
@@ -35,6 +44,10 @@ impl fmt::Display for FeedError {
         match self {
             Self::Bus(error) => write!(f, "{error}"),
             Self::Send(error) => write!(f, "cannot write the feed: {error}"),
+            Self::SnapshotTooLarge { bytes, max_payload } => write!(
+                f,
+                "a feed snapshot of {bytes} bytes takes more than 4 096 messages of {max_payload} bytes"
+            ),
         }
     }
 }
@@ -44,6 +57,7 @@ impl std::error::Error for FeedError {
         match self {
             Self::Bus(error) => Some(error),
             Self::Send(error) => Some(error),
+            Self::SnapshotTooLarge { .. } => None,
         }
     }
 }
@@ -180,31 +194,45 @@ impl<B: Bus> FeedPublisher<B> {
     /// that asked for a snapshot since the last call, then publishes the
     /// frame.
     ///
+    /// A snapshot larger than one bus message goes in chunks, each within
+    /// the bus's [`max_payload`](Bus::max_payload), which the relay puts
+    /// back together (up to 4 096 chunks and 16 MiB).
+    ///
     /// # Errors
     /// [`FeedError::Send`] if the array cannot write its feed (it has
     /// uncommitted work, it is a mirror, its items have array fields);
-    /// [`FeedError::Bus`] if the bus refuses a message (a snapshot larger
-    /// than the bus's [`max_payload`](Bus::max_payload), a closed
-    /// connection). Requests not answered yet are answered next time.
+    /// [`FeedError::SnapshotTooLarge`] past 4 096 chunks;
+    /// [`FeedError::Bus`] if the bus refuses a message (a closed
+    /// connection). A relay whose request was not answered asks again.
     pub fn publish(&mut self, array: &mut impl FeedSource) -> Result<Published, FeedError> {
         let mut published = Published::default();
-        let mut snapshot = None;
+        let mut chunks: Option<Vec<Vec<u8>>> = None;
         while let Some(request) = self.requests.try_next() {
             let Some(reply) = request.reply else {
                 continue;
             };
-            let bytes = match &snapshot {
-                Some(bytes) => Clone::clone(bytes),
-                None => {
-                    let mut bytes = Vec::new();
-                    array.write_feed_snapshot(&mut bytes)?;
-                    snapshot = Some(bytes.clone());
-                    bytes
+            if chunks.is_none() {
+                let mut bytes = Vec::new();
+                array.write_feed_snapshot(&mut bytes)?;
+                // Room for the subject and the protocol's framing: a
+                // message over the server's limit closes the connection.
+                let max_payload = match self.bus.max_payload() {
+                    0 => 1 << 20,
+                    max => max,
                 }
-            };
-            published.snapshot_bytes += bytes.len();
+                .saturating_sub(1_024)
+                .max(chunks::HEADER + 1);
+                let split = chunks::split(chunks::new_serial(), &bytes, max_payload);
+                chunks = Some(split.ok_or(FeedError::SnapshotTooLarge {
+                    bytes: bytes.len(),
+                    max_payload,
+                })?);
+            }
+            for chunk in chunks.iter().flatten() {
+                published.snapshot_bytes += chunk.len();
+                self.bus.publish(&reply, None, chunk.clone())?;
+            }
             published.snapshots += 1;
-            self.bus.publish(&reply, None, bytes)?;
         }
         let mut frame = Vec::new();
         array.write_feed(&mut frame)?;
@@ -274,6 +302,8 @@ pub struct FeedFollower<B: Bus> {
     asked_at: Option<Instant>,
     gap_since: Option<Instant>,
     refused: bool,
+    /// The chunks of the snapshot being received.
+    assembly: Assembly,
 }
 
 impl<B: Bus> FeedFollower<B> {
@@ -298,6 +328,7 @@ impl<B: Bus> FeedFollower<B> {
             asked_at: None,
             gap_since: None,
             refused: false,
+            assembly: Assembly::default(),
         })
     }
 
@@ -321,7 +352,14 @@ impl<B: Bus> FeedFollower<B> {
         );
         let mut followed = Followed::default();
         while let Some(message) = self.replies.try_next() {
-            self.apply(relay, &message.payload, &mut followed);
+            match self.assembly.accept(&message.payload) {
+                Ok(Some(snapshot)) => self.apply(relay, &snapshot, &mut followed),
+                Ok(None) => {}
+                Err(_) => {
+                    followed.refused += 1;
+                    self.refused = true;
+                }
+            }
         }
         while let Some(message) = self.frames.try_next() {
             self.apply(relay, &message.payload, &mut followed);

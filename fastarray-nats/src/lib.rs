@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod bus;
+mod chunks;
 pub mod dev;
 mod feed;
 mod nats;

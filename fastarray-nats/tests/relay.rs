@@ -707,3 +707,71 @@ fn an_object_is_relayed_too() {
     client.apply_delta(&packet, &mut ()).unwrap();
     assert_eq!(client.get().ammo, 49, "the owner sees its owner-only field");
 }
+
+/// A bus whose messages carry at most 16 KiB: a snapshot of a few
+/// thousand agents takes several (NATS's own 1 MiB takes ~90 000 agents,
+/// too slow to build in a debug test).
+struct SmallMessages<B>(B);
+
+impl<B: Bus> Bus for SmallMessages<B> {
+    type Subscription = B::Subscription;
+
+    fn publish(
+        &self,
+        subject: &str,
+        reply: Option<&str>,
+        payload: Vec<u8>,
+    ) -> Result<(), BusError> {
+        assert!(
+            payload.len() <= self.max_payload(),
+            "{} bytes",
+            payload.len()
+        );
+        self.0.publish(subject, reply, payload)
+    }
+
+    fn subscribe(&self, subject: &str) -> Result<Self::Subscription, BusError> {
+        self.0.subscribe(subject)
+    }
+
+    fn new_inbox(&self) -> String {
+        self.0.new_inbox()
+    }
+
+    fn max_payload(&self) -> usize {
+        16 << 10
+    }
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn a_snapshot_larger_than_a_bus_message_goes_in_chunks() {
+    let cluster = LocalCluster::start(1).unwrap();
+    let runtime = runtime();
+    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "large").unwrap();
+    let mut world = World::new(7, 5_000);
+    let mut publisher = FeedPublisher::new(SmallMessages(bus.clone()), "large.agents").unwrap();
+    let mut relay = FastArray::<Agent>::relay();
+    let mut follower = FeedFollower::new(bus, "large.agents", FollowConfig::default()).unwrap();
+    let (start, mut sent) = (Instant::now(), 0);
+    while relay.feed_frame().is_none() {
+        world.step();
+        world.array.commit();
+        sent += publisher.publish(&mut world.array).unwrap().snapshot_bytes;
+        follower.poll(&mut relay, Instant::now()).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "never joined");
+        std::thread::sleep(TICK);
+    }
+    assert!(
+        sent > 3 * (16 << 10),
+        "{sent} bytes of snapshot in messages of 16 KiB"
+    );
+    // Frames follow the join; the relay catches up with the server.
+    while relay != world.array {
+        world.array.commit();
+        publisher.publish(&mut world.array).unwrap();
+        follower.poll(&mut relay, Instant::now()).unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "never caught up");
+        std::thread::sleep(TICK);
+    }
+}
