@@ -27,6 +27,7 @@ use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send_state::audience::Owners;
+use crate::snapshot_message::read_schema_hash;
 use crate::store::Store;
 use crate::wire::field_set::{read_field_set, write_field_set};
 use crate::wire::id_list::{IdReader, IdWriter};
@@ -198,14 +199,7 @@ fn read_head<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(u64, Head), De
             found: "another kind",
         });
     }
-    let found = reader.read_bits(64)?;
-    if found != T::SCHEMA_HASH {
-        return Err(DecodeError::SchemaMismatch {
-            type_name: T::TYPE_NAME,
-            expected: T::SCHEMA_HASH,
-            found,
-        });
-    }
+    read_schema_hash::<T>(reader)?;
     let epoch = reader.read_bits(64)?;
     let frame = reader.read_varint()?;
     Ok((kind, Head { epoch, frame }))

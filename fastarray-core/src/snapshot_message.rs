@@ -39,6 +39,14 @@ pub(crate) fn write_header<T: Replicate>(writer: &mut BitWriter<'_>) {
 /// Reads a snapshot's kind and schema hash, refusing another item type's.
 pub(crate) fn read_header<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(), DecodeError> {
     MessageKind::expect(reader, MessageKind::Snapshot)?;
+    read_schema_hash::<T>(reader)
+}
+
+/// Reads a 64-bit schema hash, refusing another item type's (a snapshot's,
+/// a relay's feed's).
+pub(crate) fn read_schema_hash<T: Replicate>(
+    reader: &mut BitReader<'_>,
+) -> Result<(), DecodeError> {
     let found = reader.read_bits(64)?;
     if found != T::SCHEMA_HASH {
         return Err(DecodeError::SchemaMismatch {

@@ -31,12 +31,28 @@ struct Agent {
 
 const TICK: Duration = Duration::from_millis(5);
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
+/// A test's NATS: a cluster of its own and a runtime for its clients.
+struct Net {
+    cluster: LocalCluster,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Net {
+    fn start(nodes: usize) -> Self {
+        Self {
+            cluster: LocalCluster::start(nodes).unwrap(),
+            runtime: tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    /// A client that connects to node `node` first.
+    fn connect(&self, node: usize, name: &str) -> NatsBus {
+        NatsBus::connect(self.runtime.handle(), &self.cluster.urls_from(node), name).unwrap()
+    }
 }
 
 /// A client: its connection state on one side, its mirror, its link.
@@ -305,9 +321,8 @@ fn clients(profile: &LinkProfile, seed: u64, numbers: &[u64]) -> Vec<Client> {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn the_crate_example_runs() {
-    let cluster = LocalCluster::start(1).unwrap();
-    let runtime = runtime();
-    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "example").unwrap();
+    let net = Net::start(1);
+    let bus = net.connect(0, "example");
     let mut agents = FastArray::new();
     let a = agents.push(Agent::default());
     let mut publisher = FeedPublisher::new(bus.clone(), "world.agents").unwrap();
@@ -338,11 +353,8 @@ fn the_crate_example_runs() {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn relays_on_a_three_node_cluster_serve_their_clients_as_the_server_would() {
-    let cluster = LocalCluster::start(3).unwrap();
-    let runtime = runtime();
-    let connect = |node: usize, name: &str| {
-        NatsBus::connect(runtime.handle(), &cluster.urls_from(node), name).unwrap()
-    };
+    let net = Net::start(3);
+    let connect = |node: usize, name: &str| net.connect(node, name);
     let mut world = World::new(1, 200);
     let mut publisher = FeedPublisher::new(connect(0, "server"), "test.agents").unwrap();
     let profile = LinkProfile::lossy(0.2);
@@ -370,11 +382,8 @@ fn relays_on_a_three_node_cluster_serve_their_clients_as_the_server_would() {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn a_killed_node_does_not_stop_the_relays() {
-    let mut cluster = LocalCluster::start(3).unwrap();
-    let runtime = runtime();
-    let urls: Vec<Vec<String>> = (0..3).map(|node| cluster.urls_from(node)).collect();
-    let connect =
-        |node: usize, name: &str| NatsBus::connect(runtime.handle(), &urls[node], name).unwrap();
+    let mut net = Net::start(3);
+    let connect = |node: usize, name: &str| net.connect(node, name);
     let mut world = World::new(2, 100);
     let mut publisher = FeedPublisher::new(connect(0, "server"), "test.agents").unwrap();
     let profile = LinkProfile::lossy(0.1);
@@ -393,7 +402,7 @@ fn a_killed_node_does_not_stop_the_relays() {
         |now, relays| {
             if now == 100 {
                 // Relay 1's node dies: its client moves to another node.
-                cluster.kill(1);
+                net.cluster.kill(1);
                 at_kill = Some(relays[0].array.feed_stats());
             }
         },
@@ -484,11 +493,8 @@ impl<S: Subscription> Subscription for FaultySubscription<S> {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn relays_converge_over_a_bus_that_loses_repeats_and_reorders() {
-    let cluster = LocalCluster::start(3).unwrap();
-    let runtime = runtime();
-    let connect = |node: usize, name: &str| {
-        NatsBus::connect(runtime.handle(), &cluster.urls_from(node), name).unwrap()
-    };
+    let net = Net::start(3);
+    let connect = |node: usize, name: &str| net.connect(node, name);
     let mut world = World::new(3, 150);
     let mut publisher = FeedPublisher::new(connect(0, "server"), "test.agents").unwrap();
     let profile = LinkProfile::lossy(0.1);
@@ -525,11 +531,8 @@ fn relays_converge_over_a_bus_that_loses_repeats_and_reorders() {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn clients_of_a_killed_relay_move_to_another_and_converge() {
-    let cluster = LocalCluster::start(3).unwrap();
-    let runtime = runtime();
-    let connect = |node: usize, name: &str| {
-        NatsBus::connect(runtime.handle(), &cluster.urls_from(node), name).unwrap()
-    };
+    let net = Net::start(3);
+    let connect = |node: usize, name: &str| net.connect(node, name);
     let mut world = World::new(4, 120);
     let mut publisher = FeedPublisher::new(connect(0, "server"), "test.agents").unwrap();
     let profile = LinkProfile::lossy(0.1);
@@ -618,9 +621,8 @@ fn a_lost_frame_is_repaired_before_the_wait_overflows() {
     // only empty frames follow, and the relay asks for a snapshot after
     // `gap_wait`, long before 64 frames have waited (`resyncs` counts
     // those overflows).
-    let cluster = LocalCluster::start(1).unwrap();
-    let runtime = runtime();
-    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "quiet").unwrap();
+    let net = Net::start(1);
+    let bus = net.connect(0, "quiet");
     let mut world = World::new(6, 50);
     let mut relay = FastArray::<Agent>::relay();
     let config = FollowConfig {
@@ -675,9 +677,8 @@ fn a_lost_frame_is_repaired_before_the_wait_overflows() {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn an_object_is_relayed_too() {
-    let cluster = LocalCluster::start(1).unwrap();
-    let runtime = runtime();
-    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "object").unwrap();
+    let net = Net::start(1);
+    let bus = net.connect(0, "object");
     let mut game = fastarray::Replicated::new(Agent::default());
     game.set_owner(Some(2)).unwrap();
     let mut publisher = FeedPublisher::new(bus.clone(), "world.match").unwrap();
@@ -746,9 +747,8 @@ impl<B: Bus> Bus for SmallMessages<B> {
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn a_snapshot_larger_than_a_bus_message_goes_in_chunks() {
-    let cluster = LocalCluster::start(1).unwrap();
-    let runtime = runtime();
-    let bus = NatsBus::connect(runtime.handle(), &[cluster.url(0)], "large").unwrap();
+    let net = Net::start(1);
+    let bus = net.connect(0, "large");
     let mut world = World::new(7, 5_000);
     let mut publisher = FeedPublisher::new(SmallMessages(bus.clone()), "large.agents").unwrap();
     let mut relay = FastArray::<Agent>::relay();
