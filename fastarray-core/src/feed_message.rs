@@ -19,6 +19,8 @@
 //! - A snapshot: the id the server's next push takes (varint), then the
 //!   items (count, then per item its id, owner and every field).
 
+use std::borrow::Cow;
+
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError};
@@ -28,7 +30,7 @@ use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send_state::audience::Owners;
 use crate::snapshot_message::read_schema_hash;
-use crate::store::Store;
+use crate::store::{Slot, Store};
 use crate::wire::field_set::{read_field_set, write_field_set};
 use crate::wire::id_list::{IdReader, IdWriter};
 
@@ -120,7 +122,7 @@ pub(crate) fn write_frame<T: Replicate>(
     }
     let changed = merged(&changes.changed, &changes.initial);
     let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
-    for (id, mask) in changed {
+    for &(id, mask) in changed.iter() {
         let value = store.get(id).expect("a committed change is held");
         ids.write(writer, id);
         write_field_set(writer, mask, T::FIELD_COUNT);
@@ -143,13 +145,14 @@ pub(crate) fn write_frame<T: Replicate>(
     Ok(())
 }
 
-/// The union of two lists of changes ascending by id, one entry an id.
-fn merged(
-    changed: &[(ReplicationId, FieldMask)],
+/// The union of two lists of changes ascending by id, one entry an id:
+/// `changed` itself for a type without `initial_only` fields.
+fn merged<'a>(
+    changed: &'a [(ReplicationId, FieldMask)],
     initial: &[(ReplicationId, FieldMask)],
-) -> Vec<(ReplicationId, FieldMask)> {
+) -> Cow<'a, [(ReplicationId, FieldMask)]> {
     if initial.is_empty() {
-        return changed.to_vec();
+        return Cow::Borrowed(changed);
     }
     let mut all: Vec<_> = changed.iter().chain(initial).copied().collect();
     all.sort_unstable_by_key(|&(id, _)| id);
@@ -160,7 +163,7 @@ fn merged(
         }
         same
     });
-    all
+    Cow::Owned(all)
 }
 
 /// Writes the whole of `store` for the stream `epoch`, at its frame.
@@ -176,14 +179,15 @@ pub(crate) fn write_snapshot<T: Replicate>(
     };
     write_head::<T>(writer, SNAPSHOT, head);
     writer.write_varint(store.next_id());
-    let mut order: Vec<_> = store.slots().iter().map(|slot| slot.id).collect();
-    order.sort_unstable();
-    let mut ids = IdWriter::start(writer, order.iter().copied());
-    for &id in &order {
-        let value = store.get(id).expect("listed from the store");
-        ids.write(writer, id);
-        write_owner(writer, owner_of(owners, id));
-        value.encode(writer).map_err(|error| (id, error))?;
+    let mut order: Vec<&Slot<T>> = store.slots().iter().collect();
+    order.sort_unstable_by_key(|slot| slot.id);
+    let mut ids = IdWriter::start(writer, order.iter().map(|slot| slot.id));
+    for slot in order {
+        ids.write(writer, slot.id);
+        write_owner(writer, owner_of(owners, slot.id));
+        slot.value
+            .encode(writer)
+            .map_err(|error| (slot.id, error))?;
     }
     Ok(())
 }

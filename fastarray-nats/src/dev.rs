@@ -219,12 +219,3 @@ impl Drop for LocalCluster {
         }
     }
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn a_missing_binary_is_a_typed_error() {
-        let error = super::ClusterError::NotInstalled.to_string();
-        assert!(error.contains("apt-get install nats-server"));
-    }
-}

@@ -9,7 +9,8 @@
 
 use super::FastArray;
 use super::limits::read_whole;
-use crate::bits::BitWriter;
+use super::snapshot::write_truncating;
+use crate::changeset::Changeset;
 use crate::error::{DecodeError, SendError};
 use crate::feed_message::{self, Frame, Message, Snapshot};
 use crate::id::ReplicationId;
@@ -71,10 +72,9 @@ impl<T> FastArray<T> {
     /// ```
     pub fn relay() -> Self {
         let mut array = Self::new();
-        array.sender = Some(Box::new(Sender {
-            follow: Some(Box::default()),
-            ..Sender::default()
-        }));
+        let mut sender = Box::<Sender>::default();
+        sender.follow = Some(Box::default());
+        array.sender = Some(sender);
         array
     }
 
@@ -155,24 +155,17 @@ impl<T: Replicate> FastArray<T> {
     /// left as it was.
     pub fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
         self.check_feed()?;
-        let Some(sender) = self.sender.as_deref() else {
-            // Never committed: frame 0, which no relay lacks.
-            return write_bits(out, |writer| {
-                let empty = crate::changeset::Changeset::EMPTY;
-                let epoch = crate::send::sender::Epoch::default().0;
-                feed_message::write_frame(&self.store, None, &empty, epoch, writer)
-            });
-        };
-        const NONE: &crate::changeset::Changeset = &crate::changeset::Changeset::EMPTY;
-        let changes = sender.history.newest().unwrap_or(NONE);
-        write_bits(out, |writer| {
-            feed_message::write_frame(
-                &self.store,
-                Some(&sender.owners),
-                changes,
-                sender.epoch.0,
-                writer,
-            )
+        const NONE: &Changeset = &Changeset::EMPTY;
+        // An array that never committed nor fed a snapshot has no stream a
+        // relay joined: its frame 0, of a stream of its own, is of no use
+        // to any, as it should be.
+        let sender = self.sender.as_deref();
+        let changes = sender.and_then(|s| s.history.newest()).unwrap_or(NONE);
+        let owners = sender.map(|s| &s.owners);
+        let epoch = sender.map_or_else(|| Sender::default().epoch(), Sender::epoch);
+        write_truncating(out, |writer| {
+            feed_message::write_frame(&self.store, owners, changes, epoch, writer)
+                .map_err(|(id, error)| SendError::Encode { id, error })
         })
     }
 
@@ -188,9 +181,10 @@ impl<T: Replicate> FastArray<T> {
         // The stream is named from now on, whether or not the array ever
         // committed.
         let sender = self.sender.get_or_insert_with(Box::default);
-        let (store, owners, epoch) = (&self.store, &sender.owners, sender.epoch.0);
-        write_bits(out, |writer| {
+        let (store, owners, epoch) = (&self.store, &sender.owners, sender.epoch());
+        write_truncating(out, |writer| {
             feed_message::write_snapshot(store, Some(owners), epoch, writer)
+                .map_err(|(id, error)| SendError::Encode { id, error })
         })
     }
 
@@ -415,21 +409,4 @@ fn check_object<'a>(
 
 fn unknown(id: ReplicationId) -> DecodeError {
     DecodeError::UnknownItem { id }
-}
-
-/// Appends to `out` what `write` writes, or nothing if it fails.
-fn write_bits(
-    out: &mut Vec<u8>,
-    write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), (ReplicationId, crate::EncodeError)>,
-) -> Result<u64, SendError> {
-    let start = out.len();
-    let mut writer = BitWriter::new(out);
-    match write(&mut writer) {
-        Ok(()) => Ok(writer.finish()),
-        Err((id, error)) => {
-            drop(writer);
-            out.truncate(start);
-            Err(SendError::Encode { id, error })
-        }
-    }
 }

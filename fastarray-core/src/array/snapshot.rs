@@ -292,7 +292,7 @@ impl<T: Replicate> FastArray<T> {
 
 /// Writes with `write` into `out`, returning the bits written; on error
 /// `out` is left as it was.
-fn write_truncating<E>(
+pub(super) fn write_truncating<E>(
     out: &mut Vec<u8>,
     write: impl FnOnce(&mut BitWriter<'_>) -> Result<(), E>,
 ) -> Result<u64, E> {

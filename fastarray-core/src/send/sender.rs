@@ -47,28 +47,26 @@ pub(crate) struct Sender {
     pub(crate) scopes: Scopes,
     /// Who owns which item.
     pub(crate) owners: Owners,
-    /// The stream the array's feed names (see `feed`): drawn at random
-    /// when the sending side is made, so a copy or a restarted server is a
-    /// stream of its own.
-    pub(crate) epoch: Epoch,
+    /// The stream the array's feed names (see `feed_message`): drawn at
+    /// random at the first feed message, so a copy or a restarted server
+    /// is a stream of its own, and an array that never feeds a relay (an
+    /// inner array, most servers) never draws one.
+    epoch: std::sync::OnceLock<u64>,
     /// On a relay: where it stands in the feed it follows.
     pub(crate) follow: Option<Box<Follow>>,
 }
 
-/// A feed's stream: a random number, unlike any other array's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Epoch(pub(crate) u64);
-
-impl Default for Epoch {
-    fn default() -> Self {
-        use core::hash::BuildHasher;
-        // std's hasher keys are drawn from the system's randomness once a
-        // thread, and differ for every hasher made after.
-        Self(std::hash::RandomState::new().hash_one(0u8))
-    }
-}
-
 impl Sender {
+    /// The stream this array's feed names: a random number, unlike any
+    /// other array's (std's hasher keys are drawn from the system's
+    /// randomness once a thread, and differ for every hasher made after).
+    pub(crate) fn epoch(&self) -> u64 {
+        use core::hash::BuildHasher;
+        *self
+            .epoch
+            .get_or_init(|| std::hash::RandomState::new().hash_one(0u8))
+    }
+
     /// A copy for a cloned array: the history, the frame's caches, the
     /// owners and where a relay stands in its feed; the buffers start empty,
     /// no connection has a scope on the copy, and its own feed is a stream
@@ -82,7 +80,7 @@ impl Sender {
             shared: self.shared.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
-            epoch: Epoch::default(),
+            epoch: std::sync::OnceLock::new(),
             follow: self.follow.clone(),
         }
     }
