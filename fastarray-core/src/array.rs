@@ -27,6 +27,7 @@ mod relay;
 mod role;
 mod scope;
 mod settle;
+mod shard;
 #[cfg(test)]
 mod shared_tests;
 mod snapshot;
@@ -103,6 +104,22 @@ mod wire_eq;
 /// client cannot tell it from the server. Its own changes panic, as a
 /// mirror's do; [`set_owner`](FastArray::set_owner) returns
 /// [`SendError::Relay`](crate::SendError::Relay).
+///
+/// # Shards and handoff
+///
+/// A world too large for one process is split across *shards*, as
+/// BigWorld splits its space into cells: each is an array made with
+/// [`shard`](FastArray::shard), the authority of the items in its region,
+/// pushing ids from a range of its own ([`ShardId`](crate::ShardId)). An
+/// item that crosses into another shard's region is handed off
+/// ([`hand_off`](FastArray::hand_off): a message with its id, owner and
+/// every field, and the item leaves this shard) and adopted there
+/// ([`adopt`](FastArray::adopt)), keeping its id. A relay that follows
+/// every shard's feed merges them into one world for its clients, in which
+/// a handed-off item is a change (or nothing), never a removal and an add,
+/// whichever shard's feed it hears first. Shards serve their clients
+/// through relays only: their own writes for clients return
+/// [`SendError::ShardClients`](crate::SendError::ShardClients).
 ///
 /// [`push`]: FastArray::push
 /// [`remove`]: FastArray::remove
@@ -442,6 +459,15 @@ impl<T: Replicate> FastArray<T> {
         let sender = self.sender.get_or_insert_with(Box::default);
         let moved = sender.owners.commit();
         self.store.commit(&mut sender.history, &moved);
+        let shard = sender.tenures.shard();
+        assert!(
+            self.store.next_id() <= shard.ids().end || self.is_relay() || self.is_mirror(),
+            "{shard} pushed past the end of its ids (2^40 of them)"
+        );
+        let sender = self.sender.as_deref_mut().expect("made above");
+        if let Some(changes) = sender.history.newest_mut() {
+            sender.tenures.commit(changes);
+        }
         if let Some(changes) = sender.history.newest() {
             sender.owners.forget(&changes.removed);
             sender.owners.forget(&changes.vanished);

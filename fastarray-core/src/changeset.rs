@@ -2,6 +2,7 @@
 
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
+use crate::shard::ShardId;
 
 /// What one [`commit`](crate::FastArray::commit) found had happened since
 /// the previous one: ids added, ids removed, and ids changed with the mask
@@ -29,6 +30,12 @@ pub struct Changeset {
     pub(crate) initial: Vec<(ReplicationId, FieldMask)>,
     /// Items whose owner the commit moved, ascending.
     pub(crate) moved: Vec<ReplicationId>,
+    /// Items handed off to another shard (listed as removed too), with
+    /// the shard and their tenure, ascending.
+    pub(crate) handed: Vec<(ReplicationId, ShardId, u32)>,
+    /// Items adopted from another shard (listed as added too), with their
+    /// tenure here, ascending.
+    pub(crate) adopted: Vec<(ReplicationId, u32)>,
 }
 
 impl Changeset {
@@ -42,6 +49,8 @@ impl Changeset {
         vanished: Vec::new(),
         initial: Vec::new(),
         moved: Vec::new(),
+        handed: Vec::new(),
+        adopted: Vec::new(),
     };
 
     /// The frame (commit number, starting at 1) this changeset ends.
@@ -88,5 +97,7 @@ impl Changeset {
         self.vanished.clear();
         self.initial.clear();
         self.moved.clear();
+        self.handed.clear();
+        self.adopted.clear();
     }
 }

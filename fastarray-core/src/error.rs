@@ -155,6 +155,14 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A handoff adopted ([`FastArray::adopt`](crate::FastArray::adopt))
+    /// by an array not made as a shard
+    /// ([`FastArray::shard`](crate::FastArray::shard)): a mirror, a relay,
+    /// the server of a world on one process. Nothing was read or changed.
+    NotAShard {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// A message that would take a mirror past one of the
     /// [`MirrorLimits`](crate::MirrorLimits) its game set: refused while
     /// it was decoded, before the memory it would take was allocated.
@@ -300,6 +308,11 @@ impl fmt::Display for DecodeError {
                 f,
                 "a feed message applied to an array of `{type_name}` that is not a relay: \
                  make it with FastArray::relay()"
+            ),
+            Self::NotAShard { type_name } => write!(
+                f,
+                "a handoff adopted by an array of `{type_name}` that is not a shard: make the \
+                 shards' arrays with FastArray::shard(ShardId)"
             ),
             Self::NotAMirror { type_name } => write!(
                 f,
@@ -475,6 +488,31 @@ pub enum SendError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A handoff asked of an array not made as a shard
+    /// ([`FastArray::shard`](crate::FastArray::shard)).
+    NotAShard {
+        /// The array's item type.
+        type_name: &'static str,
+    },
+    /// A delta, snapshot or scope asked of a shard: a shard's items leave
+    /// and come back with handoffs, which its clients' mirrors could not
+    /// follow; relays serve a sharded world's clients (see
+    /// [`FastArray::shard`](crate::FastArray::shard)).
+    ShardClients {
+        /// The shard.
+        shard: crate::ShardId,
+    },
+    /// A handoff of an item the array does not hold.
+    UnknownItem {
+        /// The item.
+        id: crate::ReplicationId,
+    },
+    /// A handoff to the shard the array is: an item is handed off to
+    /// another shard.
+    HandoffToSelf {
+        /// The array's shard.
+        shard: crate::ShardId,
+    },
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -521,6 +559,21 @@ impl fmt::Display for SendError {
             Self::ClientAfterWrite => f.write_str(
                 "this connection already wrote under another client: name its client (set_client) \
                  before its first write",
+            ),
+            Self::NotAShard { type_name } => write!(
+                f,
+                "a handoff asked of an array of `{type_name}` that is not a shard: make the \
+                 shards' arrays with FastArray::shard(ShardId)"
+            ),
+            Self::ShardClients { shard } => write!(
+                f,
+                "{shard} writes its feed for relays, which serve its clients: a client of a shard \
+                 could not follow items that leave and come back"
+            ),
+            Self::UnknownItem { id } => write!(f, "item {id} is not in the array"),
+            Self::HandoffToSelf { shard } => write!(
+                f,
+                "a handoff to {shard}, the array's own shard: hand items off to another shard"
             ),
             Self::Encode { id, error } => write!(f, "item {id}: {error}"),
         }

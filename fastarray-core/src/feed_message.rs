@@ -6,29 +6,44 @@
 //!
 //! Layout. Every message starts with its kind in 4 bits (9 a frame, 10 a
 //! snapshot), the item type's 64-bit `SCHEMA_HASH` (a relay of another
-//! type refuses it), the stream's 64-bit epoch and the frame as a varint.
+//! type refuses it), the stream's 64-bit epoch, the frame as a varint and
+//! the server's [shard](ShardId) as a varint (0 when not sharded).
 //! Each list of ids is written as a delta's lists are ([`IdWriter`]: the
 //! count, then the gaps between ascending ids in the code that costs
 //! least); an owner is one bit, then the client as a varint if set.
 //!
-//! - A frame: the ids removed (count, ids); the items added (count, then
-//!   per item its id, owner and every field); the items changed (count,
+//! - A frame: the ids removed (count, ids); the items handed off to
+//!   another shard (count, then per item its id, the shard and its
+//!   tenure, varints); the items added (count, then per item its id,
+//!   owner and every field); those of them adopted from another shard
+//!   (count, then per item its id and tenure); the items changed (count,
 //!   then per item its id, the set of fields changed — `initial_only`
 //!   ones included, which no delta carries — and those fields); the items
 //!   whose owner moved (count, then id and owner).
 //! - A snapshot: the id the server's next push takes (varint), then the
-//!   items (count, then per item its id, owner and every field).
+//!   items (count, then per item its id, owner and every field), the
+//!   tenures of those that changed shards (count, then id and tenure),
+//!   and the items handed off in the frames the history holds and not
+//!   held again (as a frame's).
+//!
+//! The handoff of one item from shard to shard is a message of its own:
+//! kind 11, the schema hash, its id and tenure (varints), its owner and
+//! every field.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError};
+use crate::history::History;
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
 use crate::send_state::audience::Owners;
+use crate::send_state::tenures::Tenures;
+use crate::shard::ShardId;
 use crate::snapshot_message::read_schema_hash;
 use crate::store::{Slot, Store};
 use crate::wire::field_set::{read_field_set, write_field_set};
@@ -36,6 +51,7 @@ use crate::wire::id_list::{IdReader, IdWriter};
 
 const FRAME: u64 = 0b1001;
 const SNAPSHOT: u64 = 0b1010;
+const HANDOFF: u64 = 0b1011;
 const KIND_BITS: u32 = 4;
 
 /// The head of every feed message: which stream, which frame.
@@ -43,13 +59,23 @@ const KIND_BITS: u32 = 4;
 pub(crate) struct Head {
     pub(crate) epoch: u64,
     pub(crate) frame: u64,
+    pub(crate) shard: ShardId,
+}
+
+/// The stream a server's feed is: its epoch and shard.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stream {
+    pub(crate) epoch: u64,
+    pub(crate) shard: ShardId,
 }
 
 /// One frame's changes, decoded.
 pub(crate) struct Frame<T: Replicate> {
     pub(crate) head: Head,
     pub(crate) removed: Vec<ReplicationId>,
+    pub(crate) handed: Vec<(ReplicationId, ShardId, u32)>,
     pub(crate) added: Vec<(ReplicationId, Option<u64>, T)>,
+    pub(crate) adopted: Vec<(ReplicationId, u32)>,
     pub(crate) changed: Vec<(ReplicationId, T::Patch)>,
     pub(crate) moved: Vec<(ReplicationId, Option<u64>)>,
 }
@@ -59,6 +85,16 @@ pub(crate) struct Snapshot<T> {
     pub(crate) head: Head,
     pub(crate) next_id: u64,
     pub(crate) items: Vec<(ReplicationId, Option<u64>, T)>,
+    pub(crate) counts: Vec<(ReplicationId, u32)>,
+    pub(crate) handed: Vec<(ReplicationId, ShardId, u32)>,
+}
+
+/// One item handed off from shard to shard, decoded.
+pub(crate) struct Handoff<T> {
+    pub(crate) id: ReplicationId,
+    pub(crate) count: u32,
+    pub(crate) owner: Option<u64>,
+    pub(crate) value: T,
 }
 
 /// A feed message, decoded.
@@ -72,6 +108,7 @@ fn write_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, head: Head) {
     writer.write_bits(T::SCHEMA_HASH, 64);
     writer.write_bits(head.epoch, 64);
     writer.write_varint(head.frame);
+    writer.write_varint(head.shard.get().into());
 }
 
 fn write_owner(writer: &mut BitWriter<'_>, owner: Option<u64>) {
@@ -101,18 +138,31 @@ pub(crate) fn write_frame<T: Replicate>(
     store: &Store<T>,
     owners: Option<&Owners>,
     changes: &Changeset,
-    epoch: u64,
+    stream: Stream,
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
     let head = Head {
-        epoch,
+        epoch: stream.epoch,
         frame: changes.frame,
+        shard: stream.shard,
     };
     write_head::<T>(writer, FRAME, head);
-    let mut ids = IdWriter::start(writer, changes.removed.iter().copied());
-    for &id in &changes.removed {
+    let handed = |id: &ReplicationId| {
+        (changes.handed)
+            .binary_search_by_key(id, |&(id, ..)| id)
+            .is_ok()
+    };
+    let removed: Cow<'_, [ReplicationId]> = if changes.handed.is_empty() {
+        Cow::Borrowed(&changes.removed)
+    } else {
+        let plain = changes.removed.iter().filter(|id| !handed(id));
+        Cow::Owned(plain.copied().collect())
+    };
+    let mut ids = IdWriter::start(writer, removed.iter().copied());
+    for &id in removed.iter() {
         ids.write(writer, id);
     }
+    write_handed(writer, &changes.handed);
     let mut ids = IdWriter::start(writer, changes.added.iter().copied());
     for &id in &changes.added {
         let value = store.get(id).expect("a committed add is held");
@@ -120,6 +170,7 @@ pub(crate) fn write_frame<T: Replicate>(
         write_owner(writer, owner_of(owners, id));
         value.encode(writer).map_err(|error| (id, error))?;
     }
+    write_counts(writer, &changes.adopted);
     let changed = merged(&changes.changed, &changes.initial);
     let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
     for &(id, mask) in changed.iter() {
@@ -145,6 +196,25 @@ pub(crate) fn write_frame<T: Replicate>(
     Ok(())
 }
 
+/// Writes a list of items handed off: id, shard, tenure.
+fn write_handed(writer: &mut BitWriter<'_>, handed: &[(ReplicationId, ShardId, u32)]) {
+    let mut ids = IdWriter::start(writer, handed.iter().map(|&(id, ..)| id));
+    for &(id, to, count) in handed {
+        ids.write(writer, id);
+        writer.write_varint(to.get().into());
+        writer.write_varint(count.into());
+    }
+}
+
+/// Writes a list of tenures: id, tenure.
+fn write_counts(writer: &mut BitWriter<'_>, counts: &[(ReplicationId, u32)]) {
+    let mut ids = IdWriter::start(writer, counts.iter().map(|&(id, _)| id));
+    for &(id, count) in counts {
+        ids.write(writer, id);
+        writer.write_varint(count.into());
+    }
+}
+
 /// The union of two lists of changes ascending by id, one entry an id:
 /// `changed` itself for a type without `initial_only` fields.
 fn merged<'a>(
@@ -166,16 +236,25 @@ fn merged<'a>(
     Cow::Owned(all)
 }
 
-/// Writes the whole of `store` for the stream `epoch`, at its frame.
+/// What a server's snapshot says of handoffs: its items' tenures, and
+/// the handoffs its history holds.
+pub(crate) struct Handoffs<'a> {
+    pub(crate) tenures: &'a Tenures,
+    pub(crate) history: &'a History,
+}
+
+/// Writes the whole of `store` for `stream`, at its frame.
 pub(crate) fn write_snapshot<T: Replicate>(
     store: &Store<T>,
     owners: Option<&Owners>,
-    epoch: u64,
+    handoffs: Handoffs<'_>,
+    stream: Stream,
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
     let head = Head {
-        epoch,
+        epoch: stream.epoch,
         frame: store.frame(),
+        shard: stream.shard,
     };
     write_head::<T>(writer, SNAPSHOT, head);
     writer.write_varint(store.next_id());
@@ -189,7 +268,112 @@ pub(crate) fn write_snapshot<T: Replicate>(
             .encode(writer)
             .map_err(|error| (slot.id, error))?;
     }
+    let mut counts: Vec<_> = handoffs.tenures.counts().collect();
+    counts.sort_unstable_by_key(|&(id, _)| id);
+    write_counts(writer, &counts);
+    // The last handoff of each item that left in the frames held, oldest
+    // first, so a later one wins.
+    let mut handed = BTreeMap::new();
+    let oldest = handoffs.history.oldest_frame().unwrap_or(0);
+    let frames = handoffs.history.since(oldest).into_iter().flatten();
+    for &(id, to, count) in frames.flat_map(|changes| &changes.handed) {
+        handed.insert(id, (to, count));
+    }
+    let handed: Vec<_> = (handed.into_iter())
+        .filter(|(id, _)| store.get(*id).is_none())
+        .map(|(id, (to, count))| (id, to, count))
+        .collect();
+    write_handed(writer, &handed);
     Ok(())
+}
+
+/// Writes item `id`'s handoff: its tenure `count`, owner and `value`.
+pub(crate) fn write_handoff<T: Replicate>(
+    writer: &mut BitWriter<'_>,
+    id: ReplicationId,
+    count: u32,
+    owner: Option<u64>,
+    value: &T,
+) -> Result<(), EncodeError> {
+    writer.write_bits(HANDOFF, KIND_BITS);
+    writer.write_bits(T::SCHEMA_HASH, 64);
+    writer.write_varint(id.to_raw());
+    writer.write_varint(count.into());
+    write_owner(writer, owner);
+    value.encode(writer)
+}
+
+/// Reads a handoff message.
+pub(crate) fn read_handoff<T: Replicate>(
+    reader: &mut BitReader<'_>,
+) -> Result<Handoff<T>, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    if reader.read_bits(KIND_BITS)? != HANDOFF {
+        return Err(DecodeError::UnexpectedMessageKind {
+            bit_offset,
+            expected: "handoff",
+            found: "another kind",
+        });
+    }
+    read_schema_hash::<T>(reader)?;
+    let id = ReplicationId::from_raw(reader.read_varint()?);
+    let count = read_count(reader)?;
+    let owner = read_owner(reader)?;
+    let value = T::decode(reader)?;
+    Ok(Handoff {
+        id,
+        count,
+        owner,
+        value,
+    })
+}
+
+fn read_shard(reader: &mut BitReader<'_>) -> Result<ShardId, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let value = reader.read_varint()?;
+    u16::try_from(value)
+        .map(ShardId::new)
+        .map_err(|_| DecodeError::VarintOutOfRange {
+            bit_offset,
+            target: "a shard (u16)",
+        })
+}
+
+fn read_count(reader: &mut BitReader<'_>) -> Result<u32, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let value = reader.read_varint()?;
+    u32::try_from(value).map_err(|_| DecodeError::VarintOutOfRange {
+        bit_offset,
+        target: "a tenure (u32)",
+    })
+}
+
+/// Reads a list of items handed off.
+fn read_handed(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Vec<(ReplicationId, ShardId, u32)>, DecodeError> {
+    let (mut ids, count) = read_ids(reader, 3, limits)?;
+    let mut handed = Vec::with_capacity(prealloc::<(ReplicationId, ShardId, u32)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        handed.push((id, read_shard(reader)?, read_count(reader)?));
+    }
+    Ok(handed)
+}
+
+/// Reads a list of tenures.
+fn read_counts(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Vec<(ReplicationId, u32)>, DecodeError> {
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
+    let mut counts = Vec::with_capacity(prealloc::<(ReplicationId, u32)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        counts.push((id, read_count(reader)?));
+    }
+    Ok(counts)
 }
 
 /// Reads a feed message's kind, schema hash and head.
@@ -206,7 +390,15 @@ fn read_head<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(u64, Head), De
     read_schema_hash::<T>(reader)?;
     let epoch = reader.read_bits(64)?;
     let frame = reader.read_varint()?;
-    Ok((kind, Head { epoch, frame }))
+    let shard = read_shard(reader)?;
+    Ok((
+        kind,
+        Head {
+            epoch,
+            frame,
+            shard,
+        },
+    ))
 }
 
 /// Starts reading a list of ids whose entries take at least `min_bits`
@@ -246,10 +438,14 @@ pub(crate) fn read<T: Replicate>(
     if kind == SNAPSHOT {
         let next_id = reader.read_varint()?;
         let items = read_items(reader, limits)?;
+        let counts = read_counts(reader, limits)?;
+        let handed = read_handed(reader, limits)?;
         return Ok(Message::Snapshot(Snapshot {
             head,
             next_id,
             items,
+            counts,
+            handed,
         }));
     }
     let (mut ids, count) = IdReader::start(reader, 1)?;
@@ -258,7 +454,9 @@ pub(crate) fn read<T: Replicate>(
     for _ in 0..count {
         removed.push(ids.read(reader)?);
     }
+    let handed = read_handed(reader, limits)?;
     let added = read_items(reader, limits)?;
+    let adopted = read_counts(reader, limits)?;
     let (mut ids, count) = read_ids(reader, 2, limits)?;
     let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
     for _ in 0..count {
@@ -275,7 +473,9 @@ pub(crate) fn read<T: Replicate>(
     Ok(Message::Frame(Frame {
         head,
         removed,
+        handed,
         added,
+        adopted,
         changed,
         moved,
     }))

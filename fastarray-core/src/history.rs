@@ -58,6 +58,11 @@ impl History {
         self.slots.back()
     }
 
+    /// The newest changeset, to complete at its commit.
+    pub(crate) fn newest_mut(&mut self) -> Option<&mut Changeset> {
+        self.slots.back_mut()
+    }
+
     /// The oldest frame still held.
     pub(crate) fn oldest_frame(&self) -> Option<u64> {
         self.slots.front().map(|c| c.frame)

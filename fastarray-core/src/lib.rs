@@ -56,6 +56,7 @@ mod send;
 mod send_state;
 #[cfg(not(feature = "serde"))]
 mod serde_disabled;
+mod shard;
 mod snapshot_message;
 mod store;
 mod wire;
@@ -108,6 +109,7 @@ pub use secure::{
     ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
 };
 pub use send_state::{DeltaStats, MAX_DETAIL, Oversized, ScopeExit, SendState};
+pub use shard::ShardId;
 pub use store::ItemMut;
 
 // Lets the derive's generated code (which names `::fastarray::__private_0_1`)

@@ -318,6 +318,16 @@ impl<T> Store<T> {
         self.work.added.push(id);
     }
 
+    /// Adds an item with id `id`, which another shard gave it: recorded as
+    /// an add, as [`push`](Self::push) does, with no change to the ids
+    /// pushes take (`id` is of another shard's range, or was this one's
+    /// already). `id` must not be held.
+    pub(crate) fn push_adopted(&mut self, id: ReplicationId, value: T) {
+        debug_assert!(!self.index.contains_key(&id));
+        self.insert_slot(id, SlotState::Added, value);
+        self.work.added.push(id);
+    }
+
     /// The id the next push takes.
     pub(crate) fn next_id(&self) -> u64 {
         self.next_id

@@ -26,7 +26,7 @@ use syn::visit::{self, Visit};
 /// declares and re-exports are in no layer: what goes through them is
 /// followed to the module that defines it.
 const LAYERS: &[&[&str]] = &[
-    &["error", "id", "limits", "mask", "schema"],
+    &["error", "id", "limits", "mask", "schema", "shard"],
     // The sender's maps keyed by ids.
     &["id_map"],
     // Packet acknowledgements: their own error, no other module.

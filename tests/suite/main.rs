@@ -37,6 +37,7 @@ mod schema;
 mod scope;
 mod secure;
 mod settled;
+mod shard;
 mod shared;
 mod snapshot;
 mod wire_eq;

@@ -140,7 +140,7 @@ impl<T: Replicate> FastArray<T> {
         writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
-        self.expect_writer()?;
+        self.expect_client_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.write(&mut self.store, state, packet, writer, budget)
     }

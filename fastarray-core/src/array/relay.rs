@@ -12,12 +12,16 @@ use super::limits::read_whole;
 use super::snapshot::write_truncating;
 use crate::changeset::Changeset;
 use crate::error::{DecodeError, SendError};
-use crate::feed_message::{self, Frame, Message, Snapshot};
+use crate::feed_message::{self, Frame, Handoffs, Message, Snapshot};
 use crate::id::ReplicationId;
 use crate::limits::{ArrayLimits, MirrorLimits};
 use crate::receive_state::follow::{FeedStats, Follow, Place};
+use crate::receive_state::sources::{Claim, Sources, Verdict};
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
+use crate::send_state::audience::Owners;
+use crate::shard::ShardId;
+use crate::store::Store;
 
 /// What [`FastArray::apply_feed`] did with a message.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -87,32 +91,42 @@ impl<T> FastArray<T> {
         let mut array = Self::relay();
         array.store.push_given(OBJECT, value);
         array.commit_frame();
-        if let Some(follow) = array.follow_mut() {
-            follow.object = true;
+        if let Some(sources) = array.sources_mut() {
+            sources.object = true;
         }
         array
     }
 
     /// Whether this is a relay ([`relay`](Self::relay)).
     pub fn is_relay(&self) -> bool {
-        self.follow().is_some()
+        self.sources().is_some()
     }
 
-    fn follow(&self) -> Option<&Follow> {
+    pub(super) fn sources(&self) -> Option<&Sources> {
         self.sender.as_deref()?.follow.as_deref()
     }
 
-    fn follow_mut(&mut self) -> Option<&mut Follow> {
+    fn sources_mut(&mut self) -> Option<&mut Sources> {
         self.sender.as_deref_mut()?.follow.as_deref_mut()
     }
 
-    /// Whether this relay cannot go on from its feed's frames: it has not
-    /// joined yet, a gap did not fill, or its server's stream changed (a
+    /// Whether this relay cannot go on from its feeds' frames: it has not
+    /// joined yet, a gap did not fill, or a server's stream changed (a
     /// restarted server). Ask the server for a
-    /// [`write_feed_snapshot`](Self::write_feed_snapshot) and apply it.
+    /// [`write_feed_snapshot`](Self::write_feed_snapshot) and apply it (for
+    /// a relay of several shards, ask those that
+    /// [`needs_feed_snapshot_from`](Self::needs_feed_snapshot_from) says).
     /// `false` on an array that is not a relay.
     pub fn needs_feed_snapshot(&self) -> bool {
-        self.follow().is_some_and(Follow::needs_snapshot)
+        self.sources().is_some_and(Sources::needs_snapshot)
+    }
+
+    /// Whether this relay needs a feed snapshot from shard `shard`: it has
+    /// not joined its feed yet, or cannot go on from its frames. `false` on
+    /// an array that is not a relay.
+    pub fn needs_feed_snapshot_from(&self, shard: ShardId) -> bool {
+        self.sources()
+            .is_some_and(|sources| sources.follow(shard).is_none_or(Follow::needs_snapshot))
     }
 
     /// Whether frames past a gap wait for the frames before it. On a bus
@@ -122,19 +136,34 @@ impl<T> FastArray<T> {
     /// committing). On one that reorders, give the gap a moment to fill.
     /// `false` on an array that is not a relay.
     pub fn has_feed_gap(&self) -> bool {
-        self.follow().is_some_and(Follow::has_gap)
+        self.sources().is_some_and(Sources::has_gap)
     }
 
-    /// The server's frame this relay holds (`None` before it joined, and on
-    /// an array that is not a relay).
+    /// Whether frames of shard `shard`'s feed wait past a gap (see
+    /// [`has_feed_gap`](Self::has_feed_gap)).
+    pub fn has_feed_gap_from(&self, shard: ShardId) -> bool {
+        (self.sources().and_then(|sources| sources.follow(shard))).is_some_and(Follow::has_gap)
+    }
+
+    /// The server's frame this relay holds: of the first server it joined,
+    /// for a relay of several shards (`None` before it joined, and on an
+    /// array that is not a relay).
     pub fn feed_frame(&self) -> Option<u64> {
-        self.follow()?.at().map(|(_, frame)| frame)
+        let (_, follow) = self.sources()?.follows().next()?;
+        follow.at().map(|(_, frame)| frame)
     }
 
-    /// How this relay has followed its feed (zeros on an array that is not
-    /// a relay).
+    /// The frame of shard `shard` this relay holds (`None` before it
+    /// joined that shard's feed, and on an array that is not a relay).
+    pub fn feed_frame_from(&self, shard: ShardId) -> Option<u64> {
+        let follow = self.sources()?.follow(shard)?;
+        follow.at().map(|(_, frame)| frame)
+    }
+
+    /// How this relay has followed its feeds, summed over the shards it
+    /// follows (zeros on an array that is not a relay).
     pub fn feed_stats(&self) -> FeedStats {
-        self.follow().map(Follow::stats).unwrap_or_default()
+        self.sources().map(Sources::stats).unwrap_or_default()
     }
 }
 
@@ -162,9 +191,12 @@ impl<T: Replicate> FastArray<T> {
         let sender = self.sender.as_deref();
         let changes = sender.and_then(|s| s.history.newest()).unwrap_or(NONE);
         let owners = sender.map(|s| &s.owners);
-        let epoch = sender.map_or_else(|| Sender::default().epoch(), Sender::epoch);
+        let stream = match sender {
+            Some(sender) => sender.stream(),
+            None => Sender::default().stream(),
+        };
         write_truncating(out, |writer| {
-            feed_message::write_frame(&self.store, owners, changes, epoch, writer)
+            feed_message::write_frame(&self.store, owners, changes, stream, writer)
                 .map_err(|(id, error)| SendError::Encode { id, error })
         })
     }
@@ -181,9 +213,13 @@ impl<T: Replicate> FastArray<T> {
         // The stream is named from now on, whether or not the array ever
         // committed.
         let sender = self.sender.get_or_insert_with(Box::default);
-        let (store, owners, epoch) = (&self.store, &sender.owners, sender.epoch());
+        let (store, owners, stream) = (&self.store, &sender.owners, sender.stream());
+        let handoffs = Handoffs {
+            tenures: &sender.tenures,
+            history: &sender.history,
+        };
         write_truncating(out, |writer| {
-            feed_message::write_snapshot(store, Some(owners), epoch, writer)
+            feed_message::write_snapshot(store, Some(owners), handoffs, stream, writer)
                 .map_err(|(id, error)| SendError::Encode { id, error })
         })
     }
@@ -226,163 +262,294 @@ impl<T: Replicate + Clone> FastArray<T> {
             });
         }
         let mut report = FeedReport::default();
-        self.apply_feed_message(bytes, &mut report)?;
-        // Frames that waited for this one.
-        while report.frames > 0 || report.snapshot {
-            let Some(bytes) = self.follow_mut().and_then(Follow::take_next) else {
+        let mut applied = self.apply_feed_message(bytes, &mut report)?;
+        // Frames of the same feed that waited for this one.
+        while let Some(shard) = applied {
+            let next = self
+                .sources_mut()
+                .and_then(|sources| sources.followed_mut(shard));
+            let Some(bytes) = next.and_then(Follow::take_next) else {
                 break;
             };
-            if self.apply_feed_message(&bytes, &mut report).is_err() {
-                // It passed the checks of its head when it came: the state it
-                // applies to is not the one it was written for.
-                self.follow_mut().map(Follow::lose);
+            applied = self.apply_feed_message(&bytes, &mut report).ok().flatten();
+            if applied.is_none() {
+                // It passed the checks of its head when it came: the state
+                // it applies to is not the one it was written for.
+                let follow = self.sources_mut().and_then(|s| s.followed_mut(shard));
+                follow.map(Follow::lose);
             }
         }
         report.needs_snapshot = self.needs_feed_snapshot();
         Ok(report)
     }
 
+    /// Applies one message, if it comes in its turn; returns the shard
+    /// whose feed moved on, if one did.
     fn apply_feed_message(
         &mut self,
         bytes: &[u8],
         report: &mut FeedReport,
-    ) -> Result<(), DecodeError> {
+    ) -> Result<Option<ShardId>, DecodeError> {
         let limits = MirrorLimits::DEFAULT;
         let message = read_whole(bytes, &limits, |reader| {
             feed_message::read::<T>(reader, ArrayLimits::top(limits))
         })?;
-        let Some(follow) = self.follow_mut() else {
+        let Some(sources) = self.sources_mut() else {
             unreachable!("checked by apply_feed");
         };
         match message {
             Message::Snapshot(snapshot) => {
                 let head = snapshot.head;
-                if !follow.snapshot_applies(head.epoch, head.frame) {
-                    follow.stale();
-                    return Ok(());
+                let applies = (sources.follow(head.shard))
+                    .is_none_or(|follow| follow.snapshot_applies(head.epoch, head.frame));
+                if !applies {
+                    sources.follow_mut(head.shard).stale();
+                    return Ok(None);
                 }
                 self.apply_snapshot_diff(snapshot)?;
                 report.snapshot = true;
+                Ok(Some(head.shard))
             }
             Message::Frame(frame) => {
                 let head = frame.head;
+                // Before the join, a feed's frames are of no use.
+                let Some(follow) = sources.followed_mut(head.shard) else {
+                    return Ok(None);
+                };
                 match follow.place(head.epoch, head.frame) {
                     Place::Stale => follow.stale(),
                     Place::Early => follow.wait(head.frame, bytes),
-                    Place::Foreign => {
-                        // Before the join, frames are of no use; after it,
-                        // a new stream means the server restarted.
-                        if follow.at().is_some() {
-                            follow.lose();
-                        }
-                    }
+                    // A new stream: the server restarted.
+                    Place::Foreign => follow.lose(),
                     Place::Next => {
                         self.apply_frame(frame)?;
                         report.frames += 1;
+                        return Ok(Some(head.shard));
                     }
                 }
+                Ok(None)
             }
         }
-        Ok(())
     }
 
-    /// Applies the next frame, if the relay holds what it was written
-    /// against; else changes nothing.
+    /// Applies the next frame of a shard's feed, if the relay holds what it
+    /// was written against; else changes nothing. What the frame says of an
+    /// item another shard took over since is dropped (see `sources`).
     fn apply_frame(&mut self, frame: Frame<T>) -> Result<(), DecodeError> {
-        let object = self.follow().is_some_and(|follow| follow.object);
+        let shard = frame.head.shard;
+        let Some(sources) = self.sources() else {
+            unreachable!("a relay has sources");
+        };
         let named = (frame.added.iter().map(|(id, ..)| id))
             .chain(frame.changed.iter().map(|(id, _)| id))
             .chain(frame.moved.iter().map(|(id, _)| id));
-        check_object(object, named, !frame.removed.is_empty())?;
-        let held = |id: ReplicationId| self.store.position(id).is_some();
-        if let Some(&id) = frame.removed.iter().find(|&&id| !held(id)) {
-            return Err(unknown(id));
+        let removes = !frame.removed.is_empty() || !frame.handed.is_empty();
+        check_object(sources.object, named, removes)?;
+        let store = &self.store;
+        let held = |id: ReplicationId| store.position(id).is_some();
+        // Every verdict first: a frame is applied whole or not at all.
+        let removed: Vec<Verdict> = (frame.removed.iter())
+            .map(|&id| sources.holds(shard, id, held(id)))
+            .collect::<Result<_, _>>()?;
+        let handed: Vec<Verdict> = (frame.handed.iter())
+            .map(|&(id, _, count)| sources.releases(shard, id, count, held(id)))
+            .collect();
+        let leaves = |id: &ReplicationId| {
+            let listed = |ids: &mut dyn Iterator<Item = ReplicationId>, verdicts: &[Verdict]| {
+                ids.zip(verdicts)
+                    .any(|(listed, &verdict)| listed == *id && verdict == Verdict::Apply)
+            };
+            listed(&mut frame.removed.iter().copied(), &removed)
+                || listed(&mut frame.handed.iter().map(|&(id, ..)| id), &handed)
+        };
+        let count_of = |id: &ReplicationId| {
+            (frame.adopted.binary_search_by_key(id, |&(id, _)| id))
+                .map_or(0, |at| frame.adopted[at].1)
+        };
+        let mut added = Vec::with_capacity(frame.added.len());
+        for (id, ..) in &frame.added {
+            let claim = sources.claim(shard, *id, count_of(id), held(*id) && !leaves(id));
+            if claim == Claim::Keep {
+                return Err(DecodeError::DuplicateId { id: *id });
+            }
+            added.push(claim);
         }
-        if let Some(&(id, ..)) = frame.added.iter().find(|&&(id, ..)| held(id)) {
-            return Err(DecodeError::DuplicateId { id });
-        }
-        let removed = |id: &ReplicationId| frame.removed.binary_search(id).is_ok();
-        if let Some((id, _)) = frame
-            .changed
-            .iter()
-            .find(|(id, _)| !held(*id) || removed(id))
-        {
-            return Err(unknown(*id));
-        }
-        if let Some(&(id, _)) = frame.moved.iter().find(|(id, _)| !held(*id) || removed(id)) {
-            return Err(unknown(id));
-        }
-        for id in &frame.removed {
-            self.store.remove(*id);
-        }
+        let gone = |id: &ReplicationId| {
+            frame.removed.binary_search(id).is_ok()
+                || (frame.handed.binary_search_by_key(id, |&(id, ..)| id)).is_ok()
+        };
+        let verdict = |id: ReplicationId| match gone(&id) {
+            true => Err(unknown(id)),
+            false => sources.holds(shard, id, held(id)),
+        };
+        let changed: Vec<Verdict> = (frame.changed.iter())
+            .map(|&(id, _)| verdict(id))
+            .collect::<Result<_, _>>()?;
+        let moved: Vec<Verdict> = (frame.moved.iter())
+            .map(|&(id, _)| verdict(id))
+            .collect::<Result<_, _>>()?;
+
         let sender = self.sender.as_deref_mut().expect("a relay has a sender");
-        for (id, owner, value) in frame.added {
-            self.store.push_given(id, value);
-            if owner.is_some() {
-                sender.owners.stage(id, owner);
+        let sources = sender.follow.as_deref_mut().expect("a relay has sources");
+        for (id, verdict) in frame.removed.into_iter().zip(removed) {
+            match verdict {
+                Verdict::Apply => {
+                    self.store.remove(id);
+                    sources.removed(id);
+                }
+                Verdict::Skip => sources.skipped(),
             }
         }
-        for (id, patch) in frame.changed {
-            if let Some(mut item) = self.store.get_mut(id) {
-                item.apply_patch(patch);
+        for ((id, to, count), verdict) in frame.handed.into_iter().zip(handed) {
+            match verdict {
+                Verdict::Apply => sources.released(shard, id, count, to),
+                Verdict::Skip => sources.skipped(),
             }
         }
-        for (id, owner) in frame.moved {
-            sender.owners.stage(id, owner);
+        for ((id, owner, value), claim) in frame.added.into_iter().zip(added) {
+            let count = count_of(&id);
+            match claim {
+                Claim::Skip => sources.skipped(),
+                Claim::Defer => sources.deferred(shard, id),
+                _ => {
+                    let took = take(&mut self.store, &mut sender.owners, id, owner, value);
+                    sources.claimed(shard, id, count, took);
+                }
+            }
+        }
+        for ((id, patch), verdict) in frame.changed.into_iter().zip(changed) {
+            match verdict {
+                Verdict::Apply => {
+                    if let Some(mut item) = self.store.get_mut(id) {
+                        item.apply_patch(patch);
+                    }
+                }
+                Verdict::Skip => sources.skipped(),
+            }
+        }
+        for ((id, owner), verdict) in frame.moved.into_iter().zip(moved) {
+            match verdict {
+                Verdict::Apply => sender.owners.stage(id, owner),
+                Verdict::Skip => sources.skipped(),
+            }
+        }
+        for id in sources.expire(shard) {
+            self.store.remove(id);
         }
         self.commit_frame();
-        if let Some(follow) = self.follow_mut() {
+        let sources = self.sources_mut().expect("a relay has sources");
+        sources.committed();
+        if let Some(follow) = sources.followed_mut(shard) {
             follow.applied(frame.head.frame);
         }
         Ok(())
     }
 
-    /// Makes the relay hold what `snapshot` holds, as one frame of its own
-    /// that removes, adds and changes what differs.
+    /// Makes the relay hold what `snapshot` holds of its shard, as one
+    /// frame of its own that removes, adds and changes what differs.
     fn apply_snapshot_diff(&mut self, snapshot: Snapshot<T>) -> Result<(), DecodeError> {
-        if self.follow().is_some_and(|follow| follow.object) {
+        let shard = snapshot.head.shard;
+        let Some(sources) = self.sources() else {
+            unreachable!("a relay has sources");
+        };
+        if sources.object {
             if snapshot.items.is_empty() {
                 return Err(DecodeError::MissingObject);
             }
             check_object(true, snapshot.items.iter().map(|(id, ..)| id), false)?;
         }
+        let store = &self.store;
+        let held = |id: ReplicationId| store.position(id).is_some();
         let kept = |id: &ReplicationId| {
-            snapshot
-                .items
+            (snapshot.items)
                 .binary_search_by_key(id, |&(id, ..)| id)
                 .is_ok()
         };
-        let gone: Vec<ReplicationId> = self
-            .store
-            .slots()
-            .iter()
-            .map(|slot| slot.id)
-            .filter(|id| !kept(id))
+        let count_of = |id: &ReplicationId| {
+            (snapshot.counts.binary_search_by_key(id, |&(id, _)| id))
+                .map_or(0, |at| snapshot.counts[at].1)
+        };
+        let handed: Vec<Verdict> = (snapshot.handed.iter())
+            .map(|&(id, _, count)| match kept(&id) {
+                true => Verdict::Skip,
+                false => sources.releases(shard, id, count, held(id)),
+            })
             .collect();
+        let released = |id: &ReplicationId| {
+            (snapshot.handed.iter().zip(&handed))
+                .any(|(&(handed, ..), &verdict)| handed == *id && verdict == Verdict::Apply)
+        };
+        let gone: Vec<ReplicationId> = (self.store.slots().iter())
+            .map(|slot| slot.id)
+            .filter(|id| sources.is_holder(shard, *id) && !kept(id) && !released(id))
+            .collect();
+        let claims: Vec<Claim> = (snapshot.items.iter())
+            .map(|&(id, ..)| sources.claim(shard, id, count_of(&id), held(id)))
+            .collect();
+
+        let sender = self.sender.as_deref_mut().expect("a relay has a sender");
+        let sources = sender.follow.as_deref_mut().expect("a relay has sources");
         for id in gone {
             self.store.remove(id);
+            sources.dropped(shard, id);
         }
-        let sender = self.sender.as_deref_mut().expect("a relay has a sender");
-        for (id, owner, value) in snapshot.items {
-            match self.store.get_mut(id) {
-                Some(mut item) => {
-                    if !item.wire_eq(&value) {
-                        *item = value;
-                    }
-                }
-                None => self.store.push_given(id, value),
+        for (&(id, to, count), verdict) in snapshot.handed.iter().zip(handed) {
+            if verdict == Verdict::Apply {
+                sources.released(shard, id, count, to);
             }
-            if sender.owners.owner(id) != owner {
-                sender.owners.stage(id, owner);
+        }
+        for ((id, owner, value), claim) in snapshot.items.into_iter().zip(claims) {
+            let count = count_of(&id);
+            match claim {
+                Claim::Skip => sources.skipped(),
+                Claim::Defer => sources.deferred(shard, id),
+                _ => {
+                    let took = take(&mut self.store, &mut sender.owners, id, owner, value);
+                    sources.claimed(shard, id, count, took && claim == Claim::Take);
+                }
             }
         }
         self.store.raise_next_id(snapshot.next_id);
-        self.commit_frame();
-        if let Some(follow) = self.follow_mut() {
-            follow.joined(snapshot.head.epoch, snapshot.head.frame);
+        // Joined first, so that the expiry counts this snapshot as one of
+        // the shard's frames even when it is the first.
+        let head = snapshot.head;
+        sources.follow_mut(shard).joined(head.epoch, head.frame);
+        for id in sources.expire(shard) {
+            self.store.remove(id);
         }
+        self.commit_frame();
+        self.sources_mut().expect("a relay has sources").committed();
         Ok(())
     }
+}
+
+/// Makes the relay hold `value` as item `id`, owned by `owner`: added, or
+/// written over what it holds (only where it differs, so connections are
+/// sent the fields that changed). Returns whether it held the item (a
+/// handoff of an item kept pending in the same frame is one).
+fn take<T: Replicate + Clone>(
+    store: &mut Store<T>,
+    owners: &mut Owners,
+    id: ReplicationId,
+    owner: Option<u64>,
+    value: T,
+) -> bool {
+    let held = match store.get_mut(id) {
+        Some(mut item) => {
+            if !item.wire_eq(&value) {
+                *item = value;
+            }
+            true
+        }
+        None => {
+            store.push_given(id, value);
+            false
+        }
+    };
+    if owners.owner(id) != owner {
+        owners.stage(id, owner);
+    }
+    held
 }
 
 /// A replicated object's one item.

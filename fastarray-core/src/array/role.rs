@@ -75,6 +75,18 @@ impl<T: Replicate> FastArray<T> {
         Ok(())
     }
 
+    /// Refuses to write for clients from a mirror, or from a shard, whose
+    /// clients are served by relays.
+    pub(super) fn expect_client_writer(&self) -> Result<(), SendError> {
+        self.expect_writer()?;
+        if self.is_shard() {
+            return Err(SendError::ShardClients {
+                shard: self.shard_id(),
+            });
+        }
+        Ok(())
+    }
+
     /// Refuses to apply a message to an authority, whose own items it
     /// would overwrite.
     pub(crate) fn expect_receiver(&self) -> Result<(), DecodeError> {

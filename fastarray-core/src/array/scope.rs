@@ -87,7 +87,7 @@ impl<T: Replicate> FastArray<T> {
         state: &'a mut SendState,
         exit: ScopeExit,
     ) -> Result<ScopeMut<'a, T>, SendError> {
-        self.expect_writer()?;
+        self.expect_client_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.check_scope(&self.store, state)?;
         // Scope changes apply after everything committed so far; a new

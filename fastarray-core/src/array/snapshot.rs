@@ -112,7 +112,7 @@ impl<T: Replicate> FastArray<T> {
         state: &mut SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<(), SendError> {
-        self.expect_writer()?;
+        self.expect_client_writer()?;
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }

@@ -33,6 +33,28 @@ pub struct FeedStats {
     /// Times the relay found it could not go on from frames alone (a gap
     /// that did not fill, a frame of another stream) and needed a snapshot.
     pub resyncs: u64,
+    /// Items handed off from one shard the relay follows to another, which
+    /// its connections were sent as changes (or nothing), not as a removal
+    /// and an add.
+    pub handoffs: u64,
+    /// What a shard said of an item after another shard adopted it, which
+    /// reached the relay late and was dropped.
+    pub superseded: u64,
+}
+
+impl FeedStats {
+    /// The sum of two relays' (or two feeds') counts.
+    pub(crate) fn add(self, other: Self) -> Self {
+        Self {
+            frames: self.frames + other.frames,
+            snapshots: self.snapshots + other.snapshots,
+            stale: self.stale + other.stale,
+            early: self.early + other.early,
+            resyncs: self.resyncs + other.resyncs,
+            handoffs: self.handoffs + other.handoffs,
+            superseded: self.superseded + other.superseded,
+        }
+    }
 }
 
 /// Where a feed message stands against what the relay holds.
@@ -59,9 +81,6 @@ pub(crate) struct Follow {
     /// Frames ahead of a gap, by frame, as they arrived.
     waiting: BTreeMap<u64, Vec<u8>>,
     stats: FeedStats,
-    /// Whether the relay is a replicated object's: its feed may only
-    /// change item `#0`.
-    pub(crate) object: bool,
 }
 
 impl Follow {

@@ -17,6 +17,7 @@ pub(crate) mod events;
 pub(crate) mod follow;
 pub(crate) mod mirror;
 pub(crate) mod mirror_state;
+pub(crate) mod sources;
 pub(crate) mod tombstones;
 
 pub use events::{ApplyReport, ArrayOwner, Callbacks, InnerChange, InnerEvent};

@@ -9,6 +9,7 @@ use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
+use crate::receive_state::sources::Sources;
 use crate::replicate::Replicate;
 use crate::send_state::audience::Audience;
 use crate::send_state::pending::Work;
@@ -128,13 +129,15 @@ pub(crate) struct PlanBuffers {
 /// payloads encoded in `encoded` and their arrays' deltas written into
 /// `scratch`, each item with the fields `audience` lets the connection see.
 /// On error, every array delta already written for `packet` is retired as
-/// lost, so nothing stays in flight for a packet that will not be sent.
+/// lost, so nothing stays in flight for a packet that will not be sent. On
+/// a relay, `sources` says which removals are written as exits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
     store: &mut Store<T>,
     encoded: &mut EncodeCache,
     buffers: &mut PlanBuffers,
     audience: &Audience<'_>,
+    sources: Option<&Sources>,
     state: &mut SendState,
     packet: u32,
     budget: Option<Budget>,
@@ -150,6 +153,11 @@ pub(crate) fn plan<T: Replicate>(
         &mut removals,
         &mut due,
     );
+    if let Some(sources) = sources {
+        for removal in &mut removals {
+            removal.exit |= sources.returns(removal.id);
+        }
+    }
     let mut plan = Plan {
         removals: Vec::new(),
         items: core::mem::take(&mut buffers.planned),
@@ -241,10 +249,10 @@ pub(crate) fn plan<T: Replicate>(
 
 /// The message of a connection in sync with the array (see
 /// [`SendState::in_sync`]) is the newest frame's changes as they are:
-/// `changes`' removals, then its entries: the changed fields of the items
-/// the client knows (a new shape, an enum's variant, whole), then its adds
-/// whole, in id order (every changed item existed before the frame, every
-/// add is new), each entry with changed fields carrying those of them in
+/// `changes`' removals, then its entries in id order: the changed fields
+/// of the items the client knows (a new shape, an enum's variant, whole)
+/// and its adds whole (a server's adds come after its changes, a relay's
+/// or a shard's may not), each entry with changed fields carrying those of them in
 /// `allowed` (an entry left with none goes). Nothing here depends on the
 /// connection: the frame's shared message (`send::shared_message`) is
 /// written from this.
@@ -278,10 +286,48 @@ pub(crate) fn frame_entries<T: Replicate>(
         .added
         .iter()
         .map(|&id| (id, Work::Add { structural: true }));
-    // `Chain` is not `ExactSizeIterator`: the lengths are known.
+    // The merge is not `ExactSizeIterator`: the lengths are known.
     Counted {
-        inner: changed.chain(added),
+        inner: Merged {
+            a: changed.peekable(),
+            b: added.peekable(),
+        },
         left: kept + changes.added.len(),
+    }
+}
+
+/// Two lists of entries ascending by id, merged.
+struct Merged<A: Iterator, B: Iterator> {
+    a: core::iter::Peekable<A>,
+    b: core::iter::Peekable<B>,
+}
+
+impl<A, B> Clone for Merged<A, B>
+where
+    A: Iterator<Item = (ReplicationId, Work)> + Clone,
+    B: Iterator<Item = (ReplicationId, Work)> + Clone,
+{
+    fn clone(&self) -> Self {
+        Self {
+            a: self.a.clone(),
+            b: self.b.clone(),
+        }
+    }
+}
+
+impl<A, B> Iterator for Merged<A, B>
+where
+    A: Iterator<Item = (ReplicationId, Work)>,
+    B: Iterator<Item = (ReplicationId, Work)>,
+{
+    type Item = (ReplicationId, Work);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(a), Some(b)) if b.0 < a.0 => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
     }
 }
 

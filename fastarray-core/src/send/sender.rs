@@ -20,12 +20,13 @@ use crate::error::SendError;
 use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
-use crate::receive_state::follow::Follow;
+use crate::receive_state::sources::Sources;
 use crate::replicate::{Replicate, audience};
 use crate::send_state::audience::Owners;
 use crate::send_state::pending::Work;
 use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
+use crate::send_state::tenures::Tenures;
 use crate::send_state::{Removal, SendState};
 use crate::store::Store;
 use crate::wire::MessageKind;
@@ -52,8 +53,10 @@ pub(crate) struct Sender {
     /// is a stream of its own, and an array that never feeds a relay (an
     /// inner array, most servers) never draws one.
     epoch: std::sync::OnceLock<u64>,
-    /// On a relay: where it stands in the feed it follows.
-    pub(crate) follow: Option<Box<Follow>>,
+    /// On a relay: where it stands in the feeds it follows.
+    pub(crate) follow: Option<Box<Sources>>,
+    /// Which shard the array is, and its items' handoffs.
+    pub(crate) tenures: Tenures,
 }
 
 impl Sender {
@@ -65,6 +68,14 @@ impl Sender {
         *self
             .epoch
             .get_or_init(|| std::hash::RandomState::new().hash_one(0u8))
+    }
+
+    /// The stream this array's feed is: its epoch and shard.
+    pub(crate) fn stream(&self) -> crate::feed_message::Stream {
+        crate::feed_message::Stream {
+            epoch: self.epoch(),
+            shard: self.tenures.shard(),
+        }
     }
 
     /// A copy for a cloned array: the history, the frame's caches, the
@@ -82,6 +93,7 @@ impl Sender {
             owners: self.owners.clone(),
             epoch: std::sync::OnceLock::new(),
             follow: self.follow.clone(),
+            tenures: self.tenures.clone(),
         }
     }
 }
@@ -164,6 +176,7 @@ impl Sender {
             &mut self.encoded,
             &mut self.buffers,
             &audience,
+            self.follow.as_deref(),
             state,
             packet,
             budget,
@@ -268,7 +281,7 @@ impl Sender {
                 id,
                 wire: id,
                 since: frame,
-                exit: false,
+                exit: (self.follow.as_deref()).is_some_and(|sources| sources.returns(id)),
             })
             .collect();
         let message = Message {

@@ -21,6 +21,7 @@ pub(crate) mod scopes;
 mod scoping;
 pub(crate) mod seen;
 pub(crate) mod stats;
+pub(crate) mod tenures;
 pub(crate) mod view;
 pub(crate) mod watchers;
 

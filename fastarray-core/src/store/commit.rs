@@ -37,6 +37,14 @@ impl<T: Replicate> Store<T> {
                 changes.vanished.push(id);
             }
         }
+        // Pushes ascend. An item adopted from another shard need not, and
+        // one pushed, handed off and adopted back in a frame is listed twice.
+        if !changes.added.is_sorted_by(|a, b| a < b) {
+            changes.added.sort_unstable();
+            changes.added.dedup();
+            changes.vanished.sort_unstable();
+            changes.vanished.dedup();
+        }
         let (index, slots) = (&self.index, &mut self.slots);
         // Pre-images come in the order of the writes: often the items'.
         let mut near = Near::default();
@@ -45,6 +53,11 @@ impl<T: Replicate> Store<T> {
                 return false;
             };
             let slot = &mut slots[pos];
+            if slot.frame_mark == frame {
+                // Added this frame, after a removal of the same id (a
+                // handoff taken back): an add, not a change.
+                return false;
+            }
             slot.state = SlotState::Clean;
             if T::ARRAY_FIELDS > 0 {
                 check_lineage(id, &slot.value, before);
@@ -90,6 +103,7 @@ impl<T: Replicate> Store<T> {
         }
         changes.arrays_changed.sort_unstable();
         changes.initial.sort_unstable_by_key(|&(id, _)| id);
+
         changes.moved.extend_from_slice(moved);
         if !changes.is_empty() {
             self.array_key = self.array_key.next();

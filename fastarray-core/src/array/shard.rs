@@ -1,0 +1,205 @@
+//! Shards: an array that is one server of a world split across several
+//! (see the "Shards and handoff" section of [`FastArray`]'s
+//! documentation). Each shard pushes ids from a range of its own
+//! ([`ShardId`]), hands an item that crosses into another shard's region
+//! off to it ([`hand_off`](FastArray::hand_off)), and adopts the items
+//! handed to it ([`adopt`](FastArray::adopt)); a relay that follows several
+//! shards' feeds merges them into one world, in which a handoff is a change
+//! of the item, not a removal and an add.
+
+use super::FastArray;
+use super::limits::read_whole;
+use super::snapshot::write_truncating;
+use crate::error::{DecodeError, SendError};
+use crate::feed_message;
+use crate::id::ReplicationId;
+use crate::limits::MirrorLimits;
+use crate::replicate::Replicate;
+use crate::send::sender::Sender;
+use crate::send_state::tenures::Tenures;
+use crate::shard::ShardId;
+
+impl<T> FastArray<T> {
+    /// An empty authority that is shard `shard` of a sharded world: it
+    /// pushes ids from the shard's range ([`ShardId::ids`]), so ids never
+    /// collide across shards, and its feed names the shard, so that a relay
+    /// can follow several shards at once.
+    ///
+    /// A shard writes feeds ([`write_feed`](Self::write_feed),
+    /// [`write_feed_snapshot`](Self::write_feed_snapshot)) for relays,
+    /// which serve its clients; it refuses deltas, snapshots and scopes for
+    /// clients of its own ([`SendError::ShardClients`]). Its items leave
+    /// and come back as they cross borders, and a client's mirror keeps the
+    /// ids it saw removed a while, to tell a late add from a new one; a
+    /// relay that merges the shards keeps a handed-off item where a shard
+    /// cannot.
+    ///
+    /// # Panics
+    /// At a [`commit`](Self::commit) that finds the shard pushed past its
+    /// range (2^40 ids).
+    pub fn shard(shard: ShardId) -> Self {
+        let mut array = Self::new();
+        array.store.raise_next_id(shard.first_id().to_raw());
+        let mut sender = Box::<Sender>::default();
+        sender.tenures = Tenures::of_shard(shard);
+        array.sender = Some(sender);
+        array
+    }
+
+    /// The shard this array is: the one it was made for with
+    /// [`shard`](Self::shard), shard 0 for any other array.
+    pub fn shard_id(&self) -> ShardId {
+        (self.sender.as_deref()).map_or_else(ShardId::default, |sender| sender.tenures.shard())
+    }
+
+    /// Whether this array was made as a shard ([`shard`](Self::shard)).
+    pub fn is_shard(&self) -> bool {
+        (self.sender.as_deref()).is_some_and(|sender| sender.tenures.is_shard())
+    }
+}
+
+impl<T: Replicate> FastArray<T> {
+    /// Hands item `id` off to shard `to`, as BigWorld offloads an entity
+    /// that crosses into another cell: appends to `out` the message that
+    /// carries the item (its id, owner and every field) for `to` to
+    /// [`adopt`](Self::adopt), and removes the item from this array. Send
+    /// the message to `to`'s server, which adopts it; if it cannot (it is
+    /// gone, or refuses), adopt the message back here.
+    ///
+    /// The shard's feed marks the removal as a handoff, so that a relay
+    /// following both shards keeps the item for its connections until the
+    /// adoption comes, and sends them what the adopting shard changed, if
+    /// anything: the relay's clients never see the item leave. A relay
+    /// that does not follow the shard the item went to keeps it a while
+    /// (64 of the frames it hears), then removes it: it left that relay's
+    /// world. Returns the bits written.
+    ///
+    /// # Errors
+    /// [`SendError::NotAShard`] on an array not made as a shard (a mirror,
+    /// a relay, a server of one process),
+    /// [`SendError::FeedUnsupported`] for items with
+    /// `#[replicate(array)]` fields, [`SendError::UnknownItem`] if the
+    /// array does not hold `id`, [`SendError::HandoffToSelf`] if `to` is
+    /// this array's own shard, [`SendError::Encode`] if the item fails to
+    /// encode. Nothing is written or removed then.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState, ShardId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Agent { x: i32 }
+    ///
+    /// let (west_id, east_id) = (ShardId::new(0), ShardId::new(1));
+    /// let mut west = FastArray::shard(west_id);
+    /// let mut east = FastArray::shard(east_id);
+    /// let walker = west.push(Agent { x: -1 });
+    /// west.commit();
+    /// east.commit();
+    ///
+    /// // A relay follows both shards, and serves one world.
+    /// let mut relay = FastArray::<Agent>::relay();
+    /// let mut bus = Vec::new();
+    /// for shard in [&mut west, &mut east] {
+    ///     bus.clear();
+    ///     shard.write_feed_snapshot(&mut bus).unwrap();
+    ///     relay.apply_feed(&bus).unwrap();
+    /// }
+    /// let (mut client, mut state, mut packet) = (FastArray::mirror(), SendState::new(), Vec::new());
+    /// relay.write_delta(&mut state, 0, &mut packet).unwrap();
+    /// client.apply_delta(&packet, &mut ()).unwrap();
+    ///
+    /// // The walker crosses the border: west hands it off, east adopts it.
+    /// let mut handoff = Vec::new();
+    /// west.hand_off(walker, east_id, &mut handoff).unwrap();
+    /// let adopted = east.adopt(&handoff).unwrap();
+    /// assert_eq!(adopted, walker, "it keeps its id");
+    /// east.get_mut(walker).unwrap().x = 1;
+    /// west.commit();
+    /// east.commit();
+    /// for shard in [&west, &east] {
+    ///     bus.clear();
+    ///     shard.write_feed(&mut bus).unwrap();
+    ///     relay.apply_feed(&bus).unwrap();
+    /// }
+    ///
+    /// // The relay's client is sent a change of `x`, not a removal and an add.
+    /// packet.clear();
+    /// relay.write_delta(&mut state, 1, &mut packet).unwrap();
+    /// let report = client.apply_delta(&packet, &mut ()).unwrap();
+    /// assert_eq!((report.added, report.removed, report.changed), (0, 0, 1));
+    /// assert_eq!(client.get(walker), Some(&Agent { x: 1 }));
+    /// assert_eq!(relay.feed_stats().handoffs, 1);
+    /// ```
+    pub fn hand_off(
+        &mut self,
+        id: ReplicationId,
+        to: ShardId,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        if !self.is_shard() {
+            return Err(SendError::NotAShard {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        if T::ARRAY_FIELDS > 0 {
+            return Err(SendError::FeedUnsupported {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        let Some(value) = self.store.get(id) else {
+            return Err(SendError::UnknownItem { id });
+        };
+        let sender = self.sender.get_or_insert_with(Box::default);
+        if to == sender.tenures.shard() {
+            return Err(SendError::HandoffToSelf { shard: to });
+        }
+        let count = sender.tenures.count(id);
+        let owner = sender.owners.owner(id);
+        let bits = write_truncating(out, |writer| {
+            feed_message::write_handoff(writer, id, count, owner, value)
+                .map_err(|error| SendError::Encode { id, error })
+        })?;
+        sender.tenures.hand_off(id, to);
+        self.store.remove(id);
+        Ok(bits)
+    }
+}
+
+impl<T: Replicate + Clone> FastArray<T> {
+    /// Adopts the item another shard [handed off](Self::hand_off) to this
+    /// one (or this one's own handoff, taken back): the item is added with
+    /// its id, owner and every field, and this shard is its authority from
+    /// now on. The shard's feed marks the add as an adoption, which a relay
+    /// following both shards applies as a change of the item it already
+    /// holds. Returns the item's id.
+    ///
+    /// # Errors
+    /// [`DecodeError::NotAShard`] on an array not made as a shard;
+    /// [`DecodeError::DuplicateId`] if the array holds the id already (the
+    /// handoff was adopted before); a [`DecodeError`] for a message that
+    /// does not decode, or is of another item type. The array is then
+    /// unchanged.
+    pub fn adopt(&mut self, bytes: &[u8]) -> Result<ReplicationId, DecodeError> {
+        if !self.is_shard() {
+            return Err(DecodeError::NotAShard {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        let handoff = read_whole(bytes, &MirrorLimits::DEFAULT, |reader| {
+            feed_message::read_handoff::<T>(reader)
+        })?;
+        let id = handoff.id;
+        if self.store.position(id).is_some() {
+            return Err(DecodeError::DuplicateId { id });
+        }
+        let sender = self.sender.get_or_insert_with(Box::default);
+        self.store.push_adopted(id, handoff.value);
+        if handoff.owner.is_some() {
+            sender.owners.stage(id, handoff.owner);
+        }
+        sender.tenures.adopt(id, handoff.count.saturating_add(1));
+        Ok(id)
+    }
+}

@@ -1,0 +1,139 @@
+//! A shard's record of handoffs (see `FastArray::hand_off`): which shard
+//! the array is, how many times each item it holds has changed shards
+//! (its *tenure*: 0 for an item that never moved, which is not kept), and
+//! the handoffs of the frame, which the commit puts in its changeset for
+//! the feed. A relay that merges several shards orders what it hears of
+//! an item by its tenure: a shard's word on an item is stale once another
+//! shard adopted it at a higher one.
+
+use std::collections::HashMap;
+
+use crate::changeset::Changeset;
+use crate::id::ReplicationId;
+use crate::shard::ShardId;
+
+/// What a shard keeps of the handoffs of its items.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tenures {
+    /// The shard this array is, if it was made as one.
+    shard: Option<ShardId>,
+    /// Tenures above 0 of the items held.
+    counts: HashMap<ReplicationId, u32>,
+    /// Handed off this frame: item, to whom, its tenure when it left.
+    handed: Vec<(ReplicationId, ShardId, u32)>,
+    /// Adopted this frame: item, its tenure here.
+    adopted: Vec<(ReplicationId, u32)>,
+}
+
+impl Tenures {
+    /// The record of shard `shard`.
+    pub(crate) fn of_shard(shard: ShardId) -> Self {
+        Self {
+            shard: Some(shard),
+            ..Self::default()
+        }
+    }
+
+    /// The shard this array is: 0 for one not made as a shard.
+    pub(crate) fn shard(&self) -> ShardId {
+        self.shard.unwrap_or_default()
+    }
+
+    /// Whether the array was made as a shard.
+    pub(crate) fn is_shard(&self) -> bool {
+        self.shard.is_some()
+    }
+
+    /// Item `id`'s tenure.
+    pub(crate) fn count(&self, id: ReplicationId) -> u32 {
+        self.counts.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The items held with a tenure above 0.
+    pub(crate) fn counts(&self) -> impl Iterator<Item = (ReplicationId, u32)> + '_ {
+        self.counts.iter().map(|(&id, &count)| (id, count))
+    }
+
+    /// Item `id` leaves for shard `to` this frame; returns its tenure.
+    pub(crate) fn hand_off(&mut self, id: ReplicationId, to: ShardId) -> u32 {
+        let count = self.counts.remove(&id).unwrap_or(0);
+        self.handed.push((id, to, count));
+        count
+    }
+
+    /// Item `id` arrives this frame, at tenure `count`.
+    pub(crate) fn adopt(&mut self, id: ReplicationId, count: u32) {
+        self.counts.insert(id, count);
+        self.adopted.push((id, count));
+    }
+
+    /// Puts the frame's handoffs in its changeset, sorted by id; an
+    /// adoption whose item is gone again by the commit is no add, and is
+    /// dropped. Items removed are forgotten.
+    pub(crate) fn commit(&mut self, changes: &mut Changeset) {
+        for id in changes.removed.iter().chain(&changes.vanished) {
+            if !self.handed.iter().any(|&(handed, ..)| handed == *id) {
+                self.counts.remove(id);
+            }
+        }
+        changes.handed.clear();
+        changes.handed.append(&mut self.handed);
+        changes.handed.sort_unstable_by_key(|&(id, ..)| id);
+        // Handed off twice in a frame (adopted back in between): the last.
+        changes.handed.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                *first = *later;
+            }
+            same
+        });
+        changes.adopted.clear();
+        let added = &changes.added;
+        changes.adopted.extend(
+            self.adopted
+                .drain(..)
+                .filter(|(id, _)| added.binary_search(id).is_ok()),
+        );
+        changes.adopted.sort_unstable_by_key(|&(id, _)| id);
+        changes.adopted.dedup_by_key(|&mut (id, _)| id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(raw: u64) -> ReplicationId {
+        ReplicationId::from_raw(raw)
+    }
+
+    #[test]
+    fn a_frame_handoffs_go_in_its_changeset_and_removals_forget_tenures() {
+        let mut tenures = Tenures::of_shard(ShardId::new(1));
+        tenures.adopt(id(5), 1);
+        tenures.adopt(id(9), 3);
+        let mut changes = Changeset {
+            added: vec![id(5)],
+            vanished: vec![id(9)],
+            ..Changeset::default()
+        };
+        tenures.commit(&mut changes);
+        assert_eq!(changes.adopted, [(id(5), 1)], "9 came and went");
+        assert_eq!(tenures.count(id(5)), 1);
+        assert_eq!(tenures.count(id(9)), 0);
+
+        assert_eq!(tenures.hand_off(id(5), ShardId::new(2)), 1);
+        tenures.hand_off(id(2), ShardId::new(3));
+        let mut changes = Changeset {
+            removed: vec![id(2), id(5)],
+            ..Changeset::default()
+        };
+        tenures.commit(&mut changes);
+        assert_eq!(
+            changes.handed,
+            [(id(2), ShardId::new(3), 0), (id(5), ShardId::new(2), 1)]
+        );
+        assert!(changes.adopted.is_empty());
+        assert_eq!(tenures.counts().count(), 0);
+    }
+}
