@@ -502,6 +502,20 @@ mod tests {
     }
 
     #[test]
+    fn of_two_shards_that_adopt_an_item_at_one_tenure_the_first_heard_keeps_it() {
+        // A handoff timed out and its shard took the item back, while the
+        // shard it went to adopted it too: both claim tenure 1.
+        let mut sources = following_both();
+        let x = a_item();
+        sources.released(A, x, 0, B);
+        assert_eq!(sources.claim(B, x, 1, true), Claim::Take);
+        sources.claimed(B, x, 1, true);
+        assert_eq!(sources.claim(A, x, 1, true), Claim::Skip);
+        assert_eq!(sources.holds(A, x, true), Ok(Verdict::Skip));
+        assert_eq!(sources.holds(B, x, true), Ok(Verdict::Apply));
+    }
+
+    #[test]
     fn a_pending_item_not_adopted_in_time_is_removed() {
         let mut sources = following_both();
         let x = a_item();
