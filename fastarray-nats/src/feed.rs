@@ -16,7 +16,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use fastarray_core::{DecodeError, FastArray, FeedReport, Replicate, Replicated, SendError};
+use fastarray_core::{
+    DecodeError, FastArray, FeedReport, Replicate, Replicated, SendError, ShardId,
+};
 
 use crate::bus::{Bus, BusError, Subscription};
 use crate::chunks::{self, Assembly};
@@ -94,6 +96,10 @@ pub trait FeedSink {
     fn needs_feed_snapshot(&self) -> bool;
     /// Whether frames wait past a gap.
     fn has_feed_gap(&self) -> bool;
+    /// Whether frames of shard `shard` alone cannot bring it up to date.
+    fn needs_feed_snapshot_from(&self, shard: ShardId) -> bool;
+    /// Whether frames of shard `shard` wait past a gap.
+    fn has_feed_gap_from(&self, shard: ShardId) -> bool;
 }
 
 impl<T: Replicate> FeedSource for FastArray<T> {
@@ -127,6 +133,12 @@ impl<T: Replicate + Clone> FeedSink for FastArray<T> {
     fn has_feed_gap(&self) -> bool {
         FastArray::has_feed_gap(self)
     }
+    fn needs_feed_snapshot_from(&self, shard: ShardId) -> bool {
+        FastArray::needs_feed_snapshot_from(self, shard)
+    }
+    fn has_feed_gap_from(&self, shard: ShardId) -> bool {
+        FastArray::has_feed_gap_from(self, shard)
+    }
 }
 
 impl<T: Replicate + Clone> FeedSink for Replicated<T> {
@@ -140,6 +152,13 @@ impl<T: Replicate + Clone> FeedSink for Replicated<T> {
         Replicated::needs_feed_snapshot(self)
     }
     fn has_feed_gap(&self) -> bool {
+        Replicated::has_feed_gap(self)
+    }
+    /// An object is one server's: its shard is that server's.
+    fn needs_feed_snapshot_from(&self, _shard: ShardId) -> bool {
+        Replicated::needs_feed_snapshot(self)
+    }
+    fn has_feed_gap_from(&self, _shard: ShardId) -> bool {
         Replicated::has_feed_gap(self)
     }
 }
@@ -304,6 +323,8 @@ pub struct FeedFollower<B: Bus> {
     refused: bool,
     /// The chunks of the snapshot being received.
     assembly: Assembly,
+    /// The shard whose feed this is, for a relay of several.
+    shard: Option<ShardId>,
 }
 
 impl<B: Bus> FeedFollower<B> {
@@ -329,7 +350,17 @@ impl<B: Bus> FeedFollower<B> {
             gap_since: None,
             refused: false,
             assembly: Assembly::default(),
+            shard: None,
         })
+    }
+
+    /// Makes this the follower of shard `shard`'s feed, for a relay that
+    /// follows several shards (one follower each, on one relay array): it
+    /// asks for a snapshot when that shard's feed needs one
+    /// ([`FastArray::needs_feed_snapshot_from`]), not another's.
+    pub fn of_shard(mut self, shard: ShardId) -> Self {
+        self.shard = Some(shard);
+        self
     }
 
     /// Applies to `relay` what arrived (snapshots first, then frames), and
@@ -364,7 +395,14 @@ impl<B: Bus> FeedFollower<B> {
         while let Some(message) = self.frames.try_next() {
             self.apply(relay, &message.payload, &mut followed);
         }
-        self.gap_since = match (relay.has_feed_gap(), self.gap_since) {
+        let (needs, gap) = match self.shard {
+            Some(shard) => (
+                relay.needs_feed_snapshot_from(shard),
+                relay.has_feed_gap_from(shard),
+            ),
+            None => (relay.needs_feed_snapshot(), relay.has_feed_gap()),
+        };
+        self.gap_since = match (gap, self.gap_since) {
             (true, None) => Some(now),
             (true, since) => since,
             (false, _) => None,
@@ -375,7 +413,7 @@ impl<B: Bus> FeedFollower<B> {
         let due = self
             .asked_at
             .is_none_or(|at| now.duration_since(at) >= self.config.retry);
-        if (relay.needs_feed_snapshot() || stuck || self.refused) && due {
+        if (needs || stuck || self.refused) && due {
             self.bus
                 .publish(&self.request_subject, Some(&self.inbox), Vec::new())?;
             self.asked_at = Some(now);

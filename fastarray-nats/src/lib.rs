@@ -9,6 +9,12 @@
 //! requests for a snapshot, [`FeedFollower`] on a relay applies what
 //! arrives and asks for a snapshot when it joins or falls behind.
 //!
+//! Shards ([`FastArray::shard`](fastarray_core::FastArray::shard)) hand
+//! items that cross their borders to each other with [`HandoffPort`], by
+//! request and reply; a relay follows every shard with a [`FeedFollower`]
+//! per shard ([`FeedFollower::of_shard`]) on one relay array, and merges
+//! them into one world.
+//!
 //! The bus is behind a small trait, [`Bus`]; [`NatsBus`] is the one
 //! shipped, on `async-nats`, with a face that never waits for the
 //! network: the game's loop calls plain methods, the I/O runs in tasks on
@@ -62,6 +68,7 @@ mod bus;
 mod chunks;
 pub mod dev;
 mod feed;
+mod handoff;
 mod nats;
 
 pub use bus::{Bus, BusError, BusMessage, Subscription};
@@ -69,4 +76,5 @@ pub use feed::{
     FeedError, FeedFollower, FeedPublisher, FeedSink, FeedSource, FollowConfig, Followed,
     Published, feed_subject, snapshot_subject,
 };
+pub use handoff::{Handled, HandoffConfig, HandoffError, HandoffPort, handoff_subject};
 pub use nats::{NatsBus, NatsSubscription, SUBSCRIPTION_CAPACITY};

@@ -13,9 +13,11 @@
 use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, Replicate, ReplicationId, SendState};
-use fastarray_nats::dev::LocalCluster;
+
+mod common;
+use common::Net;
 use fastarray_nats::{
-    Bus, BusError, BusMessage, FeedFollower, FeedPublisher, FollowConfig, NatsBus, Subscription,
+    Bus, BusError, BusMessage, FeedFollower, FeedPublisher, FollowConfig, Subscription,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
@@ -30,30 +32,6 @@ struct Agent {
 }
 
 const TICK: Duration = Duration::from_millis(5);
-
-/// A test's NATS: a cluster of its own and a runtime for its clients.
-struct Net {
-    cluster: LocalCluster,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl Net {
-    fn start(nodes: usize) -> Self {
-        Self {
-            cluster: LocalCluster::start(nodes).unwrap(),
-            runtime: tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap(),
-        }
-    }
-
-    /// A client that connects to node `node` first.
-    fn connect(&self, node: usize, name: &str) -> NatsBus {
-        NatsBus::connect(self.runtime.handle(), &self.cluster.urls_from(node), name).unwrap()
-    }
-}
 
 /// A client: its connection state on one side, its mirror, its link.
 struct Client {

@@ -1,0 +1,304 @@
+//! Handoffs between shards over the bus, by request and reply
+//! ([`HandoffPort`]): a shard hands an item that crossed its border to the
+//! shard named for that region, which adopts it and replies; the item is
+//! sent again until a reply comes, and taken back by the shard that let it
+//! go if the other refuses it or does not answer for
+//! [`HandoffConfig::give_up`].
+//!
+//! For a shard named `name`, requests come on `name.handoff`. A request is
+//! an 8-byte serial (little-endian), then the handoff
+//! ([`FastArray::hand_off`]); a reply is the serial, then one byte: 1 the
+//! item was adopted, 2 the shard held it already (an earlier copy of the
+//! request was adopted), 0 it was refused.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use fastarray_core::{DecodeError, FastArray, Replicate, ReplicationId, SendError, ShardId};
+
+use crate::bus::{Bus, BusError, Subscription};
+
+/// The subject a shard takes handoffs on.
+pub fn handoff_subject(name: &str) -> String {
+    format!("{name}.handoff")
+}
+
+const REFUSED: u8 = 0;
+const ADOPTED: u8 = 1;
+const HELD: u8 = 2;
+
+/// Why a handoff operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HandoffError {
+    /// The bus refused.
+    Bus(BusError),
+    /// The array could not hand the item off (not a shard, no such item…).
+    Send(SendError),
+    /// The array could not take back an item it handed off (it holds an
+    /// item of that id again).
+    TakeBack(DecodeError),
+}
+
+impl fmt::Display for HandoffError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bus(error) => write!(f, "{error}"),
+            Self::Send(error) => write!(f, "cannot hand off: {error}"),
+            Self::TakeBack(error) => write!(f, "cannot take back a handoff: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for HandoffError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Bus(error) => Some(error),
+            Self::Send(error) => Some(error),
+            Self::TakeBack(error) => Some(error),
+        }
+    }
+}
+
+impl From<BusError> for HandoffError {
+    fn from(error: BusError) -> Self {
+        Self::Bus(error)
+    }
+}
+
+impl From<SendError> for HandoffError {
+    fn from(error: SendError) -> Self {
+        Self::Send(error)
+    }
+}
+
+/// When a [`HandoffPort`] sends a handoff again, and gives up on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HandoffConfig {
+    /// How long a handoff waits for its reply before it is sent again.
+    /// Default 200 ms.
+    pub retry: Duration,
+    /// How long a handoff waits for any reply before the shard takes the
+    /// item back. Default 2 s. A shard that adopted the item and whose
+    /// every reply was lost for that long then holds it too; the relays
+    /// keep the copy they heard of first.
+    pub give_up: Duration,
+}
+
+impl Default for HandoffConfig {
+    fn default() -> Self {
+        Self {
+            retry: Duration::from_millis(200),
+            give_up: Duration::from_secs(2),
+        }
+    }
+}
+
+/// What one [`HandoffPort::poll`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Handled {
+    /// Items handed to this shard and adopted.
+    pub adopted: u32,
+    /// Requests refused (a message that does not decode, of another type).
+    pub refused: u32,
+    /// This shard's handoffs that the other shard confirmed.
+    pub confirmed: u32,
+    /// This shard's handoffs taken back: refused, or never answered.
+    pub taken_back: u32,
+    /// Handoffs sent again for want of a reply.
+    pub resent: u32,
+}
+
+struct Pending {
+    to: String,
+    bytes: Vec<u8>,
+    first: Instant,
+    last: Instant,
+}
+
+/// A shard's side of handoffs: sends the items it hands off to the shards
+/// that take them, adopts the items handed to it, and takes back what no
+/// one adopted.
+pub struct HandoffPort<B: Bus> {
+    bus: B,
+    requests: B::Subscription,
+    inbox: String,
+    replies: B::Subscription,
+    config: HandoffConfig,
+    next_serial: u64,
+    pending: BTreeMap<u64, Pending>,
+}
+
+impl<B: Bus> fmt::Debug for HandoffPort<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandoffPort")
+            .field("inbox", &self.inbox)
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Bus> HandoffPort<B> {
+    /// The handoffs of the shard named `name` (its array's name, as its
+    /// [`FeedPublisher`](crate::FeedPublisher) has it) on `bus`.
+    ///
+    /// # Errors
+    /// [`BusError::Subscribe`] if the bus refuses a subscription.
+    pub fn new(bus: B, name: &str, config: HandoffConfig) -> Result<Self, BusError> {
+        let requests = bus.subscribe(&handoff_subject(name))?;
+        let inbox = bus.new_inbox();
+        let replies = bus.subscribe(&inbox)?;
+        Ok(Self {
+            bus,
+            requests,
+            inbox,
+            replies,
+            config,
+            // Serials of a restarted shard differ from the last run's, so
+            // a late reply to that one matches nothing here.
+            next_serial: u64::from(std::process::id()) << 32,
+            pending: BTreeMap::new(),
+        })
+    }
+
+    /// Hands item `id` of `array` off to shard `to`, named `to_name` on the
+    /// bus ([`FastArray::hand_off`]): the item leaves `array` now, and the
+    /// handoff is sent until `to` answers.
+    ///
+    /// # Errors
+    /// [`HandoffError::Send`] if `array` cannot hand the item off (nothing
+    /// changed then); [`HandoffError::Bus`] if the bus refuses the request
+    /// (the item has left: the port sends it again at its next
+    /// [`poll`](Self::poll), or takes it back).
+    pub fn hand_off<T: Replicate>(
+        &mut self,
+        array: &mut FastArray<T>,
+        id: ReplicationId,
+        to: ShardId,
+        to_name: &str,
+        now: Instant,
+    ) -> Result<(), HandoffError> {
+        let mut bytes = Vec::new();
+        array.hand_off(id, to, &mut bytes)?;
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        let to = handoff_subject(to_name);
+        let pending = Pending {
+            to,
+            bytes,
+            first: now,
+            last: now,
+        };
+        let sent = self.send(serial, &pending);
+        self.pending.insert(serial, pending);
+        Ok(sent?)
+    }
+
+    fn send(&self, serial: u64, pending: &Pending) -> Result<(), BusError> {
+        let mut payload = Vec::with_capacity(8 + pending.bytes.len());
+        payload.extend_from_slice(&serial.to_le_bytes());
+        payload.extend_from_slice(&pending.bytes);
+        self.bus.publish(&pending.to, Some(&self.inbox), payload)
+    }
+
+    /// Call each tick, before the commit: adopts into `array` the items
+    /// handed to this shard (and answers), settles this shard's handoffs
+    /// with the answers that came, sends again those unanswered for
+    /// [`HandoffConfig::retry`], and takes back those refused or
+    /// unanswered for [`HandoffConfig::give_up`]. `now` is the game's clock.
+    ///
+    /// # Errors
+    /// [`HandoffError::Bus`] if a reply or a request cannot be sent;
+    /// [`HandoffError::TakeBack`] if an item cannot be taken back.
+    pub fn poll<T: Replicate + Clone>(
+        &mut self,
+        array: &mut FastArray<T>,
+        now: Instant,
+    ) -> Result<Handled, HandoffError> {
+        let mut handled = Handled::default();
+        while let Some(request) = self.requests.try_next() {
+            let Some((serial, bytes)) = split(&request.payload) else {
+                handled.refused += 1;
+                continue;
+            };
+            let code = match array.adopt(bytes) {
+                Ok(_) => {
+                    handled.adopted += 1;
+                    ADOPTED
+                }
+                Err(DecodeError::DuplicateId { .. }) => HELD,
+                Err(_) => {
+                    handled.refused += 1;
+                    REFUSED
+                }
+            };
+            if let Some(reply) = request.reply {
+                let mut payload = serial.to_le_bytes().to_vec();
+                payload.push(code);
+                self.bus.publish(&reply, None, payload)?;
+            }
+        }
+        while let Some(reply) = self.replies.try_next() {
+            let Some((serial, &[code])) = split(&reply.payload) else {
+                continue;
+            };
+            let Some(pending) = self.pending.remove(&serial) else {
+                continue;
+            };
+            if code == REFUSED {
+                take_back(array, &pending)?;
+                handled.taken_back += 1;
+            } else {
+                handled.confirmed += 1;
+            }
+        }
+        let (mut given_up, mut resend) = (Vec::new(), Vec::new());
+        for (&serial, pending) in &mut self.pending {
+            if now.duration_since(pending.first) >= self.config.give_up {
+                given_up.push(serial);
+            } else if now.duration_since(pending.last) >= self.config.retry {
+                pending.last = now;
+                resend.push(serial);
+            }
+        }
+        for serial in resend {
+            self.send(serial, &self.pending[&serial])?;
+            handled.resent += 1;
+        }
+        for serial in given_up {
+            if let Some(pending) = self.pending.remove(&serial) {
+                take_back(array, &pending)?;
+                handled.taken_back += 1;
+            }
+        }
+        Ok(handled)
+    }
+
+    /// Handoffs sent and not answered yet.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The bus.
+    pub fn bus(&self) -> &B {
+        &self.bus
+    }
+}
+
+/// A message's serial and the rest.
+fn split(payload: &[u8]) -> Option<(u64, &[u8])> {
+    let (serial, rest) = payload.split_first_chunk::<8>()?;
+    Some((u64::from_le_bytes(*serial), rest))
+}
+
+fn take_back<T: Replicate + Clone>(
+    array: &mut FastArray<T>,
+    pending: &Pending,
+) -> Result<(), HandoffError> {
+    array
+        .adopt(&pending.bytes)
+        .map(drop)
+        .map_err(HandoffError::TakeBack)
+}

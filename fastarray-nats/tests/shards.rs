@@ -1,0 +1,257 @@
+//! Shards over a real NATS cluster (`nats-server` processes started by
+//! each test; ignored in the plain `cargo test --workspace`, run by
+//! `.ci/run` with `--ignored`): two shards hand walkers across their border
+//! by request and reply ([`HandoffPort`]), and a relay that follows both
+//! feeds ([`FeedFollower::of_shard`]) serves one world, in which a walker
+//! that crosses is never removed.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use fastarray::{FastArray, Replicate, ReplicationId, SendState, ShardId};
+use fastarray_nats::{
+    FeedFollower, FeedPublisher, FollowConfig, HandoffConfig, HandoffPort, NatsBus,
+};
+use fastarray_testkit::link::{Link, LinkProfile};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+mod common;
+use common::Net;
+
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
+struct Walker {
+    x: i32,
+    hp: u8,
+    #[replicate(owner_only)]
+    purse: u16,
+}
+
+const TICK: Duration = Duration::from_millis(5);
+const NAMES: [&str; 2] = ["test.west", "test.east"];
+
+/// West of 0 is shard 0's, east shard 1's.
+fn region(x: i32) -> ShardId {
+    ShardId::new(u16::from(x >= 0))
+}
+
+struct Shard {
+    array: FastArray<Walker>,
+    publisher: FeedPublisher<NatsBus>,
+    port: HandoffPort<NatsBus>,
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn two_shards_hand_walkers_across_their_border_and_a_relay_merges_them() {
+    let net = Net::start(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut shards: Vec<Shard> = (0..2)
+        .map(|k| {
+            let bus = net.connect(k, NAMES[k]);
+            let mut array = FastArray::shard(ShardId::new(k as u16));
+            for n in 0..30 {
+                let x = if k == 0 { -1 - n } else { n };
+                let id = array.push(Walker {
+                    x,
+                    hp: 100,
+                    purse: 0,
+                });
+                array.set_owner(id, Some(1 + n as u64 % 3)).unwrap();
+            }
+            array.commit();
+            Shard {
+                array,
+                publisher: FeedPublisher::new(bus.clone(), NAMES[k]).unwrap(),
+                port: HandoffPort::new(bus, NAMES[k], HandoffConfig::default()).unwrap(),
+            }
+        })
+        .collect();
+    let relay_bus = net.connect(2, "relay");
+    let mut relay = FastArray::<Walker>::relay();
+    let mut followers: Vec<_> = (0..2)
+        .map(|k| {
+            FeedFollower::new(relay_bus.clone(), NAMES[k], FollowConfig::default())
+                .unwrap()
+                .of_shard(ShardId::new(k as u16))
+        })
+        .collect();
+    let profile = LinkProfile::lossy(0.1);
+    let mut clients: Vec<(SendState, FastArray<Walker>, Link)> = (1..=3)
+        .map(|number| {
+            let mut state = SendState::new();
+            state.set_client(number).unwrap();
+            (
+                state,
+                FastArray::mirror(),
+                Link::new(profile.clone(), number),
+            )
+        })
+        .collect();
+
+    let mut destroyed = BTreeSet::new();
+    let (mut crossed, mut confirmed) = (0, 0);
+    let moving_until = 300;
+    let mut joined = false;
+    for now in 0u32.. {
+        let moving = now < moving_until;
+        let clock = Instant::now();
+        for k in 0..2 {
+            let shard = &mut shards[k];
+            if moving {
+                let ids: Vec<ReplicationId> = shard.array.ids().collect();
+                for id in ids {
+                    let (step, hurt) = (rng.random_range(-3..=3), rng.random_bool(0.05));
+                    let mut walker = shard.array.get_mut(id).unwrap();
+                    walker.x += step;
+                    if hurt {
+                        walker.hp = walker.hp.saturating_sub(7);
+                        walker.purse += 1;
+                    }
+                }
+                if rng.random_bool(0.05) {
+                    let id = shard.array.ids().next().unwrap();
+                    shard.array.remove(id);
+                    destroyed.insert(id);
+                    let x = if k == 0 { -5 } else { 5 };
+                    shard.array.push(Walker {
+                        x,
+                        hp: 100,
+                        purse: 0,
+                    });
+                }
+                let leaving: Vec<(ReplicationId, ShardId)> = (shard.array.iter())
+                    .map(|(id, walker)| (id, region(walker.x)))
+                    .filter(|&(_, to)| to.get() != k as u16)
+                    .collect();
+                for (id, to) in leaving {
+                    let to_name = NAMES[usize::from(to.get())];
+                    shard
+                        .port
+                        .hand_off(&mut shard.array, id, to, to_name, clock)
+                        .unwrap();
+                    crossed += 1;
+                }
+            }
+            let handled = shard.port.poll(&mut shard.array, clock).unwrap();
+            confirmed += handled.confirmed;
+            assert_eq!(handled.taken_back + handled.refused, 0, "{handled:?}");
+            shard.array.commit();
+            shard.publisher.publish(&mut shard.array).unwrap();
+        }
+        let before: Vec<ReplicationId> = relay.ids().collect();
+        for follower in &mut followers {
+            follower.poll(&mut relay, clock).unwrap();
+        }
+        let vanished: Vec<_> = (before.iter())
+            .filter(|&&id| !relay.contains(id) && !destroyed.contains(&id))
+            .collect();
+        assert!(
+            vanished.is_empty(),
+            "tick {now}: {vanished:?} left the relay"
+        );
+        joined |= relay.feed_frame_from(ShardId::new(0)).is_some()
+            && relay.feed_frame_from(ShardId::new(1)).is_some();
+        for (state, mirror, link) in &mut clients {
+            if joined && (moving || !relay.is_settled(state)) {
+                let mut bytes = Vec::new();
+                relay.write_delta(state, now, &mut bytes).unwrap();
+                link.send(now, now, bytes);
+            }
+            if now == moving_until {
+                link.heal();
+            }
+            for bytes in link.deliver(now) {
+                mirror.apply_delta(&bytes, &mut ()).unwrap();
+            }
+            for report in link.reports(now) {
+                report.tell(state);
+            }
+        }
+        if !moving {
+            let merged = relay.len() == shards.iter().map(|s| s.array.len()).sum::<usize>()
+                && shards.iter().all(|shard| {
+                    shard.port.in_flight() == 0
+                        && (shard.array.iter()).all(|(id, walker)| {
+                            relay.get(id) == Some(walker)
+                                && relay.owner(id) == shard.array.owner(id)
+                        })
+                });
+            let settled = clients
+                .iter()
+                .all(|(state, _, link)| relay.is_settled(state) && link.idle());
+            if merged && settled {
+                break;
+            }
+            assert!(now < moving_until + 400, "not settled: merged {merged}");
+        }
+        std::thread::sleep(TICK);
+    }
+    for (state, mirror, _) in &clients {
+        for (id, walker) in relay.iter() {
+            let seen = mirror
+                .get(id)
+                .unwrap_or_else(|| panic!("client lacks {id}"));
+            assert_eq!((seen.x, seen.hp), (walker.x, walker.hp));
+            if relay.owner(id) == state.client() {
+                assert_eq!(seen.purse, walker.purse);
+            }
+        }
+        assert_eq!(mirror.len(), relay.len());
+    }
+    let stats = relay.feed_stats();
+    assert!(
+        crossed > 20 && confirmed == crossed,
+        "{crossed} crossed, {confirmed} confirmed"
+    );
+    assert!(stats.handoffs > 0, "{stats:?}");
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn a_handoff_refused_or_never_answered_is_taken_back() {
+    let net = Net::start(1);
+    let bus = net.connect(0, "west");
+    let config = HandoffConfig {
+        retry: Duration::from_millis(20),
+        give_up: Duration::from_millis(150),
+    };
+    let mut west = FastArray::<Walker>::shard(ShardId::new(0));
+    let lost = west.push(Walker {
+        x: 1,
+        hp: 9,
+        purse: 3,
+    });
+    let refused = west.push(Walker {
+        x: 2,
+        hp: 8,
+        purse: 4,
+    });
+    west.commit();
+    let mut port = HandoffPort::new(bus.clone(), "test.west", config).unwrap();
+    // An array that is not a shard refuses what it is handed.
+    let mut plain = FastArray::<Walker>::new();
+    let mut plain_port = HandoffPort::new(net.connect(0, "plain"), "test.plain", config).unwrap();
+    let start = Instant::now();
+    port.hand_off(&mut west, lost, ShardId::new(1), "test.nowhere", start)
+        .unwrap();
+    port.hand_off(&mut west, refused, ShardId::new(2), "test.plain", start)
+        .unwrap();
+    assert!(west.is_empty());
+    let mut back = fastarray_nats::Handled::default();
+    while west.len() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(5), "never taken back");
+        std::thread::sleep(Duration::from_millis(5));
+        let handled = plain_port.poll(&mut plain, Instant::now()).unwrap();
+        assert_eq!(handled.adopted, 0);
+        let handled = port.poll(&mut west, Instant::now()).unwrap();
+        back.taken_back += handled.taken_back;
+        back.resent += handled.resent;
+    }
+    assert_eq!(west.get(lost).map(|w| w.purse), Some(3));
+    assert_eq!(west.get(refused).map(|w| w.hp), Some(8));
+    assert_eq!(back.taken_back, 2);
+    assert!(back.resent > 0, "the unanswered one was sent again");
+    assert_eq!(port.in_flight(), 0);
+    assert!(plain.is_empty());
+}
