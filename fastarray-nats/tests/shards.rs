@@ -96,8 +96,7 @@ fn two_shards_hand_walkers_across_their_border_and_a_relay_merges_them() {
     for now in 0u32.. {
         let moving = now < moving_until;
         let clock = Instant::now();
-        for k in 0..2 {
-            let shard = &mut shards[k];
+        for (k, shard) in shards.iter_mut().enumerate() {
             if moving {
                 let ids: Vec<ReplicationId> = shard.array.ids().collect();
                 for id in ids {
