@@ -156,6 +156,14 @@ pub enum DecodeError {
         type_name: &'static str,
     },
     /// A handoff adopted ([`FastArray::adopt`](crate::FastArray::adopt))
+    /// by a shard that held the item at that tenure and handed it on since:
+    /// a late copy of the handoff (sent again for want of a reply), already
+    /// adopted. Nothing was changed.
+    StaleHandoff {
+        /// The item.
+        id: crate::ReplicationId,
+    },
+    /// A handoff adopted ([`FastArray::adopt`](crate::FastArray::adopt))
     /// by an array not made as a shard
     /// ([`FastArray::shard`](crate::FastArray::shard)): a mirror, a relay,
     /// the server of a world on one process. Nothing was read or changed.
@@ -308,6 +316,10 @@ impl fmt::Display for DecodeError {
                 f,
                 "a feed message applied to an array of `{type_name}` that is not a relay: \
                  make it with FastArray::relay()"
+            ),
+            Self::StaleHandoff { id } => write!(
+                f,
+                "a late copy of the handoff of item {id}: this shard adopted it and handed it on since"
             ),
             Self::NotAShard { type_name } => write!(
                 f,

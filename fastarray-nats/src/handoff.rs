@@ -8,8 +8,9 @@
 //! For a shard named `name`, requests come on `name.handoff`. A request is
 //! an 8-byte serial (little-endian), then the handoff
 //! ([`FastArray::hand_off`]); a reply is the serial, then one byte: 1 the
-//! item was adopted, 2 the shard held it already (an earlier copy of the
-//! request was adopted), 0 it was refused.
+//! item was adopted, 2 an earlier copy of the request was (the shard holds
+//! the item, or held it and handed it on: [`FastArray::adopt`] refuses a
+//! late copy, so an item is never adopted twice), 0 it was refused.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -129,6 +130,7 @@ pub struct HandoffPort<B: Bus> {
     config: HandoffConfig,
     next_serial: u64,
     pending: BTreeMap<u64, Pending>,
+    bytes_sent: std::cell::Cell<u64>,
 }
 
 impl<B: Bus> fmt::Debug for HandoffPort<B> {
@@ -160,6 +162,7 @@ impl<B: Bus> HandoffPort<B> {
             // a late reply to that one matches nothing here.
             next_serial: u64::from(std::process::id()) << 32,
             pending: BTreeMap::new(),
+            bytes_sent: std::cell::Cell::new(0),
         })
     }
 
@@ -200,7 +203,14 @@ impl<B: Bus> HandoffPort<B> {
         let mut payload = Vec::with_capacity(8 + pending.bytes.len());
         payload.extend_from_slice(&serial.to_le_bytes());
         payload.extend_from_slice(&pending.bytes);
+        self.bytes_sent
+            .set(self.bytes_sent.get() + payload.len() as u64);
         self.bus.publish(&pending.to, Some(&self.inbox), payload)
+    }
+
+    /// Bytes of handoffs this port sent (requests, resent ones included).
+    pub fn bytes_sent(&self) -> u64 {
+        self.bytes_sent.get()
     }
 
     /// Call each tick, before the commit: adopts into `array` the items
@@ -228,7 +238,8 @@ impl<B: Bus> HandoffPort<B> {
                     handled.adopted += 1;
                     ADOPTED
                 }
-                Err(DecodeError::DuplicateId { .. }) => HELD,
+                // Adopted before: this is a copy sent again.
+                Err(DecodeError::DuplicateId { .. } | DecodeError::StaleHandoff { .. }) => HELD,
                 Err(_) => {
                     handled.refused += 1;
                     REFUSED

@@ -221,6 +221,30 @@ fn handoffs_and_adoptions_refuse_what_they_cannot_do_and_change_nothing() {
 }
 
 #[test]
+fn a_late_copy_of_a_handoff_is_not_adopted_again() {
+    // A handoff sent again for want of a reply reaches the shard after the
+    // item came and went: adopting it would make a second authority of it.
+    let (mut west, mut east) = (
+        FastArray::<Walker>::shard(WEST),
+        FastArray::<Walker>::shard(EAST),
+    );
+    let id = west.push(walker(-1));
+    west.commit();
+    let first = hand_off(&mut west, id, EAST);
+    east.adopt(&first).unwrap();
+    east.commit();
+    let back = hand_off(&mut east, id, WEST);
+    east.commit();
+    west.adopt(&back).unwrap();
+    west.commit();
+    assert_eq!(east.adopt(&first), Err(DecodeError::StaleHandoff { id }));
+    assert!(east.is_empty() && !east.has_uncommitted_work());
+    // Its next crossing is adopted.
+    let again = hand_off(&mut west, id, EAST);
+    assert_eq!(east.adopt(&again), Ok(id));
+}
+
+#[test]
 fn a_handoff_is_a_change_for_a_relays_clients_whichever_shard_is_heard_first() {
     for adoption_first in [false, true] {
         let label = if adoption_first {

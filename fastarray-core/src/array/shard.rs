@@ -178,7 +178,9 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// # Errors
     /// [`DecodeError::NotAShard`] on an array not made as a shard;
     /// [`DecodeError::DuplicateId`] if the array holds the id already (the
-    /// handoff was adopted before); a [`DecodeError`] for a message that
+    /// handoff was adopted before); [`DecodeError::StaleHandoff`] if the
+    /// item was here at that tenure and left since (a late copy of the
+    /// handoff, sent again for want of a reply); a [`DecodeError`] for a message that
     /// does not decode, or is of another item type. The array is then
     /// unchanged.
     pub fn adopt(&mut self, bytes: &[u8]) -> Result<ReplicationId, DecodeError> {
@@ -195,11 +197,15 @@ impl<T: Replicate + Clone> FastArray<T> {
             return Err(DecodeError::DuplicateId { id });
         }
         let sender = self.sender.get_or_insert_with(Box::default);
+        let count = handoff.count.saturating_add(1);
+        if sender.tenures.is_stale(id, count) {
+            return Err(DecodeError::StaleHandoff { id });
+        }
         self.store.push_adopted(id, handoff.value);
         if handoff.owner.is_some() {
             sender.owners.stage(id, handoff.owner);
         }
-        sender.tenures.adopt(id, handoff.count.saturating_add(1));
+        sender.tenures.adopt(id, count);
         Ok(id)
     }
 }

@@ -6,7 +6,7 @@
 //! an item by its tenure: a shard's word on an item is stale once another
 //! shard adopted it at a higher one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use crate::changeset::Changeset;
 use crate::id::ReplicationId;
@@ -23,7 +23,17 @@ pub(crate) struct Tenures {
     handed: Vec<(ReplicationId, ShardId, u32)>,
     /// Adopted this frame: item, its tenure here.
     adopted: Vec<(ReplicationId, u32)>,
+    /// The tenure each item handed off recently had here, so that a late
+    /// copy of the handoff that brought it (sent again for want of a
+    /// reply) is not adopted a second time.
+    departed: HashMap<ReplicationId, (u32, u64)>,
+    /// When each departure was committed, oldest first.
+    departures: VecDeque<(u64, ReplicationId)>,
 }
+
+/// Frames a departure is remembered (34 s at 30 Hz): longer than a
+/// handoff is sent again for.
+const DEPARTED_FRAMES: u64 = 1024;
 
 impl Tenures {
     /// The record of shard `shard`.
@@ -61,6 +71,15 @@ impl Tenures {
         count
     }
 
+    /// Whether a handoff that would hold item `id` at tenure `count` here
+    /// is a late copy: the item was here at that tenure or a later one,
+    /// and left.
+    pub(crate) fn is_stale(&self, id: ReplicationId, count: u32) -> bool {
+        self.departed
+            .get(&id)
+            .is_some_and(|&(left, _)| left >= count)
+    }
+
     /// Item `id` arrives this frame, at tenure `count`.
     pub(crate) fn adopt(&mut self, id: ReplicationId, count: u32) {
         self.counts.insert(id, count);
@@ -75,6 +94,20 @@ impl Tenures {
             if !self.handed.iter().any(|&(handed, ..)| handed == *id) {
                 self.counts.remove(id);
             }
+        }
+        while let Some(&(frame, id)) = self.departures.front() {
+            if frame + DEPARTED_FRAMES > changes.frame {
+                break;
+            }
+            self.departures.pop_front();
+            if self.departed.get(&id).is_some_and(|&(_, at)| at == frame) {
+                self.departed.remove(&id);
+            }
+        }
+        for &(id, _, count) in &self.handed {
+            let left = self.departed.entry(id).or_insert((count, changes.frame));
+            *left = (left.0.max(count), changes.frame);
+            self.departures.push_back((changes.frame, id));
         }
         changes.handed.clear();
         changes.handed.append(&mut self.handed);
@@ -135,5 +168,17 @@ mod tests {
         );
         assert!(changes.adopted.is_empty());
         assert_eq!(tenures.counts().count(), 0);
+        // A late copy of the handoff that brought 5 here at 1 is stale; its
+        // return at a later tenure is not.
+        assert!(tenures.is_stale(id(5), 1));
+        assert!(!tenures.is_stale(id(5), 3));
+        for frame in 0..DEPARTED_FRAMES {
+            let mut changes = Changeset {
+                frame: frame + 2,
+                ..Changeset::default()
+            };
+            tenures.commit(&mut changes);
+        }
+        assert!(!tenures.is_stale(id(5), 1), "forgotten after a while");
     }
 }

@@ -13,6 +13,7 @@
 //! cargo run --release -p fastarray-bench --bin bandwidth    # bits, memory; writes BENCHMARKS.md
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --no-write   # print only
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --interest   # interest management only, printed
+//! cargo run --release -p fastarray-bench --bin bandwidth -- --handoff    # a handoff's bits only, printed
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --field-costs   # which field costs what only: docs/field-costs.svg
 //! ```
 //!
@@ -32,7 +33,7 @@
 //! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
 //! | `memory` | the counting allocator and the heap bytes per item |
 //! | `interest` | interest management: bits against shadow arrays, memory per agent in scope |
-//! | `relay` | relays: the feed's bytes a frame against a client's |
+//! | `relay` | relays: the feed's bytes a frame against a client's; a handoff's against a remove and an add |
 //! | `field_costs` | which field costs what (`FieldCosts`), its table and chart |
 //! | `estimates` | criterion's medians, read from its output |
 //! | `report` | the results and the issue's targets |
@@ -132,6 +133,16 @@ fn print_tables(report: &Results) {
 
 fn main() {
     let write = !std::env::args().any(|a| a == "--no-write");
+    if std::env::args().any(|a| a == "--handoff") {
+        // Only the handoff figure, printed.
+        let h = relay::run_handoff_bytes(5_000, 20, TICKS);
+        println!(
+            "bits a crossing: client {:.1} handed off, {:.1} removed and added; feeds {:.1}, {:.1}; \
+             a handoff message {:.0}",
+            h.client[0], h.client[1], h.feed[0], h.feed[1], h.message
+        );
+        return;
+    }
     if std::env::args().any(|a| a == "--interest") {
         // Only the interest-management figures, printed.
         let i = run_interest();
@@ -223,6 +234,7 @@ fn main() {
         relay: [Workload::Sparse, Workload::Hot, Workload::Churn]
             .map(|workload| relay::run_relay_bytes(workload, LOSS_ITEMS, TICKS))
             .into(),
+        handoff: relay::run_handoff_bytes(5_000, 20, TICKS),
         cpu: load_criterion(&cpu_dir),
         cpu_dir: cpu_dir
             .strip_prefix(&root)

@@ -489,5 +489,26 @@ impl Results {
                 ratio(bytes.feed / bytes.client.max(1.0))
             );
         }
+        let h = &self.handoff;
+        let _ = writeln!(
+            md,
+            "\n### Shards: a walker crossing a border (handoff against a remove and an add)\n\n\
+             Two shards (`FastArray::shard`) of 5 000 walkers each, {} of each crossing the border a frame \
+             (its `x` changes sign), a relay following both and one caught-up client of it. Handed off \
+             (`hand_off`, `adopt`), a crossing keeps the walker's id and is sent to the client as a change of \
+             `x`; without handoffs a shard removes the walker and the other pushes it anew (a new id), sent as a \
+             removal and an add of the whole walker. One handoff message, shard to shard, takes {:.0} bits.\n\n\
+             | bits a crossing | handoff | remove + add | ÷ |\n|---|---|---|---|\n\
+             | to the relay's client | {:.1} | {:.1} | {} |\n\
+             | in the shards' feeds | {:.1} | {:.1} | {} |",
+            h.crossing,
+            h.message,
+            h.client[0],
+            h.client[1],
+            ratio(h.client[1] / h.client[0].max(0.001)),
+            h.feed[0],
+            h.feed[1],
+            ratio(h.feed[1] / h.feed[0].max(0.001)),
+        );
     }
 }

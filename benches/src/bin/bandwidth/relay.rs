@@ -45,3 +45,118 @@ pub fn run_relay_bytes(workload: Workload, items: usize, ticks: u32) -> RelayByt
         client: client as f64 / f64::from(ticks),
     }
 }
+
+/// A walker of the handoff figure: a position on a 2 km square, quantized
+/// to 16 bits a coordinate, its health and its kind.
+#[derive(fastarray::Replicate, Clone, Debug, PartialEq)]
+struct Walker {
+    #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 16))]
+    x: f32,
+    #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 16))]
+    y: f32,
+    hp: u8,
+    kind: u16,
+}
+
+/// Bytes a border crossing costs, by the way it crosses.
+pub struct HandoffBytes {
+    /// Walkers crossing each way a frame.
+    pub crossing: usize,
+    /// Bits a crossing to a client of a relay that follows both shards:
+    /// handed off (`hand_off`, `adopt`), then as a shard would without
+    /// handoffs (removed, pushed anew on the other side).
+    pub client: [f64; 2],
+    /// Bits a crossing in the two shards' feeds, the same two ways.
+    pub feed: [f64; 2],
+    /// Bits of one handoff message, shard to shard.
+    pub message: f64,
+}
+
+/// `ticks` ticks of two shards of `items` walkers each, `crossing` of
+/// each crossing the border every tick (the rest standing), with a relay
+/// following both and one caught-up client of it, every packet
+/// acknowledged.
+pub fn run_handoff_bytes(items: usize, crossing: usize, ticks: u32) -> HandoffBytes {
+    use fastarray::{FastArray, ShardId};
+
+    let shard_ids = [ShardId::new(0), ShardId::new(1)];
+    let mut result = HandoffBytes {
+        crossing,
+        client: [0.0; 2],
+        feed: [0.0; 2],
+        message: 0.0,
+    };
+    for (way, handoffs) in [true, false].into_iter().enumerate() {
+        let mut shards = shard_ids.map(FastArray::<Walker>::shard);
+        for (side, shard) in shards.iter_mut().enumerate() {
+            let sign = if side == 0 { -1.0 } else { 1.0 };
+            for n in 0..items {
+                shard.push(Walker {
+                    x: sign * (1.0 + (n % 500) as f32),
+                    y: (n / 500) as f32,
+                    hp: 100,
+                    kind: (n % 7) as u16,
+                });
+            }
+            shard.commit();
+        }
+        let mut relay = FastArray::<Walker>::relay();
+        let mut bytes = Vec::new();
+        for shard in &mut shards {
+            bytes.clear();
+            shard
+                .write_feed_snapshot(&mut bytes)
+                .expect("feed snapshot");
+            relay.apply_feed(&bytes).expect("join");
+        }
+        let mut conn = fastarray::SendState::new();
+        bytes.clear();
+        relay
+            .write_delta(&mut conn, 0, &mut bytes)
+            .expect("join write");
+        conn.on_ack(0);
+        let (mut client, mut feed, mut messages, mut message_bits) = (0, 0, 0, 0);
+        for tick in 1..=ticks {
+            for from in 0..2 {
+                let to = 1 - from;
+                let ids: Vec<_> = shards[from].ids().take(crossing).collect();
+                for id in ids {
+                    let mut walker = shards[from].get(id).expect("held").clone();
+                    walker.x = -walker.x;
+                    if handoffs {
+                        bytes.clear();
+                        let bits = shards[from]
+                            .hand_off(id, shard_ids[to], &mut bytes)
+                            .expect("hand off");
+                        message_bits += bits;
+                        messages += 1;
+                        shards[to].adopt(&bytes).expect("adopt");
+                        *shards[to].get_mut(id).expect("adopted") = walker;
+                    } else {
+                        shards[from].remove(id);
+                        shards[to].push(walker);
+                    }
+                }
+            }
+            for shard in &mut shards {
+                shard.commit();
+                bytes.clear();
+                feed += shard.write_feed(&mut bytes).expect("feed");
+                relay.apply_feed(&bytes).expect("apply");
+            }
+            bytes.clear();
+            let stats = relay
+                .write_delta(&mut conn, tick, &mut bytes)
+                .expect("write");
+            conn.on_ack(tick);
+            client += stats.bits;
+        }
+        let crossings = (2 * crossing) as f64 * f64::from(ticks);
+        result.client[way] = client as f64 / crossings;
+        result.feed[way] = feed as f64 / crossings;
+        if handoffs {
+            result.message = message_bits as f64 / messages.max(1) as f64;
+        }
+    }
+    result
+}

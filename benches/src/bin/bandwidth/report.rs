@@ -12,7 +12,7 @@ use crate::format::{num, ratio, time};
 use crate::interest::Interest;
 use crate::loss::{FanOut, Loss};
 use crate::memory::Memory;
-use crate::relay::RelayBytes;
+use crate::relay::{HandoffBytes, RelayBytes};
 use fastarray_bench::estimates::Cpu;
 
 /// A target of the issue and where we stand.
@@ -43,6 +43,8 @@ pub struct Results {
     pub interest: Interest,
     pub fan_out: FanOut,
     pub relay: Vec<RelayBytes>,
+    /// A border crossing, handed off or removed and added.
+    pub handoff: HandoffBytes,
     pub cpu: Cpu,
     pub cpu_dir: PathBuf,
     pub seconds: f64,

@@ -1,0 +1,404 @@
+//! Two shards, relays that merge them, and their clients, on a NATS
+//! cluster: agents walk across the border between the shards' regions and
+//! are handed off from one to the other by request and reply; each relay
+//! follows both shards' feeds and serves its clients one world, in which a
+//! walker that crosses is a change, never a removal and an add.
+//!
+//! ```sh
+//! cargo run --release -p fastarray-nats --example shards                 # a 3-node cluster of its own
+//! cargo run --release -p fastarray-nats --example shards -- --clients 400 --relays 4
+//! cargo run --release -p fastarray-nats --example shards -- --nats nats://127.0.0.1:4222
+//! ```
+//!
+//! It starts `nats-server` nodes on free ports of 127.0.0.1 (or uses the
+//! servers given with `--nats`), runs 2 000 agents on a 1 024 m square,
+//! split at x = 512 between shard 0 (west) and shard 1 (east), for
+//! `--ticks` ticks at 30 Hz, each relay's clients on links that lose 5% of
+//! the packets, then heals the links and waits until every client settled.
+//! It prints each shard's time per tick (its game step, handoffs, commit
+//! and feed), each relay's (applying both feeds and writing to its
+//! clients), the handoffs, the bytes on the bus and to the clients, and
+//! exits with status 1 if a walker that crossed ever left a relay, or if
+//! any client's mirror differs from the two shards (as the wire sees them:
+//! positions are quantized).
+//!
+//! Everything runs on this thread, one role after the other, so each
+//! role's time is its own; in a game each is a process of its own.
+
+use std::collections::BTreeSet;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use fastarray::{FastArray, Replicate, ReplicationId, SendState, ShardId};
+use fastarray_nats::dev::LocalCluster;
+use fastarray_nats::{
+    FeedFollower, FeedPublisher, FollowConfig, HandoffConfig, HandoffPort, NatsBus,
+};
+use fastarray_testkit::link::{Link, LinkProfile};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Agent {
+    #[replicate(quantize(min = 0.0, max = 1024.0, bits = 16))]
+    x: f32,
+    #[replicate(quantize(min = 0.0, max = 1024.0, bits = 16))]
+    y: f32,
+    hp: u8,
+}
+
+const AGENTS: usize = 2_000;
+const TICK: Duration = Duration::from_millis(33);
+const NAMES: [&str; 2] = ["demo.west", "demo.east"];
+
+struct Options {
+    clients: usize,
+    relays: usize,
+    ticks: u32,
+    nats: Option<String>,
+}
+
+fn options() -> Options {
+    let mut options = Options {
+        clients: 120,
+        relays: 2,
+        ticks: 300,
+        nats: None,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--clients" => options.clients = value().parse().expect("--clients N"),
+            "--relays" => options.relays = value().parse().expect("--relays N"),
+            "--ticks" => options.ticks = value().parse().expect("--ticks N"),
+            "--nats" => options.nats = Some(value()),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(options.relays > 0, "--relays must be at least 1");
+    options
+}
+
+/// The shard whose region holds `x`.
+fn region(x: f32) -> ShardId {
+    ShardId::new(u16::from(x >= 512.0))
+}
+
+struct Shard {
+    array: FastArray<Agent>,
+    publisher: FeedPublisher<NatsBus>,
+    port: HandoffPort<NatsBus>,
+    time: Duration,
+    feed_bytes: u64,
+    handed: u64,
+    taken_back: u64,
+}
+
+struct Client {
+    state: SendState,
+    mirror: FastArray<Agent>,
+    link: Link,
+    packet: u32,
+    bytes: u64,
+}
+
+struct Relay {
+    array: FastArray<Agent>,
+    followers: Vec<FeedFollower<NatsBus>>,
+    clients: Vec<Client>,
+    time: Duration,
+}
+
+fn spawn(rng: &mut ChaCha8Rng, shard: ShardId) -> Agent {
+    let west = f32::from(shard.get()) * 512.0;
+    Agent {
+        x: west + rng.random_range(0.0..512.0),
+        y: rng.random_range(0.0..1024.0),
+        hp: 100,
+    }
+}
+
+/// One tick of a shard's game: agents walk (some across the border), get
+/// hurt, die and respawn in the shard's region. Returns the ids destroyed.
+fn step(shard: &mut FastArray<Agent>, rng: &mut ChaCha8Rng) -> Vec<ReplicationId> {
+    let ids: Vec<ReplicationId> = shard.ids().collect();
+    let mut destroyed = Vec::new();
+    for &id in &ids {
+        if rng.random_bool(0.1) {
+            let mut agent = shard.get_mut(id).expect("listed");
+            agent.x = (agent.x + rng.random_range(-8.0..8.0)).clamp(0.0, 1023.0);
+            agent.y = (agent.y + rng.random_range(-8.0..8.0)).clamp(0.0, 1023.0);
+        }
+        if rng.random_bool(0.01) {
+            let mut agent = shard.get_mut(id).expect("listed");
+            agent.hp = agent.hp.saturating_sub(rng.random_range(1..20));
+        }
+    }
+    for &id in &ids {
+        if shard.get(id).is_some_and(|agent| agent.hp == 0) || rng.random_bool(0.002) {
+            shard.remove(id);
+            destroyed.push(id);
+            let agent = spawn(rng, shard.shard_id());
+            shard.push(agent);
+        }
+    }
+    destroyed
+}
+
+fn main() -> ExitCode {
+    let options = options();
+    let cluster = match &options.nats {
+        Some(_) => None,
+        None => Some(LocalCluster::start(3).unwrap_or_else(|error| {
+            eprintln!("{error}");
+            std::process::exit(2)
+        })),
+    };
+    let urls = |node: usize| match (&options.nats, &cluster) {
+        (Some(url), _) => vec![url.clone()],
+        (None, Some(cluster)) => cluster.urls_from(node % 3),
+        (None, None) => unreachable!(),
+    };
+    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
+    let connect = |node: usize, name: &str| {
+        NatsBus::connect(runtime.handle(), &urls(node), name).unwrap_or_else(|error| {
+            eprintln!("{error}");
+            std::process::exit(2)
+        })
+    };
+
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut shards: Vec<Shard> = (0..2u16)
+        .map(|k| {
+            let shard_id = ShardId::new(k);
+            let mut array = FastArray::shard(shard_id);
+            for _ in 0..AGENTS / 2 {
+                array.push(spawn(&mut rng, shard_id));
+            }
+            array.commit();
+            let bus = connect(usize::from(k), NAMES[usize::from(k)]);
+            Shard {
+                array,
+                publisher: FeedPublisher::new(bus.clone(), NAMES[usize::from(k)])
+                    .expect("publisher"),
+                port: HandoffPort::new(bus, NAMES[usize::from(k)], HandoffConfig::default())
+                    .expect("handoffs"),
+                time: Duration::ZERO,
+                feed_bytes: 0,
+                handed: 0,
+                taken_back: 0,
+            }
+        })
+        .collect();
+    let profile = LinkProfile::lossy(0.05);
+    let mut relays: Vec<Relay> = (0..options.relays)
+        .map(|r| {
+            let bus = connect(2 + r, &format!("relay-{r}"));
+            Relay {
+                array: FastArray::relay(),
+                followers: (0..2u16)
+                    .map(|k| {
+                        FeedFollower::new(
+                            bus.clone(),
+                            NAMES[usize::from(k)],
+                            FollowConfig::default(),
+                        )
+                        .expect("follower")
+                        .of_shard(ShardId::new(k))
+                    })
+                    .collect(),
+                clients: (r..options.clients)
+                    .step_by(options.relays)
+                    .map(|c| Client {
+                        state: SendState::new(),
+                        mirror: FastArray::mirror(),
+                        link: Link::new(profile.clone(), c as u64),
+                        packet: 0,
+                        bytes: 0,
+                    })
+                    .collect(),
+                time: Duration::ZERO,
+            }
+        })
+        .collect();
+
+    println!(
+        "{AGENTS} agents on 2 shards, {} clients on {} relays, {} ticks at 30 Hz, links losing 5%",
+        options.clients, options.relays, options.ticks
+    );
+    let mut destroyed = BTreeSet::new();
+    let mut vanished = 0usize;
+    let started = Instant::now();
+    let mut settled_at = None;
+    for now in 0u32.. {
+        let tick_start = Instant::now();
+        let moving = now < options.ticks;
+        if now == options.ticks {
+            for client in relays.iter_mut().flat_map(|relay| &mut relay.clients) {
+                client.link.heal();
+            }
+        }
+        for shard in &mut shards {
+            let start = Instant::now();
+            if moving {
+                destroyed.extend(step(&mut shard.array, &mut rng));
+                let home = shard.array.shard_id();
+                let leaving: Vec<(ReplicationId, ShardId)> = (shard.array.iter())
+                    .map(|(id, agent)| (id, region(agent.x)))
+                    .filter(|&(_, to)| to != home)
+                    .collect();
+                for (id, to) in leaving {
+                    let name = NAMES[usize::from(to.get())];
+                    shard
+                        .port
+                        .hand_off(&mut shard.array, id, to, name, start)
+                        .expect("hand off");
+                    shard.handed += 1;
+                }
+            }
+            let handled = shard.port.poll(&mut shard.array, start).expect("handoffs");
+            shard.taken_back += u64::from(handled.taken_back);
+            shard.array.commit();
+            let published = shard.publisher.publish(&mut shard.array).expect("publish");
+            if moving {
+                shard.time += start.elapsed();
+                shard.feed_bytes += published.frame_bytes as u64;
+            }
+        }
+        for relay in &mut relays {
+            let start = Instant::now();
+            let before: Vec<ReplicationId> = relay.array.ids().collect();
+            for follower in &mut relay.followers {
+                follower
+                    .poll(&mut relay.array, Instant::now())
+                    .expect("poll");
+            }
+            vanished += before
+                .iter()
+                .filter(|&&id| !relay.array.contains(id) && !destroyed.contains(&id))
+                .count();
+            let joined = (0..2).all(|k| relay.array.feed_frame_from(ShardId::new(k)).is_some());
+            if joined {
+                for client in &mut relay.clients {
+                    if moving || !relay.array.is_settled(&client.state) {
+                        client.packet += 1;
+                        let mut bytes = Vec::new();
+                        relay
+                            .array
+                            .write_delta(&mut client.state, client.packet, &mut bytes)
+                            .expect("write");
+                        if moving {
+                            client.bytes += bytes.len() as u64;
+                        }
+                        client.link.send(now, client.packet, bytes);
+                    }
+                }
+            }
+            if moving {
+                relay.time += start.elapsed();
+            }
+            for client in &mut relay.clients {
+                for bytes in client.link.deliver(now) {
+                    client
+                        .mirror
+                        .apply_delta(&bytes, &mut ())
+                        .expect("a relay's delta applies");
+                }
+                for report in client.link.reports(now) {
+                    report.tell(&mut client.state);
+                }
+            }
+        }
+        if !moving {
+            let held: usize = shards.iter().map(|shard| shard.array.len()).sum();
+            let settled = shards.iter().all(|shard| shard.port.in_flight() == 0)
+                && relays.iter().all(|relay| {
+                    relay.array.len() == held
+                        && shards.iter().all(|shard| same(&shard.array, &relay.array))
+                        && relay.clients.iter().all(|client| {
+                            relay.array.is_settled(&client.state) && client.link.idle()
+                        })
+                });
+            if settled {
+                settled_at = Some(now);
+                break;
+            }
+            if now > options.ticks + 600 {
+                break;
+            }
+        }
+        std::thread::sleep(TICK.saturating_sub(tick_start.elapsed()));
+    }
+
+    let ticks = f64::from(options.ticks);
+    let per_tick = |time: Duration| time.as_secs_f64() * 1e6 / ticks;
+    let mut bus_bytes = 0.0;
+    let handoff_bytes: u64 = shards.iter().map(|shard| shard.port.bytes_sent()).sum();
+    for (k, shard) in shards.iter().enumerate() {
+        bus_bytes += shard.feed_bytes as f64 * options.relays as f64 / ticks;
+        println!(
+            "shard {k}: {:.0} µs a tick, for any number of relays and clients (step, handoffs, commit, \
+             one feed of {:.0} B); {} handed off, {} taken back; holds {}",
+            per_tick(shard.time),
+            shard.feed_bytes as f64 / ticks,
+            shard.handed,
+            shard.taken_back,
+            shard.array.len()
+        );
+    }
+    let mut client_bytes = 0;
+    for (r, relay) in relays.iter().enumerate() {
+        let bytes: u64 = relay.clients.iter().map(|client| client.bytes).sum();
+        client_bytes += bytes;
+        println!(
+            "relay {r}: {:.0} µs a tick for {} clients ({:.0} B a client a tick); feeds {:?}",
+            per_tick(relay.time),
+            relay.clients.len(),
+            bytes as f64 / ticks / relay.clients.len().max(1) as f64,
+            relay.array.feed_stats()
+        );
+    }
+    println!(
+        "bytes a tick: {bus_bytes:.0} of feeds on the bus (2 shards × {} relays) and {:.0} of \
+         handoffs, {:.0} to the clients",
+        options.relays,
+        handoff_bytes as f64 / ticks,
+        client_bytes as f64 / ticks
+    );
+    let differ = relays
+        .iter()
+        .flat_map(|relay| &relay.clients)
+        .filter(|client| {
+            let held: usize = shards.iter().map(|shard| shard.array.len()).sum();
+            client.mirror.len() != held
+                || !shards
+                    .iter()
+                    .all(|shard| same(&shard.array, &client.mirror))
+        })
+        .count();
+    if vanished > 0 {
+        println!("{vanished} times a walker that was not destroyed left a relay");
+    }
+    match settled_at {
+        Some(at) if differ == 0 && vanished == 0 => {
+            println!(
+                "every client settled {} ticks after the game stopped ({:.1} s in all)",
+                at - options.ticks,
+                started.elapsed().as_secs_f64()
+            );
+            ExitCode::SUCCESS
+        }
+        _ => {
+            println!("{differ} clients differ from the shards");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether `other` holds every item of `shard` as the wire sees it.
+fn same(shard: &FastArray<Agent>, other: &FastArray<Agent>) -> bool {
+    shard
+        .iter()
+        .all(|(id, agent)| other.get(id).is_some_and(|held| held.wire_eq(agent)))
+}
