@@ -18,11 +18,16 @@
 //!
 //! | type | fields |
 //! |---|---|
-//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `items`: a sequence of `{ id, key, key_frame, owner, value }` |
+//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `shard` (a shard's number, or none for an array not made as one), `items`: a sequence of `{ id, key, key_frame, owner, tenure, value }` |
 //! | `Replicated<T>` | `frame`, `array_key`, `key`, `key_frame`, `owner`, `value` |
 //!
 //! `owner` is the client that owns the item ([`FastArray::set_owner`]), or
-//! none; a self-describing format may leave it out (none).
+//! none; a self-describing format may leave it out (none). `tenure` is how
+//! many times the item changed shards ([`FastArray::hand_off`]). A
+//! self-describing format may leave `shard` and `tenure` out (none, 0),
+//! as in saves made before shards. A shard's save may hold items of other shards' ranges (it
+//! adopted them); it keeps its shard and their tenures, so a relay orders
+//! what the restored shard says of them as before.
 //! | `ReplicationId`, `ReplicationKey` | their raw numbers (`u64`, `u32`) |
 //!
 //! Fields that are not saved (BigWorld's `Persistent` false: caches,
@@ -37,6 +42,7 @@ use crate::array::FastArray;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::replicate::Replicate;
 use crate::replicated::Replicated;
+use crate::shard::ShardId;
 use crate::store::Store;
 use crate::store::saved::{SavedArray, SavedItem};
 
@@ -75,6 +81,8 @@ struct ArrayForm<I> {
     frame: u64,
     array_key: ReplicationKey,
     next_id: u64,
+    #[serde(default)]
+    shard: Option<u16>,
     items: I,
 }
 
@@ -100,6 +108,7 @@ impl<T: Serialize> Serialize for Items<'_, T> {
         let array = self.0;
         serializer.collect_seq(array.store().saved_items().map(|item| SavedItem {
             owner: array.owner(item.id),
+            tenure: array.tenure(item.id),
             ..item
         }))
     }
@@ -181,6 +190,7 @@ impl<T: Serialize> Serialize for FastArray<T> {
             frame: array.frame,
             array_key: array.array_key,
             next_id: array.next_id,
+            shard: self.is_shard().then(|| self.shard_id().get()),
             items: Items(self),
         }
         .serialize(serializer)
@@ -193,18 +203,28 @@ impl<T: Serialize> Serialize for FastArray<T> {
 impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let form = ArrayForm::<Vec<SavedItem<T>>>::deserialize(deserializer)?;
+        let shard = form.shard.map(ShardId::new);
         let array = SavedArray {
             frame: form.frame,
             array_key: form.array_key,
             next_id: form.next_id,
+            own_ids: shard.map_or(0..u64::MAX, ShardId::ids),
         };
         let owned: Vec<(ReplicationId, u64)> = form
             .items
             .iter()
             .filter_map(|item| Some((item.id, item.owner?)))
             .collect();
+        let tenures: Vec<(ReplicationId, u32)> = (form.items.iter())
+            .filter(|item| item.tenure > 0)
+            .map(|item| (item.id, item.tenure))
+            .collect();
         let store = Store::restore(array, form.items).map_err(D::Error::custom)?;
-        Ok(FastArray::restored(store, owned.into_iter()))
+        let mut array = FastArray::restored(store, owned.into_iter());
+        if let Some(shard) = shard {
+            array.restore_shard(shard, tenures);
+        }
+        Ok(array)
     }
 }
 
@@ -240,9 +260,11 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for Replicated<T> {
             frame: form.frame,
             array_key: form.array_key,
             next_id: OBJECT_ID.to_raw() + 1,
+            own_ids: 0..u64::MAX,
         };
         let item = SavedItem {
             id: OBJECT_ID,
+            tenure: 0,
             key: form.key,
             key_frame: form.key_frame,
             owner: form.owner,

@@ -52,6 +52,24 @@ impl<T> FastArray<T> {
         (self.sender.as_deref()).map_or_else(ShardId::default, |sender| sender.tenures.shard())
     }
 
+    /// How many times item `id` changed shards (0 if it never did, or is
+    /// not held).
+    #[cfg(feature = "serde")]
+    pub(crate) fn tenure(&self, id: ReplicationId) -> u32 {
+        (self.sender.as_deref()).map_or(0, |sender| sender.tenures.count(id))
+    }
+
+    /// Makes a restored array shard `shard` again, its items' tenures as
+    /// saved.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore_shard(&mut self, shard: ShardId, tenures: Vec<(ReplicationId, u32)>) {
+        let sender = self.sender.get_or_insert_with(Box::default);
+        sender.tenures = Tenures::of_shard(shard);
+        for (id, count) in tenures {
+            sender.tenures.restore(id, count);
+        }
+    }
+
     /// Whether this array was made as a shard ([`shard`](Self::shard)).
     pub fn is_shard(&self) -> bool {
         (self.sender.as_deref()).is_some_and(|sender| sender.tenures.is_shard())

@@ -80,6 +80,12 @@ impl Tenures {
             .is_some_and(|&(left, _)| left >= count)
     }
 
+    /// Item `id` is held at tenure `count`, as a save says.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore(&mut self, id: ReplicationId, count: u32) {
+        self.counts.insert(id, count);
+    }
+
     /// Item `id` arrives this frame, at tenure `count`.
     pub(crate) fn adopt(&mut self, id: ReplicationId, count: u32) {
         self.counts.insert(id, count);

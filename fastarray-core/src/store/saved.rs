@@ -21,16 +21,21 @@ pub(crate) struct SavedItem<T> {
     /// neither writes nor reads it).
     #[serde(default)]
     pub(crate) owner: Option<u64>,
+    /// How many times it changed shards (the array's, as `owner`).
+    #[serde(default)]
+    pub(crate) tenure: u32,
     pub(crate) value: T,
 }
 
 /// What a save's counters say of the array.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) struct SavedArray {
     pub(crate) frame: u64,
     pub(crate) array_key: ReplicationKey,
     /// The id the next push takes: above every id the array ever gave.
     pub(crate) next_id: u64,
+    /// The ids the array gives: a shard's range, or all of them.
+    pub(crate) own_ids: core::ops::Range<u64>,
 }
 
 /// Why a save does not make an array: each would let the restored array
@@ -76,6 +81,7 @@ impl<T> Store<T> {
             frame: self.frame,
             array_key: self.array_key,
             next_id: self.next_id,
+            own_ids: 0..u64::MAX,
         }
     }
 
@@ -86,6 +92,7 @@ impl<T> Store<T> {
             key: slot.key,
             key_frame: slot.key_frame(),
             owner: None,
+            tenure: 0,
             value: &slot.value,
         })
     }
@@ -102,7 +109,9 @@ impl<T> Store<T> {
         store.array_key = array.array_key;
         store.next_id = array.next_id;
         for item in items {
-            if item.id.to_raw() >= array.next_id {
+            // An item a shard adopted has an id of another's range.
+            let own = array.own_ids.contains(&item.id.to_raw());
+            if own && item.id.to_raw() >= array.next_id {
                 return Err(RestoreError::IdNotBelowNext {
                     id: item.id,
                     next_id: array.next_id,

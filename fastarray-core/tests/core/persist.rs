@@ -436,3 +436,99 @@ fn owners_survive_a_restart() {
         assert!(server.commit().changed().is_empty());
     }
 }
+
+/// Applies `shard`'s last frame to `relay`.
+fn follow(relay: &mut FastArray<Unit>, shard: &FastArray<Unit>) {
+    let mut bytes = Vec::new();
+    shard.write_feed(&mut bytes).unwrap();
+    relay.apply_feed(&bytes).unwrap();
+}
+
+/// Whether `relay` holds what the shards hold, and nothing else.
+fn merges(relay: &FastArray<Unit>, shards: &[&FastArray<Unit>]) -> bool {
+    relay.len() == shards.iter().map(|s| s.len()).sum::<usize>()
+        && shards
+            .iter()
+            .all(|shard| shard.iter().all(|(id, unit)| relay.get(id) == Some(unit)))
+}
+
+#[test]
+fn a_shard_restarted_from_a_save_keeps_its_shard_and_tenures_and_its_relay_converges() {
+    use fastarray_core::ShardId;
+    let (west_id, east_id) = (ShardId::new(0), ShardId::new(1));
+    for format in FORMATS {
+        let mut west = FastArray::<Unit>::shard(west_id);
+        let mut east = FastArray::<Unit>::shard(east_id);
+        let crosser = west.push(unit(1, None));
+        let late = west.push(unit(2, None));
+        let home = east.push(unit(3, None));
+        // West adopts an item of east's range, which is above its id counter.
+        let visitor = east.push(unit(4, None));
+        west.commit();
+        east.commit();
+        let mut relay = FastArray::<Unit>::relay();
+        for shard in [&mut west, &mut east] {
+            let mut bytes = Vec::new();
+            shard.write_feed_snapshot(&mut bytes).unwrap();
+            relay.apply_feed(&bytes).unwrap();
+        }
+        let mut message = Vec::new();
+        west.hand_off(crosser, east_id, &mut message).unwrap();
+        east.adopt(&message).unwrap();
+        message.clear();
+        east.hand_off(visitor, west_id, &mut message).unwrap();
+        west.adopt(&message).unwrap();
+        west.commit();
+        east.commit();
+        follow(&mut relay, &west);
+        follow(&mut relay, &east);
+        let east_save = format.save(&east);
+        let west_save = format.save(&west);
+        let restored = format.load::<FastArray<Unit>>(&west_save).unwrap();
+        assert!(
+            same_replicated(&west, &restored) && restored.contains(visitor),
+            "{format:?}: a shard holding another shard's id restores"
+        );
+        // After the save, east adopts `late`; then it fails, and restarts
+        // from the save, as a new stream: `late` is lost with it.
+        message.clear();
+        west.hand_off(late, east_id, &mut message).unwrap();
+        east.adopt(&message).unwrap();
+        west.commit();
+        east.commit();
+        follow(&mut relay, &west);
+        follow(&mut relay, &east);
+        let mut east: FastArray<Unit> = format.load(&east_save).unwrap();
+        assert!(east.is_shard() && east.shard_id() == east_id, "{format:?}");
+        assert!(east.contains(crosser) && !east.contains(late));
+        let pushed = east.push(unit(5, None));
+        assert!(pushed > home && east_id.ids().contains(&pushed.to_raw()));
+        east.get_mut(crosser).unwrap().hp = 99;
+        east.commit();
+        // The relay finds a new stream, asks for a snapshot, and holds what
+        // the shards hold.
+        follow(&mut relay, &east);
+        assert!(relay.needs_feed_snapshot_from(east_id), "{format:?}");
+        let mut bytes = Vec::new();
+        east.write_feed_snapshot(&mut bytes).unwrap();
+        relay.apply_feed(&bytes).unwrap();
+        assert!(merges(&relay, &[&west, &east]), "{format:?}: {relay:?}");
+        // The crosser keeps its tenure: east hands it back, and the relay
+        // takes west's adoption over east's (a stale word would be dropped).
+        message.clear();
+        east.hand_off(crosser, west_id, &mut message).unwrap();
+        west.adopt(&message).unwrap();
+        west.get_mut(crosser).unwrap().hp = 7;
+        west.commit();
+        east.commit();
+        follow(&mut relay, &west);
+        follow(&mut relay, &east);
+        assert_eq!(relay.get(crosser).map(|u| u.hp), Some(7), "{format:?}");
+        assert!(merges(&relay, &[&west, &east]), "{format:?}");
+        assert!(
+            relay.feed_stats().handoffs >= 3,
+            "{format:?}: {:?}",
+            relay.feed_stats()
+        );
+    }
+}
