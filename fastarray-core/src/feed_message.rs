@@ -239,7 +239,7 @@ fn merged<'a>(
 /// What a server's snapshot says of handoffs: its items' tenures, and
 /// the handoffs its history holds.
 pub(crate) struct Handoffs<'a> {
-    pub(crate) tenures: &'a Tenures,
+    pub(crate) tenures: Option<&'a Tenures>,
     pub(crate) history: &'a History,
 }
 
@@ -268,7 +268,9 @@ pub(crate) fn write_snapshot<T: Replicate>(
             .encode(writer)
             .map_err(|error| (slot.id, error))?;
     }
-    let mut counts: Vec<_> = handoffs.tenures.counts().collect();
+    let mut counts: Vec<_> = (handoffs.tenures.into_iter())
+        .flat_map(Tenures::counts)
+        .collect();
     counts.sort_unstable_by_key(|&(id, _)| id);
     write_counts(writer, &counts);
     // The last handoff of each item that left in the frames held, oldest

@@ -215,7 +215,7 @@ impl<T: Replicate> FastArray<T> {
         let sender = self.sender.get_or_insert_with(Box::default);
         let (store, owners, stream) = (&self.store, &sender.owners, sender.stream());
         let handoffs = Handoffs {
-            tenures: &sender.tenures,
+            tenures: sender.tenures.as_deref(),
             history: &sender.history,
         };
         write_truncating(out, |writer| {

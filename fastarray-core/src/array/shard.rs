@@ -41,7 +41,7 @@ impl<T> FastArray<T> {
         let mut array = Self::new();
         array.store.raise_next_id(shard.first_id().to_raw());
         let mut sender = Box::<Sender>::default();
-        sender.tenures = Tenures::of_shard(shard);
+        sender.tenures = Some(Box::new(Tenures::of_shard(shard)));
         array.sender = Some(sender);
         array
     }
@@ -49,30 +49,33 @@ impl<T> FastArray<T> {
     /// The shard this array is: the one it was made for with
     /// [`shard`](Self::shard), shard 0 for any other array.
     pub fn shard_id(&self) -> ShardId {
-        (self.sender.as_deref()).map_or_else(ShardId::default, |sender| sender.tenures.shard())
+        (self.sender.as_deref()).map_or_else(ShardId::default, Sender::shard)
     }
 
     /// How many times item `id` changed shards (0 if it never did, or is
     /// not held).
     #[cfg(feature = "serde")]
     pub(crate) fn tenure(&self, id: ReplicationId) -> u32 {
-        (self.sender.as_deref()).map_or(0, |sender| sender.tenures.count(id))
+        (self.sender.as_deref())
+            .and_then(|sender| sender.tenures.as_deref())
+            .map_or(0, |tenures| tenures.count(id))
     }
 
     /// Makes a restored array shard `shard` again, its items' tenures as
     /// saved.
     #[cfg(feature = "serde")]
     pub(crate) fn restore_shard(&mut self, shard: ShardId, tenures: Vec<(ReplicationId, u32)>) {
-        let sender = self.sender.get_or_insert_with(Box::default);
-        sender.tenures = Tenures::of_shard(shard);
+        let mut restored = Tenures::of_shard(shard);
         for (id, count) in tenures {
-            sender.tenures.restore(id, count);
+            restored.restore(id, count);
         }
+        let sender = self.sender.get_or_insert_with(Box::default);
+        sender.tenures = Some(Box::new(restored));
     }
 
     /// Whether this array was made as a shard ([`shard`](Self::shard)).
     pub fn is_shard(&self) -> bool {
-        (self.sender.as_deref()).is_some_and(|sender| sender.tenures.is_shard())
+        (self.sender.as_deref()).is_some_and(|sender| sender.tenures.is_some())
     }
 }
 
@@ -169,17 +172,18 @@ impl<T: Replicate> FastArray<T> {
         let Some(value) = self.store.get(id) else {
             return Err(SendError::UnknownItem { id });
         };
-        let sender = self.sender.get_or_insert_with(Box::default);
-        if to == sender.tenures.shard() {
+        let sender = self.sender.as_deref_mut().expect("a shard has a sender");
+        let tenures = sender.tenures.as_deref_mut().expect("a shard has tenures");
+        if to == tenures.shard() {
             return Err(SendError::HandoffToSelf { shard: to });
         }
-        let count = sender.tenures.count(id);
+        let count = tenures.count(id);
         let owner = sender.owners.owner(id);
         let bits = write_truncating(out, |writer| {
             feed_message::write_handoff(writer, id, count, owner, value)
                 .map_err(|error| SendError::Encode { id, error })
         })?;
-        sender.tenures.hand_off(id, to);
+        tenures.hand_off(id, to);
         self.store.remove(id);
         Ok(bits)
     }
@@ -214,16 +218,17 @@ impl<T: Replicate + Clone> FastArray<T> {
         if self.store.position(id).is_some() {
             return Err(DecodeError::DuplicateId { id });
         }
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = self.sender.as_deref_mut().expect("a shard has a sender");
+        let tenures = sender.tenures.as_deref_mut().expect("a shard has tenures");
         let count = handoff.count.saturating_add(1);
-        if sender.tenures.is_stale(id, count) {
+        if tenures.is_stale(id, count) {
             return Err(DecodeError::StaleHandoff { id });
         }
         self.store.push_adopted(id, handoff.value);
         if handoff.owner.is_some() {
             sender.owners.stage(id, handoff.owner);
         }
-        sender.tenures.adopt(id, count);
+        tenures.adopt(id, count);
         Ok(id)
     }
 }

@@ -286,20 +286,28 @@ pub(crate) fn frame_entries<T: Replicate>(
         .added
         .iter()
         .map(|&id| (id, Work::Add { structural: true }));
+    // A server's adds all come after its changes: the lists are chained.
+    let chained = match (changes.changed.last(), changes.added.first()) {
+        (Some(&(changed, _)), Some(&added)) => changed < added,
+        _ => true,
+    };
     // The merge is not `ExactSizeIterator`: the lengths are known.
     Counted {
         inner: Merged {
             a: changed.peekable(),
             b: added.peekable(),
+            chained,
         },
         left: kept + changes.added.len(),
     }
 }
 
-/// Two lists of entries ascending by id, merged.
+/// Two lists of entries ascending by id, merged (`chained`: every entry of
+/// the first comes before the second's).
 struct Merged<A: Iterator, B: Iterator> {
     a: core::iter::Peekable<A>,
     b: core::iter::Peekable<B>,
+    chained: bool,
 }
 
 impl<A, B> Clone for Merged<A, B>
@@ -311,6 +319,7 @@ where
         Self {
             a: self.a.clone(),
             b: self.b.clone(),
+            chained: self.chained,
         }
     }
 }
@@ -323,6 +332,9 @@ where
     type Item = (ReplicationId, Work);
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.chained {
+            return self.a.next().or_else(|| self.b.next());
+        }
         match (self.a.peek(), self.b.peek()) {
             (Some(a), Some(b)) if b.0 < a.0 => self.b.next(),
             (Some(_), _) => self.a.next(),

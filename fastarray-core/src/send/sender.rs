@@ -28,6 +28,7 @@ use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
 use crate::send_state::tenures::Tenures;
 use crate::send_state::{Removal, SendState};
+use crate::shard::ShardId;
 use crate::store::Store;
 use crate::wire::MessageKind;
 
@@ -55,8 +56,8 @@ pub(crate) struct Sender {
     epoch: std::sync::OnceLock<u64>,
     /// On a relay: where it stands in the feeds it follows.
     pub(crate) follow: Option<Box<Sources>>,
-    /// Which shard the array is, and its items' handoffs.
-    pub(crate) tenures: Tenures,
+    /// On a shard: which shard it is, and its items' handoffs.
+    pub(crate) tenures: Option<Box<Tenures>>,
 }
 
 impl Sender {
@@ -74,8 +75,15 @@ impl Sender {
     pub(crate) fn stream(&self) -> crate::feed_message::Stream {
         crate::feed_message::Stream {
             epoch: self.epoch(),
-            shard: self.tenures.shard(),
+            shard: self.shard(),
         }
+    }
+
+    /// The shard the array is: 0 for one not made as a shard.
+    pub(crate) fn shard(&self) -> ShardId {
+        self.tenures
+            .as_deref()
+            .map_or_else(ShardId::default, Tenures::shard)
     }
 
     /// A copy for a cloned array: the history, the frame's caches, the

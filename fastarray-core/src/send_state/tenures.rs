@@ -15,8 +15,8 @@ use crate::shard::ShardId;
 /// What a shard keeps of the handoffs of its items.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Tenures {
-    /// The shard this array is, if it was made as one.
-    shard: Option<ShardId>,
+    /// The shard this array is.
+    shard: ShardId,
     /// Tenures above 0 of the items held.
     counts: HashMap<ReplicationId, u32>,
     /// Handed off this frame: item, to whom, its tenure when it left.
@@ -39,19 +39,14 @@ impl Tenures {
     /// The record of shard `shard`.
     pub(crate) fn of_shard(shard: ShardId) -> Self {
         Self {
-            shard: Some(shard),
+            shard,
             ..Self::default()
         }
     }
 
-    /// The shard this array is: 0 for one not made as a shard.
+    /// The shard this array is.
     pub(crate) fn shard(&self) -> ShardId {
-        self.shard.unwrap_or_default()
-    }
-
-    /// Whether the array was made as a shard.
-    pub(crate) fn is_shard(&self) -> bool {
-        self.shard.is_some()
+        self.shard
     }
 
     /// Item `id`'s tenure.
@@ -96,9 +91,11 @@ impl Tenures {
     /// adoption whose item is gone again by the commit is no add, and is
     /// dropped. Items removed are forgotten.
     pub(crate) fn commit(&mut self, changes: &mut Changeset) {
-        for id in changes.removed.iter().chain(&changes.vanished) {
-            if !self.handed.iter().any(|&(handed, ..)| handed == *id) {
-                self.counts.remove(id);
+        if !self.counts.is_empty() {
+            for id in changes.removed.iter().chain(&changes.vanished) {
+                if !self.handed.iter().any(|&(handed, ..)| handed == *id) {
+                    self.counts.remove(id);
+                }
             }
         }
         while let Some(&(frame, id)) = self.departures.front() {
