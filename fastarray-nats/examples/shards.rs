@@ -29,56 +29,17 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, Replicate, ReplicationId, SendState, ShardId};
-use fastarray_nats::dev::LocalCluster;
+use fastarray::{FastArray, Replicate, ReplicationId, ShardId};
 use fastarray_nats::{
     FeedFollower, FeedPublisher, FollowConfig, HandoffConfig, HandoffPort, NatsBus,
 };
-use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-#[derive(Replicate, Clone, Debug, PartialEq)]
-struct Agent {
-    #[replicate(quantize(min = 0.0, max = 1024.0, bits = 16))]
-    x: f32,
-    #[replicate(quantize(min = 0.0, max = 1024.0, bits = 16))]
-    y: f32,
-    hp: u8,
-}
+mod demo;
+use demo::{AGENTS, Agent, Client, Net, TICK};
 
-const AGENTS: usize = 2_000;
-const TICK: Duration = Duration::from_millis(33);
 const NAMES: [&str; 2] = ["demo.west", "demo.east"];
-
-struct Options {
-    clients: usize,
-    relays: usize,
-    ticks: u32,
-    nats: Option<String>,
-}
-
-fn options() -> Options {
-    let mut options = Options {
-        clients: 120,
-        relays: 2,
-        ticks: 300,
-        nats: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
-        match arg.as_str() {
-            "--clients" => options.clients = value().parse().expect("--clients N"),
-            "--relays" => options.relays = value().parse().expect("--relays N"),
-            "--ticks" => options.ticks = value().parse().expect("--ticks N"),
-            "--nats" => options.nats = Some(value()),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    assert!(options.relays > 0, "--relays must be at least 1");
-    options
-}
 
 /// The shard whose region holds `x`.
 fn region(x: f32) -> ShardId {
@@ -93,14 +54,6 @@ struct Shard {
     feed_bytes: u64,
     handed: u64,
     taken_back: u64,
-}
-
-struct Client {
-    state: SendState,
-    mirror: FastArray<Agent>,
-    link: Link,
-    packet: u32,
-    bytes: u64,
 }
 
 struct Relay {
@@ -147,26 +100,9 @@ fn step(shard: &mut FastArray<Agent>, rng: &mut ChaCha8Rng) -> Vec<ReplicationId
 }
 
 fn main() -> ExitCode {
-    let options = options();
-    let cluster = match &options.nats {
-        Some(_) => None,
-        None => Some(LocalCluster::start(3).unwrap_or_else(|error| {
-            eprintln!("{error}");
-            std::process::exit(2)
-        })),
-    };
-    let urls = |node: usize| match (&options.nats, &cluster) {
-        (Some(url), _) => vec![url.clone()],
-        (None, Some(cluster)) => cluster.urls_from(node % 3),
-        (None, None) => unreachable!(),
-    };
-    let runtime = tokio::runtime::Runtime::new().expect("a tokio runtime");
-    let connect = |node: usize, name: &str| {
-        NatsBus::connect(runtime.handle(), &urls(node), name).unwrap_or_else(|error| {
-            eprintln!("{error}");
-            std::process::exit(2)
-        })
-    };
+    let options = demo::options();
+    let net = Net::start(&options);
+    let connect = |node: usize, name: &str| net.connect(node, name);
 
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let mut shards: Vec<Shard> = (0..2u16)
@@ -191,7 +127,6 @@ fn main() -> ExitCode {
             }
         })
         .collect();
-    let profile = LinkProfile::lossy(0.05);
     let mut relays: Vec<Relay> = (0..options.relays)
         .map(|r| {
             let bus = connect(2 + r, &format!("relay-{r}"));
@@ -208,16 +143,7 @@ fn main() -> ExitCode {
                         .of_shard(ShardId::new(k))
                     })
                     .collect(),
-                clients: (r..options.clients)
-                    .step_by(options.relays)
-                    .map(|c| Client {
-                        state: SendState::new(),
-                        mirror: FastArray::mirror(),
-                        link: Link::new(profile.clone(), c as u64),
-                        packet: 0,
-                        bytes: 0,
-                    })
-                    .collect(),
+                clients: demo::clients(r, options.relays, options.clients),
                 time: Duration::ZERO,
             }
         })
@@ -280,35 +206,12 @@ fn main() -> ExitCode {
                 .count();
             let joined = (0..2).all(|k| relay.array.feed_frame_from(ShardId::new(k)).is_some());
             if joined {
-                for client in &mut relay.clients {
-                    if moving || !relay.array.is_settled(&client.state) {
-                        client.packet += 1;
-                        let mut bytes = Vec::new();
-                        relay
-                            .array
-                            .write_delta(&mut client.state, client.packet, &mut bytes)
-                            .expect("write");
-                        if moving {
-                            client.bytes += bytes.len() as u64;
-                        }
-                        client.link.send(now, client.packet, bytes);
-                    }
-                }
+                demo::write(&mut relay.array, &mut relay.clients, now, moving);
             }
             if moving {
                 relay.time += start.elapsed();
             }
-            for client in &mut relay.clients {
-                for bytes in client.link.deliver(now) {
-                    client
-                        .mirror
-                        .apply_delta(&bytes, &mut ())
-                        .expect("a relay's delta applies");
-                }
-                for report in client.link.reports(now) {
-                    report.tell(&mut client.state);
-                }
-            }
+            demo::deliver(&mut relay.clients, now);
         }
         if !moving {
             let held: usize = shards.iter().map(|shard| shard.array.len()).sum();

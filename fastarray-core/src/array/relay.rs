@@ -406,17 +406,15 @@ impl<T: Replicate + Clone> FastArray<T> {
                 Verdict::Skip => sources.skipped(),
             }
         }
-        for ((id, owner, value), claim) in frame.added.into_iter().zip(added) {
-            let count = count_of(&id);
-            match claim {
-                Claim::Skip => sources.skipped(),
-                Claim::Defer => sources.deferred(shard, id),
-                _ => {
-                    let took = take(&mut self.store, &mut sender.owners, id, owner, value);
-                    sources.claimed(shard, id, count, took);
-                }
-            }
-        }
+        let claims = frame.added.into_iter().zip(added);
+        apply_claims(
+            &mut self.store,
+            &mut sender.owners,
+            sources,
+            shard,
+            claims,
+            count_of,
+        );
         for ((id, patch), verdict) in frame.changed.into_iter().zip(changed) {
             match verdict {
                 Verdict::Apply => {
@@ -498,17 +496,15 @@ impl<T: Replicate + Clone> FastArray<T> {
                 sources.released(shard, id, count, to);
             }
         }
-        for ((id, owner, value), claim) in snapshot.items.into_iter().zip(claims) {
-            let count = count_of(&id);
-            match claim {
-                Claim::Skip => sources.skipped(),
-                Claim::Defer => sources.deferred(shard, id),
-                _ => {
-                    let took = take(&mut self.store, &mut sender.owners, id, owner, value);
-                    sources.claimed(shard, id, count, took && claim == Claim::Take);
-                }
-            }
-        }
+        let claims = snapshot.items.into_iter().zip(claims);
+        apply_claims(
+            &mut self.store,
+            &mut sender.owners,
+            sources,
+            shard,
+            claims,
+            count_of,
+        );
         self.store.raise_next_id(snapshot.next_id);
         // Joined first, so that the expiry counts this snapshot as one of
         // the shard's frames even when it is the first.
@@ -520,6 +516,30 @@ impl<T: Replicate + Clone> FastArray<T> {
         self.commit_frame();
         self.sources_mut().expect("a relay has sources").committed();
         Ok(())
+    }
+}
+
+/// Applies the items a shard says it holds (a frame's adds, a snapshot's
+/// items) as their claims say (see `Sources::claim`), each at the tenure
+/// `count_of` gives.
+fn apply_claims<T: Replicate + Clone>(
+    store: &mut Store<T>,
+    owners: &mut Owners,
+    sources: &mut Sources,
+    shard: ShardId,
+    claims: impl Iterator<Item = ((ReplicationId, Option<u64>, T), Claim)>,
+    count_of: impl Fn(&ReplicationId) -> u32,
+) {
+    for ((id, owner, value), claim) in claims {
+        match claim {
+            Claim::Skip => sources.skipped(),
+            Claim::Defer => sources.deferred(shard, id),
+            Claim::Add | Claim::Take | Claim::Keep => {
+                let took = take(store, owners, id, owner, value);
+                // Held by this shard already (a snapshot's): no handoff.
+                sources.claimed(shard, id, count_of(&id), took && claim != Claim::Keep);
+            }
+        }
     }
 }
 
