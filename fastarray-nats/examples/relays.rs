@@ -24,7 +24,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, ReplicationId};
+use fastarray::FastArray;
 use fastarray_nats::{FeedFollower, FeedPublisher, FollowConfig, NatsBus};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -44,27 +44,6 @@ fn spawn(rng: &mut ChaCha8Rng) -> Agent {
         x: rng.random_range(0.0..1024.0),
         y: rng.random_range(0.0..1024.0),
         hp: 100,
-    }
-}
-
-fn step(world: &mut FastArray<Agent>, rng: &mut ChaCha8Rng) {
-    let ids: Vec<ReplicationId> = world.ids().collect();
-    for &id in &ids {
-        if rng.random_bool(0.1) {
-            let mut agent = world.get_mut(id).expect("listed");
-            agent.x = (agent.x + rng.random_range(-4.0..4.0)).clamp(0.0, 1023.0);
-            agent.y = (agent.y + rng.random_range(-4.0..4.0)).clamp(0.0, 1023.0);
-        }
-        if rng.random_bool(0.01) {
-            let mut agent = world.get_mut(id).expect("listed");
-            agent.hp = agent.hp.saturating_sub(rng.random_range(1..20));
-        }
-    }
-    for &id in &ids {
-        if world.get(id).is_some_and(|agent| agent.hp == 0) || rng.random_bool(0.002) {
-            world.remove(id);
-            world.push(spawn(rng));
-        }
     }
 }
 
@@ -106,7 +85,7 @@ fn main() -> ExitCode {
         let tick_start = Instant::now();
         let moving = now < options.ticks;
         if moving {
-            step(&mut world, &mut rng);
+            demo::step(&mut world, &mut rng, 4.0, spawn);
         }
         if now == options.ticks {
             for client in relays.iter_mut().flat_map(|relay| &mut relay.clients) {

@@ -72,33 +72,6 @@ fn spawn(rng: &mut ChaCha8Rng, shard: ShardId) -> Agent {
     }
 }
 
-/// One tick of a shard's game: agents walk (some across the border), get
-/// hurt, die and respawn in the shard's region. Returns the ids destroyed.
-fn step(shard: &mut FastArray<Agent>, rng: &mut ChaCha8Rng) -> Vec<ReplicationId> {
-    let ids: Vec<ReplicationId> = shard.ids().collect();
-    let mut destroyed = Vec::new();
-    for &id in &ids {
-        if rng.random_bool(0.1) {
-            let mut agent = shard.get_mut(id).expect("listed");
-            agent.x = (agent.x + rng.random_range(-8.0..8.0)).clamp(0.0, 1023.0);
-            agent.y = (agent.y + rng.random_range(-8.0..8.0)).clamp(0.0, 1023.0);
-        }
-        if rng.random_bool(0.01) {
-            let mut agent = shard.get_mut(id).expect("listed");
-            agent.hp = agent.hp.saturating_sub(rng.random_range(1..20));
-        }
-    }
-    for &id in &ids {
-        if shard.get(id).is_some_and(|agent| agent.hp == 0) || rng.random_bool(0.002) {
-            shard.remove(id);
-            destroyed.push(id);
-            let agent = spawn(rng, shard.shard_id());
-            shard.push(agent);
-        }
-    }
-    destroyed
-}
-
 fn main() -> ExitCode {
     let options = demo::options();
     let net = Net::start(&options);
@@ -168,8 +141,9 @@ fn main() -> ExitCode {
         for shard in &mut shards {
             let start = Instant::now();
             if moving {
-                destroyed.extend(step(&mut shard.array, &mut rng));
                 let home = shard.array.shard_id();
+                let gone = demo::step(&mut shard.array, &mut rng, 8.0, |rng| spawn(rng, home));
+                destroyed.extend(gone);
                 let leaving: Vec<(ReplicationId, ShardId)> = (shard.array.iter())
                     .map(|(id, agent)| (id, region(agent.x)))
                     .filter(|&(_, to)| to != home)

@@ -3,10 +3,12 @@
 
 use std::time::Duration;
 
-use fastarray::{FastArray, Replicate, SendState};
+use fastarray::{FastArray, Replicate, ReplicationId, SendState};
 use fastarray_nats::NatsBus;
 use fastarray_nats::dev::LocalCluster;
 use fastarray_testkit::link::{Link, LinkProfile};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 
 /// An agent of the demos' 1 024 m square.
 #[derive(Replicate, Clone, Debug, PartialEq)]
@@ -22,6 +24,38 @@ pub struct Agent {
 pub const AGENTS: usize = 2_000;
 /// A tick at 30 Hz.
 pub const TICK: Duration = Duration::from_millis(33);
+
+/// One tick of a world's game: a tenth of the agents walk up to `reach`
+/// metres each way, some get hurt; the dead, and a few others, go and
+/// `spawn` makes new ones. Returns the ids that went.
+pub fn step(
+    world: &mut FastArray<Agent>,
+    rng: &mut ChaCha8Rng,
+    reach: f32,
+    mut spawn: impl FnMut(&mut ChaCha8Rng) -> Agent,
+) -> Vec<ReplicationId> {
+    let ids: Vec<ReplicationId> = world.ids().collect();
+    for &id in &ids {
+        if rng.random_bool(0.1) {
+            let mut agent = world.get_mut(id).expect("listed");
+            agent.x = (agent.x + rng.random_range(-reach..reach)).clamp(0.0, 1023.0);
+            agent.y = (agent.y + rng.random_range(-reach..reach)).clamp(0.0, 1023.0);
+        }
+        if rng.random_bool(0.01) {
+            let mut agent = world.get_mut(id).expect("listed");
+            agent.hp = agent.hp.saturating_sub(rng.random_range(1..20));
+        }
+    }
+    let mut gone = Vec::new();
+    for &id in &ids {
+        if world.get(id).is_some_and(|agent| agent.hp == 0) || rng.random_bool(0.002) {
+            world.remove(id);
+            gone.push(id);
+            world.push(spawn(rng));
+        }
+    }
+    gone
+}
 
 /// The command line: `--clients N --relays N --ticks N --nats URL`.
 pub struct Options {
