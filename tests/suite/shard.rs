@@ -67,24 +67,48 @@ fn assert_merges(relay: &FastArray<Walker>, shards: &[&FastArray<Walker>], label
     }
 }
 
-/// Writes, applies and acknowledges one delta; returns (added, gone,
-/// changed) as the client saw them (gone: removed, or left its view, as an
-/// item that left a relay's shards does).
-fn sync(
-    from: &mut FastArray<Walker>,
-    state: &mut SendState,
-    mirror: &mut FastArray<Walker>,
-) -> (usize, usize, usize) {
-    let packet = state.packets_in_flight() as u32 + 1_000;
-    let mut bytes = Vec::new();
-    from.write_delta(state, packet, &mut bytes).unwrap();
-    let report = mirror.apply_delta(&bytes, &mut ()).unwrap();
-    state.on_ack(packet);
-    (
-        report.added,
-        report.removed + report.left_scope,
-        report.changed,
-    )
+/// A west and an east shard.
+fn shards() -> (FastArray<Walker>, FastArray<Walker>) {
+    (FastArray::shard(WEST), FastArray::shard(EAST))
+}
+
+/// A client of a relay.
+struct Client {
+    state: SendState,
+    mirror: FastArray<Walker>,
+}
+
+impl Client {
+    /// A client (numbered `number`, if given) that joined `relay`.
+    fn join(relay: &mut FastArray<Walker>, number: Option<u64>) -> Self {
+        let mut client = Self {
+            state: SendState::new(),
+            mirror: FastArray::mirror(),
+        };
+        if let Some(number) = number {
+            client.state.set_client(number).unwrap();
+        }
+        client.sync(relay);
+        client
+    }
+
+    /// Writes, applies and acknowledges one delta; returns (added, gone,
+    /// changed) as the client saw them (gone: removed, or left its view,
+    /// as an item that left a relay's shards does).
+    fn sync(&mut self, relay: &mut FastArray<Walker>) -> (usize, usize, usize) {
+        let packet = self.state.packets_in_flight() as u32 + 1_000;
+        let mut bytes = Vec::new();
+        relay
+            .write_delta(&mut self.state, packet, &mut bytes)
+            .unwrap();
+        let report = self.mirror.apply_delta(&bytes, &mut ()).unwrap();
+        self.state.on_ack(packet);
+        (
+            report.added,
+            report.removed + report.left_scope,
+            report.changed,
+        )
+    }
 }
 
 #[test]
@@ -112,18 +136,14 @@ fn each_shard_pushes_ids_of_its_own_range() {
     );
     assert!(east.scope(&mut state).is_err());
     let mut relay = relay_of(&mut [&mut east]);
-    let mut client = FastArray::<Walker>::mirror();
-    sync(&mut relay, &mut state, &mut client);
-    assert_eq!(client.ids().collect::<Vec<_>>(), [a, b]);
-    assert_eq!(client.get(b).map(|w| w.x), Some(2));
+    let client = Client::join(&mut relay, None);
+    assert_eq!(client.mirror.ids().collect::<Vec<_>>(), [a, b]);
+    assert_eq!(client.mirror.get(b).map(|w| w.x), Some(2));
 }
 
 #[test]
 fn a_handoff_moves_the_item_with_its_id_owner_and_every_field() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.set_owner(id, Some(4)).unwrap();
     west.commit();
@@ -149,10 +169,7 @@ fn a_handoff_moves_the_item_with_its_id_owner_and_every_field() {
 
 #[test]
 fn handoffs_and_adoptions_refuse_what_they_cannot_do_and_change_nothing() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.commit();
     let mut out = vec![0xAB];
@@ -224,10 +241,7 @@ fn handoffs_and_adoptions_refuse_what_they_cannot_do_and_change_nothing() {
 fn a_late_copy_of_a_handoff_is_not_adopted_again() {
     // A handoff sent again for want of a reply reaches the shard after the
     // item came and went: adopting it would make a second authority of it.
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.commit();
     let first = hand_off(&mut west, id, EAST);
@@ -252,19 +266,14 @@ fn a_handoff_is_a_change_for_a_relays_clients_whichever_shard_is_heard_first() {
         } else {
             "handoff first"
         };
-        let (mut west, mut east) = (
-            FastArray::<Walker>::shard(WEST),
-            FastArray::<Walker>::shard(EAST),
-        );
+        let (mut west, mut east) = shards();
         let id = west.push(walker(-1));
         west.set_owner(id, Some(1)).unwrap();
         east.push(walker(50));
         west.commit();
         east.commit();
         let mut relay = relay_of(&mut [&mut west, &mut east]);
-        let (mut state, mut client) = (SendState::new(), FastArray::mirror());
-        state.set_client(1).unwrap();
-        sync(&mut relay, &mut state, &mut client);
+        let mut client = Client::join(&mut relay, Some(1));
 
         // West moves it and hands it off in the same frame; east adopts
         // it, then moves it again.
@@ -285,12 +294,16 @@ fn a_handoff_is_a_change_for_a_relays_clients_whichever_shard_is_heard_first() {
         };
         for bytes in order {
             relay.apply_feed(&bytes).unwrap();
-            let (added, removed, _) = sync(&mut relay, &mut state, &mut client);
+            let (added, removed, _) = client.sync(&mut relay);
             assert_eq!((added, removed), (0, 0), "{label}: the client saw it leave");
             assert!(relay.contains(id), "{label}");
         }
         assert_merges(&relay, &[&west, &east], label);
-        assert_eq!(client.get(id), east.get(id), "{label}: the owner's client");
+        assert_eq!(
+            client.mirror.get(id),
+            east.get(id),
+            "{label}: the owner's client"
+        );
         let stats = relay.feed_stats();
         assert_eq!(stats.handoffs, 1, "{label}");
         assert_eq!(
@@ -302,17 +315,14 @@ fn a_handoff_is_a_change_for_a_relays_clients_whichever_shard_is_heard_first() {
         east.get_mut(id).unwrap().hp = 3;
         east.commit();
         relay.apply_feed(&feed(&east)).unwrap();
-        sync(&mut relay, &mut state, &mut client);
-        assert_eq!(client.get(id).map(|w| w.hp), Some(3), "{label}");
+        client.sync(&mut relay);
+        assert_eq!(client.mirror.get(id).map(|w| w.hp), Some(3), "{label}");
     }
 }
 
 #[test]
 fn an_adoption_heard_after_the_item_moved_on_is_stale() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.commit();
     east.commit();
@@ -351,23 +361,19 @@ fn an_adoption_heard_after_the_item_moved_on_is_stale() {
 
 #[test]
 fn an_item_that_leaves_a_relays_shards_is_removed_a_while_later_and_comes_back_after_another() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.commit();
     let mut relay = relay_of(&mut [&mut west]);
-    let (mut state, mut client) = (SendState::new(), FastArray::mirror());
-    sync(&mut relay, &mut state, &mut client);
+    let mut client = Client::join(&mut relay, None);
     let out = hand_off(&mut west, id, EAST);
     for frame in 0..64 {
         west.commit();
         relay.apply_feed(&feed(&west)).unwrap();
         assert_eq!(relay.contains(id), frame < 63, "west frame {frame}");
-        sync(&mut relay, &mut state, &mut client);
+        client.sync(&mut relay);
     }
-    assert!(!client.contains(id), "it left the relay's world");
+    assert!(!client.mirror.contains(id), "it left the relay's world");
     // It comes back at once: too soon for the client's mirror to take
     // its id again. The relay puts it off, then asks for a snapshot.
     east.adopt(&out).unwrap();
@@ -378,30 +384,26 @@ fn an_item_that_leaves_a_relays_shards_is_removed_a_while_later_and_comes_back_a
     while !relay.needs_feed_snapshot_from(WEST) {
         west.commit();
         relay.apply_feed(&feed(&west)).unwrap();
-        sync(&mut relay, &mut state, &mut client);
-        assert!(!relay.contains(id) && !client.contains(id));
+        client.sync(&mut relay);
+        assert!(!relay.contains(id) && !client.mirror.contains(id));
         frames += 1;
         assert!(frames <= 128, "the relay never asked");
     }
     relay.apply_feed(&feed_snapshot(&mut west)).unwrap();
-    assert_eq!(sync(&mut relay, &mut state, &mut client), (1, 0, 0));
-    assert_eq!(client.get(id).map(|w| w.x), Some(-1));
+    assert_eq!(client.sync(&mut relay), (1, 0, 0));
+    assert_eq!(client.mirror.get(id).map(|w| w.x), Some(-1));
     assert_merges(&relay, &[&west], "back");
 }
 
 #[test]
 fn a_handoff_nobody_adopts_is_taken_back_or_given_up() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let kept = west.push(walker(-1));
     let lost = west.push(walker(-2));
     west.commit();
     east.commit();
     let mut relay = relay_of(&mut [&mut west, &mut east]);
-    let (mut state, mut client) = (SendState::new(), FastArray::mirror());
-    sync(&mut relay, &mut state, &mut client);
+    let mut client = Client::join(&mut relay, None);
 
     // The east cannot be reached: the west takes `kept` back, in the same
     // frame; `lost` is handed off and its message lost.
@@ -410,7 +412,7 @@ fn a_handoff_nobody_adopts_is_taken_back_or_given_up() {
     hand_off(&mut west, lost, EAST);
     west.commit();
     relay.apply_feed(&feed(&west)).unwrap();
-    assert_eq!(sync(&mut relay, &mut state, &mut client), (0, 0, 0));
+    assert_eq!(client.sync(&mut relay), (0, 0, 0));
     assert!(relay.contains(lost), "pending: the east may adopt it yet");
     // The east's frames go by without it: the relay gives it up.
     for frame in 0..64 {
@@ -418,22 +420,18 @@ fn a_handoff_nobody_adopts_is_taken_back_or_given_up() {
         relay.apply_feed(&feed(&east)).unwrap();
         assert_eq!(relay.contains(lost), frame < 63, "east frame {frame}");
     }
-    assert_eq!(sync(&mut relay, &mut state, &mut client), (0, 1, 0));
+    assert_eq!(client.sync(&mut relay), (0, 1, 0));
     assert_merges(&relay, &[&west, &east], "given up");
 }
 
 #[test]
 fn a_snapshot_after_a_handoff_keeps_the_item_pending_and_one_after_the_adoption_takes_it() {
-    let (mut west, mut east) = (
-        FastArray::<Walker>::shard(WEST),
-        FastArray::<Walker>::shard(EAST),
-    );
+    let (mut west, mut east) = shards();
     let id = west.push(walker(-1));
     west.commit();
     east.commit();
     let mut relay = relay_of(&mut [&mut west, &mut east]);
-    let (mut state, mut client) = (SendState::new(), FastArray::mirror());
-    sync(&mut relay, &mut state, &mut client);
+    let mut client = Client::join(&mut relay, None);
     // The relay misses every frame of both; it resyncs from snapshots.
     let out = hand_off(&mut west, id, EAST);
     west.commit();
@@ -447,7 +445,7 @@ fn a_snapshot_after_a_handoff_keeps_the_item_pending_and_one_after_the_adoption_
     east.commit();
     east.commit();
     relay.apply_feed(&feed_snapshot(&mut east)).unwrap();
-    assert_eq!(sync(&mut relay, &mut state, &mut client), (0, 0, 1));
+    assert_eq!(client.sync(&mut relay), (0, 0, 1));
     assert_merges(&relay, &[&west, &east], "resynced");
     assert_eq!(relay.feed_stats().handoffs, 1);
 }
