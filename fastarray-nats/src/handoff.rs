@@ -158,9 +158,9 @@ impl<B: Bus> HandoffPort<B> {
             inbox,
             replies,
             config,
-            // Serials of a restarted shard differ from the last run's, so
-            // a late reply to that one matches nothing here.
-            next_serial: u64::from(std::process::id()) << 32,
+            // Replies come to this port's own inbox: a serial need only
+            // be unique here.
+            next_serial: 0,
             pending: BTreeMap::new(),
             bytes_sent: std::cell::Cell::new(0),
         })
