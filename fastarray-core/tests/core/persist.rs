@@ -532,3 +532,22 @@ fn a_shard_restarted_from_a_save_keeps_its_shard_and_tenures_and_its_relay_conve
         );
     }
 }
+
+#[test]
+fn only_a_shard_has_a_range_of_ids() {
+    // An array of one process counts its ids to 2^64: one restored with
+    // its counter past the first 2^40 (shard 0's range) pushes and commits.
+    let save = r#"{"frame":3,"array_key":0,"next_id":2199023255552,"items":[]}"#;
+    let mut array: FastArray<Unit> = serde_json::from_str(save).unwrap();
+    let id = array.push(unit(1, None));
+    array.commit();
+    assert_eq!(id, ReplicationId::from_raw(1 << 41));
+    // A shard stops at the end of its range.
+    let save = r#"{"frame":3,"array_key":0,"next_id":2199023255552,"shard":1,"items":[]}"#;
+    let mut shard: FastArray<Unit> = serde_json::from_str(save).unwrap();
+    shard.push(unit(1, None));
+    let commit = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        shard.commit();
+    }));
+    assert!(commit.is_err(), "shard 1 pushed an id of shard 2's range");
+}
