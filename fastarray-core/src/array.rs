@@ -20,6 +20,7 @@ pub use scope::ScopeMut;
 
 mod as_field;
 mod delta;
+mod ghost;
 mod limits;
 mod mirror_state;
 mod owner;
@@ -120,6 +121,24 @@ mod wire_eq;
 /// whichever shard's feed it hears first. Shards serve their clients
 /// through relays only: their own writes for clients return
 /// [`SendError::ShardClients`](crate::SendError::ShardClients).
+///
+/// # Ghosts
+///
+/// A shard's game logic sees across its borders through *ghosts*:
+/// read-only copies of a neighbour's items near the border, as BigWorld's
+/// cells hold ghosts of their neighbours' entities. The shard whose items
+/// they are keeps a [`GhostFeed`](crate::GhostFeed) per neighbour and
+/// writes it once a commit ([`write_ghost_feed`](FastArray::write_ghost_feed)),
+/// with a filter that says which items are within the neighbour's reach:
+/// an item comes in, changes and leaves as it walks, and leaves when it is
+/// removed or handed off (the shard that adopts it ghosts it back if it is
+/// still near). The neighbour holds them in a [`ghost`](FastArray::ghost)
+/// array that applies the feed ([`apply_feed`](FastArray::apply_feed)) and
+/// joins, or resyncs, from [`write_ghost_snapshot`](FastArray::write_ghost_snapshot).
+/// A ghost holds every field but the `owner_only` ones (a ghost is
+/// nobody's); the others are `Default`. A ghost array panics on changes of
+/// its own and refuses writes ([`SendError::Ghost`](crate::SendError::Ghost))
+/// and clients' messages ([`DecodeError::Ghost`](crate::DecodeError::Ghost)).
 ///
 /// [`push`]: FastArray::push
 /// [`remove`]: FastArray::remove

@@ -155,6 +155,13 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A delta or snapshot for clients applied to a ghost array
+    /// ([`FastArray::ghost`](crate::FastArray::ghost)), which follows a
+    /// neighbour's ghost feed only. Nothing was read or changed.
+    Ghost {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// A handoff adopted ([`FastArray::adopt`](crate::FastArray::adopt))
     /// by a shard that held the item at that tenure and handed it on since:
     /// a late copy of the handoff (sent again for want of a reply), already
@@ -320,6 +327,11 @@ impl fmt::Display for DecodeError {
             Self::StaleHandoff { id } => write!(
                 f,
                 "a late copy of the handoff of item {id}: this shard adopted it and handed it on since"
+            ),
+            Self::Ghost { type_name } => write!(
+                f,
+                "a client's message applied to a ghost array of `{type_name}`, which follows a \
+                 neighbour's ghost feed (apply_feed) only"
             ),
             Self::NotAShard { type_name } => write!(
                 f,
@@ -525,6 +537,19 @@ pub enum SendError {
         /// The array's shard.
         shard: crate::ShardId,
     },
+    /// A write asked of a ghost array
+    /// ([`FastArray::ghost`](crate::FastArray::ghost)), which follows a
+    /// neighbour shard's ghost feed and has nothing of its own to send.
+    Ghost {
+        /// The array's item type.
+        type_name: &'static str,
+    },
+    /// A ghost snapshot asked of a [`GhostFeed`](crate::GhostFeed) that
+    /// has not written the array's last commit (or that writes another
+    /// array's ghosts): its neighbour could not go on from the snapshot
+    /// with the frames that follow. Write the commit's
+    /// [`write_ghost_feed`](crate::FastArray::write_ghost_feed) first.
+    GhostFeedBehind,
     /// An item could not be encoded.
     Encode {
         /// The item.
@@ -563,6 +588,15 @@ impl fmt::Display for SendError {
             Self::Relay { type_name } => write!(
                 f,
                 "a relay of `{type_name}` follows its server's feed: change owners on the server"
+            ),
+            Self::Ghost { type_name } => write!(
+                f,
+                "this array of `{type_name}` is a ghost array: it follows a neighbour's ghost feed \
+                 and has nothing of its own to send"
+            ),
+            Self::GhostFeedBehind => f.write_str(
+                "this ghost feed has not written the array's last commit: call write_ghost_feed \
+                 after each commit, before answering for a snapshot",
             ),
             Self::FeedUnsupported { type_name } => write!(
                 f,

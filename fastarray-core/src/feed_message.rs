@@ -49,6 +49,8 @@ use crate::store::{Slot, Store};
 use crate::wire::field_set::{read_field_set, write_field_set};
 use crate::wire::id_list::{IdReader, IdWriter};
 
+pub(crate) mod ghost;
+
 const FRAME: u64 = 0b1001;
 const SNAPSHOT: u64 = 0b1010;
 const HANDOFF: u64 = 0b1011;

@@ -20,6 +20,7 @@ mod events;
 mod flatten;
 mod fuzz_mixed;
 mod fuzz_replay;
+mod ghost;
 // Public, as the hostile caller's items are: its lints (`unreachable_pub`,
 // `missing_docs`) judge what the derive generates for public types.
 pub mod hostile;

@@ -116,9 +116,11 @@ impl<T> FastArray<T> {
     /// [`write_feed_snapshot`](Self::write_feed_snapshot) and apply it (for
     /// a relay of several shards, ask those that
     /// [`needs_feed_snapshot_from`](Self::needs_feed_snapshot_from) says).
-    /// `false` on an array that is not a relay.
+    /// On a ghost array: whether it needs a
+    /// [`write_ghost_snapshot`](Self::write_ghost_snapshot) of its feed.
+    /// `false` on an array that is neither.
     pub fn needs_feed_snapshot(&self) -> bool {
-        self.sources().is_some_and(Sources::needs_snapshot)
+        self.sources().is_some_and(Sources::needs_snapshot) || self.ghost_needs_snapshot()
     }
 
     /// Whether this relay needs a feed snapshot from shard `shard`: it has
@@ -134,9 +136,10 @@ impl<T> FastArray<T> {
     /// for a snapshot soon, since a frame that never comes would keep the
     /// relay behind until 64 more arrive (or forever, if the server stops
     /// committing). On one that reorders, give the gap a moment to fill.
-    /// `false` on an array that is not a relay.
+    /// The same of a ghost array's feed. `false` on an array that is
+    /// neither a relay nor a ghost array.
     pub fn has_feed_gap(&self) -> bool {
-        self.sources().is_some_and(Sources::has_gap)
+        self.sources().is_some_and(Sources::has_gap) || self.ghost_has_gap()
     }
 
     /// Whether frames of shard `shard`'s feed wait past a gap (see
@@ -146,9 +149,13 @@ impl<T> FastArray<T> {
     }
 
     /// The server's frame this relay holds: of the first server it joined,
-    /// for a relay of several shards (`None` before it joined, and on an
-    /// array that is not a relay).
+    /// for a relay of several shards; on a ghost array, the number of the
+    /// last ghost message applied (`None` before it joined, and on an
+    /// array that is neither).
     pub fn feed_frame(&self) -> Option<u64> {
+        if self.is_ghost() {
+            return self.ghost_at();
+        }
         let (_, follow) = self.sources()?.follows().next()?;
         follow.at().map(|(_, frame)| frame)
     }
@@ -161,9 +168,12 @@ impl<T> FastArray<T> {
     }
 
     /// How this relay has followed its feeds, summed over the shards it
-    /// follows (zeros on an array that is not a relay).
+    /// follows, or this ghost array its ghost feed (zeros on an array that
+    /// is neither).
     pub fn feed_stats(&self) -> FeedStats {
-        self.sources().map(Sources::stats).unwrap_or_default()
+        (self.sources().map(Sources::stats))
+            .or_else(|| self.ghost_stats())
+            .unwrap_or_default()
     }
 }
 
@@ -224,7 +234,7 @@ impl<T: Replicate> FastArray<T> {
         })
     }
 
-    fn check_feed(&self) -> Result<(), SendError> {
+    pub(super) fn check_feed(&self) -> Result<(), SendError> {
         self.expect_writer()?;
         if T::ARRAY_FIELDS > 0 {
             return Err(SendError::FeedUnsupported {
@@ -250,12 +260,21 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// [needs a snapshot](Self::needs_feed_snapshot), which the report says
     /// too).
     ///
+    /// On a [ghost array](Self::ghost), applies a message of its
+    /// neighbour's ghost feed ([`write_ghost_feed`](Self::write_ghost_feed),
+    /// [`write_ghost_snapshot`](Self::write_ghost_snapshot)) by the same
+    /// rules of order.
+    ///
     /// # Errors
-    /// [`DecodeError::NotARelay`] on an array that is not a relay; a
+    /// [`DecodeError::NotARelay`] on an array that is neither a relay nor a
+    /// ghost array; a
     /// [`DecodeError`] for a message that does not decode, or that names
     /// items the relay's state contradicts (a removed or changed item it
     /// does not hold, an add of one it holds). The relay is then unchanged.
     pub fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+        if self.is_ghost() {
+            return self.apply_ghost_feed(bytes);
+        }
         if !self.is_relay() {
             return Err(DecodeError::NotARelay {
                 type_name: T::TYPE_NAME,

@@ -61,14 +61,22 @@ impl<T> FastArray<T> {
         if self.is_relay() {
             refuse_on_relay(what, core::any::type_name::<T>());
         }
+        if self.is_ghost() {
+            refuse_on_ghost(what, core::any::type_name::<T>());
+        }
     }
 }
 
 impl<T: Replicate> FastArray<T> {
-    /// Refuses to write deltas from a mirror.
+    /// Refuses to write deltas from a mirror or a ghost array.
     pub(super) fn expect_writer(&self) -> Result<(), SendError> {
         if self.is_mirror() {
             return Err(SendError::NotAnAuthority {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        if self.is_ghost() {
+            return Err(SendError::Ghost {
                 type_name: T::TYPE_NAME,
             });
         }
@@ -90,6 +98,11 @@ impl<T: Replicate> FastArray<T> {
     /// Refuses to apply a message to an authority, whose own items it
     /// would overwrite.
     pub(crate) fn expect_receiver(&self) -> Result<(), DecodeError> {
+        if self.is_ghost() {
+            return Err(DecodeError::Ghost {
+                type_name: T::TYPE_NAME,
+            });
+        }
         if self.is_authority() {
             return Err(DecodeError::NotAMirror {
                 type_name: T::TYPE_NAME,
@@ -118,5 +131,17 @@ fn refuse_on_relay(what: &str, type_name: &str) -> ! {
         "{what} on a relay of `{type_name}`: a relay follows its server through apply_feed, \
          and commits what the feed brings; its ids are its server's. Change the server's copy \
          instead (reordering a FastArray with swap or sort_by is allowed)."
+    )
+}
+
+/// The panic of a local change to a ghost array.
+#[cold]
+#[track_caller]
+fn refuse_on_ghost(what: &str, type_name: &str) -> ! {
+    panic!(
+        "{what} on a ghost array of `{type_name}`: a ghost array follows a neighbour shard's \
+         ghost feed through apply_feed, and holds that shard's items, read-only. Change them on \
+         the shard that is their authority (reordering a FastArray with swap or sort_by is \
+         allowed)."
     )
 }

@@ -20,6 +20,7 @@ use crate::error::SendError;
 use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
+use crate::receive_state::follow::Follow;
 use crate::receive_state::sources::Sources;
 use crate::replicate::{Replicate, audience};
 use crate::send_state::audience::Owners;
@@ -58,6 +59,8 @@ pub(crate) struct Sender {
     pub(crate) follow: Option<Box<Sources>>,
     /// On a shard: which shard it is, and its items' handoffs.
     pub(crate) tenures: Option<Box<Tenures>>,
+    /// On a ghost array: where it stands in the ghost feed it follows.
+    pub(crate) ghost: Option<Box<Follow>>,
 }
 
 impl Sender {
@@ -102,6 +105,7 @@ impl Sender {
             epoch: std::sync::OnceLock::new(),
             follow: self.follow.clone(),
             tenures: self.tenures.clone(),
+            ghost: self.ghost.clone(),
         }
     }
 }

@@ -13,6 +13,7 @@ pub(crate) mod audience;
 mod catch_up;
 mod due;
 mod fate;
+pub(crate) mod ghost_feed;
 pub(crate) mod handles;
 pub(crate) mod pending;
 pub(crate) mod retirement;
@@ -25,6 +26,7 @@ pub(crate) mod tenures;
 pub(crate) mod view;
 pub(crate) mod watchers;
 
+pub use ghost_feed::GhostFeed;
 pub use scope::{MAX_DETAIL, ScopeExit};
 pub use stats::{DeltaStats, Oversized};
 

@@ -1,0 +1,325 @@
+//! Ghosts: read-only copies of a neighbour shard's items near the border,
+//! for the game logic of the shard that holds them (BigWorld's ghost
+//! entities; see the "Ghosts" section of [`FastArray`]'s documentation).
+//! The shard whose items they are writes each neighbour's ghost feed once
+//! a commit ([`write_ghost_feed`](FastArray::write_ghost_feed)), with the
+//! items its filter keeps and the fields a ghost holds; the neighbour's
+//! ghost array applies it ([`apply_feed`](FastArray::apply_feed)) and
+//! joins, or resyncs, from a ghost snapshot
+//! ([`write_ghost_snapshot`](FastArray::write_ghost_snapshot)).
+
+use super::FastArray;
+use super::limits::read_whole;
+use super::snapshot::write_truncating;
+use crate::error::{DecodeError, SendError};
+use crate::feed_message::ghost::{self, FrameLists, Head, Message, ghost_fields};
+use crate::id::ReplicationId;
+use crate::limits::{ArrayLimits, MirrorLimits};
+use crate::receive_state::follow::{FeedStats, Follow, Place};
+use crate::replicate::Replicate;
+use crate::send::sender::Sender;
+use crate::send_state::GhostFeed;
+
+use super::relay::FeedReport;
+
+impl<T> FastArray<T> {
+    /// An empty ghost array: read-only copies of a neighbour shard's items
+    /// near the border, which this shard's game logic reads (to see across
+    /// the border) and never changes. It follows the neighbour's ghost feed
+    /// for this shard ([`apply_feed`](Self::apply_feed)), needs a ghost
+    /// snapshot before it holds anything, and refuses changes of its own
+    /// (they panic, as on a mirror) and writes for clients. Its items have
+    /// the neighbour's ids, and hold every field but the `owner_only` ones
+    /// (those are `Default`).
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, GhostFeed, ShardId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Walker { x: i32, #[replicate(owner_only)] purse: u32 }
+    ///
+    /// // West's walkers near x = 100 are ghosted on east.
+    /// let mut west = FastArray::shard(ShardId::new(0));
+    /// let near = west.push(Walker { x: 95, purse: 7 });
+    /// west.push(Walker { x: 10, purse: 1 });
+    /// west.commit();
+    /// let mut to_east = GhostFeed::new();
+    /// let mut ghosts = FastArray::<Walker>::ghost();
+    /// let mut bus = Vec::new();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed(&bus).unwrap();
+    /// assert_eq!(ghosts.len(), 1);
+    /// assert_eq!(ghosts.get(near), Some(&Walker { x: 95, purse: 0 }));
+    ///
+    /// // It walks away: its ghost goes.
+    /// west.get_mut(near).unwrap().x = 50;
+    /// west.commit();
+    /// bus.clear();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed(&bus).unwrap();
+    /// assert!(ghosts.is_empty());
+    /// ```
+    pub fn ghost() -> Self {
+        let mut array = Self::new();
+        let mut sender = Box::<Sender>::default();
+        sender.ghost = Some(Box::default());
+        array.sender = Some(sender);
+        array
+    }
+
+    /// Whether this is a ghost array ([`ghost`](Self::ghost)).
+    pub fn is_ghost(&self) -> bool {
+        self.ghost_follow().is_some()
+    }
+
+    pub(super) fn ghost_follow(&self) -> Option<&Follow> {
+        self.sender.as_deref()?.ghost.as_deref()
+    }
+
+    fn ghost_follow_mut(&mut self) -> Option<&mut Follow> {
+        self.sender.as_deref_mut()?.ghost.as_deref_mut()
+    }
+
+    /// On a ghost array: whether it needs a ghost snapshot
+    /// ([`needs_feed_snapshot`](Self::needs_feed_snapshot)).
+    pub(super) fn ghost_needs_snapshot(&self) -> bool {
+        self.ghost_follow().is_some_and(Follow::needs_snapshot)
+    }
+
+    /// On a ghost array: whether messages wait past a gap.
+    pub(super) fn ghost_has_gap(&self) -> bool {
+        self.ghost_follow().is_some_and(Follow::has_gap)
+    }
+
+    /// On a ghost array: the number of the last message applied.
+    pub(super) fn ghost_at(&self) -> Option<u64> {
+        self.ghost_follow()?.at().map(|(_, seq)| seq)
+    }
+
+    /// On a ghost array: how it followed its feed.
+    pub(super) fn ghost_stats(&self) -> Option<FeedStats> {
+        self.ghost_follow().map(Follow::stats)
+    }
+}
+
+impl<T: Replicate> FastArray<T> {
+    /// Appends to `out` the ghost feed message of one neighbour (`feed`)
+    /// for the last [`commit`](Self::commit): the items that came within
+    /// its reach, left it, or changed fields a ghost holds. `near` says
+    /// whether an item is within the neighbour's reach; it is asked of the
+    /// items the commits since the last message added, changed or adopted
+    /// (and of every item after [`GhostFeed::refilter`]). An item removed
+    /// or handed off leaves.
+    ///
+    /// Write one after every commit, for each neighbour, and publish it to
+    /// that neighbour's [ghost array](Self::ghost). The first message of a
+    /// feed is a snapshot, and so is one that follows more than
+    /// [`HISTORY_LEN`](crate::HISTORY_LEN) commits unwritten. Returns the
+    /// bits written.
+    ///
+    /// A ghost holds every field but the `owner_only` ones: what any client
+    /// that does not own the item may see (BigWorld's ghosted properties).
+    ///
+    /// # Errors
+    /// As [`write_feed`](Self::write_feed), and [`SendError::Ghost`] on a
+    /// ghost array. `out` and `feed` are then left as they were.
+    pub fn write_ghost_feed(
+        &self,
+        feed: &mut GhostFeed,
+        mut near: impl FnMut(&T) -> bool,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        self.check_feed()?;
+        let sender = self.sender.as_deref();
+        let (array, frame) = (sender.map_or(0, Sender::epoch), self.frame());
+        let store = &self.store;
+        let plan = feed.plan(
+            array,
+            frame,
+            sender.map(|sender| &sender.history),
+            ghost_fields::<T>(),
+            store.slots().iter().map(|slot| slot.id),
+            |id| store.get(id).is_some_and(&mut near),
+        );
+        let (epoch, seq) = feed.at();
+        let head = Head {
+            epoch,
+            seq: seq + 1,
+        };
+        let bits = write_truncating(out, |writer| {
+            let written = if plan.snapshot {
+                ghost::write_snapshot(store, head, &plan.entered, writer)
+            } else {
+                let lists = FrameLists {
+                    left: &plan.left,
+                    entered: &plan.entered,
+                    changed: &plan.changed,
+                };
+                ghost::write_frame(store, head, lists, writer)
+            };
+            written.map_err(|(id, error)| SendError::Encode { id, error })
+        })?;
+        feed.wrote(&plan, array, frame);
+        Ok(bits)
+    }
+
+    /// Appends to `out` every ghost of `feed` as its neighbour holds them
+    /// after its last message: what a ghost array joins from, or resyncs
+    /// from when it [`needs_feed_snapshot`](Self::needs_feed_snapshot)
+    /// (a restarted neighbour, a message lost). It goes on with the
+    /// messages after it. Returns the bits written.
+    ///
+    /// # Errors
+    /// [`SendError::GhostFeedBehind`] if `feed` has not written this
+    /// array's last commit; otherwise as
+    /// [`write_ghost_feed`](Self::write_ghost_feed).
+    pub fn write_ghost_snapshot(
+        &self,
+        feed: &GhostFeed,
+        out: &mut Vec<u8>,
+    ) -> Result<u64, SendError> {
+        self.check_feed()?;
+        let array = self.sender.as_deref().map_or(0, Sender::epoch);
+        if feed.covered() != Some((array, self.frame())) {
+            return Err(SendError::GhostFeedBehind);
+        }
+        let (epoch, seq) = feed.at();
+        let ids = feed.sorted_members();
+        write_truncating(out, |writer| {
+            ghost::write_snapshot(&self.store, Head { epoch, seq }, &ids, writer)
+                .map_err(|(id, error)| SendError::Encode { id, error })
+        })
+    }
+}
+
+impl<T: Replicate + Clone> FastArray<T> {
+    /// [`apply_feed`](Self::apply_feed) on a ghost array: a ghost frame or
+    /// snapshot, and the frames that waited for it.
+    pub(super) fn apply_ghost_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+        let mut report = FeedReport::default();
+        let mut applied = self.apply_ghost_message(bytes, &mut report)?;
+        while applied {
+            let Some(bytes) = self.ghost_follow_mut().and_then(Follow::take_next) else {
+                break;
+            };
+            applied = self
+                .apply_ghost_message(&bytes, &mut report)
+                .unwrap_or(false);
+            if !applied {
+                // It passed the checks of its head when it came: the ghosts
+                // it applies to are not the ones it was written for.
+                self.ghost_follow_mut().map(Follow::lose);
+            }
+        }
+        report.needs_snapshot = self.ghost_needs_snapshot();
+        Ok(report)
+    }
+
+    /// Applies one ghost message, if it comes in its turn; returns whether
+    /// it did.
+    fn apply_ghost_message(
+        &mut self,
+        bytes: &[u8],
+        report: &mut FeedReport,
+    ) -> Result<bool, DecodeError> {
+        let limits = MirrorLimits::DEFAULT;
+        let message = read_whole(bytes, &limits, |reader| {
+            ghost::read::<T>(reader, ArrayLimits::top(limits))
+        })?;
+        let Some(follow) = self.ghost_follow_mut() else {
+            unreachable!("a ghost array follows a feed");
+        };
+        match message {
+            Message::Snapshot(snapshot) => {
+                let head = snapshot.head;
+                if !follow.snapshot_applies(head.epoch, head.seq) {
+                    follow.stale();
+                    return Ok(false);
+                }
+                let items = snapshot.items;
+                let kept =
+                    |id: &ReplicationId| items.binary_search_by_key(id, |&(id, _)| id).is_ok();
+                let gone: Vec<ReplicationId> = (self.store.slots().iter())
+                    .map(|slot| slot.id)
+                    .filter(|id| !kept(id))
+                    .collect();
+                for id in gone {
+                    self.store.remove(id);
+                }
+                for (id, value) in items {
+                    match self.store.get_mut(id) {
+                        Some(mut item) => {
+                            if !item.wire_eq(&value) {
+                                *item = value;
+                            }
+                        }
+                        None => self.store.push_given(id, value),
+                    }
+                }
+                self.commit_frame();
+                let follow = self
+                    .ghost_follow_mut()
+                    .expect("a ghost array follows a feed");
+                follow.joined(head.epoch, head.seq);
+                report.snapshot = true;
+                Ok(true)
+            }
+            Message::Frame(frame) => {
+                let head = frame.head;
+                match follow.place(head.epoch, head.seq) {
+                    Place::Stale => follow.stale(),
+                    Place::Early => follow.wait(head.seq, bytes),
+                    // A new stream: the neighbour restarted.
+                    Place::Foreign => follow.lose(),
+                    Place::Next => {
+                        self.apply_ghost_frame(frame)?;
+                        let follow = self
+                            .ghost_follow_mut()
+                            .expect("a ghost array follows a feed");
+                        follow.applied(head.seq);
+                        report.frames += 1;
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
+            }
+        }
+    }
+
+    /// Applies the next ghost frame, if the ghosts held are those it was
+    /// written against; else changes nothing.
+    fn apply_ghost_frame(&mut self, frame: ghost::Frame<T>) -> Result<(), DecodeError> {
+        let held = |id: &ReplicationId| self.store.position(*id).is_some();
+        let left = |id: &ReplicationId| frame.left.binary_search(id).is_ok();
+        let entered = |id: &ReplicationId| {
+            (frame.entered)
+                .binary_search_by_key(id, |&(id, _)| id)
+                .is_ok()
+        };
+        if let Some(&id) = frame.left.iter().find(|id| !held(id)) {
+            return Err(DecodeError::UnknownItem { id });
+        }
+        if let Some(&(id, _)) = (frame.entered.iter()).find(|(id, _)| held(id) && !left(id)) {
+            return Err(DecodeError::DuplicateId { id });
+        }
+        let stays = |id: &ReplicationId| held(id) && !left(id) && !entered(id);
+        if let Some(&(id, _)) = frame.changed.iter().find(|(id, _)| !stays(id)) {
+            return Err(DecodeError::UnknownItem { id });
+        }
+        for id in frame.left {
+            self.store.remove(id);
+        }
+        for (id, value) in frame.entered {
+            self.store.push_given(id, value);
+        }
+        for (id, patch) in frame.changed {
+            if let Some(mut item) = self.store.get_mut(id) {
+                item.apply_patch(patch);
+            }
+        }
+        self.commit_frame();
+        Ok(())
+    }
+}

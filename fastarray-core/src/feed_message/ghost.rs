@@ -1,0 +1,211 @@
+//! Ghost feed messages: what a shard sends a neighbour about the items near
+//! their border (see the "Ghosts" section of [`FastArray`](crate::FastArray)
+//! and `WIRE.md`). A ghost carries the fields every client that does not
+//! own the item may see — all but the `owner_only` ones, the audience rule
+//! of a client that owns nothing — and no owner: BigWorld's ghosted
+//! properties.
+//!
+//! Layout. Every message starts with its kind in 4 bits (12 a frame, 13 a
+//! snapshot), the item type's 64-bit `SCHEMA_HASH`, the ghost stream's
+//! 64-bit epoch and the message's number in it (a varint). Lists of ids are
+//! written as a delta's are ([`IdWriter`]). An item's ghost fields are
+//! written as a whole value carries them.
+//!
+//! - A frame: the ids that left (count, ids: removed, handed off, or out
+//!   of the neighbour's reach); the items that came in (count, then per
+//!   item its id and ghost fields); the items changed (count, then per
+//!   item its id, the set of ghost fields changed and those fields).
+//! - A snapshot: every item in reach (count, then per item its id and
+//!   ghost fields).
+
+use super::{KIND_BITS, read_ids};
+use crate::bits::{BitReader, BitWriter, prealloc};
+use crate::error::{DecodeError, EncodeError};
+use crate::id::ReplicationId;
+use crate::limits::ArrayLimits;
+use crate::mask::FieldMask;
+use crate::replicate::{Replicate, encode_whole};
+use crate::snapshot_message::read_schema_hash;
+use crate::store::Store;
+use crate::wire::field_set::{read_field_set, write_field_set};
+use crate::wire::id_list::{IdReader, IdWriter};
+
+const FRAME: u64 = 0b1100;
+const SNAPSHOT: u64 = 0b1101;
+
+/// The fields a ghost of a `T` holds: every field but the `owner_only`
+/// ones (a ghost is nobody's).
+pub(crate) fn ghost_fields<T: Replicate>() -> FieldMask {
+    FieldMask::all(T::FIELD_COUNT).without(T::OWNER_ONLY)
+}
+
+/// The head of a ghost message: which stream, which message of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Head {
+    pub(crate) epoch: u64,
+    pub(crate) seq: u64,
+}
+
+/// What one ghost frame says, by id (each list ascending).
+pub(crate) struct FrameLists<'a> {
+    pub(crate) left: &'a [ReplicationId],
+    pub(crate) entered: &'a [ReplicationId],
+    pub(crate) changed: &'a [(ReplicationId, FieldMask)],
+}
+
+/// One ghost frame, decoded.
+pub(crate) struct Frame<T: Replicate> {
+    pub(crate) head: Head,
+    pub(crate) left: Vec<ReplicationId>,
+    pub(crate) entered: Vec<(ReplicationId, T)>,
+    pub(crate) changed: Vec<(ReplicationId, T::Patch)>,
+}
+
+/// Every ghost of a stream, decoded.
+pub(crate) struct Snapshot<T> {
+    pub(crate) head: Head,
+    pub(crate) items: Vec<(ReplicationId, T)>,
+}
+
+/// A ghost message, decoded.
+pub(crate) enum Message<T: Replicate> {
+    Frame(Frame<T>),
+    Snapshot(Snapshot<T>),
+}
+
+fn write_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, head: Head) {
+    writer.write_bits(kind, KIND_BITS);
+    writer.write_bits(T::SCHEMA_HASH, 64);
+    writer.write_bits(head.epoch, 64);
+    writer.write_varint(head.seq);
+}
+
+/// Writes the ghost fields of the items `ids` of `store`.
+fn write_items<T: Replicate>(
+    store: &Store<T>,
+    ids: &[ReplicationId],
+    writer: &mut BitWriter<'_>,
+) -> Result<(), (ReplicationId, EncodeError)> {
+    let fields = ghost_fields::<T>();
+    let mut list = IdWriter::start(writer, ids.iter().copied());
+    for &id in ids {
+        let value = store.get(id).expect("a ghost is of an item held");
+        list.write(writer, id);
+        encode_whole(value, fields, writer).map_err(|error| (id, error))?;
+    }
+    Ok(())
+}
+
+/// Writes a ghost frame of `store` (every id it names that came in or
+/// changed is held). On error, names the item that failed.
+pub(crate) fn write_frame<T: Replicate>(
+    store: &Store<T>,
+    head: Head,
+    lists: FrameLists<'_>,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), (ReplicationId, EncodeError)> {
+    write_head::<T>(writer, FRAME, head);
+    let mut ids = IdWriter::start(writer, lists.left.iter().copied());
+    for &id in lists.left {
+        ids.write(writer, id);
+    }
+    write_items(store, lists.entered, writer)?;
+    let mut ids = IdWriter::start(writer, lists.changed.iter().map(|&(id, _)| id));
+    for &(id, fields) in lists.changed {
+        let value = store.get(id).expect("a ghost is of an item held");
+        ids.write(writer, id);
+        write_field_set(writer, fields, T::FIELD_COUNT);
+        value
+            .encode_fields(fields, writer)
+            .map_err(|error| (id, error))?;
+    }
+    Ok(())
+}
+
+/// Writes a ghost snapshot: the items `ids` (ascending) of `store`.
+pub(crate) fn write_snapshot<T: Replicate>(
+    store: &Store<T>,
+    head: Head,
+    ids: &[ReplicationId],
+    writer: &mut BitWriter<'_>,
+) -> Result<(), (ReplicationId, EncodeError)> {
+    write_head::<T>(writer, SNAPSHOT, head);
+    write_items(store, ids, writer)
+}
+
+/// Reads the ghosts of a frame's entries or a snapshot: id, ghost fields.
+fn read_items<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Vec<(ReplicationId, T)>, DecodeError> {
+    let fields = ghost_fields::<T>();
+    let whole = fields == FieldMask::all(T::FIELD_COUNT);
+    // A value without its owner-only fields may take fewer bits than the
+    // type's least.
+    let least = if whole { T::MIN_BITS } else { 0 };
+    let (mut ids, count) = read_ids(reader, 1 + least, limits)?;
+    let mut items = Vec::with_capacity(prealloc::<(ReplicationId, T)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        let value = if whole {
+            T::decode(reader)?
+        } else {
+            T::decode_visible(fields, reader)?
+        };
+        items.push((id, value));
+    }
+    Ok(items)
+}
+
+/// Reads a ghost message, refusing more entries than `limits` allow
+/// before reading them, and changes of fields a ghost does not hold.
+pub(crate) fn read<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Message<T>, DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let kind = reader.read_bits(KIND_BITS)?;
+    if kind != FRAME && kind != SNAPSHOT {
+        return Err(DecodeError::UnexpectedMessageKind {
+            bit_offset,
+            expected: "ghost frame or ghost snapshot",
+            found: "another kind",
+        });
+    }
+    read_schema_hash::<T>(reader)?;
+    let epoch = reader.read_bits(64)?;
+    let seq = reader.read_varint()?;
+    let head = Head { epoch, seq };
+    if kind == SNAPSHOT {
+        let items = read_items(reader, limits)?;
+        return Ok(Message::Snapshot(Snapshot { head, items }));
+    }
+    let (mut ids, count) = IdReader::start(reader, 1)?;
+    limits.check_removals(count)?;
+    let mut left = Vec::with_capacity(prealloc::<ReplicationId>(count));
+    for _ in 0..count {
+        left.push(ids.read(reader)?);
+    }
+    let entered = read_items(reader, limits)?;
+    let fields = ghost_fields::<T>();
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
+    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        let bit_offset = reader.bit_offset();
+        let mask = read_field_set(reader, T::FIELD_COUNT)?;
+        if !fields.covers(mask) {
+            return Err(DecodeError::InvalidFieldSet {
+                bit_offset,
+                field_count: T::FIELD_COUNT,
+            });
+        }
+        changed.push((id, T::decode_fields(mask, reader)?));
+    }
+    Ok(Message::Frame(Frame {
+        head,
+        left,
+        entered,
+        changed,
+    }))
+}
