@@ -77,19 +77,22 @@ impl From<SendError> for FeedError {
 }
 
 /// What a [`FeedPublisher`] publishes: a server's [`FastArray`] or
-/// [`Replicated`] object (their methods of the same names).
+/// [`Replicated`] object (their methods of the same names), or a shard's
+/// ghosts for one neighbour ([`GhostSource`](crate::GhostSource)).
 pub trait FeedSource {
     /// The last commit's feed.
-    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError>;
-    /// The whole array or object, for a relay that joins or resyncs.
+    fn write_feed(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError>;
+    /// The whole array or object, for a follower that joins or resyncs, as
+    /// of the last [`write_feed`](Self::write_feed).
     fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError>;
 }
 
 /// What a [`FeedFollower`] applies the feed to: a relay [`FastArray`] or
-/// [`Replicated`] object (their methods of the same names).
+/// [`Replicated`] object, or a ghost array ([`FastArray::ghost`]) (their
+/// methods of the same names).
 pub trait FeedSink {
-    /// Whether it is a relay.
-    fn is_relay(&self) -> bool;
+    /// Whether it follows a feed: a relay, or a ghost array.
+    fn is_follower(&self) -> bool;
     /// Applies a feed message.
     fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError>;
     /// Whether frames alone cannot bring it up to date.
@@ -103,7 +106,7 @@ pub trait FeedSink {
 }
 
 impl<T: Replicate> FeedSource for FastArray<T> {
-    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+    fn write_feed(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
         FastArray::write_feed(self, out)
     }
     fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
@@ -112,7 +115,7 @@ impl<T: Replicate> FeedSource for FastArray<T> {
 }
 
 impl<T: Replicate + Clone> FeedSource for Replicated<T> {
-    fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
+    fn write_feed(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
         Replicated::write_feed(self, out)
     }
     fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
@@ -121,8 +124,8 @@ impl<T: Replicate + Clone> FeedSource for Replicated<T> {
 }
 
 impl<T: Replicate + Clone> FeedSink for FastArray<T> {
-    fn is_relay(&self) -> bool {
-        FastArray::is_relay(self)
+    fn is_follower(&self) -> bool {
+        FastArray::is_relay(self) || FastArray::is_ghost(self)
     }
     fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
         FastArray::apply_feed(self, bytes)
@@ -142,7 +145,7 @@ impl<T: Replicate + Clone> FeedSink for FastArray<T> {
 }
 
 impl<T: Replicate + Clone> FeedSink for Replicated<T> {
-    fn is_relay(&self) -> bool {
+    fn is_follower(&self) -> bool {
         Replicated::is_relay(self)
     }
     fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
@@ -209,9 +212,10 @@ impl<B: Bus> FeedPublisher<B> {
         })
     }
 
-    /// Call after each [`commit`](FastArray::commit): answers the relays
-    /// that asked for a snapshot since the last call, then publishes the
-    /// frame.
+    /// Call after each [`commit`](FastArray::commit): publishes the frame,
+    /// then answers the relays that asked for a snapshot since the last
+    /// call (with the array as of that frame: a ghost snapshot can only be
+    /// written after its frame).
     ///
     /// A snapshot larger than one bus message goes in chunks, each within
     /// the bus's [`max_payload`](Bus::max_payload), which the relay puts
@@ -226,6 +230,10 @@ impl<B: Bus> FeedPublisher<B> {
     pub fn publish(&mut self, array: &mut impl FeedSource) -> Result<Published, FeedError> {
         let mut published = Published::default();
         let mut chunks: Option<Vec<Vec<u8>>> = None;
+        let mut frame = Vec::new();
+        array.write_feed(&mut frame)?;
+        published.frame_bytes = frame.len();
+        self.bus.publish(&self.subject, None, frame)?;
         while let Some(request) = self.requests.try_next() {
             let Some(reply) = request.reply else {
                 continue;
@@ -253,10 +261,6 @@ impl<B: Bus> FeedPublisher<B> {
             }
             published.snapshots += 1;
         }
-        let mut frame = Vec::new();
-        array.write_feed(&mut frame)?;
-        published.frame_bytes = frame.len();
-        self.bus.publish(&self.subject, None, frame)?;
         Ok(published)
     }
 
@@ -378,8 +382,9 @@ impl<B: Bus> FeedFollower<B> {
     /// [`Replicated::relay`]).
     pub fn poll(&mut self, relay: &mut impl FeedSink, now: Instant) -> Result<Followed, FeedError> {
         assert!(
-            relay.is_relay(),
-            "FeedFollower::poll takes a relay: FastArray::relay() or Replicated::relay()"
+            relay.is_follower(),
+            "FeedFollower::poll takes a relay (FastArray::relay(), Replicated::relay()) or a ghost \
+             array (FastArray::ghost())"
         );
         let mut followed = Followed::default();
         while let Some(message) = self.replies.try_next() {

@@ -13,7 +13,11 @@
 //! items that cross their borders to each other with [`HandoffPort`], by
 //! request and reply; a relay follows every shard with a [`FeedFollower`]
 //! per shard ([`FeedFollower::of_shard`]) on one relay array, and merges
-//! them into one world.
+//! them into one world. Each shard ghosts the items near a border to the
+//! neighbour across it: a [`FeedPublisher`] publishes a [`GhostSource`],
+//! and the neighbour follows it into a ghost array
+//! ([`FastArray::ghost`](fastarray_core::FastArray::ghost)) with a
+//! [`FeedFollower`].
 //!
 //! The bus is behind a small trait, [`Bus`]; [`NatsBus`] is the one
 //! shipped, on `async-nats`, with a face that never waits for the
@@ -68,6 +72,7 @@ mod bus;
 mod chunks;
 pub mod dev;
 mod feed;
+mod ghost;
 mod handoff;
 mod nats;
 
@@ -76,5 +81,6 @@ pub use feed::{
     FeedError, FeedFollower, FeedPublisher, FeedSink, FeedSource, FollowConfig, Followed,
     Published, feed_subject, snapshot_subject,
 };
+pub use ghost::GhostSource;
 pub use handoff::{Handled, HandoffConfig, HandoffError, HandoffPort, handoff_subject};
 pub use nats::{NatsBus, NatsSubscription, SUBSCRIPTION_CAPACITY};

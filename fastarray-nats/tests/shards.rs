@@ -3,14 +3,16 @@
 //! `.ci/run` with `--ignored`): two shards hand walkers across their border
 //! by request and reply ([`HandoffPort`]), and a relay that follows both
 //! feeds ([`FeedFollower::of_shard`]) serves one world, in which a walker
-//! that crosses is never removed.
+//! that crosses is never removed. Each shard ghosts its walkers near the
+//! border to the other ([`GhostSource`]), through a node that dies and a
+//! shard whose ghost stream restarts.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, Replicate, ReplicationId, SendState, ShardId};
+use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, SendState, ShardId};
 use fastarray_nats::{
-    FeedFollower, FeedPublisher, FollowConfig, HandoffConfig, HandoffPort, NatsBus,
+    FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort, NatsBus,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
@@ -253,4 +255,139 @@ fn a_handoff_refused_or_never_answered_is_taken_back() {
     assert!(back.resent > 0, "the unanswered one was sent again");
     assert_eq!(port.in_flight(), 0);
     assert!(plain.is_empty());
+}
+
+/// How far across the border a shard sees its neighbour's walkers.
+const REACH: i32 = 6;
+
+/// Whether shard `k`'s walker `w` is within the other shard's reach.
+fn near_other(k: usize, w: &Walker) -> bool {
+    if k == 0 { w.x >= -REACH } else { w.x < REACH }
+}
+
+/// What a ghost of `w` holds: every field but the owner-only purse.
+fn ghost_of(w: &Walker) -> Walker {
+    Walker {
+        purse: 0,
+        ..w.clone()
+    }
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
+    let mut net = Net::start(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    struct Side {
+        array: FastArray<Walker>,
+        port: HandoffPort<NatsBus>,
+        /// Its ghosts for the other shard, and their publisher.
+        feed: GhostFeed,
+        publisher: FeedPublisher<NatsBus>,
+        /// Its ghosts of the other shard, and their follower.
+        ghosts: FastArray<Walker>,
+        follower: FeedFollower<NatsBus>,
+    }
+    let ghost_name = |from: usize| format!("{}.ghosts", NAMES[from]);
+    let mut sides: Vec<Side> = (0..2)
+        .map(|k| {
+            let bus = net.connect(k, NAMES[k]);
+            let mut array = FastArray::shard(ShardId::new(k as u16));
+            for n in 0..20 {
+                let x = if k == 0 { -1 - n } else { n };
+                array.push(Walker {
+                    x,
+                    hp: 100,
+                    purse: 0,
+                });
+            }
+            array.commit();
+            Side {
+                array,
+                port: HandoffPort::new(bus.clone(), NAMES[k], HandoffConfig::default()).unwrap(),
+                feed: GhostFeed::new(),
+                publisher: FeedPublisher::new(bus.clone(), &ghost_name(k)).unwrap(),
+                ghosts: FastArray::ghost(),
+                follower: FeedFollower::new(bus, &ghost_name(1 - k), FollowConfig::default())
+                    .unwrap(),
+            }
+        })
+        .collect();
+    let moving_until = 300;
+    let mut crossed = 0;
+    let mut before_restart = None;
+    for now in 0u32.. {
+        let moving = now < moving_until;
+        let clock = Instant::now();
+        if now == 100 {
+            // East's node dies: its client moves to another node.
+            net.cluster.kill(1);
+        }
+        if now == 200 {
+            // East's ghost stream restarts, as a restarted shard's does:
+            // west's ghost array must resync from a snapshot.
+            before_restart = Some(sides[0].ghosts.feed_stats());
+            sides[1].feed = GhostFeed::new();
+        }
+        for (k, side) in sides.iter_mut().enumerate() {
+            if moving {
+                let ids: Vec<ReplicationId> = side.array.ids().collect();
+                for id in ids {
+                    let mut walker = side.array.get_mut(id).unwrap();
+                    walker.x += rng.random_range(-2..=2);
+                    if rng.random_bool(0.05) {
+                        walker.hp = walker.hp.saturating_sub(3);
+                        walker.purse += 1;
+                    }
+                }
+                let leaving: Vec<(ReplicationId, ShardId)> = (side.array.iter())
+                    .map(|(id, walker)| (id, region(walker.x)))
+                    .filter(|&(_, to)| to.get() != k as u16)
+                    .collect();
+                for (id, to) in leaving {
+                    let to_name = NAMES[usize::from(to.get())];
+                    side.port
+                        .hand_off(&mut side.array, id, to, to_name, clock)
+                        .unwrap();
+                    crossed += 1;
+                }
+            }
+            side.port.poll(&mut side.array, clock).unwrap();
+            side.array.commit();
+            let near = |w: &Walker| near_other(k, w);
+            let mut source = GhostSource::new(&side.array, &mut side.feed, near);
+            side.publisher.publish(&mut source).unwrap();
+            side.follower.poll(&mut side.ghosts, clock).unwrap();
+        }
+        if !moving {
+            let holds = |k: usize| {
+                let (shard, ghosts) = (&sides[k].array, &sides[1 - k].ghosts);
+                let expected: Vec<_> = shard.iter().filter(|(_, w)| near_other(k, w)).collect();
+                ghosts.len() == expected.len()
+                    && expected
+                        .iter()
+                        .all(|(id, w)| ghosts.get(*id) == Some(&ghost_of(w)))
+                    && sides[k].port.in_flight() == 0
+            };
+            if holds(0) && holds(1) {
+                break;
+            }
+            assert!(
+                now < moving_until + 400,
+                "not converged: {:?} {:?}",
+                sides[0].ghosts.feed_stats(),
+                sides[1].ghosts.feed_stats()
+            );
+        }
+        std::thread::sleep(TICK);
+    }
+    let (west, before) = (sides[0].ghosts.feed_stats(), before_restart.unwrap());
+    assert!(
+        west.snapshots > before.snapshots,
+        "west resynced: {before:?} {west:?}"
+    );
+    assert!(crossed > 10, "{crossed} crossed");
+    for (k, side) in sides.iter().enumerate() {
+        assert!(!side.ghosts.is_empty(), "shard {k} sees ghosts");
+    }
 }
