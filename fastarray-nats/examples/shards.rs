@@ -2,7 +2,9 @@
 //! cluster: agents walk across the border between the shards' regions and
 //! are handed off from one to the other by request and reply; each relay
 //! follows both shards' feeds and serves its clients one world, in which a
-//! walker that crosses is a change, never a removal and an add.
+//! walker that crosses is a change, never a removal and an add. Each shard
+//! sees 32 m across the border: it ghosts its walkers near the border to
+//! the other, which holds them in a ghost array.
 //!
 //! ```sh
 //! cargo run --release -p fastarray-nats --example shards                 # a 3-node cluster of its own
@@ -17,10 +19,11 @@
 //! the packets, then heals the links and waits until every client settled.
 //! It prints each shard's time per tick (its game step, handoffs, commit
 //! and feed), each relay's (applying both feeds and writing to its
-//! clients), the handoffs, the bytes on the bus and to the clients, and
-//! exits with status 1 if a walker that crossed ever left a relay, or if
-//! any client's mirror differs from the two shards (as the wire sees them:
-//! positions are quantized).
+//! clients), the handoffs, the ghosts, the bytes on the bus and to the
+//! clients, and exits with status 1 if a walker that crossed ever left a
+//! relay, if any client's mirror differs from the two shards (as the wire
+//! sees them: positions are quantized), or if a shard's ghosts differ from
+//! its neighbour's walkers within reach.
 //!
 //! Everything runs on this thread, one role after the other, so each
 //! role's time is its own; in a game each is a process of its own.
@@ -29,9 +32,9 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, Replicate, ReplicationId, ShardId};
+use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, ShardId};
 use fastarray_nats::{
-    FeedFollower, FeedPublisher, FollowConfig, HandoffConfig, HandoffPort, NatsBus,
+    FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort, NatsBus,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -46,10 +49,35 @@ fn region(x: f32) -> ShardId {
     ShardId::new(u16::from(x >= 512.0))
 }
 
+/// How far across the border a shard sees.
+const REACH: f32 = 32.0;
+
+/// Whether shard `k`'s agent is within the other shard's reach.
+fn near_other(k: usize, agent: &Agent) -> bool {
+    if k == 0 {
+        agent.x >= 512.0 - REACH
+    } else {
+        agent.x < 512.0 + REACH
+    }
+}
+
+/// The name of shard `k`'s ghost stream for the other.
+fn ghost_name(k: usize) -> String {
+    format!("{}.ghosts", NAMES[k])
+}
+
 struct Shard {
     array: FastArray<Agent>,
     publisher: FeedPublisher<NatsBus>,
     port: HandoffPort<NatsBus>,
+    /// Its ghosts for the other shard.
+    ghost_feed: GhostFeed,
+    ghost_publisher: FeedPublisher<NatsBus>,
+    /// Its ghosts of the other shard.
+    ghosts: FastArray<Agent>,
+    ghost_follower: FeedFollower<NatsBus>,
+    ghost_bytes: u64,
+    ghosted: u64,
     time: Duration,
     feed_bytes: u64,
     handed: u64,
@@ -91,8 +119,24 @@ fn main() -> ExitCode {
                 array,
                 publisher: FeedPublisher::new(bus.clone(), NAMES[usize::from(k)])
                     .expect("publisher"),
-                port: HandoffPort::new(bus, NAMES[usize::from(k)], HandoffConfig::default())
-                    .expect("handoffs"),
+                port: HandoffPort::new(
+                    bus.clone(),
+                    NAMES[usize::from(k)],
+                    HandoffConfig::default(),
+                )
+                .expect("handoffs"),
+                ghost_feed: GhostFeed::new(),
+                ghost_publisher: FeedPublisher::new(bus.clone(), &ghost_name(usize::from(k)))
+                    .expect("ghost publisher"),
+                ghosts: FastArray::ghost(),
+                ghost_follower: FeedFollower::new(
+                    bus,
+                    &ghost_name(1 - usize::from(k)),
+                    FollowConfig::default(),
+                )
+                .expect("ghost follower"),
+                ghost_bytes: 0,
+                ghosted: 0,
                 time: Duration::ZERO,
                 feed_bytes: 0,
                 handed: 0,
@@ -138,7 +182,7 @@ fn main() -> ExitCode {
                 client.link.heal();
             }
         }
-        for shard in &mut shards {
+        for (k, shard) in shards.iter_mut().enumerate() {
             let start = Instant::now();
             if moving {
                 let home = shard.array.shard_id();
@@ -161,9 +205,17 @@ fn main() -> ExitCode {
             shard.taken_back += u64::from(handled.taken_back);
             shard.array.commit();
             let published = shard.publisher.publish(&mut shard.array).expect("publish");
+            let near = |agent: &Agent| near_other(k, agent);
+            let mut ghosts = GhostSource::new(&shard.array, &mut shard.ghost_feed, near);
+            let ghosted = (shard.ghost_publisher.publish(&mut ghosts)).expect("publish ghosts");
+            (shard.ghost_follower)
+                .poll(&mut shard.ghosts, Instant::now())
+                .expect("poll ghosts");
             if moving {
                 shard.time += start.elapsed();
                 shard.feed_bytes += published.frame_bytes as u64;
+                shard.ghost_bytes += (ghosted.frame_bytes + ghosted.snapshot_bytes) as u64;
+                shard.ghosted += shard.ghost_feed.len() as u64;
             }
         }
         for relay in &mut relays {
@@ -190,6 +242,7 @@ fn main() -> ExitCode {
         if !moving {
             let held: usize = shards.iter().map(|shard| shard.array.len()).sum();
             let settled = shards.iter().all(|shard| shard.port.in_flight() == 0)
+                && ghosts_hold(&shards)
                 && relays.iter().all(|relay| {
                     relay.array.len() == held
                         && shards.iter().all(|shard| same(&shard.array, &relay.array))
@@ -216,12 +269,20 @@ fn main() -> ExitCode {
         bus_bytes += shard.feed_bytes as f64 * options.relays as f64 / ticks;
         println!(
             "shard {k}: {:.0} µs a tick, for any number of relays and clients (step, handoffs, commit, \
-             one feed of {:.0} B); {} handed off, {} taken back; holds {}",
+             one feed of {:.0} B, ghosts both ways); {} handed off, {} taken back; holds {}",
             per_tick(shard.time),
             shard.feed_bytes as f64 / ticks,
             shard.handed,
             shard.taken_back,
             shard.array.len()
+        );
+        println!(
+            "shard {k}: ghosts {:.0} walkers to the other on average, in {:.0} B a tick; holds {} \
+             ghosts; ghost feed {:?}",
+            shard.ghosted as f64 / ticks,
+            shard.ghost_bytes as f64 / ticks,
+            shard.ghosts.len(),
+            shard.ghosts.feed_stats()
         );
     }
     let mut client_bytes = 0;
@@ -257,8 +318,12 @@ fn main() -> ExitCode {
     if vanished > 0 {
         println!("{vanished} times a walker that was not destroyed left a relay");
     }
+    let ghosts_differ = !ghosts_hold(&shards);
+    if ghosts_differ {
+        println!("a shard's ghosts differ from its neighbour's walkers within reach");
+    }
     match settled_at {
-        Some(at) if differ == 0 && vanished == 0 => {
+        Some(at) if differ == 0 && vanished == 0 && !ghosts_differ => {
             println!(
                 "every client settled {} ticks after the game stopped ({:.1} s in all)",
                 at - options.ticks,
@@ -271,6 +336,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether each shard's ghost array holds exactly the other's walkers
+/// within its reach, as the wire sees them.
+fn ghosts_hold(shards: &[Shard]) -> bool {
+    (0..2).all(|k| {
+        let (shard, ghosts) = (&shards[k].array, &shards[1 - k].ghosts);
+        let near = shard.iter().filter(|(_, agent)| near_other(k, agent));
+        ghosts.len() == near.clone().count()
+            && near
+                .clone()
+                .all(|(id, agent)| ghosts.get(id).is_some_and(|g| g.wire_eq(agent)))
+    })
 }
 
 /// Whether `other` holds every item of `shard` as the wire sees it.
