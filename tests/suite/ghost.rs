@@ -146,6 +146,10 @@ fn ghosts_come_change_and_leave_as_items_walk_and_come_back_at_once() {
         write(&west, &mut to_east, near_east).len()
     };
     assert_eq!(sizes[2], empty, "a change of no ghost field sends nothing");
+    assert!(
+        empty < 20,
+        "an empty frame is under 20 bytes (WIRE.md): {empty}"
+    );
     assert!(sizes[1] > empty && sizes[0] > sizes[1], "{sizes:?}");
     assert_eq!(ghosts.feed_stats().resyncs, 0);
 }

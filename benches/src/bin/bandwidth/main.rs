@@ -13,7 +13,7 @@
 //! cargo run --release -p fastarray-bench --bin bandwidth    # bits, memory; writes BENCHMARKS.md
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --no-write   # print only
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --interest   # interest management only, printed
-//! cargo run --release -p fastarray-bench --bin bandwidth -- --handoff    # a handoff's bits only, printed
+//! cargo run --release -p fastarray-bench --bin bandwidth -- --handoff    # a handoff's and ghosts' bits only, printed
 //! cargo run --release -p fastarray-bench --bin bandwidth -- --field-costs   # which field costs what only: docs/field-costs.svg
 //! ```
 //!
@@ -33,7 +33,7 @@
 //! | `loss` | bits per tick over a lossy link; whether fan-out messages are identical |
 //! | `memory` | the counting allocator and the heap bytes per item |
 //! | `interest` | interest management: bits against shadow arrays, memory per agent in scope |
-//! | `relay` | relays: the feed's bytes a frame against a client's; a handoff's against a remove and an add |
+//! | `relay` | relays: the feed's bytes a frame against a client's; a handoff's against a remove and an add; a shard's ghosts against its whole feed |
 //! | `field_costs` | which field costs what (`FieldCosts`), its table and chart |
 //! | `estimates` | criterion's medians, read from its output |
 //! | `report` | the results and the issue's targets |
@@ -141,6 +141,11 @@ fn main() {
              a handoff message {:.0}",
             h.client[0], h.client[1], h.feed[0], h.feed[1], h.message
         );
+        let g = relay::run_ghost_bytes(5_000, 32.0, TICKS);
+        println!(
+            "bits a frame: ghosts {:.0} ({:.0} walkers within {} m), whole feed {:.0}",
+            g.ghost, g.ghosted, g.reach, g.feed
+        );
         return;
     }
     if std::env::args().any(|a| a == "--interest") {
@@ -235,6 +240,7 @@ fn main() {
             .map(|workload| relay::run_relay_bytes(workload, LOSS_ITEMS, TICKS))
             .into(),
         handoff: relay::run_handoff_bytes(5_000, 20, TICKS),
+        ghost: relay::run_ghost_bytes(5_000, 32.0, TICKS),
         cpu: load_criterion(&cpu_dir),
         cpu_dir: cpu_dir
             .strip_prefix(&root)

@@ -510,5 +510,22 @@ impl Results {
             h.feed[1],
             ratio(h.feed[1] / h.feed[0].max(0.001)),
         );
+        let g = &self.ghost;
+        let _ = writeln!(
+            md,
+            "\n### Shards: ghosts for a neighbour against the whole feed\n\n\
+             A shard (`FastArray::shard`) of {} walkers on the 500 m west of a border, a tenth of them \
+             taking a step of up to 2 m a frame; its neighbour sees {} m across the border. A ghost feed \
+             (`write_ghost_feed`) carries the {:.0} walkers within reach on average; a neighbour that \
+             followed the whole feed, as a relay does, would receive every change.\n\n\
+             | bits a frame | ghost feed | whole feed | ÷ |\n|---|---|---|---|\n\
+             | to the neighbour | {} | {} | {} |",
+            num(g.items as f64),
+            g.reach,
+            g.ghosted,
+            num(g.ghost),
+            num(g.feed),
+            ratio(g.feed / g.ghost.max(0.001)),
+        );
     }
 }

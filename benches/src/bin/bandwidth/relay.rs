@@ -160,3 +160,74 @@ pub fn run_handoff_bytes(items: usize, crossing: usize, ticks: u32) -> HandoffBy
     }
     result
 }
+
+/// Bits a frame of a shard's ghosts for one neighbour, against following
+/// the shard's whole feed.
+pub struct GhostBytes {
+    /// Walkers in the shard.
+    pub items: usize,
+    /// How far from the border the neighbour sees, in metres.
+    pub reach: f32,
+    /// Walkers ghosted, on average over the frames.
+    pub ghosted: f64,
+    /// Bits a frame of the ghost feed.
+    pub ghost: f64,
+    /// Bits a frame of the whole feed (what a neighbour following it as a
+    /// relay does would receive).
+    pub feed: f64,
+}
+
+/// `ticks` ticks of a shard of `items` walkers on the 500 m west of a
+/// border, a tenth of them taking a step of up to 2 m each tick, and a
+/// neighbour that sees `reach` metres across the border: the ghost feed's
+/// bits a frame against the whole feed's.
+pub fn run_ghost_bytes(items: usize, reach: f32, ticks: u32) -> GhostBytes {
+    use fastarray::{FastArray, GhostFeed, ShardId};
+    use rand::{Rng, SeedableRng};
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+    let mut shard = FastArray::<Walker>::shard(ShardId::new(0));
+    for n in 0..items {
+        shard.push(Walker {
+            x: -rng.random_range(0.0..500.0),
+            y: rng.random_range(-500.0..500.0),
+            hp: 100,
+            kind: (n % 7) as u16,
+        });
+    }
+    shard.commit();
+    let near = |w: &Walker| w.x >= -reach;
+    let (mut feed, mut ghosts, mut ghosted) = (GhostFeed::new(), FastArray::<Walker>::ghost(), 0);
+    let mut bytes = Vec::new();
+    shard
+        .write_ghost_feed(&mut feed, near, &mut bytes)
+        .expect("ghost snapshot");
+    ghosts.apply_feed(&bytes).expect("join");
+    let ids: Vec<_> = shard.ids().collect();
+    let (mut ghost_bits, mut feed_bits) = (0, 0);
+    for _ in 0..ticks {
+        for _ in 0..items / 10 {
+            let id = ids[rng.random_range(0..ids.len())];
+            let mut walker = shard.get_mut(id).expect("held");
+            walker.x = (walker.x + rng.random_range(-2.0..2.0)).clamp(-500.0, -0.01);
+            walker.y = (walker.y + rng.random_range(-2.0..2.0)).clamp(-500.0, 500.0);
+        }
+        shard.commit();
+        bytes.clear();
+        feed_bits += shard.write_feed(&mut bytes).expect("feed");
+        bytes.clear();
+        ghost_bits += shard
+            .write_ghost_feed(&mut feed, near, &mut bytes)
+            .expect("ghost feed");
+        ghosts.apply_feed(&bytes).expect("ghost frame");
+        ghosted += ghosts.len();
+    }
+    let per_tick = |bits: u64| bits as f64 / f64::from(ticks);
+    GhostBytes {
+        items,
+        reach,
+        ghosted: ghosted as f64 / f64::from(ticks),
+        ghost: per_tick(ghost_bits),
+        feed: per_tick(feed_bits),
+    }
+}
