@@ -105,11 +105,40 @@ pub(crate) enum Message<T: Replicate> {
     Snapshot(Snapshot<T>),
 }
 
-fn write_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, head: Head) {
+/// Writes the start every stream's message has (a feed's, a ghost
+/// feed's): its kind, the type's schema hash, the stream's epoch and the
+/// message's place in it (a frame, a number).
+fn write_stream_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, epoch: u64, at: u64) {
     writer.write_bits(kind, KIND_BITS);
     writer.write_bits(T::SCHEMA_HASH, 64);
-    writer.write_bits(head.epoch, 64);
-    writer.write_varint(head.frame);
+    writer.write_bits(epoch, 64);
+    writer.write_varint(at);
+}
+
+/// Reads what [`write_stream_head`] wrote, refusing a kind that is not one
+/// of `kinds` (which `expected` names): the kind, the epoch and the place.
+fn read_stream_head<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    kinds: [u64; 2],
+    expected: &'static str,
+) -> Result<(u64, u64, u64), DecodeError> {
+    let bit_offset = reader.bit_offset();
+    let kind = reader.read_bits(KIND_BITS)?;
+    if !kinds.contains(&kind) {
+        return Err(DecodeError::UnexpectedMessageKind {
+            bit_offset,
+            expected,
+            found: "another kind",
+        });
+    }
+    read_schema_hash::<T>(reader)?;
+    let epoch = reader.read_bits(64)?;
+    let at = reader.read_varint()?;
+    Ok((kind, epoch, at))
+}
+
+fn write_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, head: Head) {
+    write_stream_head::<T>(writer, kind, head.epoch, head.frame);
     writer.write_varint(head.shard.get().into());
 }
 
@@ -382,18 +411,8 @@ fn read_counts(
 
 /// Reads a feed message's kind, schema hash and head.
 fn read_head<T: Replicate>(reader: &mut BitReader<'_>) -> Result<(u64, Head), DecodeError> {
-    let bit_offset = reader.bit_offset();
-    let kind = reader.read_bits(KIND_BITS)?;
-    if kind != FRAME && kind != SNAPSHOT {
-        return Err(DecodeError::UnexpectedMessageKind {
-            bit_offset,
-            expected: "feed frame or feed snapshot",
-            found: "another kind",
-        });
-    }
-    read_schema_hash::<T>(reader)?;
-    let epoch = reader.read_bits(64)?;
-    let frame = reader.read_varint()?;
+    let expected = "feed frame or feed snapshot";
+    let (kind, epoch, frame) = read_stream_head::<T>(reader, [FRAME, SNAPSHOT], expected)?;
     let shard = read_shard(reader)?;
     Ok((
         kind,

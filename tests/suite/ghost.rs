@@ -59,6 +59,17 @@ fn write(shard: &FastArray<Walker>, feed: &mut GhostFeed, near: fn(&Walker) -> b
     bytes
 }
 
+/// East's feed of `west`'s ghosts, and east's ghost array, joined from
+/// its first message.
+fn joined(west: &FastArray<Walker>) -> (GhostFeed, FastArray<Walker>) {
+    let (mut to_east, mut ghosts) = (GhostFeed::new(), FastArray::ghost());
+    let report = ghosts
+        .apply_feed(&write(west, &mut to_east, near_east))
+        .unwrap();
+    assert!(report.snapshot);
+    (to_east, ghosts)
+}
+
 /// The ghosts `ghosts` holds are exactly those of `shard`'s items `near`
 /// keeps.
 fn assert_ghosts(
@@ -112,11 +123,7 @@ fn ghosts_come_change_and_leave_as_items_walk_and_come_back_at_once() {
     let mut west = FastArray::shard(WEST);
     let a = west.push(walker(80));
     west.commit();
-    let mut to_east = GhostFeed::new();
-    let mut ghosts = FastArray::ghost();
-    ghosts
-        .apply_feed(&write(&west, &mut to_east, near_east))
-        .unwrap();
+    let (mut to_east, mut ghosts) = joined(&west);
     assert!(ghosts.is_empty());
     let mut sizes = Vec::new();
     let steps: [(i32, u16, u32); 6] = [
@@ -193,11 +200,7 @@ fn a_handoff_taken_back_in_the_frame_sends_the_ghost_whole_again() {
     let mut west = FastArray::shard(WEST);
     let a = west.push(walker(95));
     west.commit();
-    let mut to_east = GhostFeed::new();
-    let mut ghosts = FastArray::ghost();
-    ghosts
-        .apply_feed(&write(&west, &mut to_east, near_east))
-        .unwrap();
+    let (mut to_east, mut ghosts) = joined(&west);
     // It moves, is handed off, and nobody takes it: west adopts it back,
     // all in one frame. The commit says it was removed and added.
     west.get_mut(a).unwrap().x = 96;
@@ -220,11 +223,7 @@ fn a_feed_covers_the_commits_it_missed_and_one_past_the_history_is_a_snapshot() 
     let mut west = FastArray::shard(WEST);
     let ids: Vec<ReplicationId> = (0..5).map(|k| west.push(walker(88 + k))).collect();
     west.commit();
-    let mut to_east = GhostFeed::new();
-    let mut ghosts = FastArray::ghost();
-    ghosts
-        .apply_feed(&write(&west, &mut to_east, near_east))
-        .unwrap();
+    let (mut to_east, mut ghosts) = joined(&west);
     // Three commits, one message.
     west.get_mut(ids[0]).unwrap().x = 20;
     west.commit();
@@ -408,11 +407,7 @@ fn a_ghost_holds_no_field_of_its_owner() {
     let mut west = FastArray::shard(WEST);
     let a = west.push(walker(95));
     west.commit();
-    let mut to_east = GhostFeed::new();
-    let mut ghosts = FastArray::<Walker>::ghost();
-    ghosts
-        .apply_feed(&write(&west, &mut to_east, near_east))
-        .unwrap();
+    let (mut to_east, mut ghosts) = joined(&west);
     west.get_mut(a).unwrap().secret = 77;
     west.commit();
     let bytes = write(&west, &mut to_east, near_east);

@@ -18,14 +18,13 @@
 //! - A snapshot: every item in reach (count, then per item its id and
 //!   ghost fields).
 
-use super::{KIND_BITS, read_ids};
+use super::{read_ids, read_stream_head, write_stream_head};
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::{Replicate, encode_whole};
-use crate::snapshot_message::read_schema_hash;
 use crate::store::Store;
 use crate::wire::field_set::{read_field_set, write_field_set};
 use crate::wire::id_list::{IdReader, IdWriter};
@@ -74,10 +73,7 @@ pub(crate) enum Message<T: Replicate> {
 }
 
 fn write_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, head: Head) {
-    writer.write_bits(kind, KIND_BITS);
-    writer.write_bits(T::SCHEMA_HASH, 64);
-    writer.write_bits(head.epoch, 64);
-    writer.write_varint(head.seq);
+    write_stream_head::<T>(writer, kind, head.epoch, head.seq);
 }
 
 /// Writes the ghost fields of the items `ids` of `store`.
@@ -163,18 +159,8 @@ pub(crate) fn read<T: Replicate>(
     reader: &mut BitReader<'_>,
     limits: ArrayLimits,
 ) -> Result<Message<T>, DecodeError> {
-    let bit_offset = reader.bit_offset();
-    let kind = reader.read_bits(KIND_BITS)?;
-    if kind != FRAME && kind != SNAPSHOT {
-        return Err(DecodeError::UnexpectedMessageKind {
-            bit_offset,
-            expected: "ghost frame or ghost snapshot",
-            found: "another kind",
-        });
-    }
-    read_schema_hash::<T>(reader)?;
-    let epoch = reader.read_bits(64)?;
-    let seq = reader.read_varint()?;
+    let expected = "ghost frame or ghost snapshot";
+    let (kind, epoch, seq) = read_stream_head::<T>(reader, [FRAME, SNAPSHOT], expected)?;
     let head = Head { epoch, seq };
     if kind == SNAPSHOT {
         let items = read_items(reader, limits)?;

@@ -223,62 +223,50 @@ mod tests {
         ReplicationId::from_raw(raw)
     }
 
-    fn history(frames: &[Changeset]) -> History {
+    /// A history of frames 1.., each changeset's frame set to its place.
+    fn history(frames: Vec<Changeset>) -> History {
         let mut history = History::default();
-        for changes in frames {
-            history.push(changes.clone());
+        for (at, mut changes) in (1..).zip(frames) {
+            changes.frame = at;
+            history.push(changes);
         }
         history
+    }
+
+    /// A feed of array 7 that wrote its first message at frame 1, of
+    /// items `ids` (those `near` keeps).
+    fn fed(ids: &[u64], near: impl FnMut(ReplicationId) -> bool) -> GhostFeed {
+        let mut feed = GhostFeed::new();
+        let all = ids.iter().copied().map(id);
+        let first = feed.plan(7, 1, None, FieldMask::all(2), all, near);
+        feed.wrote(&first, 7, 1);
+        feed
+    }
+
+    fn none() -> Changeset {
+        Changeset::default()
     }
 
     #[test]
     fn the_first_message_is_a_snapshot_of_what_the_filter_keeps() {
         let feed = GhostFeed::new();
-        let plan = feed.plan(
-            7,
-            0,
-            None,
-            FieldMask::all(2),
-            [3, 1, 2].map(id).into_iter(),
-            |i| i != id(2),
-        );
+        let all = [3, 1, 2].map(id).into_iter();
+        let plan = feed.plan(7, 0, None, FieldMask::all(2), all, |i| i != id(2));
         assert!(plan.snapshot);
         assert_eq!(plan.entered, vec![id(1), id(3)]);
     }
 
     #[test]
     fn a_frame_sends_only_ghost_fields_of_ghosts_that_stay() {
-        let mut feed = GhostFeed::new();
-        let first = feed.plan(
-            7,
-            1,
-            None,
-            FieldMask::all(2),
-            [1, 2].map(id).into_iter(),
-            |_| true,
-        );
-        feed.wrote(&first, 7, 1);
+        let feed = fed(&[1, 2], |_| true);
         let changes = Changeset {
-            frame: 2,
             changed: vec![(id(1), FieldMask::single(1)), (id(2), FieldMask::single(0))],
-            ..Changeset::default()
+            ..none()
         };
-        let history = history(&[
-            Changeset {
-                frame: 1,
-                ..Changeset::default()
-            },
-            changes,
-        ]);
+        let history = history(vec![none(), changes]);
         // Field 1 is not a ghost field: item 1's change is not sent.
-        let plan = feed.plan(
-            7,
-            2,
-            Some(&history),
-            FieldMask::single(0),
-            std::iter::empty(),
-            |_| true,
-        );
+        let ghost = FieldMask::single(0);
+        let plan = feed.plan(7, 2, Some(&history), ghost, std::iter::empty(), |_| true);
         assert!(!plan.snapshot);
         assert_eq!(plan.changed, vec![(id(2), FieldMask::single(0))]);
         assert!(plan.left.is_empty() && plan.entered.is_empty());
@@ -286,107 +274,48 @@ mod tests {
 
     #[test]
     fn an_item_removed_and_added_back_leaves_and_enters() {
-        let mut feed = GhostFeed::new();
-        let first = feed.plan(
-            7,
-            1,
-            None,
-            FieldMask::all(1),
-            [1].map(id).into_iter(),
-            |_| true,
-        );
-        feed.wrote(&first, 7, 1);
-        let history = history(&[
-            Changeset {
-                frame: 1,
-                ..Changeset::default()
-            },
-            Changeset {
-                frame: 2,
-                removed: vec![id(1)],
-                ..Changeset::default()
-            },
-            Changeset {
-                frame: 3,
-                added: vec![id(1)],
-                ..Changeset::default()
-            },
-        ]);
-        let plan = feed.plan(
-            7,
-            3,
-            Some(&history),
-            FieldMask::all(1),
-            std::iter::empty(),
-            |_| true,
-        );
+        let feed = fed(&[1], |_| true);
+        let removed = Changeset {
+            removed: vec![id(1)],
+            ..none()
+        };
+        let added = Changeset {
+            added: vec![id(1)],
+            ..none()
+        };
+        let history = history(vec![none(), removed, added]);
+        let all = FieldMask::all(2);
+        let plan = feed.plan(7, 3, Some(&history), all, std::iter::empty(), |_| true);
         assert_eq!((plan.left, plan.entered), (vec![id(1)], vec![id(1)]));
     }
 
     #[test]
     fn another_array_or_a_history_too_short_takes_a_snapshot() {
-        let mut feed = GhostFeed::new();
-        let first = feed.plan(
-            7,
-            1,
-            None,
-            FieldMask::all(1),
-            [1].map(id).into_iter(),
-            |_| true,
-        );
-        feed.wrote(&first, 7, 1);
-        let history = history(&[Changeset {
-            frame: 5,
-            ..Changeset::default()
-        }]);
-        let all = || [1].map(id).into_iter();
-        assert!(
-            feed.plan(7, 5, Some(&history), FieldMask::all(1), all(), |_| true)
-                .snapshot
-        );
-        let history = self::history(&[Changeset {
-            frame: 2,
-            ..Changeset::default()
-        }]);
-        assert!(
-            feed.plan(8, 2, Some(&history), FieldMask::all(1), all(), |_| true)
-                .snapshot
-        );
-        assert!(
-            !feed
-                .plan(7, 2, Some(&history), FieldMask::all(1), all(), |_| true)
-                .snapshot
-        );
+        let feed = fed(&[1], |_| true);
+        let plan = |array, frame, history: &History| {
+            let all = [1].map(id).into_iter();
+            feed.plan(array, frame, Some(history), FieldMask::all(2), all, |_| {
+                true
+            })
+        };
+        let mut short = History::default();
+        short.push(Changeset { frame: 5, ..none() });
+        assert!(plan(7, 5, &short).snapshot, "frame 2 left the history");
+        let history = history(vec![none(), none()]);
+        assert!(plan(8, 2, &history).snapshot, "another array");
+        assert!(!plan(7, 2, &history).snapshot);
     }
 
     #[test]
     fn refilter_asks_every_item() {
-        let mut feed = GhostFeed::new();
-        let first = feed.plan(
-            7,
-            1,
-            None,
-            FieldMask::all(1),
-            [1, 2].map(id).into_iter(),
-            |i| i == id(1),
-        );
-        feed.wrote(&first, 7, 1);
-        let history = history(&[
-            Changeset {
-                frame: 1,
-                ..Changeset::default()
-            },
-            Changeset {
-                frame: 2,
-                ..Changeset::default()
-            },
-        ]);
+        let mut feed = fed(&[1, 2], |i| i == id(1));
+        let history = history(vec![none(), none()]);
         let all = || [1, 2].map(id).into_iter();
         let flip = |i: ReplicationId| i == id(2);
-        let plan = feed.plan(7, 2, Some(&history), FieldMask::all(1), all(), flip);
+        let plan = feed.plan(7, 2, Some(&history), FieldMask::all(2), all(), flip);
         assert_eq!(plan, GhostPlan::default(), "nothing changed, nothing asked");
         feed.refilter();
-        let plan = feed.plan(7, 2, Some(&history), FieldMask::all(1), all(), flip);
+        let plan = feed.plan(7, 2, Some(&history), FieldMask::all(2), all(), flip);
         assert_eq!((plan.left, plan.entered), (vec![id(1)], vec![id(2)]));
         feed.wrote(&GhostPlan::default(), 7, 2);
         assert!(!feed.refilter);
