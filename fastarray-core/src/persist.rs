@@ -18,14 +18,17 @@
 //!
 //! | type | fields |
 //! |---|---|
-//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `shard` (a shard's number, or none for an array not made as one), `items`: a sequence of `{ id, key, key_frame, owner, tenure, value }` |
+//! | `FastArray<T>` | `frame`, `array_key`, `next_id`, `shard` (a shard's number, or none for an array not made as one), `departed` (a shard's items that left in its last 1 024 frames: a sequence of `(id, tenure, frame)`), `items`: a sequence of `{ id, key, key_frame, owner, tenure, value }` |
 //! | `Replicated<T>` | `frame`, `array_key`, `key`, `key_frame`, `owner`, `value` |
 //!
 //! `owner` is the client that owns the item ([`FastArray::set_owner`]), or
 //! none; a self-describing format may leave it out (none). `tenure` is how
 //! many times the item changed shards ([`FastArray::hand_off`]). A
-//! self-describing format may leave `shard` and `tenure` out (none, 0),
-//! as in saves made before shards. A shard's save may hold items of other shards' ranges (it
+//! self-describing format may leave `shard`, `departed` and `tenure` out
+//! (none, empty, 0), as in saves made before shards. `departed` lets a
+//! restarted shard refuse a late copy of a handoff that brought an item it
+//! has handed on since ([`DecodeError::StaleHandoff`](crate::DecodeError::StaleHandoff)),
+//! as it did before. A shard's save may hold items of other shards' ranges (it
 //! adopted them); it keeps its shard and their tenures, so a relay orders
 //! what the restored shard says of them as before.
 //! | `ReplicationId`, `ReplicationKey` | their raw numbers (`u64`, `u32`) |
@@ -83,6 +86,9 @@ struct ArrayForm<I> {
     next_id: u64,
     #[serde(default)]
     shard: Option<u16>,
+    /// A shard's recent departures: id, tenure, frame.
+    #[serde(default)]
+    departed: Vec<(ReplicationId, u32, u64)>,
     items: I,
 }
 
@@ -191,6 +197,7 @@ impl<T: Serialize> Serialize for FastArray<T> {
             array_key: array.array_key,
             next_id: array.next_id,
             shard: self.is_shard().then(|| self.shard_id().get()),
+            departed: self.departed(),
             items: Items(self),
         }
         .serialize(serializer)
@@ -219,10 +226,22 @@ impl<'de, T: Deserialize<'de> + Replicate> Deserialize<'de> for FastArray<T> {
             .filter(|item| item.tenure > 0)
             .map(|item| (item.id, item.tenure))
             .collect();
+        if let Some(&(id, _, frame)) = form.departed.iter().find(|d| d.2 > form.frame) {
+            return Err(D::Error::custom(format_args!(
+                "item {id} departed at frame {frame}, after the array's frame {}",
+                form.frame
+            )));
+        }
         let store = Store::restore(array, form.items).map_err(D::Error::custom)?;
         let mut array = FastArray::restored(store, owned.into_iter());
-        if let Some(shard) = shard {
-            array.restore_shard(shard, tenures);
+        match shard {
+            Some(shard) => array.restore_shard(shard, tenures, form.departed),
+            None if !form.departed.is_empty() => {
+                return Err(D::Error::custom(
+                    "departures in the save of an array that is no shard",
+                ));
+            }
+            None => {}
         }
         Ok(array)
     }

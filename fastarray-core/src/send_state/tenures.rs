@@ -81,6 +81,21 @@ impl Tenures {
         self.counts.insert(id, count);
     }
 
+    /// The items that left recently: id, the tenure it left with, the
+    /// frame it left in (what a save keeps, so that a restarted shard
+    /// still refuses late copies of the handoffs that brought them).
+    pub(crate) fn departed(&self) -> impl Iterator<Item = (ReplicationId, u32, u64)> + '_ {
+        (self.departed.iter()).map(|(&id, &(count, frame))| (id, count, frame))
+    }
+
+    /// Item `id` left at tenure `count` in frame `frame`, as a save says;
+    /// saves list departures by frame.
+    #[cfg(feature = "serde")]
+    pub(crate) fn restore_departed(&mut self, id: ReplicationId, count: u32, frame: u64) {
+        self.departed.insert(id, (count, frame));
+        self.departures.push_back((frame, id));
+    }
+
     /// Item `id` arrives this frame, at tenure `count`.
     pub(crate) fn adopt(&mut self, id: ReplicationId, count: u32) {
         self.counts.insert(id, count);

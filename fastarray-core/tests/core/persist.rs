@@ -534,6 +534,48 @@ fn a_shard_restarted_from_a_save_keeps_its_shard_and_tenures_and_its_relay_conve
 }
 
 #[test]
+fn a_restarted_shard_still_refuses_a_late_copy_of_a_handoff() {
+    // East adopts a walker, hands it back, saves and restarts; a copy of
+    // the first handoff, sent again for want of a reply, comes late.
+    use fastarray_core::{DecodeError, ShardId};
+    let (west_id, east_id) = (ShardId::new(0), ShardId::new(1));
+    for format in FORMATS {
+        let mut west = FastArray::<Unit>::shard(west_id);
+        let mut east = FastArray::<Unit>::shard(east_id);
+        let id = west.push(unit(1, None));
+        west.commit();
+        let mut first = Vec::new();
+        west.hand_off(id, east_id, &mut first).unwrap();
+        west.commit();
+        east.adopt(&first).unwrap();
+        east.commit();
+        let mut back = Vec::new();
+        east.hand_off(id, west_id, &mut back).unwrap();
+        east.commit();
+        west.adopt(&back).unwrap();
+        west.commit();
+        let mut east: FastArray<Unit> = format.load(&format.save(&east)).unwrap();
+        assert_eq!(
+            east.adopt(&first),
+            Err(DecodeError::StaleHandoff { id }),
+            "{format:?}"
+        );
+        // Its next crossing is adopted.
+        let mut again = Vec::new();
+        west.hand_off(id, east_id, &mut again).unwrap();
+        assert_eq!(east.adopt(&again), Ok(id), "{format:?}");
+    }
+    // A save that says an item left after the save's frame is refused.
+    let save = r#"{"frame":3,"array_key":0,"next_id":1,"shard":0,"departed":[[7,1,4]],"items":[]}"#;
+    assert!(serde_json::from_str::<FastArray<Unit>>(save).is_err());
+    let save = r#"{"frame":3,"array_key":0,"next_id":1,"departed":[[7,1,2]],"items":[]}"#;
+    assert!(
+        serde_json::from_str::<FastArray<Unit>>(save).is_err(),
+        "no shard"
+    );
+}
+
+#[test]
 fn only_a_shard_has_a_range_of_ids() {
     // An array of one process counts its ids to 2^64: one restored with
     // its counter past the first 2^40 (shard 0's range) pushes and commits.
