@@ -6,11 +6,18 @@
 //! [`HandoffConfig::give_up`].
 //!
 //! For a shard named `name`, requests come on `name.handoff`. A request is
-//! an 8-byte serial (little-endian), then the handoff
-//! ([`FastArray::hand_off`]); a reply is the serial, then one byte: 1 the
-//! item was adopted, 2 an earlier copy of the request was (the shard holds
-//! the item, or held it and handed it on: [`FastArray::adopt`] refuses a
-//! late copy, so an item is never adopted twice), 0 it was refused.
+//! an 8-byte serial (little-endian), a byte that says what it asks, then:
+//! - 0, a handoff: the handoff ([`FastArray::hand_off`]). The reply is
+//!   the serial, then one byte: 1 the item was adopted, 2 an earlier copy
+//!   of the request was (the shard holds the item, or held it and handed
+//!   it on: [`FastArray::adopt`] refuses a late copy, so an item is never
+//!   adopted twice), 0 it was refused.
+//! - 1, a release: the item's id (8 bytes) and the tenure the shard holds
+//!   it at (4 bytes, little-endian). A handoff that was adopted after its
+//!   shard gave up on it and took it back ([`FastArray::take_back`], one
+//!   tenure higher, which every relay follows) is released by the shard
+//!   that adopted it ([`FastArray::release`]), so that one shard alone is
+//!   its authority again. No reply.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +35,13 @@ pub fn handoff_subject(name: &str) -> String {
 const REFUSED: u8 = 0;
 const ADOPTED: u8 = 1;
 const HELD: u8 = 2;
+
+const HANDOFF: u8 = 0;
+const RELEASE: u8 = 1;
+
+/// How long a port remembers a handoff it gave up on, for a late reply
+/// that says it was adopted after all.
+const REMEMBER_GIVEN_UP: Duration = Duration::from_secs(60);
 
 /// Why a handoff operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,9 +95,11 @@ pub struct HandoffConfig {
     /// Default 200 ms.
     pub retry: Duration,
     /// How long a handoff waits for any reply before the shard takes the
-    /// item back. Default 2 s. A shard that adopted the item and whose
-    /// every reply was lost for that long then holds it too; the relays
-    /// keep the copy they heard of first.
+    /// item back ([`FastArray::take_back`]). Default 2 s. A shard that
+    /// adopted the item and whose every reply was lost or late then holds
+    /// it too; the relays follow the copy taken back, and the port asks the
+    /// other shard to release its own when a late reply comes (within a
+    /// minute).
     pub give_up: Duration,
 }
 
@@ -110,13 +126,30 @@ pub struct Handled {
     pub taken_back: u32,
     /// Handoffs sent again for want of a reply.
     pub resent: u32,
+    /// This shard's handoffs that a late reply said were adopted after
+    /// this shard took them back: it asked the other shard to release them.
+    pub overruled: u32,
+    /// Items this shard released: it adopted them after the shard that
+    /// handed them off took them back.
+    pub released: u32,
 }
 
 struct Pending {
     to: String,
+    id: ReplicationId,
+    /// The tenure the other shard holds the item at once it adopts it.
+    tenure: u32,
     bytes: Vec<u8>,
     first: Instant,
     last: Instant,
+}
+
+/// A handoff given up on and taken back.
+struct GivenUp {
+    to: String,
+    id: ReplicationId,
+    tenure: u32,
+    at: Instant,
 }
 
 /// A shard's side of handoffs: sends the items it hands off to the shards
@@ -130,6 +163,7 @@ pub struct HandoffPort<B: Bus> {
     config: HandoffConfig,
     next_serial: u64,
     pending: BTreeMap<u64, Pending>,
+    given_up: BTreeMap<u64, GivenUp>,
     bytes_sent: std::cell::Cell<u64>,
 }
 
@@ -162,6 +196,7 @@ impl<B: Bus> HandoffPort<B> {
             // be unique here.
             next_serial: 0,
             pending: BTreeMap::new(),
+            given_up: BTreeMap::new(),
             bytes_sent: std::cell::Cell::new(0),
         })
     }
@@ -184,12 +219,15 @@ impl<B: Bus> HandoffPort<B> {
         now: Instant,
     ) -> Result<(), HandoffError> {
         let mut bytes = Vec::new();
+        let tenure = array.tenure(id) + 1;
         array.hand_off(id, to, &mut bytes)?;
         let serial = self.next_serial;
         self.next_serial += 1;
         let to = handoff_subject(to_name);
         let pending = Pending {
             to,
+            id,
+            tenure,
             bytes,
             first: now,
             last: now,
@@ -200,12 +238,26 @@ impl<B: Bus> HandoffPort<B> {
     }
 
     fn send(&self, serial: u64, pending: &Pending) -> Result<(), BusError> {
-        let mut payload = Vec::with_capacity(8 + pending.bytes.len());
+        let mut payload = Vec::with_capacity(9 + pending.bytes.len());
         payload.extend_from_slice(&serial.to_le_bytes());
+        payload.push(HANDOFF);
         payload.extend_from_slice(&pending.bytes);
         self.bytes_sent
             .set(self.bytes_sent.get() + payload.len() as u64);
         self.bus.publish(&pending.to, Some(&self.inbox), payload)
+    }
+
+    /// Asks the shard that adopted a handoff this one took back to release
+    /// the item.
+    fn release(&self, serial: u64, given_up: &GivenUp) -> Result<(), BusError> {
+        let mut payload = Vec::with_capacity(21);
+        payload.extend_from_slice(&serial.to_le_bytes());
+        payload.push(RELEASE);
+        payload.extend_from_slice(&given_up.id.to_raw().to_le_bytes());
+        payload.extend_from_slice(&given_up.tenure.to_le_bytes());
+        self.bytes_sent
+            .set(self.bytes_sent.get() + payload.len() as u64);
+        self.bus.publish(&given_up.to, None, payload)
     }
 
     /// Bytes of handoffs this port sent (requests, resent ones included).
@@ -229,9 +281,20 @@ impl<B: Bus> HandoffPort<B> {
     ) -> Result<Handled, HandoffError> {
         let mut handled = Handled::default();
         while let Some(request) = self.requests.try_next() {
-            let Some((serial, bytes)) = split(&request.payload) else {
-                handled.refused += 1;
-                continue;
+            let (serial, bytes) = match split(&request.payload) {
+                Some((serial, [HANDOFF, bytes @ ..])) => (serial, bytes),
+                Some((_, [RELEASE, release @ ..])) => {
+                    match read_release(release) {
+                        Some((id, tenure)) if array.release(id, tenure) => handled.released += 1,
+                        Some(_) => {}
+                        None => handled.refused += 1,
+                    }
+                    continue;
+                }
+                _ => {
+                    handled.refused += 1;
+                    continue;
+                }
             };
             let code = match array.adopt(bytes) {
                 Ok(_) => {
@@ -256,6 +319,14 @@ impl<B: Bus> HandoffPort<B> {
                 continue;
             };
             let Some(pending) = self.pending.remove(&serial) else {
+                // A late reply to a handoff taken back: if the item was
+                // adopted, the other shard releases it.
+                if code != REFUSED
+                    && let Some(given_up) = self.given_up.remove(&serial)
+                {
+                    self.release(serial, &given_up)?;
+                    handled.overruled += 1;
+                }
                 continue;
             };
             if code == REFUSED {
@@ -282,8 +353,17 @@ impl<B: Bus> HandoffPort<B> {
             if let Some(pending) = self.pending.remove(&serial) {
                 take_back(array, &pending)?;
                 handled.taken_back += 1;
+                let given_up = GivenUp {
+                    to: pending.to,
+                    id: pending.id,
+                    tenure: pending.tenure,
+                    at: now,
+                };
+                self.given_up.insert(serial, given_up);
             }
         }
+        self.given_up
+            .retain(|_, given_up| now.duration_since(given_up.at) < REMEMBER_GIVEN_UP);
         Ok(handled)
     }
 
@@ -304,12 +384,24 @@ fn split(payload: &[u8]) -> Option<(u64, &[u8])> {
     Some((u64::from_le_bytes(*serial), rest))
 }
 
+/// Takes back a handoff refused or unanswered. An item held again
+/// already (handed back here by the other shard since) stays as it is.
 fn take_back<T: Replicate + Clone>(
     array: &mut FastArray<T>,
     pending: &Pending,
 ) -> Result<(), HandoffError> {
-    array
-        .adopt(&pending.bytes)
-        .map(drop)
-        .map_err(HandoffError::TakeBack)
+    match array.take_back(&pending.bytes) {
+        Ok(_) | Err(DecodeError::DuplicateId { .. }) => Ok(()),
+        Err(error) => Err(HandoffError::TakeBack(error)),
+    }
+}
+
+/// Reads a release request's id and tenure.
+fn read_release(bytes: &[u8]) -> Option<(ReplicationId, u32)> {
+    let (id, tenure) = bytes.split_first_chunk::<8>()?;
+    let tenure: [u8; 4] = tenure.try_into().ok()?;
+    Some((
+        ReplicationId::from_raw(u64::from_le_bytes(*id)),
+        u32::from_le_bytes(tenure),
+    ))
 }

@@ -5,7 +5,8 @@
 //! feeds ([`FeedFollower::of_shard`]) serves one world, in which a walker
 //! that crosses is never removed. Each shard ghosts its walkers near the
 //! border to the other ([`GhostSource`]), through a node that dies and a
-//! shard whose ghost stream restarts.
+//! shard whose ghost stream restarts; and a shard killed and restarted from
+//! its save rejoins its relay and its neighbour.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 mod common;
 use common::Net;
 
-#[derive(Replicate, Clone, Debug, PartialEq, Default)]
+#[derive(Replicate, Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 struct Walker {
     x: i32,
     hp: u8,
@@ -390,4 +391,220 @@ fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
     for (k, side) in sides.iter().enumerate() {
         assert!(!side.ghosts.is_empty(), "shard {k} sees ghosts");
     }
+}
+
+/// A shard with everything it runs on the bus: handoffs, its feed for
+/// relays, its ghosts for the other shard and its ghosts of it.
+struct Node {
+    array: FastArray<Walker>,
+    port: HandoffPort<NatsBus>,
+    publisher: FeedPublisher<NatsBus>,
+    feed: GhostFeed,
+    ghost_publisher: FeedPublisher<NatsBus>,
+    ghosts: FastArray<Walker>,
+    ghost_follower: FeedFollower<NatsBus>,
+}
+
+impl Node {
+    /// Shard `k` of `array`, on the bus `bus` (a restarted one has new
+    /// streams: its relay and its neighbour resync from snapshots).
+    fn start(bus: NatsBus, k: usize, array: FastArray<Walker>) -> Self {
+        let ghosts_of = |k: usize| format!("{}.ghosts", NAMES[k]);
+        Self {
+            array,
+            port: HandoffPort::new(bus.clone(), NAMES[k], HandoffConfig::default()).unwrap(),
+            publisher: FeedPublisher::new(bus.clone(), NAMES[k]).unwrap(),
+            feed: GhostFeed::new(),
+            ghost_publisher: FeedPublisher::new(bus.clone(), &ghosts_of(k)).unwrap(),
+            ghosts: FastArray::ghost(),
+            ghost_follower: FeedFollower::new(bus, &ghosts_of(1 - k), FollowConfig::default())
+                .unwrap(),
+        }
+    }
+
+    /// One tick: walkers move (if `moving`) and cross, then the commit
+    /// and everything published and followed.
+    fn tick(&mut self, k: usize, rng: &mut ChaCha8Rng, moving: bool, clock: Instant) {
+        if moving {
+            let ids: Vec<ReplicationId> = self.array.ids().collect();
+            for id in ids {
+                let mut walker = self.array.get_mut(id).unwrap();
+                walker.x += rng.random_range(-2..=2);
+                walker.purse += u16::from(rng.random_bool(0.1));
+            }
+            let leaving: Vec<(ReplicationId, ShardId)> = (self.array.iter())
+                .map(|(id, walker)| (id, region(walker.x)))
+                .filter(|&(_, to)| to.get() != k as u16)
+                .collect();
+            for (id, to) in leaving {
+                let to_name = NAMES[usize::from(to.get())];
+                self.port
+                    .hand_off(&mut self.array, id, to, to_name, clock)
+                    .unwrap();
+            }
+        }
+        let handled = self.port.poll(&mut self.array, clock).unwrap();
+        assert_eq!(handled.refused, 0, "{handled:?}");
+        self.array.commit();
+        self.publisher.publish(&mut self.array).unwrap();
+        let near = |w: &Walker| near_other(k, w);
+        let mut source = GhostSource::new(&self.array, &mut self.feed, near);
+        self.ghost_publisher.publish(&mut source).unwrap();
+        self.ghost_follower.poll(&mut self.ghosts, clock).unwrap();
+    }
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn a_shard_restarted_from_its_save_rejoins_its_relay_and_its_neighbour() {
+    let net = Net::start(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut nodes: Vec<Option<Node>> = (0..2)
+        .map(|k| {
+            let mut array = FastArray::shard(ShardId::new(k as u16));
+            for n in 0..20 {
+                let x = if k == 0 { -1 - n } else { n };
+                array.push(Walker {
+                    x,
+                    hp: 100,
+                    purse: 0,
+                });
+            }
+            array.commit();
+            Some(Node::start(net.connect(k, NAMES[k]), k, array))
+        })
+        .collect();
+    let relay_bus = net.connect(2, "relay");
+    let mut relay = FastArray::<Walker>::relay();
+    let mut followers: Vec<_> = (0..2)
+        .map(|k| {
+            FeedFollower::new(relay_bus.clone(), NAMES[k], FollowConfig::default())
+                .unwrap()
+                .of_shard(ShardId::new(k as u16))
+        })
+        .collect();
+    let (kill_at, restart_at, moving_until) = (100, 110, 250);
+    let mut save = String::new();
+    let mut east_resyncs = None;
+    for now in 0u32.. {
+        let clock = Instant::now();
+        let moving = now < moving_until;
+        if now == kill_at {
+            // East saves, then its process dies: its bus client with it.
+            let east = nodes[1].take().unwrap();
+            save = serde_json::to_string(&east.array).unwrap();
+        }
+        if now == restart_at {
+            let array: FastArray<Walker> = serde_json::from_str(&save).unwrap();
+            assert!(array.is_shard() && array.shard_id() == ShardId::new(1));
+            east_resyncs = Some(relay.feed_stats().snapshots);
+            nodes[1] = Some(Node::start(net.connect(1, "east-restarted"), 1, array));
+        }
+        for (k, node) in nodes.iter_mut().enumerate() {
+            if let Some(node) = node {
+                node.tick(k, &mut rng, moving, clock);
+            }
+        }
+        for follower in &mut followers {
+            follower.poll(&mut relay, clock).unwrap();
+        }
+        if !moving {
+            let [Some(west), Some(east)] = &nodes[..] else {
+                unreachable!("both run again");
+            };
+            let shards = [&west.array, &east.array];
+            let merged = relay.len() == west.array.len() + east.array.len()
+                && shards
+                    .iter()
+                    .all(|shard| shard.iter().all(|(id, w)| relay.get(id) == Some(w)));
+            let ghosts = |k: usize, ghosts: &FastArray<Walker>| {
+                let near: Vec<_> = (shards[k].iter())
+                    .filter(|(_, w)| near_other(k, w))
+                    .collect();
+                ghosts.len() == near.len()
+                    && near
+                        .iter()
+                        .all(|(id, w)| ghosts.get(*id) == Some(&ghost_of(w)))
+            };
+            let settled = west.port.in_flight() == 0 && east.port.in_flight() == 0;
+            if merged && settled && ghosts(0, &east.ghosts) && ghosts(1, &west.ghosts) {
+                break;
+            }
+            assert!(
+                now < moving_until + 400,
+                "not converged: merged {merged}, settled {settled}, relay {:?}",
+                relay.feed_stats()
+            );
+        }
+        std::thread::sleep(TICK);
+    }
+    let snapshots = relay.feed_stats().snapshots;
+    assert!(
+        snapshots > east_resyncs.unwrap(),
+        "the relay resynced from the restarted east: {snapshots}"
+    );
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn a_handoff_adopted_after_it_was_given_up_is_released() {
+    let net = Net::start(1);
+    let config = HandoffConfig {
+        retry: Duration::from_millis(50),
+        give_up: Duration::from_millis(300),
+    };
+    let mut shards: Vec<(FastArray<Walker>, HandoffPort<NatsBus>)> = (0..2)
+        .map(|k| {
+            let port = HandoffPort::new(net.connect(0, NAMES[k]), NAMES[k], config).unwrap();
+            (FastArray::shard(ShardId::new(k as u16)), port)
+        })
+        .collect();
+    let id = shards[0].0.push(Walker {
+        x: 1,
+        hp: 9,
+        purse: 2,
+    });
+    shards[0].0.commit();
+    let (west, port) = &mut shards[0];
+    port.hand_off(west, id, ShardId::new(1), NAMES[1], Instant::now())
+        .unwrap();
+    // East is busy past west's patience: west takes the walker back.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (west, port) = &mut shards[0];
+        let handled = port.poll(west, Instant::now()).unwrap();
+        west.commit();
+        if handled.taken_back > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never taken back");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(shards[0].0.tenure(id), 2);
+    // East wakes up, adopts the handoff (its copies are held already) and
+    // replies; west hears the late reply and asks east to release it.
+    let (mut adopted, mut overruled, mut released) = (0, 0, 0);
+    while released == 0 {
+        for (k, (array, port)) in shards.iter_mut().enumerate() {
+            let handled = port.poll(array, Instant::now()).unwrap();
+            array.commit();
+            adopted += handled.adopted;
+            released += handled.released;
+            if k == 0 {
+                overruled += handled.overruled;
+            }
+        }
+        assert!(Instant::now() < deadline, "never released");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!((adopted, overruled, released), (1, 1, 1));
+    assert!(shards[0].0.contains(id) && !shards[1].0.contains(id));
+    assert_eq!(
+        shards[0].0.get(id),
+        Some(&Walker {
+            x: 1,
+            hp: 9,
+            purse: 2
+        })
+    );
 }

@@ -238,6 +238,53 @@ fn handoffs_and_adoptions_refuse_what_they_cannot_do_and_change_nothing() {
 }
 
 #[test]
+fn a_handoff_taken_back_overrules_its_late_adoption_until_that_is_released() {
+    // West gives up on a handoff and takes the walker back; east, whose
+    // reply was lost, adopted it: both hold it, each moving it its way.
+    let (mut west, mut east) = shards();
+    let id = west.push(walker(-1));
+    west.commit();
+    east.commit();
+    // One relay hears east's feed first, the other west's.
+    let mut relays = [
+        relay_of(&mut [&mut west, &mut east]),
+        relay_of(&mut [&mut west, &mut east]),
+    ];
+    let mut clients: Vec<Client> = (relays.iter_mut())
+        .map(|relay| Client::join(relay, None))
+        .collect();
+    let message = hand_off(&mut west, id, EAST);
+    assert_eq!(west.take_back(&message), Ok(id));
+    assert_eq!(east.adopt(&message), Ok(id));
+    assert_eq!((west.tenure(id), east.tenure(id)), (2, 1));
+    west.get_mut(id).unwrap().hp = 7;
+    east.get_mut(id).unwrap().hp = 3;
+    let mut tick = |west: &mut FastArray<Walker>, east: &mut FastArray<Walker>| {
+        west.commit();
+        east.commit();
+        let (west_feed, east_feed) = (feed(west), feed(east));
+        relays[0].apply_feed(&east_feed).unwrap();
+        relays[0].apply_feed(&west_feed).unwrap();
+        relays[1].apply_feed(&west_feed).unwrap();
+        relays[1].apply_feed(&east_feed).unwrap();
+        for (client, relay) in clients.iter_mut().zip(&mut relays) {
+            let (_, gone, _) = client.sync(relay);
+            assert_eq!(gone, 0, "the walker never leaves a client");
+            assert_eq!(client.mirror.get(id).map(|w| w.hp), Some(7), "west's copy");
+        }
+    };
+    tick(&mut west, &mut east);
+    // East releases its copy: one authority again.
+    assert!(!east.release(id, 2), "not at that tenure");
+    assert!(east.release(id, 1));
+    assert!(!west.release(id, 1) && west.contains(id));
+    tick(&mut west, &mut east);
+    for relay in &relays {
+        assert_merges(relay, &[&west, &east], "released");
+    }
+}
+
+#[test]
 fn a_late_copy_of_a_handoff_is_not_adopted_again() {
     // A handoff sent again for want of a reply reaches the shard after the
     // item came and went: adopting it would make a second authority of it.

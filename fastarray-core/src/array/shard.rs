@@ -52,22 +52,32 @@ impl<T> FastArray<T> {
         (self.sender.as_deref()).map_or_else(ShardId::default, Sender::shard)
     }
 
-    /// How many times item `id` changed shards (0 if it never did, or is
-    /// not held).
+    /// The items that left this shard recently, by the frame they left in
+    /// (what a save keeps: see `Tenures::departed`); none on an array that
+    /// is not a shard.
     #[cfg(feature = "serde")]
-    pub(crate) fn tenure(&self, id: ReplicationId) -> u32 {
-        (self.sender.as_deref())
-            .and_then(|sender| sender.tenures.as_deref())
-            .map_or(0, |tenures| tenures.count(id))
+    pub(crate) fn departed(&self) -> Vec<(ReplicationId, u32, u64)> {
+        let tenures = (self.sender.as_deref()).and_then(|sender| sender.tenures.as_deref());
+        let mut departed: Vec<_> = tenures.into_iter().flat_map(Tenures::departed).collect();
+        departed.sort_unstable_by_key(|&(id, _, frame)| (frame, id));
+        departed
     }
 
-    /// Makes a restored array shard `shard` again, its items' tenures as
-    /// saved.
+    /// Makes a restored array shard `shard` again, its items' tenures and
+    /// recent departures as saved.
     #[cfg(feature = "serde")]
-    pub(crate) fn restore_shard(&mut self, shard: ShardId, tenures: Vec<(ReplicationId, u32)>) {
+    pub(crate) fn restore_shard(
+        &mut self,
+        shard: ShardId,
+        tenures: Vec<(ReplicationId, u32)>,
+        departed: Vec<(ReplicationId, u32, u64)>,
+    ) {
         let mut restored = Tenures::of_shard(shard);
         for (id, count) in tenures {
             restored.restore(id, count);
+        }
+        for (id, count, frame) in departed {
+            restored.restore_departed(id, count, frame);
         }
         let sender = self.sender.get_or_insert_with(Box::default);
         sender.tenures = Some(Box::new(restored));
@@ -206,6 +216,26 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// does not decode, or is of another item type. The array is then
     /// unchanged.
     pub fn adopt(&mut self, bytes: &[u8]) -> Result<ReplicationId, DecodeError> {
+        self.adopt_at(bytes, 1)
+    }
+
+    /// Takes back an item this shard [handed off](Self::hand_off), when
+    /// the shard it went to refused it or never answered: as
+    /// [`adopt`](Self::adopt), one tenure above what an adoption of that
+    /// handoff holds. If the other shard did adopt it after all (its reply
+    /// was lost, or came too late), both hold the item, and every relay
+    /// follows this shard's copy; the other shard should
+    /// [`release`](Self::release) its own, which `fastarray-nats`'
+    /// `HandoffPort` asks of it when the late reply comes.
+    ///
+    /// # Errors
+    /// As [`adopt`](Self::adopt).
+    pub fn take_back(&mut self, bytes: &[u8]) -> Result<ReplicationId, DecodeError> {
+        self.adopt_at(bytes, 2)
+    }
+
+    /// Adopts a handoff at its tenure plus `step`.
+    fn adopt_at(&mut self, bytes: &[u8], step: u32) -> Result<ReplicationId, DecodeError> {
         if !self.is_shard() {
             return Err(DecodeError::NotAShard {
                 type_name: T::TYPE_NAME,
@@ -220,7 +250,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         }
         let sender = self.sender.as_deref_mut().expect("a shard has a sender");
         let tenures = sender.tenures.as_deref_mut().expect("a shard has tenures");
-        let count = handoff.count.saturating_add(1);
+        let count = handoff.count.saturating_add(step);
         if tenures.is_stale(id, count) {
             return Err(DecodeError::StaleHandoff { id });
         }
@@ -230,5 +260,30 @@ impl<T: Replicate + Clone> FastArray<T> {
         }
         tenures.adopt(id, count);
         Ok(id)
+    }
+}
+
+impl<T> FastArray<T> {
+    /// Drops item `id` if this shard holds it at tenure `tenure`: an
+    /// adoption the shard that handed the item off overruled by
+    /// [taking it back](Self::take_back) (relays follow that shard's copy,
+    /// and drop what this one says of the item). Returns whether it did;
+    /// `false` on an array that is not a shard. The removal goes in the
+    /// next commit, as a plain removal.
+    pub fn release(&mut self, id: ReplicationId, tenure: u32) -> bool {
+        if !self.is_shard() || !self.contains(id) || self.tenure(id) != tenure {
+            return false;
+        }
+        self.store.remove(id);
+        true
+    }
+
+    /// How many times item `id` changed shards before it came to this one
+    /// ([`hand_off`](Self::hand_off), [`adopt`](Self::adopt)): 0 for an
+    /// item that never moved, or one this array does not hold.
+    pub fn tenure(&self, id: ReplicationId) -> u32 {
+        (self.sender.as_deref())
+            .and_then(|sender| sender.tenures.as_deref())
+            .map_or(0, |tenures| tenures.count(id))
     }
 }
