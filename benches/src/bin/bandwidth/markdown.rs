@@ -527,5 +527,7 @@ impl Results {
             num(g.feed),
             ratio(g.feed / g.ghost.max(0.001)),
         );
+        // Measured by the shards demo over NATS, which needs its cluster.
+        let _ = write!(md, "\n{}", include_str!("../../../demos.md"));
     }
 }
