@@ -5,8 +5,8 @@
 //! moves the ghost to the other side.
 
 use fastarray::{
-    DecodeError, FastArray, FieldMask, GhostFeed, Replicate, ReplicationId, SendError, SendState,
-    ShardId,
+    DecodeError, FastArray, FieldMask, GhostFeed, Limit, MirrorLimits, Replicate, ReplicationId,
+    SendError, SendState, ShardId,
 };
 
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]
@@ -347,6 +347,62 @@ fn ghost_arrays_and_ghost_feeds_refuse_what_they_cannot_do() {
         ghosts.clone().push(walker(3));
     }));
     assert!(local.is_err(), "a ghost's own push panics");
+}
+
+#[test]
+fn relays_and_ghost_arrays_apply_feeds_within_the_limits_they_are_given() {
+    let mut west = FastArray::shard(WEST);
+    for x in 91..94 {
+        west.push(walker(x));
+    }
+    west.commit();
+    let two = MirrorLimits {
+        items: 2,
+        ..MirrorLimits::DEFAULT
+    };
+    let snapshot = write(&west, &mut GhostFeed::new(), near_east);
+    let mut ghosts = FastArray::<Walker>::ghost();
+    ghosts.set_limits(two);
+    assert_eq!(ghosts.limits(), two);
+    assert!(matches!(
+        ghosts.apply_feed(&snapshot),
+        Err(DecodeError::LimitExceeded {
+            limit: Limit::Items,
+            ..
+        })
+    ));
+    assert!(ghosts.is_empty() && ghosts.needs_feed_snapshot());
+    ghosts.set_limits(MirrorLimits::DEFAULT);
+    ghosts.apply_feed(&snapshot).unwrap();
+    assert_eq!(ghosts.len(), 3);
+    // The same of a relay, and of a message's size.
+    let mut relay = FastArray::<Walker>::relay();
+    relay.set_limits(two);
+    assert_eq!(relay.limits(), two);
+    let mut feed = Vec::new();
+    west.write_feed_snapshot(&mut feed).unwrap();
+    assert!(matches!(
+        relay.apply_feed(&feed),
+        Err(DecodeError::LimitExceeded {
+            limit: Limit::Items,
+            ..
+        })
+    ));
+    relay.set_limits(MirrorLimits {
+        message_bytes: 8,
+        ..MirrorLimits::DEFAULT
+    });
+    assert!(matches!(
+        relay.apply_feed(&feed),
+        Err(DecodeError::LimitExceeded {
+            limit: Limit::MessageBytes,
+            ..
+        })
+    ));
+    assert!(relay.is_empty() && relay.needs_feed_snapshot());
+    relay.set_limits(MirrorLimits::DEFAULT);
+    relay.apply_feed(&feed).unwrap();
+    assert_eq!(relay.len(), 3);
 }
 
 /// Every cut of a ghost message is refused and changes nothing; every

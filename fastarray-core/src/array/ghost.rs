@@ -75,11 +75,21 @@ impl<T> FastArray<T> {
     }
 
     pub(super) fn ghost_follow(&self) -> Option<&Follow> {
-        self.sender.as_deref()?.ghost.as_deref()
+        Some(&self.sender.as_deref()?.ghost.as_deref()?.follow)
     }
 
     fn ghost_follow_mut(&mut self) -> Option<&mut Follow> {
-        self.sender.as_deref_mut()?.ghost.as_deref_mut()
+        Some(&mut self.sender.as_deref_mut()?.ghost.as_deref_mut()?.follow)
+    }
+
+    /// On a ghost array: the limits its messages are checked against.
+    pub(super) fn ghost_limits_mut(&mut self) -> Option<&mut MirrorLimits> {
+        Some(&mut self.sender.as_deref_mut()?.ghost.as_deref_mut()?.limits)
+    }
+
+    /// On a ghost array: the limits its messages are checked against.
+    pub(super) fn ghost_limits(&self) -> Option<MirrorLimits> {
+        Some(self.sender.as_deref()?.ghost.as_deref()?.limits)
     }
 
     /// On a ghost array: whether it needs a ghost snapshot
@@ -224,7 +234,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         bytes: &[u8],
         report: &mut FeedReport,
     ) -> Result<bool, DecodeError> {
-        let limits = MirrorLimits::DEFAULT;
+        let limits = self.limits();
         let message = read_whole(bytes, &limits, |reader| {
             ghost::read::<T>(reader, ArrayLimits::top(limits))
         })?;

@@ -20,8 +20,15 @@ impl<T> FastArray<T> {
     }
 
     /// The limits messages applied to this array are checked against
-    /// ([`MirrorLimits::DEFAULT`] unless set).
+    /// ([`MirrorLimits::DEFAULT`] unless set): a mirror's deltas and
+    /// snapshots, a relay's feed, a ghost array's ghost feed.
     pub fn limits(&self) -> MirrorLimits {
+        if let Some(sources) = self.sources() {
+            return sources.limits;
+        }
+        if let Some(limits) = self.ghost_limits() {
+            return limits;
+        }
         self.mirror
             .as_deref()
             .map_or(MirrorLimits::DEFAULT, Mirror::limits)
@@ -30,13 +37,25 @@ impl<T> FastArray<T> {
     /// Checks every message applied from now on against `limits` (a
     /// mirror already past one of them refuses only the messages that
     /// would add to it: removals and changes still apply). A new array
-    /// becomes a mirror here.
+    /// becomes a mirror here. On a [relay](Self::relay) or a
+    /// [ghost array](Self::ghost), the feed messages it applies are
+    /// checked against them: their size, and the entries of each list
+    /// (a world larger than the defaults' 262 144 items needs larger
+    /// ones).
     ///
     /// # Panics
-    /// On an authority (an array that has held items or committed), which
-    /// applies no messages.
+    /// On an authority (an array that has held items or committed, and is
+    /// neither a relay nor a ghost array), which applies no messages.
     #[track_caller]
     pub fn set_limits(&mut self, limits: MirrorLimits) {
+        if let Some(sources) = self.sources_mut() {
+            sources.limits = limits;
+            return;
+        }
+        if let Some(ghost) = self.ghost_limits_mut() {
+            *ghost = limits;
+            return;
+        }
         if self.is_authority() {
             panic!(
                 "FastArray::set_limits on an authority of `{}`: limits are a mirror's",

@@ -14,7 +14,7 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, SendError};
 use crate::feed_message::{self, Frame, Handoffs, Message, Snapshot};
 use crate::id::ReplicationId;
-use crate::limits::{ArrayLimits, MirrorLimits};
+use crate::limits::ArrayLimits;
 use crate::receive_state::follow::{FeedStats, Follow, Place};
 use crate::receive_state::sources::{Claim, Sources, Verdict};
 use crate::replicate::Replicate;
@@ -106,7 +106,7 @@ impl<T> FastArray<T> {
         self.sender.as_deref()?.follow.as_deref()
     }
 
-    fn sources_mut(&mut self) -> Option<&mut Sources> {
+    pub(super) fn sources_mut(&mut self) -> Option<&mut Sources> {
         self.sender.as_deref_mut()?.follow.as_deref_mut()
     }
 
@@ -309,7 +309,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         bytes: &[u8],
         report: &mut FeedReport,
     ) -> Result<Option<ShardId>, DecodeError> {
-        let limits = MirrorLimits::DEFAULT;
+        let limits = self.limits();
         let message = read_whole(bytes, &limits, |reader| {
             feed_message::read::<T>(reader, ArrayLimits::top(limits))
         })?;

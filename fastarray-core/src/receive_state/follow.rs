@@ -71,6 +71,14 @@ pub(crate) enum Place {
     Foreign,
 }
 
+/// What a ghost array keeps of the ghost feed it follows: where it stands
+/// in it, and what the game lets a message make of the array.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GhostFollow {
+    pub(crate) follow: Follow,
+    pub(crate) limits: crate::limits::MirrorLimits,
+}
+
 /// A relay's position in its server's feed.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Follow {

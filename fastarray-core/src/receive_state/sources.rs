@@ -72,6 +72,8 @@ pub(crate) struct Sources {
     /// Whether the relay is a replicated object's: its feeds may only
     /// change item `#0`.
     pub(crate) object: bool,
+    /// What the game lets a feed message make of the relay.
+    pub(crate) limits: crate::limits::MirrorLimits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

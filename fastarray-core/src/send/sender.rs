@@ -20,7 +20,7 @@ use crate::error::SendError;
 use crate::history::History;
 use crate::id::ReplicationKey;
 use crate::mask::FieldMask;
-use crate::receive_state::follow::Follow;
+use crate::receive_state::follow::GhostFollow;
 use crate::receive_state::sources::Sources;
 use crate::replicate::{Replicate, audience};
 use crate::send_state::audience::Owners;
@@ -60,7 +60,7 @@ pub(crate) struct Sender {
     /// On a shard: which shard it is, and its items' handoffs.
     pub(crate) tenures: Option<Box<Tenures>>,
     /// On a ghost array: where it stands in the ghost feed it follows.
-    pub(crate) ghost: Option<Box<Follow>>,
+    pub(crate) ghost: Option<Box<GhostFollow>>,
 }
 
 impl Sender {

@@ -84,6 +84,7 @@ impl Tenures {
     /// The items that left recently: id, the tenure it left with, the
     /// frame it left in (what a save keeps, so that a restarted shard
     /// still refuses late copies of the handoffs that brought them).
+    #[cfg(feature = "serde")]
     pub(crate) fn departed(&self) -> impl Iterator<Item = (ReplicationId, u32, u64)> + '_ {
         (self.departed.iter()).map(|(&id, &(count, frame))| (id, count, frame))
     }
