@@ -142,8 +142,9 @@ fn check_savable<E: serde::ser::Error>(
     Ok(())
 }
 
-/// A server's array, with its ids, keys and id counter. A mirror, or an
-/// array with uncommitted work, is refused with the format's error. What
+/// A server's array, with its ids, keys and id counter. A mirror, a ghost
+/// array, or an array with uncommitted work, is refused with the format's
+/// error. What
 /// connections keep is not saved: clients join the restored array by
 /// snapshot. Fields marked `#[serde(skip)]` are not saved, and come back
 /// as `Default`.
@@ -189,6 +190,11 @@ fn check_savable<E: serde::ser::Error>(
 /// ```
 impl<T: Serialize> Serialize for FastArray<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.is_ghost() {
+            return Err(<S::Error as serde::ser::Error>::custom(
+                "a ghost array is not saved: its items are a neighbour shard's, which saves them",
+            ));
+        }
         check_savable(self.is_mirror(), self.has_uncommitted_work(), "array")?;
         let store = self.store();
         let array = store.saved_array();

@@ -296,7 +296,7 @@ fn an_object_with_array_fields_is_saved_and_its_clients_rejoin() {
 }
 
 #[test]
-fn a_mirror_and_uncommitted_work_are_not_saved() {
+fn a_mirror_a_ghost_array_and_uncommitted_work_are_not_saved() {
     for format in FORMATS {
         let mut server = FastArray::new();
         server.push(unit(1, None));
@@ -315,6 +315,13 @@ fn a_mirror_and_uncommitted_work_are_not_saved() {
         let error = format.save_err(&client);
         assert!(
             error.contains("mirror") || format_is_terse(format),
+            "{error}"
+        );
+
+        let ghosts = FastArray::<Unit>::ghost();
+        let error = format.save_err(&ghosts);
+        assert!(
+            error.contains("ghost") || format_is_terse(format),
             "{error}"
         );
 
