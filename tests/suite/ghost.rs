@@ -9,24 +9,7 @@ use fastarray::{
     SendError, SendState, ShardId,
 };
 
-#[derive(Replicate, Clone, Debug, PartialEq, Default)]
-struct Walker {
-    x: i32,
-    hp: u16,
-    #[replicate(owner_only)]
-    secret: u32,
-    #[replicate(initial_only)]
-    badge: u32,
-}
-
-fn walker(x: i32) -> Walker {
-    Walker {
-        x,
-        hp: 100,
-        secret: x as u32 + 1,
-        badge: (x as u32).wrapping_add(7),
-    }
-}
+use super::shard::{Walker, walker};
 
 const WEST: ShardId = ShardId::new(0);
 const EAST: ShardId = ShardId::new(1);

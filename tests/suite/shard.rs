@@ -7,16 +7,16 @@
 use fastarray::{DecodeError, FastArray, Replicate, ReplicationId, SendError, SendState, ShardId};
 
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]
-struct Walker {
-    x: i32,
-    hp: u16,
+pub(crate) struct Walker {
+    pub(crate) x: i32,
+    pub(crate) hp: u16,
     #[replicate(owner_only)]
-    secret: u32,
+    pub(crate) secret: u32,
     #[replicate(initial_only)]
-    badge: u32,
+    pub(crate) badge: u32,
 }
 
-fn walker(x: i32) -> Walker {
+pub(crate) fn walker(x: i32) -> Walker {
     Walker {
         x,
         hp: 100,
