@@ -44,6 +44,19 @@ struct Shard {
     port: HandoffPort<NatsBus>,
 }
 
+/// A relay on node 2, and its followers of both shards' feeds.
+fn relay_of_both(net: &Net) -> (FastArray<Walker>, Vec<FeedFollower<NatsBus>>) {
+    let bus = net.connect(2, "relay");
+    let followers = (0..2)
+        .map(|k| {
+            FeedFollower::new(bus.clone(), NAMES[k], FollowConfig::default())
+                .unwrap()
+                .of_shard(ShardId::new(k as u16))
+        })
+        .collect();
+    (FastArray::relay(), followers)
+}
+
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn two_shards_hand_walkers_across_their_border_and_a_relay_merges_them() {
@@ -70,15 +83,7 @@ fn two_shards_hand_walkers_across_their_border_and_a_relay_merges_them() {
             }
         })
         .collect();
-    let relay_bus = net.connect(2, "relay");
-    let mut relay = FastArray::<Walker>::relay();
-    let mut followers: Vec<_> = (0..2)
-        .map(|k| {
-            FeedFollower::new(relay_bus.clone(), NAMES[k], FollowConfig::default())
-                .unwrap()
-                .of_shard(ShardId::new(k as u16))
-        })
-        .collect();
+    let (mut relay, mut followers) = relay_of_both(&net);
     let profile = LinkProfile::lossy(0.1);
     let mut clients: Vec<(SendState, FastArray<Walker>, Link)> = (1..=3)
         .map(|number| {
@@ -424,15 +429,7 @@ fn a_shard_restarted_from_its_save_rejoins_its_relay_and_its_neighbour() {
     let net = Net::start(3);
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut nodes = two_nodes(&net);
-    let relay_bus = net.connect(2, "relay");
-    let mut relay = FastArray::<Walker>::relay();
-    let mut followers: Vec<_> = (0..2)
-        .map(|k| {
-            FeedFollower::new(relay_bus.clone(), NAMES[k], FollowConfig::default())
-                .unwrap()
-                .of_shard(ShardId::new(k as u16))
-        })
-        .collect();
+    let (mut relay, mut followers) = relay_of_both(&net);
     let (kill_at, restart_at, moving_until) = (100, 110, 250);
     let mut save = String::new();
     let mut east_resyncs = None;
