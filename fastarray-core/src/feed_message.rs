@@ -189,10 +189,7 @@ pub(crate) fn write_frame<T: Replicate>(
         let plain = changes.removed.iter().filter(|id| !handed(id));
         Cow::Owned(plain.copied().collect())
     };
-    let mut ids = IdWriter::start(writer, removed.iter().copied());
-    for &id in removed.iter() {
-        ids.write(writer, id);
-    }
+    write_ids(writer, &removed);
     write_handed(writer, &changes.handed);
     let mut ids = IdWriter::start(writer, changes.added.iter().copied());
     for &id in &changes.added {
@@ -202,16 +199,7 @@ pub(crate) fn write_frame<T: Replicate>(
         value.encode(writer).map_err(|error| (id, error))?;
     }
     write_counts(writer, &changes.adopted);
-    let changed = merged(&changes.changed, &changes.initial);
-    let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
-    for &(id, mask) in changed.iter() {
-        let value = store.get(id).expect("a committed change is held");
-        ids.write(writer, id);
-        write_field_set(writer, mask, T::FIELD_COUNT);
-        value
-            .encode_fields(mask, writer)
-            .map_err(|error| (id, error))?;
-    }
+    write_changes(store, &merged(&changes.changed, &changes.initial), writer)?;
     // An add carries its owner; an item removed since has none.
     let moved: Vec<ReplicationId> = changes
         .moved
@@ -225,6 +213,71 @@ pub(crate) fn write_frame<T: Replicate>(
         write_owner(writer, owner_of(owners, id));
     }
     Ok(())
+}
+
+/// Writes a list of ids (ascending).
+fn write_ids(writer: &mut BitWriter<'_>, ids: &[ReplicationId]) {
+    let mut list = IdWriter::start(writer, ids.iter().copied());
+    for &id in ids {
+        list.write(writer, id);
+    }
+}
+
+/// Writes a list of changes of items of `store` (ascending): per item its
+/// id, the set of fields and those fields. On error, names the item.
+fn write_changes<T: Replicate>(
+    store: &Store<T>,
+    changed: &[(ReplicationId, FieldMask)],
+    writer: &mut BitWriter<'_>,
+) -> Result<(), (ReplicationId, EncodeError)> {
+    let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
+    for &(id, fields) in changed {
+        let value = store.get(id).expect("a change is of an item held");
+        ids.write(writer, id);
+        write_field_set(writer, fields, T::FIELD_COUNT);
+        value
+            .encode_fields(fields, writer)
+            .map_err(|error| (id, error))?;
+    }
+    Ok(())
+}
+
+/// Reads a list of ids removed, refusing more than `limits` allow.
+fn read_removals(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Vec<ReplicationId>, DecodeError> {
+    let (mut ids, count) = IdReader::start(reader, 1)?;
+    limits.check_removals(count)?;
+    let mut removed = Vec::with_capacity(prealloc::<ReplicationId>(count));
+    for _ in 0..count {
+        removed.push(ids.read(reader)?);
+    }
+    Ok(removed)
+}
+
+/// Reads what [`write_changes`] wrote, refusing a set of fields that is
+/// not within `allowed`.
+fn read_changes<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+    allowed: FieldMask,
+) -> Result<Vec<(ReplicationId, T::Patch)>, DecodeError> {
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
+    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        let bit_offset = reader.bit_offset();
+        let fields = read_field_set(reader, T::FIELD_COUNT)?;
+        if !allowed.covers(fields) {
+            return Err(DecodeError::InvalidFieldSet {
+                bit_offset,
+                field_count: T::FIELD_COUNT,
+            });
+        }
+        changed.push((id, T::decode_fields(fields, reader)?));
+    }
+    Ok(changed)
 }
 
 /// Writes a list of items handed off: id, shard, tenure.
@@ -471,22 +524,11 @@ pub(crate) fn read<T: Replicate>(
             handed,
         }));
     }
-    let (mut ids, count) = IdReader::start(reader, 1)?;
-    limits.check_removals(count)?;
-    let mut removed = Vec::with_capacity(prealloc::<ReplicationId>(count));
-    for _ in 0..count {
-        removed.push(ids.read(reader)?);
-    }
+    let removed = read_removals(reader, limits)?;
     let handed = read_handed(reader, limits)?;
     let added = read_items(reader, limits)?;
     let adopted = read_counts(reader, limits)?;
-    let (mut ids, count) = read_ids(reader, 2, limits)?;
-    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
-    for _ in 0..count {
-        let id = ids.read(reader)?;
-        let mask = read_field_set(reader, T::FIELD_COUNT)?;
-        changed.push((id, T::decode_fields(mask, reader)?));
-    }
+    let changed = read_changes::<T>(reader, limits, FieldMask::all(T::FIELD_COUNT))?;
     let (mut ids, count) = read_ids(reader, 2, limits)?;
     let mut moved = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>)>(count));
     for _ in 0..count {

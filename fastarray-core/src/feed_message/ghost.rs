@@ -18,7 +18,10 @@
 //! - A snapshot: every item in reach (count, then per item its id and
 //!   ghost fields).
 
-use super::{read_ids, read_stream_head, write_stream_head};
+use super::{
+    read_changes, read_ids, read_removals, read_stream_head, write_changes, write_ids,
+    write_stream_head,
+};
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
@@ -26,8 +29,7 @@ use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::{Replicate, encode_whole};
 use crate::store::Store;
-use crate::wire::field_set::{read_field_set, write_field_set};
-use crate::wire::id_list::{IdReader, IdWriter};
+use crate::wire::id_list::IdWriter;
 
 const FRAME: u64 = 0b1100;
 const SNAPSHOT: u64 = 0b1101;
@@ -101,21 +103,9 @@ pub(crate) fn write_frame<T: Replicate>(
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
     write_head::<T>(writer, FRAME, head);
-    let mut ids = IdWriter::start(writer, lists.left.iter().copied());
-    for &id in lists.left {
-        ids.write(writer, id);
-    }
+    write_ids(writer, lists.left);
     write_items(store, lists.entered, writer)?;
-    let mut ids = IdWriter::start(writer, lists.changed.iter().map(|&(id, _)| id));
-    for &(id, fields) in lists.changed {
-        let value = store.get(id).expect("a ghost is of an item held");
-        ids.write(writer, id);
-        write_field_set(writer, fields, T::FIELD_COUNT);
-        value
-            .encode_fields(fields, writer)
-            .map_err(|error| (id, error))?;
-    }
-    Ok(())
+    write_changes(store, lists.changed, writer)
 }
 
 /// Writes a ghost snapshot: the items `ids` (ascending) of `store`.
@@ -166,28 +156,9 @@ pub(crate) fn read<T: Replicate>(
         let items = read_items(reader, limits)?;
         return Ok(Message::Snapshot(Snapshot { head, items }));
     }
-    let (mut ids, count) = IdReader::start(reader, 1)?;
-    limits.check_removals(count)?;
-    let mut left = Vec::with_capacity(prealloc::<ReplicationId>(count));
-    for _ in 0..count {
-        left.push(ids.read(reader)?);
-    }
+    let left = read_removals(reader, limits)?;
     let entered = read_items(reader, limits)?;
-    let fields = ghost_fields::<T>();
-    let (mut ids, count) = read_ids(reader, 2, limits)?;
-    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
-    for _ in 0..count {
-        let id = ids.read(reader)?;
-        let bit_offset = reader.bit_offset();
-        let mask = read_field_set(reader, T::FIELD_COUNT)?;
-        if !fields.covers(mask) {
-            return Err(DecodeError::InvalidFieldSet {
-                bit_offset,
-                field_count: T::FIELD_COUNT,
-            });
-        }
-        changed.push((id, T::decode_fields(mask, reader)?));
-    }
+    let changed = read_changes::<T>(reader, limits, ghost_fields::<T>())?;
     Ok(Message::Frame(Frame {
         head,
         left,
