@@ -20,7 +20,7 @@ use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::send_state::GhostFeed;
 
-use super::relay::FeedReport;
+use super::relay::{FeedReport, take};
 
 impl<T> FastArray<T> {
     /// An empty ghost array: read-only copies of a neighbour shard's items
@@ -209,31 +209,23 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// snapshot, and the frames that waited for it.
     pub(super) fn apply_ghost_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
         let mut report = FeedReport::default();
-        let mut applied = self.apply_ghost_message(bytes, &mut report)?;
-        while applied {
-            let Some(bytes) = self.ghost_follow_mut().and_then(Follow::take_next) else {
-                break;
-            };
-            applied = self
-                .apply_ghost_message(&bytes, &mut report)
-                .unwrap_or(false);
-            if !applied {
-                // It passed the checks of its head when it came: the ghosts
-                // it applies to are not the ones it was written for.
-                self.ghost_follow_mut().map(Follow::lose);
-            }
-        }
+        let applied = self.apply_ghost_message(bytes, &mut report)?;
+        self.apply_waiting(
+            applied,
+            |ghosts, ()| ghosts.ghost_follow_mut(),
+            |ghosts, bytes| ghosts.apply_ghost_message(bytes, &mut report),
+        );
         report.needs_snapshot = self.ghost_needs_snapshot();
         Ok(report)
     }
 
-    /// Applies one ghost message, if it comes in its turn; returns whether
-    /// it did.
+    /// Applies one ghost message, if it comes in its turn; returns
+    /// `Some` if it did.
     fn apply_ghost_message(
         &mut self,
         bytes: &[u8],
         report: &mut FeedReport,
-    ) -> Result<bool, DecodeError> {
+    ) -> Result<Option<()>, DecodeError> {
         let limits = self.limits();
         let message = read_whole(bytes, &limits, |reader| {
             ghost::read::<T>(reader, ArrayLimits::top(limits))
@@ -246,7 +238,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                 let head = snapshot.head;
                 if !follow.snapshot_applies(head.epoch, head.seq) {
                     follow.stale();
-                    return Ok(false);
+                    return Ok(None);
                 }
                 let items = snapshot.items;
                 let kept =
@@ -258,15 +250,12 @@ impl<T: Replicate + Clone> FastArray<T> {
                 for id in gone {
                     self.store.remove(id);
                 }
+                let sender = self
+                    .sender
+                    .as_deref_mut()
+                    .expect("a ghost array has a sender");
                 for (id, value) in items {
-                    match self.store.get_mut(id) {
-                        Some(mut item) => {
-                            if !item.wire_eq(&value) {
-                                *item = value;
-                            }
-                        }
-                        None => self.store.push_given(id, value),
-                    }
+                    take(&mut self.store, &mut sender.owners, id, None, value);
                 }
                 self.commit_frame();
                 let follow = self
@@ -274,7 +263,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                     .expect("a ghost array follows a feed");
                 follow.joined(head.epoch, head.seq);
                 report.snapshot = true;
-                Ok(true)
+                Ok(Some(()))
             }
             Message::Frame(frame) => {
                 let head = frame.head;
@@ -290,10 +279,10 @@ impl<T: Replicate + Clone> FastArray<T> {
                             .expect("a ghost array follows a feed");
                         follow.applied(head.seq);
                         report.frames += 1;
-                        return Ok(true);
+                        return Ok(Some(()));
                     }
                 }
-                Ok(false)
+                Ok(None)
             }
         }
     }

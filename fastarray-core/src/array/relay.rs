@@ -281,25 +281,36 @@ impl<T: Replicate + Clone> FastArray<T> {
             });
         }
         let mut report = FeedReport::default();
-        let mut applied = self.apply_feed_message(bytes, &mut report)?;
-        // Frames of the same feed that waited for this one.
-        while let Some(shard) = applied {
-            let next = self
-                .sources_mut()
-                .and_then(|sources| sources.followed_mut(shard));
-            let Some(bytes) = next.and_then(Follow::take_next) else {
-                break;
-            };
-            applied = self.apply_feed_message(&bytes, &mut report).ok().flatten();
-            if applied.is_none() {
-                // It passed the checks of its head when it came: the state
-                // it applies to is not the one it was written for.
-                let follow = self.sources_mut().and_then(|s| s.followed_mut(shard));
-                follow.map(Follow::lose);
-            }
-        }
+        let applied = self.apply_feed_message(bytes, &mut report)?;
+        self.apply_waiting(
+            applied,
+            |relay, shard| relay.sources_mut()?.followed_mut(shard),
+            |relay, bytes| relay.apply_feed_message(bytes, &mut report),
+        );
         report.needs_snapshot = self.needs_feed_snapshot();
         Ok(report)
+    }
+
+    /// Applies, in order, the frames of a feed (a relay's shard's, a ghost
+    /// array's, named by a `K`) that waited for the one just `applied`. A
+    /// frame that does not apply passed the checks of its head when it
+    /// came, so the state it applies to is not the one it was written
+    /// for: the feed is lost, and needs a snapshot.
+    pub(super) fn apply_waiting<K: Copy>(
+        &mut self,
+        mut applied: Option<K>,
+        follow: for<'a> fn(&'a mut Self, K) -> Option<&'a mut Follow>,
+        mut apply: impl FnMut(&mut Self, &[u8]) -> Result<Option<K>, DecodeError>,
+    ) {
+        while let Some(feed) = applied {
+            let Some(bytes) = follow(self, feed).and_then(Follow::take_next) else {
+                break;
+            };
+            applied = apply(self, &bytes).ok().flatten();
+            if applied.is_none() {
+                follow(self, feed).map(Follow::lose);
+            }
+        }
     }
 
     /// Applies one message, if it comes in its turn; returns the shard
@@ -562,11 +573,12 @@ fn apply_claims<T: Replicate + Clone>(
     }
 }
 
-/// Makes the relay hold `value` as item `id`, owned by `owner`: added, or
+/// Makes a follower (a relay, a ghost array) hold `value` as item `id`,
+/// owned by `owner`: added, or
 /// written over what it holds (only where it differs, so connections are
 /// sent the fields that changed). Returns whether it held the item (a
 /// handoff of an item kept pending in the same frame is one).
-fn take<T: Replicate + Clone>(
+pub(super) fn take<T: Replicate + Clone>(
     store: &mut Store<T>,
     owners: &mut Owners,
     id: ReplicationId,
