@@ -17,7 +17,10 @@
 //!   and clients: the bus fans the feed out), `relay_<n>` one relay's tick
 //!   (`apply_feed`, which commits, then a write and an ack for each of its
 //!   `n` caught-up connections). `fanout_10k/conns_<n>` is the server's
-//!   tick without relays.
+//!   tick without relays. `ghost_feed_hot` times a shard's
+//!   `write_ghost_feed` for one neighbour that sees a tenth of the items
+//!   (those with `x` in the top tenth of the world), after the commit of
+//!   a frame of the hot workload (10% of the 10 000 items move).
 //!
 //! ```sh
 //! cargo bench -p fastarray-bench --bench scaling
@@ -29,7 +32,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::FastArray;
 use fastarray_bench::{
-    Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes,
+    POSITION_RANGE, Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes,
 };
 
 /// Seed of every workload.
@@ -168,6 +171,32 @@ fn relays(c: &mut Criterion) {
                 let start = Instant::now();
                 server.commit();
                 black_box(server.write_feed(&mut feed).expect("feed"));
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    let (mut script_hot, agents) = Script::new(Workload::Hot, items, SEED);
+    let mut shard = FastArray::shard(fastarray::ShardId::new(0));
+    for agent in agents {
+        shard.push(agent);
+    }
+    shard.commit();
+    let mut neighbour = fastarray::GhostFeed::new();
+    let near = |agent: &fastarray_bench::Agent| agent.position[0] > 0.8 * POSITION_RANGE;
+    shard
+        .write_ghost_feed(&mut neighbour, near, &mut feed)
+        .expect("ghost snapshot");
+    group.bench_function("ghost_feed_hot", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                script_hot.tick(&mut ops);
+                apply_ours(&mut shard, &ops);
+                shard.commit();
+                feed.clear();
+                let start = Instant::now();
+                black_box(shard.write_ghost_feed(&mut neighbour, near, &mut feed)).expect("ghosts");
                 total += start.elapsed();
             }
             total

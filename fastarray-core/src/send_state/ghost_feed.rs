@@ -8,8 +8,6 @@
 //! changed or adopted it (its answer can only change then, if it depends on
 //! the item alone), and of every item after [`GhostFeed::refilter`].
 
-use std::collections::BTreeMap;
-
 use hashbrown::HashSet;
 
 use crate::history::History;
@@ -149,18 +147,34 @@ impl GhostFeed {
                 ..GhostPlan::default()
             };
         };
-        let mut touched: BTreeMap<ReplicationId, Touch> = BTreeMap::new();
+        // What the frames did to each item, in one list sorted by id (each
+        // frame's lists are; a sort of their concatenation is cheap).
+        let mut touched: Vec<(ReplicationId, Touch)> = Vec::new();
         for changes in frames.take_while(|changes| changes.frame <= frame) {
-            for &id in &changes.added {
-                touched.entry(id).or_default().added = true;
-            }
-            for &id in &changes.removed {
-                touched.entry(id).or_default();
-            }
-            for &(id, mask) in changes.changed.iter().chain(&changes.initial) {
-                touched.entry(id).or_default().fields |= mask;
-            }
+            let added = Touch {
+                fields: FieldMask::EMPTY,
+                added: true,
+            };
+            touched.extend(changes.added.iter().map(|&id| (id, added)));
+            touched.extend(changes.removed.iter().map(|&id| (id, Touch::default())));
+            let changed = changes.changed.iter().chain(&changes.initial);
+            touched.extend(changed.map(|&(id, fields)| {
+                let touch = Touch {
+                    fields,
+                    added: false,
+                };
+                (id, touch)
+            }));
         }
+        touched.sort_unstable_by_key(|&(id, _)| id);
+        touched.dedup_by(|later, first| {
+            let same = later.0 == first.0;
+            if same {
+                first.1.fields |= later.1.fields;
+                first.1.added |= later.1.added;
+            }
+            same
+        });
         let mut plan = GhostPlan::default();
         let mut decide = |id: ReplicationId, touch: Touch, near: bool| match (
             self.members.contains(&id),
@@ -182,11 +196,12 @@ impl GhostFeed {
         };
         if self.refilter {
             let mut ids: Vec<ReplicationId> = all.chain(self.members.iter().copied()).collect();
-            ids.extend(touched.keys().copied());
+            ids.extend(touched.iter().map(|&(id, _)| id));
             ids.sort_unstable();
             ids.dedup();
             for id in ids {
-                let touch = touched.get(&id).copied().unwrap_or_default();
+                let touch = (touched.binary_search_by_key(&id, |&(id, _)| id))
+                    .map_or_else(|_| Touch::default(), |at| touched[at].1);
                 decide(id, touch, near(id));
             }
         } else {
