@@ -70,8 +70,11 @@ impl<T> FastArray<T> {
         &mut self,
         shard: ShardId,
         tenures: Vec<(ReplicationId, u32)>,
-        departed: Vec<(ReplicationId, u32, u64)>,
+        mut departed: Vec<(ReplicationId, u32, u64)>,
     ) {
+        // Their expiry takes them oldest first, whatever order a save
+        // lists them in.
+        departed.sort_unstable_by_key(|&(id, _, frame)| (frame, id));
         let mut restored = Tenures::of_shard(shard);
         for (id, count) in tenures {
             restored.restore(id, count);

@@ -286,7 +286,8 @@ pub(crate) fn frame_entries<T: Replicate>(
         .added
         .iter()
         .map(|&id| (id, Work::Add { structural: true }));
-    // A server's adds all come after its changes: the lists are chained.
+    // Adds usually have the highest ids (new ones): then every change
+    // comes first, and the lists are chained with no comparison per entry.
     let chained = match (changes.changed.last(), changes.added.first()) {
         (Some(&(changed, _)), Some(&added)) => changed < added,
         _ => true,

@@ -89,8 +89,8 @@ impl Tenures {
         (self.departed.iter()).map(|(&id, &(count, frame))| (id, count, frame))
     }
 
-    /// Item `id` left at tenure `count` in frame `frame`, as a save says;
-    /// saves list departures by frame.
+    /// Item `id` left at tenure `count` in frame `frame`, as a save says
+    /// (restored oldest first).
     #[cfg(feature = "serde")]
     pub(crate) fn restore_departed(&mut self, id: ReplicationId, count: u32, frame: u64) {
         self.departed.insert(id, (count, frame));

@@ -572,6 +572,24 @@ fn a_restarted_shard_still_refuses_a_late_copy_of_a_handoff() {
         west.hand_off(id, east_id, &mut again).unwrap();
         assert_eq!(east.adopt(&again), Ok(id), "{format:?}");
     }
+    // Departures expire oldest first, whatever order a save lists them
+    // in: item 8 left at frame 5, long gone by frame 2 100; item 7 at 2 000.
+    let mut west = FastArray::<Unit>::shard(west_id);
+    let ids: Vec<ReplicationId> = (0..9).map(|n| west.push(unit(n, None))).collect();
+    west.commit();
+    let mut handoff = Vec::new();
+    west.hand_off(ids[8], east_id, &mut handoff).unwrap();
+    let save = r#"{"frame":2000,"array_key":0,"next_id":1099511627776,"shard":1,
+        "departed":[[7,1,2000],[8,1,5]],"items":[]}"#;
+    let mut east: FastArray<Unit> = serde_json::from_str(save).unwrap();
+    for _ in 0..100 {
+        east.commit();
+    }
+    assert_eq!(
+        east.adopt(&handoff),
+        Ok(ids[8]),
+        "item 8's departure expired"
+    );
     // A save that says an item left after the save's frame is refused.
     let save = r#"{"frame":3,"array_key":0,"next_id":1,"shard":0,"departed":[[7,1,4]],"items":[]}"#;
     assert!(serde_json::from_str::<FastArray<Unit>>(save).is_err());
