@@ -308,6 +308,15 @@ fn ghosts_hold(shard: &FastArray<Walker>, k: usize, ghosts: &FastArray<Walker>) 
             .all(|(id, w)| ghosts.get(*id) == Some(&ghost_of(w)))
 }
 
+/// Whether neither shard has a handoff in flight and each holds exactly
+/// the other's walkers within its reach as ghosts.
+fn settled_and_ghosted(west: &Node, east: &Node) -> bool {
+    west.port.in_flight() == 0
+        && east.port.in_flight() == 0
+        && ghosts_hold(&west.array, 0, &east.ghosts)
+        && ghosts_hold(&east.array, 1, &west.ghosts)
+}
+
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
@@ -335,11 +344,7 @@ fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
         west.tick(0, &mut rng, moving, clock);
         east.tick(1, &mut rng, moving, clock);
         if !moving {
-            let settled = west.port.in_flight() == 0 && east.port.in_flight() == 0;
-            if settled
-                && ghosts_hold(&west.array, 0, &east.ghosts)
-                && ghosts_hold(&east.array, 1, &west.ghosts)
-            {
+            if settled_and_ghosted(west, east) {
                 break;
             }
             assert!(
@@ -464,17 +469,13 @@ fn a_shard_restarted_from_its_save_rejoins_its_relay_and_its_neighbour() {
                 && shards
                     .iter()
                     .all(|shard| shard.iter().all(|(id, w)| relay.get(id) == Some(w)));
-            let settled = west.port.in_flight() == 0 && east.port.in_flight() == 0;
-            if merged
-                && settled
-                && ghosts_hold(&west.array, 0, &east.ghosts)
-                && ghosts_hold(&east.array, 1, &west.ghosts)
-            {
+            let settled = settled_and_ghosted(west, east);
+            if merged && settled {
                 break;
             }
             assert!(
                 now < moving_until + 400,
-                "not converged: merged {merged}, settled {settled}, relay {:?}",
+                "not converged: merged {merged}, settled and ghosted {settled}, relay {:?}",
                 relay.feed_stats()
             );
         }
