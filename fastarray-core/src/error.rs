@@ -506,12 +506,6 @@ pub enum SendError {
         /// The array's item type.
         type_name: &'static str,
     },
-    /// A feed asked of an array whose items have `#[replicate(array)]`
-    /// fields: relays do not follow those yet.
-    FeedUnsupported {
-        /// The array's item type.
-        type_name: &'static str,
-    },
     /// A handoff asked of an array not made as a shard
     /// ([`FastArray::shard`](crate::FastArray::shard)).
     NotAShard {
@@ -597,10 +591,6 @@ impl fmt::Display for SendError {
             Self::GhostFeedBehind => f.write_str(
                 "this ghost feed has not written the array's last commit: call write_ghost_feed \
                  after each commit, before answering for a snapshot",
-            ),
-            Self::FeedUnsupported { type_name } => write!(
-                f,
-                "`{type_name}` has #[replicate(array)] fields, which a feed does not carry yet"
             ),
             Self::ClientAfterWrite => f.write_str(
                 "this connection already wrote under another client: name its client (set_client) \

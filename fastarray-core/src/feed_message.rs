@@ -29,6 +29,14 @@
 //! The handoff of one item from shard to shard is a message of its own:
 //! kind 11, the schema hash, its id and tenure (varints), its owner and
 //! every field.
+//!
+//! An item type with `#[replicate(array)]` fields writes, wherever an item
+//! goes whole, each of its arrays after its fields ([`write_array`]: the
+//! id the array's next push takes, then its items, each with its owner,
+//! every field and its own arrays); a change has a bit before its field
+//! set (fields changed) and one after its fields (its arrays follow,
+//! whole). A frame carries the arrays of the items whose arrays changed,
+//! and no others.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -38,9 +46,10 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError};
 use crate::history::History;
 use crate::id::ReplicationId;
+use crate::inner_array::{Follower, InnerArray};
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
-use crate::replicate::Replicate;
+use crate::replicate::{Replicate, encode_whole};
 use crate::send_state::audience::Owners;
 use crate::send_state::tenures::Tenures;
 use crate::shard::ShardId;
@@ -78,9 +87,23 @@ pub(crate) struct Frame<T: Replicate> {
     pub(crate) handed: Vec<(ReplicationId, ShardId, u32)>,
     pub(crate) added: Vec<(ReplicationId, Option<u64>, T)>,
     pub(crate) adopted: Vec<(ReplicationId, u32)>,
-    pub(crate) changed: Vec<(ReplicationId, T::Patch)>,
+    pub(crate) changed: Vec<Change<T>>,
     pub(crate) moved: Vec<(ReplicationId, Option<u64>)>,
 }
+
+/// One item's change, decoded: its fields that changed, and its arrays
+/// whole if they changed (only a type with `#[replicate(array)]` fields
+/// has a change of arrays, or one of no field).
+pub(crate) struct Change<T: Replicate> {
+    pub(crate) id: ReplicationId,
+    pub(crate) patch: Option<T::Patch>,
+    pub(crate) arrays: Option<Arrays>,
+}
+
+/// An item's arrays as a change carries them: a new array of each of its
+/// `#[replicate(array)]` fields' types, in declaration order, holding
+/// what the server's holds ([`InnerArray::read_follow`]).
+pub(crate) type Arrays = Vec<Box<dyn InnerArray>>;
 
 /// A whole array, decoded.
 pub(crate) struct Snapshot<T> {
@@ -196,10 +219,11 @@ pub(crate) fn write_frame<T: Replicate>(
         let value = store.get(id).expect("a committed add is held");
         ids.write(writer, id);
         write_owner(writer, owner_of(owners, id));
-        value.encode(writer).map_err(|error| (id, error))?;
+        write_value(value, Follower::Relay, writer).map_err(|error| (id, error))?;
     }
     write_counts(writer, &changes.adopted);
-    write_changes(store, &merged(&changes.changed, &changes.initial), writer)?;
+    let changed = merged(&changes.changed, &changes.initial);
+    write_changes(store, &changed, &changes.arrays_changed, writer)?;
     // An add carries its owner; an item removed since has none.
     let moved: Vec<ReplicationId> = changes
         .moved
@@ -223,23 +247,179 @@ fn write_ids(writer: &mut BitWriter<'_>, ids: &[ReplicationId]) {
     }
 }
 
-/// Writes a list of changes of items of `store` (ascending): per item its
-/// id, the set of fields and those fields. On error, names the item.
+/// Writes a list of changes of items of `store` (ascending by id): those
+/// of fields `changed`, and of the arrays of the items `arrays` (for a
+/// relay; they are carried whole). Per item its id, the set of fields and
+/// those fields; for a type with `#[replicate(array)]` fields, a bit
+/// before the set (whether fields changed) and one after the fields
+/// (whether its arrays follow, then each array whole). On error, names
+/// the item.
 fn write_changes<T: Replicate>(
     store: &Store<T>,
     changed: &[(ReplicationId, FieldMask)],
+    arrays: &[ReplicationId],
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
-    let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
-    for &(id, fields) in changed {
+    let entries = with_arrays(changed, arrays);
+    let mut ids = IdWriter::start(writer, entries.iter().map(|&(id, _)| id));
+    for &(id, fields) in entries.iter() {
         let value = store.get(id).expect("a change is of an item held");
         ids.write(writer, id);
-        write_field_set(writer, fields, T::FIELD_COUNT);
-        value
-            .encode_fields(fields, writer)
-            .map_err(|error| (id, error))?;
+        let has_arrays = T::ARRAY_FIELDS > 0;
+        if has_arrays {
+            writer.write_bool(!fields.is_empty());
+        }
+        if !fields.is_empty() {
+            write_field_set(writer, fields, T::FIELD_COUNT);
+            (value.encode_fields(fields, writer)).map_err(|error| (id, error))?;
+        }
+        if has_arrays {
+            let whole = arrays.binary_search(&id).is_ok();
+            writer.write_bool(whole);
+            if whole {
+                write_arrays(value, Follower::Relay, writer).map_err(|error| (id, error))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// The entries of a list of changes: `changed`, and the items `arrays`
+/// (ascending) not in it, with no field.
+fn with_arrays<'a>(
+    changed: &'a [(ReplicationId, FieldMask)],
+    arrays: &[ReplicationId],
+) -> Cow<'a, [(ReplicationId, FieldMask)]> {
+    if arrays.is_empty() {
+        return Cow::Borrowed(changed);
+    }
+    let listed = |id: &ReplicationId| changed.binary_search_by_key(id, |&(id, _)| id).is_ok();
+    let only = arrays.iter().filter(|id| !listed(id));
+    let mut all: Vec<_> = (changed.iter().copied())
+        .chain(only.map(|&id| (id, FieldMask::EMPTY)))
+        .collect();
+    all.sort_unstable_by_key(|&(id, _)| id);
+    Cow::Owned(all)
+}
+
+/// Writes `value` as a follower takes it whole: its fields (every one
+/// for a relay, the ghost fields for a ghost), then each of its arrays
+/// ([`InnerArray::write_follow`]).
+pub(crate) fn write_value<T: Replicate>(
+    value: &T,
+    follower: Follower,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    encode_whole(value, follower_fields::<T>(follower), writer)?;
+    write_arrays(value, follower, writer)
+}
+
+/// Writes each array of `value` whole, for `follower`.
+fn write_arrays<T: Replicate>(
+    value: &T,
+    follower: Follower,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    let mut result = Ok(());
+    value.for_each_array(&mut |array| {
+        if result.is_ok() {
+            result = array.write_follow(follower, writer);
+        }
+    });
+    result
+}
+
+/// The fields of a `T` a follower holds.
+fn follower_fields<T: Replicate>(follower: Follower) -> FieldMask {
+    match follower {
+        Follower::Relay => FieldMask::all(T::FIELD_COUNT),
+        Follower::Ghost => ghost::ghost_fields::<T>(),
+    }
+}
+
+/// Reads what [`write_value`] wrote, the arrays inside it within `inner`.
+pub(crate) fn read_value<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    follower: Follower,
+    inner: ArrayLimits,
+) -> Result<T, DecodeError> {
+    let fields = follower_fields::<T>(follower);
+    let mut value = if fields == FieldMask::all(T::FIELD_COUNT) {
+        T::decode(reader)?
+    } else {
+        T::decode_visible(fields, reader)?
+    };
+    let mut result = Ok(());
+    value.for_each_array_mut(&mut |array| {
+        if result.is_ok() {
+            result = array.read_follow(follower, reader, inner);
+        }
+    });
+    result.map(|()| value)
+}
+
+/// Reads the arrays of a `T` written by [`write_arrays`] for a relay,
+/// each within `inner`.
+fn read_arrays<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    inner: ArrayLimits,
+) -> Result<Arrays, DecodeError> {
+    let mut arrays: Arrays = Vec::with_capacity(T::ARRAY_FIELDS as usize);
+    T::for_each_empty_array(&mut |array| arrays.push(array.new_empty()));
+    for array in &mut arrays {
+        array.read_follow(Follower::Relay, reader, inner)?;
+    }
+    Ok(arrays)
+}
+
+/// Writes the whole of an array inside an item, `store` (owned by
+/// `owners`), for `follower`: the id its next push takes, then its items
+/// (count, then per item its id, its owner for a relay, and
+/// [`write_value`]).
+pub(crate) fn write_array<U: Replicate>(
+    store: &Store<U>,
+    owners: Option<&Owners>,
+    follower: Follower,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    writer.write_varint(store.next_id());
+    let mut order: Vec<&Slot<U>> = store.slots().iter().collect();
+    order.sort_unstable_by_key(|slot| slot.id);
+    let mut ids = IdWriter::start(writer, order.iter().map(|slot| slot.id));
+    for slot in order {
+        ids.write(writer, slot.id);
+        if follower == Follower::Relay {
+            write_owner(writer, owner_of(owners, slot.id));
+        }
+        write_value(&slot.value, follower, writer)?;
+    }
+    Ok(())
+}
+
+/// What [`write_array`] wrote: the id the next push takes, and the items
+/// (id, owner, value), refusing more than `limits` allow before reading
+/// them.
+pub(crate) type ArrayCopy<U> = (u64, Vec<(ReplicationId, Option<u64>, U)>);
+
+/// Reads what [`write_array`] wrote.
+pub(crate) fn read_array<U: Replicate>(
+    reader: &mut BitReader<'_>,
+    follower: Follower,
+    limits: ArrayLimits,
+) -> Result<ArrayCopy<U>, DecodeError> {
+    let next_id = reader.read_varint()?;
+    let relay = follower == Follower::Relay;
+    let whole = follower_fields::<U>(follower) == FieldMask::all(U::FIELD_COUNT);
+    let least = 1 + u64::from(relay) + if whole { U::MIN_BITS } else { 0 };
+    let (mut ids, count) = read_ids(reader, least, limits)?;
+    let inner = limits.for_arrays(false);
+    let mut items = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>, U)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        let owner = if relay { read_owner(reader)? } else { None };
+        items.push((id, owner, read_value(reader, follower, inner)?));
+    }
+    Ok((next_id, items))
 }
 
 /// Reads a list of ids removed, refusing more than `limits` allow.
@@ -257,25 +437,46 @@ fn read_removals(
 }
 
 /// Reads what [`write_changes`] wrote, refusing a set of fields that is
-/// not within `allowed`.
+/// not within `allowed`, and arrays unless `arrays` gives their limits
+/// (a ghost's change carries none: its item enters again).
 fn read_changes<T: Replicate>(
     reader: &mut BitReader<'_>,
     limits: ArrayLimits,
     allowed: FieldMask,
-) -> Result<Vec<(ReplicationId, T::Patch)>, DecodeError> {
+    arrays: Option<ArrayLimits>,
+) -> Result<Vec<Change<T>>, DecodeError> {
     let (mut ids, count) = read_ids(reader, 2, limits)?;
-    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, T::Patch)>(count));
+    let mut changed = Vec::with_capacity(prealloc::<Change<T>>(count));
+    let has_arrays = T::ARRAY_FIELDS > 0;
     for _ in 0..count {
         let id = ids.read(reader)?;
         let bit_offset = reader.bit_offset();
-        let fields = read_field_set(reader, T::FIELD_COUNT)?;
-        if !allowed.covers(fields) {
-            return Err(DecodeError::InvalidFieldSet {
-                bit_offset,
-                field_count: T::FIELD_COUNT,
-            });
+        let invalid = DecodeError::InvalidFieldSet {
+            bit_offset,
+            field_count: T::FIELD_COUNT,
+        };
+        let patch = if !has_arrays || reader.read_bool()? {
+            let bit_offset = reader.bit_offset();
+            let fields = read_field_set(reader, T::FIELD_COUNT)?;
+            if !allowed.covers(fields) {
+                return Err(DecodeError::InvalidFieldSet {
+                    bit_offset,
+                    field_count: T::FIELD_COUNT,
+                });
+            }
+            Some(T::decode_fields(fields, reader)?)
+        } else {
+            None
+        };
+        let arrays = match (has_arrays && reader.read_bool()?, arrays) {
+            (false, _) => None,
+            (true, Some(inner)) => Some(read_arrays::<T>(reader, inner)?),
+            (true, None) => return Err(invalid),
+        };
+        if patch.is_none() && arrays.is_none() {
+            return Err(invalid);
         }
-        changed.push((id, T::decode_fields(fields, reader)?));
+        changed.push(Change { id, patch, arrays });
     }
     Ok(changed)
 }
@@ -348,9 +549,7 @@ pub(crate) fn write_snapshot<T: Replicate>(
     for slot in order {
         ids.write(writer, slot.id);
         write_owner(writer, owner_of(owners, slot.id));
-        slot.value
-            .encode(writer)
-            .map_err(|error| (slot.id, error))?;
+        write_value(&slot.value, Follower::Relay, writer).map_err(|error| (slot.id, error))?;
     }
     let mut counts: Vec<_> = (handoffs.tenures.into_iter())
         .flat_map(Tenures::counts)
@@ -386,12 +585,13 @@ pub(crate) fn write_handoff<T: Replicate>(
     writer.write_varint(id.to_raw());
     writer.write_varint(count.into());
     write_owner(writer, owner);
-    value.encode(writer)
+    write_value(value, Follower::Relay, writer)
 }
 
 /// Reads a handoff message.
 pub(crate) fn read_handoff<T: Replicate>(
     reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
 ) -> Result<Handoff<T>, DecodeError> {
     let bit_offset = reader.bit_offset();
     if reader.read_bits(KIND_BITS)? != HANDOFF {
@@ -405,7 +605,7 @@ pub(crate) fn read_handoff<T: Replicate>(
     let id = ReplicationId::from_raw(reader.read_varint()?);
     let count = read_count(reader)?;
     let owner = read_owner(reader)?;
-    let value = T::decode(reader)?;
+    let value = read_value(reader, Follower::Relay, limits.for_arrays(false))?;
     Ok(Handoff {
         id,
         count,
@@ -493,27 +693,30 @@ fn read_ids(
 fn read_items<T: Replicate>(
     reader: &mut BitReader<'_>,
     limits: ArrayLimits,
+    inner: ArrayLimits,
 ) -> Result<Vec<(ReplicationId, Option<u64>, T)>, DecodeError> {
     let (mut ids, count) = read_ids(reader, 2 + T::MIN_BITS, limits)?;
     let mut items = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>, T)>(count));
     for _ in 0..count {
         let id = ids.read(reader)?;
         let owner = read_owner(reader)?;
-        items.push((id, owner, T::decode(reader)?));
+        items.push((id, owner, read_value(reader, Follower::Relay, inner)?));
     }
     Ok(items)
 }
 
 /// Reads a feed message, refusing more entries than `limits` allow before
-/// reading them.
+/// reading them (and, in the arrays inside its items, than `inner`
+/// allows).
 pub(crate) fn read<T: Replicate>(
     reader: &mut BitReader<'_>,
     limits: ArrayLimits,
+    inner: ArrayLimits,
 ) -> Result<Message<T>, DecodeError> {
     let (kind, head) = read_head::<T>(reader)?;
     if kind == SNAPSHOT {
         let next_id = reader.read_varint()?;
-        let items = read_items(reader, limits)?;
+        let items = read_items(reader, limits, inner)?;
         let counts = read_counts(reader, limits)?;
         let handed = read_handed(reader, limits)?;
         return Ok(Message::Snapshot(Snapshot {
@@ -526,9 +729,10 @@ pub(crate) fn read<T: Replicate>(
     }
     let removed = read_removals(reader, limits)?;
     let handed = read_handed(reader, limits)?;
-    let added = read_items(reader, limits)?;
+    let added = read_items(reader, limits, inner)?;
     let adopted = read_counts(reader, limits)?;
-    let changed = read_changes::<T>(reader, limits, FieldMask::all(T::FIELD_COUNT))?;
+    let all = FieldMask::all(T::FIELD_COUNT);
+    let changed = read_changes::<T>(reader, limits, all, Some(inner))?;
     let (mut ids, count) = read_ids(reader, 2, limits)?;
     let mut moved = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>)>(count));
     for _ in 0..count {

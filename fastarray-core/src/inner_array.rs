@@ -120,6 +120,51 @@ pub trait InnerArray {
     ) -> Result<(), DecodeError>;
     /// Everything it holds as a mirror but its items' values.
     fn mirror_state(&self) -> MirrorState;
+    /// The array, to tell its type, mutably.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// A new, empty array of the same type, for a follower to read a copy
+    /// of this field into ([`read_follow`](Self::read_follow)).
+    fn new_empty(&self) -> Box<dyn InnerArray>;
+    /// Writes what a `follower` holds of it, as of its last commit: the
+    /// id its next push takes, then every item (its id, its owner for a
+    /// relay, its fields — every one for a relay, the ghost fields for a
+    /// ghost — and its own arrays so).
+    fn write_follow(
+        &self,
+        follower: Follower,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), EncodeError>;
+    /// Reads what [`write_follow`](Self::write_follow) wrote into this
+    /// array, new and empty: its items pushed with their ids and owners,
+    /// not committed. Refuses more items than `limits` (its owner's)
+    /// allow before reading them.
+    fn read_follow(
+        &mut self,
+        follower: Follower,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<(), DecodeError>;
+    /// Makes this array hold what `copy`, an array of the same type read by
+    /// [`read_follow`](Self::read_follow), holds, as a follower takes an
+    /// item: ids it lacks removed, the others added or written over where
+    /// they differ, so its next commit holds the changes. `copy` is left
+    /// empty. An array of another type changes nothing.
+    fn take_follow(&mut self, copy: &mut dyn InnerArray);
+    /// Swaps contents with `other`, an array of the same type (nothing
+    /// for another type).
+    fn swap_with(&mut self, other: &mut dyn InnerArray);
+}
+
+/// Who reads a copy of an array written by
+/// [`InnerArray::write_follow`]: what the copy carries.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follower {
+    /// A relay or a shard taking an item over: owners and every field.
+    Relay,
+    /// A neighbour's ghost array: no owners, the ghost fields only (all but
+    /// the `owner_only` ones).
+    Ghost,
 }
 
 /// A delta decoded by an array inside an item, kept until the owner's whole

@@ -57,6 +57,17 @@ pub(crate) fn capture<T: Replicate + Clone>(id: ReplicationId, value: &T, buffer
     buffer.value = Some(value.pre_image().unwrap_or_else(|| value.clone()));
 }
 
+/// Makes `before`, the value item `id` held, its pre-image, moved in (for
+/// a write that replaces the value, so the type need not be `Clone`):
+/// nothing if the buffer already holds it.
+pub(crate) fn keep<T>(id: ReplicationId, before: T, buffer: &mut Buffer<T>) {
+    if buffer.holds == Some(id) && buffer.value.is_some() {
+        return;
+    }
+    buffer.holds = None;
+    buffer.value = Some(before);
+}
+
 /// Derive plumbing for [`Replicate::capture_into`]: in
 /// `(&&CloneField(&self.f)).capture_field(&mut into.f)`, method lookup
 /// tries [`ByClone`] first (its receiver is one reference closer), which

@@ -47,6 +47,29 @@ fn same_arrays<T: Replicate>(a: &T, b: &T) -> bool {
     same
 }
 
+/// Calls `each` with the `#[replicate(array)]` fields of `a` and `b`,
+/// field by field (the same field of each).
+pub(crate) fn zip_arrays<T: Replicate>(
+    a: &mut T,
+    b: &mut T,
+    each: &mut dyn FnMut(&mut dyn InnerArray, &mut dyn InnerArray),
+) {
+    if T::ARRAY_FIELDS == 0 {
+        return;
+    }
+    let mut field = 0;
+    a.for_each_array_mut(&mut |mine| {
+        let mut other_field = 0;
+        b.for_each_array_mut(&mut |theirs| {
+            if other_field == field {
+                each(&mut *mine, theirs);
+            }
+            other_field += 1;
+        });
+        field += 1;
+    });
+}
+
 /// A struct whose replicated fields can be diffed and sent one by one.
 ///
 /// Implement it with `#[derive(Replicate)]`; the derive also implements

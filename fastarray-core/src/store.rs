@@ -10,8 +10,8 @@ use hashbrown::HashMap;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::inner_array::Lineage;
 use crate::mask::FieldMask;
-use crate::pre_image::{Lent, PreImages};
-use crate::replicate::Replicate;
+use crate::pre_image::{self, Lent, PreImages};
+use crate::replicate::{Replicate, zip_arrays};
 use crate::send_state::Holdings;
 
 mod commit;
@@ -513,6 +513,33 @@ impl<T> Store<T> {
 }
 
 /// What a connection compares against when it resynchronises.
+impl<T: Replicate> Store<T> {
+    /// Writes `value` over the item with this id (held), as a follower
+    /// takes an item its source sent whole, with no guard, so `T` need not
+    /// be `Clone`: the value it held becomes its pre-image (or, for a type
+    /// with `#[replicate(array)]` fields, [`Replicate::pre_image`]). Its
+    /// arrays are not replaced (that would restart their frames and ids
+    /// under every connection) but take what `value`'s hold
+    /// ([`InnerArray::take_follow`](crate::InnerArray::take_follow)).
+    pub(crate) fn replace(&mut self, id: ReplicationId, mut value: T) {
+        let Some(&pos) = self.index.get(&id) else {
+            return;
+        };
+        let slot = &mut self.slots[pos];
+        let before = (slot.state == SlotState::Clean).then(|| slot.value.pre_image());
+        zip_arrays(&mut slot.value, &mut value, &mut |mine, copy| {
+            mine.take_follow(copy);
+            mine.swap_with(copy);
+        });
+        let old = core::mem::replace(&mut slot.value, value);
+        if let Some(pre_image) = before {
+            slot.state = SlotState::Touched;
+            let buffer = self.work.touched.record(id);
+            pre_image::keep(id, pre_image.unwrap_or(old), buffer);
+        }
+    }
+}
+
 impl<T> Holdings for Store<T> {
     fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64)) {
         for slot in &self.slots {

@@ -17,6 +17,7 @@ mod derive;
 mod detail;
 mod enums;
 mod events;
+mod feed_arrays;
 mod flatten;
 mod fuzz_mixed;
 mod fuzz_replay;

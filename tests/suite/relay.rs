@@ -352,17 +352,6 @@ fn a_relay_refuses_changes_of_its_own_and_messages_not_for_it() {
 }
 
 #[test]
-fn items_with_arrays_have_no_feed_yet() {
-    let mut squads = FastArray::new();
-    squads.push(fastarray_testkit::fixtures::ranked::squad(1, 2));
-    squads.commit();
-    assert!(matches!(
-        squads.write_feed(&mut Vec::new()),
-        Err(SendError::FeedUnsupported { .. })
-    ));
-}
-
-#[test]
 fn a_relay_of_a_relay_follows_too() {
     let mut server = FastArray::new();
     let a = server.push(agent(1));

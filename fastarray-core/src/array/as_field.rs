@@ -5,9 +5,12 @@
 use core::any::Any;
 
 use crate::array::FastArray;
+use crate::array::relay::take;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::inner_array::{ArrayField, InnerArray, InnerDelta, Lineage};
+use crate::feed_message;
+use crate::id::ReplicationId;
+use crate::inner_array::{ArrayField, Follower, InnerArray, InnerDelta, Lineage};
 use crate::limits::ArrayLimits;
 use crate::receive::apply::report_whole;
 use crate::receive::decode::{Decoded, skip_delta};
@@ -140,5 +143,63 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
 
     fn mirror_state(&self) -> MirrorState {
         self.mirror_state()
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn new_empty(&self) -> Box<dyn InnerArray> {
+        Box::new(Self::new())
+    }
+
+    fn write_follow(
+        &self,
+        follower: Follower,
+        writer: &mut BitWriter<'_>,
+    ) -> Result<(), EncodeError> {
+        feed_message::write_array(self.store(), self.owners(), follower, writer)
+    }
+
+    fn read_follow(
+        &mut self,
+        follower: Follower,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<(), DecodeError> {
+        let (next_id, items) = feed_message::read_array::<U>(reader, follower, limits)?;
+        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        for (id, owner, value) in items {
+            take(&mut self.store, owners, id, owner, value);
+        }
+        self.store.raise_next_id(next_id);
+        Ok(())
+    }
+
+    fn take_follow(&mut self, copy: &mut dyn InnerArray) {
+        let Some(copy) = copy.as_any_mut().downcast_mut::<Self>() else {
+            return;
+        };
+        let mut copy = core::mem::take(copy);
+        let gone: Vec<ReplicationId> = self.ids().filter(|&id| copy.get(id).is_none()).collect();
+        for id in gone {
+            self.store.remove(id);
+        }
+        let ids: Vec<ReplicationId> = copy.ids().collect();
+        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        for id in ids {
+            let owner = copy.owner(id);
+            let Some(value) = copy.store.remove(id) else {
+                continue;
+            };
+            take(&mut self.store, owners, id, owner, value);
+        }
+        self.store.raise_next_id(copy.store.next_id());
+    }
+
+    fn swap_with(&mut self, other: &mut dyn InnerArray) {
+        if let Some(other) = other.as_any_mut().downcast_mut::<Self>() {
+            core::mem::swap(self, other);
+        }
     }
 }

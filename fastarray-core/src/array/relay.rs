@@ -189,9 +189,8 @@ impl<T: Replicate> FastArray<T> {
     /// # Errors
     /// [`SendError::Uncommitted`] if the array changed since the commit,
     /// [`SendError::NotAnAuthority`] on a mirror,
-    /// [`SendError::FeedUnsupported`] for items with `#[replicate(array)]`
-    /// fields, [`SendError::Encode`] if an item fails to encode. `out` is
-    /// left as it was.
+    /// [`SendError::Encode`] if an item fails to encode. `out` is left as
+    /// it was.
     pub fn write_feed(&self, out: &mut Vec<u8>) -> Result<u64, SendError> {
         self.check_feed()?;
         const NONE: &Changeset = &Changeset::EMPTY;
@@ -236,11 +235,6 @@ impl<T: Replicate> FastArray<T> {
 
     pub(super) fn check_feed(&self) -> Result<(), SendError> {
         self.expect_writer()?;
-        if T::ARRAY_FIELDS > 0 {
-            return Err(SendError::FeedUnsupported {
-                type_name: T::TYPE_NAME,
-            });
-        }
         if self.has_uncommitted_work() {
             return Err(SendError::Uncommitted);
         }
@@ -321,8 +315,10 @@ impl<T: Replicate + Clone> FastArray<T> {
         report: &mut FeedReport,
     ) -> Result<Option<ShardId>, DecodeError> {
         let limits = self.limits();
+        let object = self.sources().is_some_and(|sources| sources.object);
         let message = read_whole(bytes, &limits, |reader| {
-            feed_message::read::<T>(reader, ArrayLimits::top(limits))
+            let top = ArrayLimits::top(limits);
+            feed_message::read::<T>(reader, top, top.for_arrays(object))
         })?;
         let Some(sources) = self.sources_mut() else {
             unreachable!("checked by apply_feed");
@@ -371,7 +367,7 @@ impl<T: Replicate + Clone> FastArray<T> {
             unreachable!("a relay has sources");
         };
         let named = (frame.added.iter().map(|(id, ..)| id))
-            .chain(frame.changed.iter().map(|(id, _)| id))
+            .chain(frame.changed.iter().map(|change| &change.id))
             .chain(frame.moved.iter().map(|(id, _)| id));
         let removes = !frame.removed.is_empty() || !frame.handed.is_empty();
         check_object(sources.object, named, removes)?;
@@ -413,7 +409,7 @@ impl<T: Replicate + Clone> FastArray<T> {
             false => sources.holds(shard, id, held(id)),
         };
         let changed: Vec<Verdict> = (frame.changed.iter())
-            .map(|&(id, _)| verdict(id))
+            .map(|change| verdict(change.id))
             .collect::<Result<_, _>>()?;
         let moved: Vec<Verdict> = (frame.moved.iter())
             .map(|&(id, _)| verdict(id))
@@ -445,11 +441,21 @@ impl<T: Replicate + Clone> FastArray<T> {
             claims,
             count_of,
         );
-        for ((id, patch), verdict) in frame.changed.into_iter().zip(changed) {
+        for (change, verdict) in frame.changed.into_iter().zip(changed) {
             match verdict {
                 Verdict::Apply => {
-                    if let Some(mut item) = self.store.get_mut(id) {
-                        item.apply_patch(patch);
+                    if let Some(mut item) = self.store.get_mut(change.id) {
+                        if let Some(patch) = change.patch {
+                            item.apply_patch(patch);
+                        }
+                        if let Some(mut arrays) = change.arrays {
+                            let mut copies = arrays.iter_mut();
+                            item.for_each_array_mut(&mut |mine| {
+                                if let Some(copy) = copies.next() {
+                                    mine.take_follow(&mut **copy);
+                                }
+                            });
+                        }
                     }
                 }
                 Verdict::Skip => sources.skipped(),
@@ -578,17 +584,19 @@ fn apply_claims<T: Replicate + Clone>(
 /// written over what it holds (only where it differs, so connections are
 /// sent the fields that changed). Returns whether it held the item (a
 /// handoff of an item kept pending in the same frame is one).
-pub(super) fn take<T: Replicate + Clone>(
+pub(super) fn take<T: Replicate>(
     store: &mut Store<T>,
     owners: &mut Owners,
     id: ReplicationId,
     owner: Option<u64>,
     value: T,
 ) -> bool {
-    let held = match store.get_mut(id) {
-        Some(mut item) => {
-            if !item.wire_eq(&value) {
-                *item = value;
+    let held = match store.get(id) {
+        Some(item) => {
+            // An item with arrays always: they are compared and written
+            // by their own commit.
+            if T::ARRAY_FIELDS > 0 || !item.wire_eq(&value) {
+                store.replace(id, value);
             }
             true
         }

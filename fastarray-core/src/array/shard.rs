@@ -13,7 +13,7 @@ use super::snapshot::write_truncating;
 use crate::error::{DecodeError, SendError};
 use crate::feed_message;
 use crate::id::ReplicationId;
-use crate::limits::MirrorLimits;
+use crate::limits::{ArrayLimits, MirrorLimits};
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::send_state::tenures::Tenures;
@@ -110,10 +110,8 @@ impl<T: Replicate> FastArray<T> {
     ///
     /// # Errors
     /// [`SendError::NotAShard`] on an array not made as a shard (a mirror,
-    /// a relay, a server of one process),
-    /// [`SendError::FeedUnsupported`] for items with
-    /// `#[replicate(array)]` fields, [`SendError::UnknownItem`] if the
-    /// array does not hold `id`, [`SendError::HandoffToSelf`] if `to` is
+    /// a relay, a server of one process), [`SendError::UnknownItem`] if
+    /// the array does not hold `id`, [`SendError::HandoffToSelf`] if `to` is
     /// this array's own shard, [`SendError::Encode`] if the item fails to
     /// encode. Nothing is written or removed then.
     ///
@@ -174,11 +172,6 @@ impl<T: Replicate> FastArray<T> {
     ) -> Result<u64, SendError> {
         if !self.is_shard() {
             return Err(SendError::NotAShard {
-                type_name: T::TYPE_NAME,
-            });
-        }
-        if T::ARRAY_FIELDS > 0 {
-            return Err(SendError::FeedUnsupported {
                 type_name: T::TYPE_NAME,
             });
         }
@@ -245,7 +238,7 @@ impl<T: Replicate + Clone> FastArray<T> {
             });
         }
         let handoff = read_whole(bytes, &MirrorLimits::DEFAULT, |reader| {
-            feed_message::read_handoff::<T>(reader)
+            feed_message::read_handoff::<T>(reader, ArrayLimits::top(MirrorLimits::DEFAULT))
         })?;
         let id = handoff.id;
         if self.store.position(id).is_some() {

@@ -17,17 +17,24 @@
 //!   item its id, the set of ghost fields changed and those fields).
 //! - A snapshot: every item in reach (count, then per item its id and
 //!   ghost fields).
+//!
+//! A type with `#[replicate(array)]` fields writes after an item's ghost
+//! fields each of its arrays whole, as a relay's feed does but with no
+//! owners and the ghost fields of the arrays' items; its changes have the
+//! feed's two bits (fields, arrays), the second always 0. An item whose
+//! arrays changed leaves and enters again in the same frame.
 
 use super::{
-    read_changes, read_ids, read_removals, read_stream_head, write_changes, write_ids,
-    write_stream_head,
+    read_changes, read_ids, read_removals, read_stream_head, read_value, write_changes, write_ids,
+    write_stream_head, write_value,
 };
 use crate::bits::{BitReader, BitWriter, prealloc};
 use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
+use crate::inner_array::Follower;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
-use crate::replicate::{Replicate, encode_whole};
+use crate::replicate::Replicate;
 use crate::store::Store;
 use crate::wire::id_list::IdWriter;
 
@@ -84,12 +91,11 @@ fn write_items<T: Replicate>(
     ids: &[ReplicationId],
     writer: &mut BitWriter<'_>,
 ) -> Result<(), (ReplicationId, EncodeError)> {
-    let fields = ghost_fields::<T>();
     let mut list = IdWriter::start(writer, ids.iter().copied());
     for &id in ids {
         let value = store.get(id).expect("a ghost is of an item held");
         list.write(writer, id);
-        encode_whole(value, fields, writer).map_err(|error| (id, error))?;
+        write_value(value, Follower::Ghost, writer).map_err(|error| (id, error))?;
     }
     Ok(())
 }
@@ -105,7 +111,7 @@ pub(crate) fn write_frame<T: Replicate>(
     write_head::<T>(writer, FRAME, head);
     write_ids(writer, lists.left);
     write_items(store, lists.entered, writer)?;
-    write_changes(store, lists.changed, writer)
+    write_changes(store, lists.changed, &[], writer)
 }
 
 /// Writes a ghost snapshot: the items `ids` (ascending) of `store`.
@@ -130,15 +136,11 @@ fn read_items<T: Replicate>(
     // type's least.
     let least = if whole { T::MIN_BITS } else { 0 };
     let (mut ids, count) = read_ids(reader, 1 + least, limits)?;
+    let inner = limits.for_arrays(false);
     let mut items = Vec::with_capacity(prealloc::<(ReplicationId, T)>(count));
     for _ in 0..count {
         let id = ids.read(reader)?;
-        let value = if whole {
-            T::decode(reader)?
-        } else {
-            T::decode_visible(fields, reader)?
-        };
-        items.push((id, value));
+        items.push((id, read_value(reader, Follower::Ghost, inner)?));
     }
     Ok(items)
 }
@@ -158,7 +160,11 @@ pub(crate) fn read<T: Replicate>(
     }
     let left = read_removals(reader, limits)?;
     let entered = read_items(reader, limits)?;
-    let changed = read_changes::<T>(reader, limits, ghost_fields::<T>())?;
+    // A ghost's change carries no arrays, so it names fields.
+    let changed = read_changes::<T>(reader, limits, ghost_fields::<T>(), None)?;
+    let changed = (changed.into_iter())
+        .filter_map(|change| Some((change.id, change.patch?)))
+        .collect();
     Ok(Message::Frame(Frame {
         head,
         left,

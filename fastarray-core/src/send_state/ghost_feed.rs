@@ -50,7 +50,7 @@ pub(crate) struct GhostPlan {
     /// Ghosts that go, ascending.
     pub(crate) left: Vec<ReplicationId>,
     /// Ghosts that come, ascending (an item removed and added back since
-    /// the last message is in both lists).
+    /// the last message, or whose arrays changed, is in both lists).
     pub(crate) entered: Vec<ReplicationId>,
     /// Ghosts that stay, with their ghost fields that changed, ascending.
     pub(crate) changed: Vec<(ReplicationId, FieldMask)>,
@@ -61,8 +61,10 @@ pub(crate) struct GhostPlan {
 struct Touch {
     /// Fields changed.
     fields: FieldMask,
-    /// Whether it was added (or adopted) since.
-    added: bool,
+    /// Whether it goes whole: added (or adopted) since, or its
+    /// `#[replicate(array)]` fields changed (a ghost's arrays are sent
+    /// whole, as it enters).
+    whole: bool,
 }
 
 impl GhostFeed {
@@ -151,17 +153,18 @@ impl GhostFeed {
         // frame's lists are; a sort of their concatenation is cheap).
         let mut touched: Vec<(ReplicationId, Touch)> = Vec::new();
         for changes in frames.take_while(|changes| changes.frame <= frame) {
-            let added = Touch {
+            let whole = Touch {
                 fields: FieldMask::EMPTY,
-                added: true,
+                whole: true,
             };
-            touched.extend(changes.added.iter().map(|&id| (id, added)));
+            touched.extend(changes.added.iter().map(|&id| (id, whole)));
+            touched.extend(changes.arrays_changed.iter().map(|&id| (id, whole)));
             touched.extend(changes.removed.iter().map(|&id| (id, Touch::default())));
             let changed = changes.changed.iter().chain(&changes.initial);
             touched.extend(changed.map(|&(id, fields)| {
                 let touch = Touch {
                     fields,
-                    added: false,
+                    whole: false,
                 };
                 (id, touch)
             }));
@@ -171,7 +174,7 @@ impl GhostFeed {
             let same = later.0 == first.0;
             if same {
                 first.1.fields |= later.1.fields;
-                first.1.added |= later.1.added;
+                first.1.whole |= later.1.whole;
             }
             same
         });
@@ -182,7 +185,7 @@ impl GhostFeed {
         ) {
             (true, false) => plan.left.push(id),
             (false, true) => plan.entered.push(id),
-            (true, true) if touch.added => {
+            (true, true) if touch.whole => {
                 plan.left.push(id);
                 plan.entered.push(id);
             }
