@@ -13,11 +13,16 @@
 //!   it on: [`FastArray::adopt`] refuses a late copy, so an item is never
 //!   adopted twice), 0 it was refused.
 //! - 1, a release: the item's id (8 bytes) and the tenure the shard holds
-//!   it at (4 bytes, little-endian). A handoff that was adopted after its
-//!   shard gave up on it and took it back ([`FastArray::take_back`], one
-//!   tenure higher, which every relay follows) is released by the shard
-//!   that adopted it ([`FastArray::release`]), so that one shard alone is
-//!   its authority again. No reply.
+//!   it at (4 bytes, little-endian). A shard that gives up on a handoff
+//!   takes the item back ([`FastArray::take_back`], one tenure higher,
+//!   which every relay follows) and asks the other shard to release it
+//!   ([`FastArray::release`]): to drop the item if it adopted it after all
+//!   (its replies lost or late, or it died before it replied and restarted
+//!   from a save that holds the item), and to refuse the handoff if it
+//!   comes yet. So one shard alone is the item's authority again. The
+//!   reply is the serial, then 3 if the item was dropped, 4 if it was not
+//!   held; the request is sent again every [`HandoffConfig::retry`] until
+//!   a reply comes, for a minute.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -35,12 +40,14 @@ pub fn handoff_subject(name: &str) -> String {
 const REFUSED: u8 = 0;
 const ADOPTED: u8 = 1;
 const HELD: u8 = 2;
+const RELEASED: u8 = 3;
+const NOT_HELD: u8 = 4;
 
 const HANDOFF: u8 = 0;
 const RELEASE: u8 = 1;
 
-/// How long a port remembers a handoff it gave up on, for a late reply
-/// that says it was adopted after all.
+/// How long a port asks the other shard to release a handoff it gave up
+/// on, for want of an answer.
 const REMEMBER_GIVEN_UP: Duration = Duration::from_secs(60);
 
 /// Why a handoff operation failed.
@@ -98,8 +105,8 @@ pub struct HandoffConfig {
     /// item back ([`FastArray::take_back`]). Default 2 s. A shard that
     /// adopted the item and whose every reply was lost or late then holds
     /// it too; the relays follow the copy taken back, and the port asks the
-    /// other shard to release its own when a late reply comes (within a
-    /// minute).
+    /// other shard to release its own, every [`retry`](Self::retry) until
+    /// it answers (for a minute).
     pub give_up: Duration,
 }
 
@@ -127,8 +134,13 @@ pub struct Handled {
     /// Handoffs sent again for want of a reply.
     pub resent: u32,
     /// This shard's handoffs that a late reply said were adopted after
-    /// this shard took them back: it asked the other shard to release them.
+    /// this shard took them back (it asks the other shard to release every
+    /// handoff it takes back for want of a reply, adopted or not).
     pub overruled: u32,
+    /// Release requests this shard's handoffs taken back had answered:
+    /// the other shard dropped the item, or never held it and now refuses
+    /// the handoff.
+    pub release_answered: u32,
     /// Items this shard released: it adopted them after the shard that
     /// handed them off took them back.
     pub released: u32,
@@ -144,12 +156,17 @@ struct Pending {
     last: Instant,
 }
 
-/// A handoff given up on and taken back.
+/// A handoff given up on and taken back, whose release is asked for
+/// until the other shard answers.
 struct GivenUp {
     to: String,
     id: ReplicationId,
     tenure: u32,
     at: Instant,
+    /// When the release was last asked for.
+    last: Instant,
+    /// Whether a late reply said the item was adopted.
+    overruled: bool,
 }
 
 /// A shard's side of handoffs: sends the items it hands off to the shards
@@ -247,8 +264,7 @@ impl<B: Bus> HandoffPort<B> {
         self.bus.publish(&pending.to, Some(&self.inbox), payload)
     }
 
-    /// Asks the shard that adopted a handoff this one took back to release
-    /// the item.
+    /// Asks the shard a handoff taken back went to to release the item.
     fn release(&self, serial: u64, given_up: &GivenUp) -> Result<(), BusError> {
         let mut payload = Vec::with_capacity(21);
         payload.extend_from_slice(&serial.to_le_bytes());
@@ -257,7 +273,7 @@ impl<B: Bus> HandoffPort<B> {
         payload.extend_from_slice(&given_up.tenure.to_le_bytes());
         self.bytes_sent
             .set(self.bytes_sent.get() + payload.len() as u64);
-        self.bus.publish(&given_up.to, None, payload)
+        self.bus.publish(&given_up.to, Some(&self.inbox), payload)
     }
 
     /// Bytes of handoffs this port sent (requests, resent ones included).
@@ -283,11 +299,22 @@ impl<B: Bus> HandoffPort<B> {
         while let Some(request) = self.requests.try_next() {
             let (serial, bytes) = match split(&request.payload) {
                 Some((serial, [HANDOFF, bytes @ ..])) => (serial, bytes),
-                Some((_, [RELEASE, release @ ..])) => {
-                    match read_release(release) {
-                        Some((id, tenure)) if array.release(id, tenure) => handled.released += 1,
-                        Some(_) => {}
-                        None => handled.refused += 1,
+                Some((serial, [RELEASE, release @ ..])) => {
+                    let code = match read_release(release) {
+                        Some((id, tenure)) if array.release(id, tenure) => {
+                            handled.released += 1;
+                            RELEASED
+                        }
+                        Some(_) => NOT_HELD,
+                        None => {
+                            handled.refused += 1;
+                            continue;
+                        }
+                    };
+                    if let Some(reply) = request.reply {
+                        let mut payload = serial.to_le_bytes().to_vec();
+                        payload.push(code);
+                        self.bus.publish(&reply, None, payload)?;
                     }
                     continue;
                 }
@@ -319,13 +346,23 @@ impl<B: Bus> HandoffPort<B> {
                 continue;
             };
             let Some(pending) = self.pending.remove(&serial) else {
-                // A late reply to a handoff taken back: if the item was
-                // adopted, the other shard releases it.
-                if code != REFUSED
-                    && let Some(given_up) = self.given_up.remove(&serial)
-                {
-                    self.release(serial, &given_up)?;
-                    handled.overruled += 1;
+                // A reply about a handoff taken back: a late one to the
+                // handoff (if the item was adopted, the release is asked
+                // for again at once), or one to the release, which ends it.
+                match (code, self.given_up.get_mut(&serial)) {
+                    (RELEASED | NOT_HELD, Some(_)) => {
+                        self.given_up.remove(&serial);
+                        handled.release_answered += 1;
+                    }
+                    (ADOPTED | HELD, Some(given_up)) => {
+                        if !given_up.overruled {
+                            given_up.overruled = true;
+                            handled.overruled += 1;
+                        }
+                        given_up.last = now;
+                        self.release(serial, &self.given_up[&serial])?;
+                    }
+                    _ => {}
                 }
                 continue;
             };
@@ -336,7 +373,7 @@ impl<B: Bus> HandoffPort<B> {
                 handled.confirmed += 1;
             }
         }
-        let (mut given_up, mut resend) = (Vec::new(), Vec::new());
+        let (mut given_up, mut resend, mut ask_again) = (Vec::new(), Vec::new(), Vec::new());
         for (&serial, pending) in &mut self.pending {
             if now.duration_since(pending.first) >= self.config.give_up {
                 given_up.push(serial);
@@ -349,6 +386,15 @@ impl<B: Bus> HandoffPort<B> {
             self.send(serial, &self.pending[&serial])?;
             handled.resent += 1;
         }
+        for (&serial, given_up) in &mut self.given_up {
+            if now.duration_since(given_up.last) >= self.config.retry {
+                given_up.last = now;
+                ask_again.push(serial);
+            }
+        }
+        for serial in ask_again {
+            self.release(serial, &self.given_up[&serial])?;
+        }
         for serial in given_up {
             if let Some(pending) = self.pending.remove(&serial) {
                 take_back(array, &pending)?;
@@ -358,7 +404,11 @@ impl<B: Bus> HandoffPort<B> {
                     id: pending.id,
                     tenure: pending.tenure,
                     at: now,
+                    last: now,
+                    overruled: false,
                 };
+                // Whether the other shard adopted it or not, it lets go.
+                self.release(serial, &given_up)?;
                 self.given_up.insert(serial, given_up);
             }
         }

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, SendState, ShardId};
 use fastarray_nats::{
-    FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort, NatsBus,
+    Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort,
+    NatsBus, Subscription, handoff_subject,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
@@ -550,4 +551,80 @@ fn a_handoff_adopted_after_it_was_given_up_is_released() {
             purse: 2
         })
     );
+}
+
+#[test]
+#[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
+fn a_shard_that_adopted_and_restarted_from_its_save_before_replying_releases_the_item() {
+    let net = Net::start(1);
+    let config = HandoffConfig {
+        retry: Duration::from_millis(50),
+        give_up: Duration::from_millis(300),
+    };
+    let mut west_port = HandoffPort::new(net.connect(0, NAMES[0]), NAMES[0], config).unwrap();
+    let mut west = FastArray::shard(ShardId::new(0));
+    let walker = Walker {
+        x: 1,
+        hp: 9,
+        purse: 2,
+    };
+    let id = west.push(walker.clone());
+    west.commit();
+    // East's process takes the handoff off the bus, adopts it, saves, and
+    // dies before it replies.
+    let east_bus = net.connect(0, "east");
+    let mut requests = east_bus.subscribe(&handoff_subject(NAMES[1])).unwrap();
+    east_bus.flush().unwrap();
+    west_port
+        .hand_off(&mut west, id, ShardId::new(1), NAMES[1], Instant::now())
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let request = loop {
+        if let Some(request) = requests.try_next() {
+            break request;
+        }
+        assert!(Instant::now() < deadline, "no handoff came");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // The payload: its serial (8 bytes), 0 for a handoff, the handoff.
+    assert_eq!(request.payload[8], 0);
+    let mut east = FastArray::<Walker>::shard(ShardId::new(1));
+    east.adopt(&request.payload[9..]).unwrap();
+    east.commit();
+    let save = serde_json::to_string(&east).unwrap();
+    drop((east, requests, east_bus));
+
+    // West hears nothing and takes the walker back.
+    loop {
+        let handled = west_port.poll(&mut west, Instant::now()).unwrap();
+        west.commit();
+        if handled.taken_back > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never taken back");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(west.tenure(id), 2);
+    // East stays down a while (west asks for the release meanwhile), then
+    // restarts from its save: it holds the walker too, until the release
+    // comes.
+    std::thread::sleep(Duration::from_millis(200));
+    let mut east: FastArray<Walker> = serde_json::from_str(&save).unwrap();
+    assert!(east.contains(id), "the save holds the walker");
+    let mut east_port =
+        HandoffPort::new(net.connect(0, "east-restarted"), NAMES[1], config).unwrap();
+    let (mut released, mut answered) = (0, 0);
+    while answered == 0 {
+        let handled = east_port.poll(&mut east, Instant::now()).unwrap();
+        east.commit();
+        released += handled.released;
+        let handled = west_port.poll(&mut west, Instant::now()).unwrap();
+        west.commit();
+        answered += handled.release_answered;
+        assert!(Instant::now() < deadline, "the release never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(released, 1);
+    assert!(!east.contains(id), "a second authority of the walker");
+    assert_eq!(west.get(id), Some(&walker));
 }

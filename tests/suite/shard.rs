@@ -285,6 +285,30 @@ fn a_handoff_taken_back_overrules_its_late_adoption_until_that_is_released() {
 }
 
 #[test]
+fn a_release_heard_before_its_handoff_makes_the_handoff_stale() {
+    // West gave up on a handoff and took the walker back; its release
+    // reaches east before the handoff does (or east restarted from a save
+    // older than its adoption): east must never adopt that handoff.
+    let (mut west, mut east) = shards();
+    let id = west.push(walker(-1));
+    west.commit();
+    east.commit();
+    let message = hand_off(&mut west, id, EAST);
+    assert_eq!(west.take_back(&message), Ok(id));
+    assert!(!east.release(id, 1), "nothing held, nothing dropped");
+    let stale = Err(DecodeError::StaleHandoff { id });
+    assert_eq!(east.adopt(&message), stale, "in the release's frame");
+    east.commit();
+    assert_eq!(east.adopt(&message), stale, "after its commit");
+    assert!(!east.contains(id));
+    // West's next handoff of it, from the tenure it holds now, is adopted.
+    west.commit();
+    let again = hand_off(&mut west, id, EAST);
+    assert_eq!(east.adopt(&again), Ok(id));
+    assert_eq!(east.tenure(id), 3);
+}
+
+#[test]
 fn a_late_copy_of_a_handoff_is_not_adopted_again() {
     // A handoff sent again for want of a reply reaches the shard after the
     // item came and went: adopting it would make a second authority of it.

@@ -263,15 +263,30 @@ impl<T> FastArray<T> {
     /// Drops item `id` if this shard holds it at tenure `tenure`: an
     /// adoption the shard that handed the item off overruled by
     /// [taking it back](Self::take_back) (relays follow that shard's copy,
-    /// and drop what this one says of the item). Returns whether it did;
-    /// `false` on an array that is not a shard. The removal goes in the
-    /// next commit, as a plain removal.
+    /// and drop what this one says of the item). Whether it holds the item
+    /// or not (the handoff may not have come yet, or this shard restarted
+    /// from a save older than its adoption), it then refuses a copy of that
+    /// handoff as [stale](DecodeError::StaleHandoff), for as long as it
+    /// remembers the items that left it (1 024 commits; a save keeps
+    /// them). Returns whether it dropped the item; `false` on an array that
+    /// is not a shard, or one that holds the item at another tenure (it
+    /// came back since, and stays). The removal goes in the next commit,
+    /// as a plain removal.
     pub fn release(&mut self, id: ReplicationId, tenure: u32) -> bool {
-        if !self.is_shard() || !self.contains(id) || self.tenure(id) != tenure {
+        if !self.is_shard() {
             return false;
         }
-        self.store.remove(id);
-        true
+        let held = self.contains(id);
+        if held && self.tenure(id) != tenure {
+            return false;
+        }
+        let sender = self.sender.as_deref_mut().expect("a shard has a sender");
+        let tenures = sender.tenures.as_deref_mut().expect("a shard has tenures");
+        tenures.release(id, tenure);
+        if held {
+            self.store.remove(id);
+        }
+        held
     }
 
     /// How many times item `id` changed shards before it came to this one

@@ -23,6 +23,9 @@ pub(crate) struct Tenures {
     handed: Vec<(ReplicationId, ShardId, u32)>,
     /// Adopted this frame: item, its tenure here.
     adopted: Vec<(ReplicationId, u32)>,
+    /// Let go of this frame, at the tenure a shard that took them back
+    /// overruled (held or not): item, that tenure.
+    released: Vec<(ReplicationId, u32)>,
     /// The tenure each item handed off recently had here, so that a late
     /// copy of the handoff that brought it (sent again for want of a
     /// reply) is not adopted a second time.
@@ -70,9 +73,20 @@ impl Tenures {
     /// is a late copy: the item was here at that tenure or a later one,
     /// and left.
     pub(crate) fn is_stale(&self, id: ReplicationId, count: u32) -> bool {
-        self.departed
-            .get(&id)
-            .is_some_and(|&(left, _)| left >= count)
+        let let_go = |&(item, left): &(ReplicationId, u32)| item == id && left >= count;
+        (self.departed.get(&id)).is_some_and(|&(left, _)| left >= count)
+            || self.released.iter().any(let_go)
+    }
+
+    /// Item `id`, held here at tenure `count` or to be (its handoff not
+    /// heard yet), is let go of this frame: the shard that handed it off
+    /// took it back over that tenure. A late copy of that handoff is then
+    /// refused, as for an item that left.
+    pub(crate) fn release(&mut self, id: ReplicationId, count: u32) {
+        if self.counts.get(&id) == Some(&count) {
+            self.counts.remove(&id);
+        }
+        self.released.push((id, count));
     }
 
     /// Item `id` is held at tenure `count`, as a save says.
@@ -123,7 +137,8 @@ impl Tenures {
                 self.departed.remove(&id);
             }
         }
-        for &(id, _, count) in &self.handed {
+        let handed = self.handed.iter().map(|&(id, _, count)| (id, count));
+        for (id, count) in handed.chain(self.released.drain(..)) {
             let left = self.departed.entry(id).or_insert((count, changes.frame));
             *left = (left.0.max(count), changes.frame);
             self.departures.push_back((changes.frame, id));

@@ -572,6 +572,34 @@ fn a_restarted_shard_still_refuses_a_late_copy_of_a_handoff() {
         west.hand_off(id, east_id, &mut again).unwrap();
         assert_eq!(east.adopt(&again), Ok(id), "{format:?}");
     }
+    // East adopts a handoff, saves and dies before it replies; west gives
+    // up and takes the walker back. Restarted from its save, east holds
+    // the walker too, until west's release comes: then it drops it, and
+    // refuses every copy of the handoff, even after another restart.
+    for format in FORMATS {
+        let mut west = FastArray::<Unit>::shard(west_id);
+        let mut east = FastArray::<Unit>::shard(east_id);
+        let id = west.push(unit(1, None));
+        west.commit();
+        let mut handoff = Vec::new();
+        west.hand_off(id, east_id, &mut handoff).unwrap();
+        west.commit();
+        east.adopt(&handoff).unwrap();
+        east.commit();
+        let save = format.save(&east);
+        west.take_back(&handoff).unwrap();
+        let mut east: FastArray<Unit> = format.load(&save).unwrap();
+        assert!(east.contains(id), "{format:?}: the save holds it");
+        assert!(east.release(id, east.tenure(id)), "{format:?}");
+        east.commit();
+        let mut east: FastArray<Unit> = format.load(&format.save(&east)).unwrap();
+        assert!(!east.contains(id), "{format:?}");
+        assert_eq!(
+            east.adopt(&handoff),
+            Err(DecodeError::StaleHandoff { id }),
+            "{format:?}"
+        );
+    }
     // Departures expire oldest first, whatever order a save lists them
     // in: item 8 left at frame 5, long gone by frame 2 100; item 7 at 2 000.
     let mut west = FastArray::<Unit>::shard(west_id);
