@@ -139,6 +139,11 @@ mod wire_eq;
 /// nobody's); the others are `Default`. A ghost array panics on changes of
 /// its own and refuses writes ([`SendError::Ghost`](crate::SendError::Ghost))
 /// and clients' messages ([`DecodeError::Ghost`](crate::DecodeError::Ghost)).
+/// Its game hears the ghosts come, change and go through
+/// [`apply_feed_with`](FastArray::apply_feed_with) and the
+/// [`Callbacks`](crate::Callbacks) a client's game implements. Items with
+/// `#[replicate(array)]` fields are ghosted arrays and all, as they are
+/// relayed and handed off.
 ///
 /// [`push`]: FastArray::push
 /// [`remove`]: FastArray::remove

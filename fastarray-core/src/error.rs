@@ -155,6 +155,15 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
+    /// A ghost feed message applied with callbacks
+    /// ([`FastArray::apply_feed_with`](crate::FastArray::apply_feed_with))
+    /// to an array that is not a ghost array
+    /// ([`FastArray::ghost`](crate::FastArray::ghost)). Nothing was read or
+    /// changed.
+    NotAGhost {
+        /// The array's item type.
+        type_name: &'static str,
+    },
     /// A delta or snapshot for clients applied to a ghost array
     /// ([`FastArray::ghost`](crate::FastArray::ghost)), which follows a
     /// neighbour's ghost feed only. Nothing was read or changed.
@@ -323,6 +332,11 @@ impl fmt::Display for DecodeError {
                 f,
                 "a feed message applied to an array of `{type_name}` that is not a relay: \
                  make it with FastArray::relay()"
+            ),
+            Self::NotAGhost { type_name } => write!(
+                f,
+                "a ghost feed message applied with callbacks to an array of `{type_name}` \
+                 that is not a ghost array: make it with FastArray::ghost()"
             ),
             Self::StaleHandoff { id } => write!(
                 f,

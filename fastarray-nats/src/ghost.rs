@@ -8,9 +8,11 @@
 //! `world.walkers.west.ghosts.east`: its frames go on `<name>.feed`, the
 //! neighbour's requests for a snapshot on `<name>.snapshot`.
 
-use fastarray_core::{FastArray, GhostFeed, Replicate, SendError};
+use fastarray_core::{
+    Callbacks, DecodeError, FastArray, FeedReport, GhostFeed, Replicate, SendError, ShardId,
+};
 
-use crate::feed::FeedSource;
+use crate::feed::{FeedSink, FeedSource};
 
 /// A shard's array, one neighbour's [`GhostFeed`] and the filter of what
 /// is within that neighbour's reach: what a
@@ -60,5 +62,72 @@ impl<T: Replicate, F: FnMut(&T) -> bool> FeedSource for GhostSource<'_, T, F> {
 
     fn write_feed_snapshot(&mut self, out: &mut Vec<u8>) -> Result<u64, SendError> {
         self.array.write_ghost_snapshot(self.feed, out)
+    }
+}
+
+/// A ghost array and the game's [`Callbacks`], as one [`FeedSink`] that a
+/// [`FeedFollower`](crate::FeedFollower) applies the ghost feed to with
+/// [`FastArray::apply_feed_with`]: the game hears each ghost come, change
+/// and go.
+///
+/// ```
+/// use fastarray::{Callbacks, FastArray, GhostFeed, Replicate, ReplicationId, ShardId};
+/// use fastarray_nats::{FeedSink, FeedSource, GhostSource, GhostSink};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// struct Walker { x: i32 }
+///
+/// #[derive(Default)]
+/// struct Proxies(Vec<ReplicationId>);
+/// impl Callbacks<Walker> for Proxies {
+///     fn post_add(&mut self, id: ReplicationId, _: &Walker) {
+///         self.0.push(id);
+///     }
+/// }
+///
+/// let mut west = FastArray::shard(ShardId::new(0));
+/// let walker = west.push(Walker { x: 95 });
+/// west.commit();
+/// let mut to_east = GhostFeed::new();
+/// let mut first = Vec::new(); // a snapshot
+/// GhostSource::new(&west, &mut to_east, |w: &Walker| w.x > 90)
+///     .write_feed(&mut first)
+///     .unwrap();
+///
+/// let (mut ghosts, mut proxies) = (FastArray::<Walker>::ghost(), Proxies::default());
+/// // Each tick: `follower.poll(&mut GhostSink::new(&mut ghosts, &mut proxies), now)`.
+/// GhostSink::new(&mut ghosts, &mut proxies).apply_feed(&first).unwrap();
+/// assert_eq!(proxies.0, [walker]);
+/// ```
+pub struct GhostSink<'a, T, C> {
+    ghosts: &'a mut FastArray<T>,
+    callbacks: &'a mut C,
+}
+
+impl<'a, T: Replicate + Clone, C: Callbacks<T>> GhostSink<'a, T, C> {
+    /// The ghost array `ghosts`, whose feed `callbacks` hears.
+    pub fn new(ghosts: &'a mut FastArray<T>, callbacks: &'a mut C) -> Self {
+        Self { ghosts, callbacks }
+    }
+}
+
+impl<T: Replicate + Clone, C: Callbacks<T>> FeedSink for GhostSink<'_, T, C> {
+    fn is_follower(&self) -> bool {
+        self.ghosts.is_ghost()
+    }
+    fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+        self.ghosts.apply_feed_with(bytes, self.callbacks)
+    }
+    fn needs_feed_snapshot(&self) -> bool {
+        self.ghosts.needs_feed_snapshot()
+    }
+    fn has_feed_gap(&self) -> bool {
+        self.ghosts.has_feed_gap()
+    }
+    fn needs_feed_snapshot_from(&self, shard: ShardId) -> bool {
+        self.ghosts.needs_feed_snapshot_from(shard)
+    }
+    fn has_feed_gap_from(&self, shard: ShardId) -> bool {
+        self.ghosts.has_feed_gap_from(shard)
     }
 }

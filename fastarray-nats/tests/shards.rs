@@ -8,13 +8,15 @@
 //! shard whose ghost stream restarts; and a shard killed and restarted from
 //! its save rejoins its relay and its neighbour.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, SendState, ShardId};
+use fastarray::{
+    Callbacks, FastArray, FieldMask, GhostFeed, Replicate, ReplicationId, SendState, ShardId,
+};
 use fastarray_nats::{
-    Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort,
-    NatsBus, Subscription, handoff_subject,
+    Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSink, GhostSource, HandoffConfig,
+    HandoffPort, NatsBus, Subscription, handoff_subject,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
@@ -318,6 +320,35 @@ fn settled_and_ghosted(west: &Node, east: &Node) -> bool {
         && ghosts_hold(&east.array, 1, &west.ghosts)
 }
 
+/// The game's copies of the ghosts, kept by what the ghost array's
+/// callbacks say alone.
+#[derive(Default)]
+struct Proxies(BTreeMap<ReplicationId, Walker>);
+
+impl Callbacks<Walker> for Proxies {
+    fn post_add(&mut self, id: ReplicationId, item: &Walker) {
+        assert!(
+            self.0.insert(id, item.clone()).is_none(),
+            "{id} added twice"
+        );
+    }
+    fn pre_remove(&mut self, id: ReplicationId, _: &Walker) {
+        assert!(self.0.remove(&id).is_some(), "{id} removed, never added");
+    }
+    fn post_change(&mut self, id: ReplicationId, item: &Walker, _: FieldMask) {
+        *self
+            .0
+            .get_mut(&id)
+            .expect("a change of a ghost never added") = item.clone();
+    }
+}
+
+/// Whether a node's proxies are its ghosts.
+fn proxies_follow(node: &Node) -> bool {
+    node.proxies.0.len() == node.ghosts.len()
+        && (node.proxies.0.iter()).all(|(&id, w)| node.ghosts.get(id) == Some(w))
+}
+
 #[test]
 #[ignore = "needs nats-server: .ci/run installs it and runs these with --ignored"]
 fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
@@ -344,6 +375,7 @@ fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
         }
         west.tick(0, &mut rng, moving, clock);
         east.tick(1, &mut rng, moving, clock);
+        assert!(proxies_follow(west) && proxies_follow(east), "tick {now}");
         if !moving {
             if settled_and_ghosted(west, east) {
                 break;
@@ -377,6 +409,7 @@ struct Node {
     feed: GhostFeed,
     ghost_publisher: FeedPublisher<NatsBus>,
     ghosts: FastArray<Walker>,
+    proxies: Proxies,
     ghost_follower: FeedFollower<NatsBus>,
 }
 
@@ -392,6 +425,7 @@ impl Node {
             feed: GhostFeed::new(),
             ghost_publisher: FeedPublisher::new(bus.clone(), &ghosts_of(k)).unwrap(),
             ghosts: FastArray::ghost(),
+            proxies: Proxies::default(),
             ghost_follower: FeedFollower::new(bus, &ghosts_of(1 - k), FollowConfig::default())
                 .unwrap(),
         }
@@ -425,7 +459,8 @@ impl Node {
         let near = |w: &Walker| near_other(k, w);
         let mut source = GhostSource::new(&self.array, &mut self.feed, near);
         self.ghost_publisher.publish(&mut source).unwrap();
-        self.ghost_follower.poll(&mut self.ghosts, clock).unwrap();
+        let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
+        self.ghost_follower.poll(&mut sink, clock).unwrap();
     }
 }
 

@@ -6,8 +6,8 @@
 //! fields.
 
 use fastarray::{
-    DecodeError, FastArray, GhostFeed, Limit, MirrorLimits, Replicate, ReplicationId, SendState,
-    ShardId,
+    Callbacks, DecodeError, FastArray, FieldMask, GhostFeed, Limit, MirrorLimits, Replicate,
+    ReplicationId, SendState, ShardId,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -504,8 +504,32 @@ fn a_ghost_carries_its_items_arrays_with_their_ghost_fields() {
     bytes.clear();
     west.write_ghost_feed(&mut to_east, reach, &mut bytes)
         .unwrap();
-    ghosts.apply_feed(&bytes).unwrap();
+    let mut heard = Heard::default();
+    ghosts.apply_feed_with(&bytes, &mut heard).unwrap();
     check(&ghosts, &west, "after a change inside");
+    // The game hears a change of the ghost's arrays, not a removal and an
+    // add.
+    assert_eq!(heard.0, [format!("whole {near} fields 0")]);
+}
+
+/// What a ghost array's callbacks heard.
+#[derive(Default)]
+struct Heard(Vec<String>);
+
+impl Callbacks<Hero> for Heard {
+    fn post_add(&mut self, id: ReplicationId, _: &Hero) {
+        self.0.push(format!("add {id}"));
+    }
+    fn pre_remove(&mut self, id: ReplicationId, _: &Hero) {
+        self.0.push(format!("remove {id}"));
+    }
+    fn post_change(&mut self, id: ReplicationId, _: &Hero, changed: FieldMask) {
+        self.0
+            .push(format!("change {id} fields {}", changed.bits()));
+    }
+    fn post_change_whole(&mut self, id: ReplicationId, _: &Hero, changed: FieldMask) {
+        self.0.push(format!("whole {id} fields {}", changed.bits()));
+    }
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! moves the ghost to the other side.
 
 use fastarray::{
-    DecodeError, FastArray, FieldMask, GhostFeed, Limit, MirrorLimits, Replicate, ReplicationId,
-    SendError, SendState, ShardId,
+    ApplyReport, Callbacks, DecodeError, FastArray, FieldMask, GhostFeed, Limit, MirrorLimits,
+    Replicate, ReplicationId, SendError, SendState, ShardId,
 };
 
 use super::shard::{Walker, walker};
@@ -615,4 +615,150 @@ mod lossy {
             }
         }
     }
+}
+
+/// What a ghost array's callbacks heard, one line an event.
+#[derive(Default)]
+struct Heard(Vec<String>);
+
+impl Callbacks<Walker> for Heard {
+    fn post_add(&mut self, id: ReplicationId, item: &Walker) {
+        self.0.push(format!("add {id} x {}", item.x));
+    }
+    fn pre_remove(&mut self, id: ReplicationId, item: &Walker) {
+        self.0.push(format!("remove {id} x {}", item.x));
+    }
+    fn post_change(&mut self, id: ReplicationId, item: &Walker, changed: FieldMask) {
+        self.0.push(format!(
+            "change {id} x {} fields {:?}",
+            item.x,
+            changed.bits()
+        ));
+    }
+    fn post_change_whole(&mut self, id: ReplicationId, item: &Walker, changed: FieldMask) {
+        self.0.push(format!(
+            "whole {id} x {} fields {:?}",
+            item.x,
+            changed.bits()
+        ));
+    }
+    fn post_receive(&mut self, report: &ApplyReport) {
+        self.0.push(format!(
+            "received {:?}: {} added, {} changed, {} removed",
+            report.frame, report.added, report.changed, report.removed
+        ));
+    }
+}
+
+impl Heard {
+    fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.0)
+    }
+}
+
+#[test]
+fn a_ghost_arrays_callbacks_hear_ghosts_come_change_and_go() {
+    let mut west = FastArray::shard(WEST);
+    let a = west.push(walker(95));
+    let b = west.push(walker(92));
+    let c = west.push(walker(10));
+    west.commit();
+    let (mut to_east, mut ghosts, mut heard) =
+        (GhostFeed::new(), FastArray::ghost(), Heard::default());
+    let feed = |west: &FastArray<Walker>, to_east: &mut GhostFeed| write(west, to_east, near_east);
+    ghosts
+        .apply_feed_with(&feed(&west, &mut to_east), &mut heard)
+        .unwrap();
+    assert_eq!(
+        heard.take(),
+        [
+            format!("add {a} x 95"),
+            format!("add {b} x 92"),
+            "received Some(1): 2 added, 0 changed, 0 removed".into()
+        ]
+    );
+
+    // a moves (field 0), b leaves, c comes.
+    west.get_mut(a).unwrap().x = 96;
+    west.get_mut(b).unwrap().x = 50;
+    west.get_mut(c).unwrap().x = 91;
+    west.commit();
+    ghosts
+        .apply_feed_with(&feed(&west, &mut to_east), &mut heard)
+        .unwrap();
+    assert_eq!(
+        heard.take(),
+        [
+            format!("remove {b} x 92"),
+            format!("add {c} x 91"),
+            format!("change {a} x 96 fields 1"),
+            "received Some(2): 1 added, 1 changed, 1 removed".into()
+        ]
+    );
+
+    // a is handed off and taken back in one frame: one ghost all along,
+    // sent whole again, not a removal and an add.
+    let mut handoff = Vec::new();
+    west.hand_off(a, EAST, &mut handoff).unwrap();
+    west.adopt(&handoff).unwrap();
+    west.commit();
+    ghosts
+        .apply_feed_with(&feed(&west, &mut to_east), &mut heard)
+        .unwrap();
+    assert_eq!(
+        heard.take(),
+        [
+            format!("whole {a} x 96 fields 0"),
+            "received Some(3): 0 added, 1 changed, 0 removed".into()
+        ]
+    );
+
+    // Two frames in the wrong order: nothing is heard of the early one
+    // until the gap fills, then both, in order.
+    west.get_mut(c).unwrap().x = 93;
+    west.commit();
+    let fourth = feed(&west, &mut to_east);
+    west.get_mut(c).unwrap().x = 94;
+    west.commit();
+    let fifth = feed(&west, &mut to_east);
+    ghosts.apply_feed_with(&fifth, &mut heard).unwrap();
+    assert!(heard.take().is_empty());
+    ghosts.apply_feed_with(&fourth, &mut heard).unwrap();
+    assert_eq!(
+        heard.take(),
+        [
+            format!("change {c} x 93 fields 1"),
+            "received Some(4): 0 added, 1 changed, 0 removed".into(),
+            format!("change {c} x 94 fields 1"),
+            "received Some(5): 0 added, 1 changed, 0 removed".into()
+        ]
+    );
+
+    // West restarts its feed, whose first message is a snapshot: the
+    // resync says what differs.
+    west.get_mut(a).unwrap().x = 97;
+    west.get_mut(c).unwrap().x = 0;
+    west.get_mut(b).unwrap().x = 99;
+    west.commit();
+    let snapshot = feed(&west, &mut GhostFeed::new());
+    ghosts.apply_feed_with(&snapshot, &mut heard).unwrap();
+    assert_eq!(
+        heard.take(),
+        [
+            format!("remove {c} x 94"),
+            format!("whole {a} x 97 fields 1"),
+            format!("add {b} x 99"),
+            "received Some(1): 1 added, 1 changed, 1 removed".into()
+        ]
+    );
+    assert_ghosts(&ghosts, &west, near_east, "resynced");
+
+    // Callbacks are for ghost arrays.
+    let mut relay = FastArray::<Walker>::relay();
+    assert_eq!(
+        relay.apply_feed_with(&snapshot, &mut heard),
+        Err(DecodeError::NotAGhost {
+            type_name: "Walker"
+        })
+    );
 }

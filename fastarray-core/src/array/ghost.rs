@@ -15,6 +15,7 @@ use crate::error::{DecodeError, SendError};
 use crate::feed_message::ghost::{self, FrameLists, Head, Message, ghost_fields};
 use crate::id::ReplicationId;
 use crate::limits::{ArrayLimits, MirrorLimits};
+use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::follow::{FeedStats, Follow, Place};
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
@@ -205,15 +206,86 @@ impl<T: Replicate> FastArray<T> {
 }
 
 impl<T: Replicate + Clone> FastArray<T> {
+    /// [`apply_feed`](Self::apply_feed) on a ghost array, telling
+    /// `callbacks` what it did to the ghosts: `post_add` for a ghost that
+    /// came; `pre_remove` for one that went (out of reach, removed, or
+    /// handed off to a shard that is not this one: a ghost array cannot
+    /// tell those apart); `post_change` with the fields that changed, or
+    /// `post_change_whole` for a ghost sent whole again (its arrays
+    /// changed — an empty set of fields then —, or it was handed off and
+    /// taken back), the arrays' own items then as they are; and
+    /// `post_receive` after each message applied (a message that waited
+    /// for a gap is applied after the one that filled it). A snapshot
+    /// reports the ghosts it removes, adds and changes. Nothing is
+    /// reported of a message that is refused, or that waits.
+    ///
+    /// # Errors
+    /// [`DecodeError::NotAGhost`] on an array that is not a ghost array;
+    /// else as [`apply_feed`](Self::apply_feed).
+    ///
+    /// ```
+    /// use fastarray_core::{Callbacks, FastArray, GhostFeed, ReplicationId, ShardId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Walker { x: i32 }
+    ///
+    /// /// The game's proxies of the neighbour's walkers.
+    /// #[derive(Default)]
+    /// struct Proxies(Vec<ReplicationId>);
+    /// impl Callbacks<Walker> for Proxies {
+    ///     fn post_add(&mut self, id: ReplicationId, _: &Walker) {
+    ///         self.0.push(id);
+    ///     }
+    ///     fn pre_remove(&mut self, id: ReplicationId, _: &Walker) {
+    ///         self.0.retain(|&held| held != id);
+    ///     }
+    /// }
+    ///
+    /// let mut west = FastArray::shard(ShardId::new(0));
+    /// let walker = west.push(Walker { x: 95 });
+    /// west.commit();
+    /// let (mut to_east, mut ghosts, mut proxies) =
+    ///     (GhostFeed::new(), FastArray::ghost(), Proxies::default());
+    /// let mut bus = Vec::new();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed_with(&bus, &mut proxies).unwrap();
+    /// assert_eq!(proxies.0, [walker]);
+    ///
+    /// west.get_mut(walker).unwrap().x = 50;
+    /// west.commit();
+    /// bus.clear();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed_with(&bus, &mut proxies).unwrap();
+    /// assert!(proxies.0.is_empty());
+    /// ```
+    pub fn apply_feed_with(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<FeedReport, DecodeError> {
+        if !self.is_ghost() {
+            return Err(DecodeError::NotAGhost {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        self.apply_ghost_feed(bytes, callbacks)
+    }
+
     /// [`apply_feed`](Self::apply_feed) on a ghost array: a ghost frame or
     /// snapshot, and the frames that waited for it.
-    pub(super) fn apply_ghost_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
+    pub(super) fn apply_ghost_feed(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<FeedReport, DecodeError> {
         let mut report = FeedReport::default();
-        let applied = self.apply_ghost_message(bytes, &mut report)?;
+        let applied = self.apply_ghost_message(bytes, &mut report, callbacks)?;
         self.apply_waiting(
             applied,
             |ghosts, ()| ghosts.ghost_follow_mut(),
-            |ghosts, bytes| ghosts.apply_ghost_message(bytes, &mut report),
+            |ghosts, bytes| ghosts.apply_ghost_message(bytes, &mut report, callbacks),
         );
         report.needs_snapshot = self.ghost_needs_snapshot();
         Ok(report)
@@ -225,6 +297,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         &mut self,
         bytes: &[u8],
         report: &mut FeedReport,
+        callbacks: &mut impl Callbacks<T>,
     ) -> Result<Option<()>, DecodeError> {
         let limits = self.limits();
         let message = read_whole(bytes, &limits, |reader| {
@@ -247,15 +320,18 @@ impl<T: Replicate + Clone> FastArray<T> {
                     .map(|slot| slot.id)
                     .filter(|id| !kept(id))
                     .collect();
+                let mut applied = ApplyReport {
+                    frame: Some(head.seq),
+                    ..ApplyReport::default()
+                };
                 for id in gone {
-                    self.store.remove(id);
+                    if let Some(value) = self.store.remove(id) {
+                        callbacks.pre_remove(id, &value);
+                        applied.removed += 1;
+                    }
                 }
-                let sender = self
-                    .sender
-                    .as_deref_mut()
-                    .expect("a ghost array has a sender");
                 for (id, value) in items {
-                    take(&mut self.store, &mut sender.owners, id, None, value);
+                    self.take_ghost(id, value, false, &mut applied, callbacks);
                 }
                 self.commit_frame();
                 let follow = self
@@ -263,6 +339,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                     .expect("a ghost array follows a feed");
                 follow.joined(head.epoch, head.seq);
                 report.snapshot = true;
+                callbacks.post_receive(&applied);
                 Ok(Some(()))
             }
             Message::Frame(frame) => {
@@ -273,12 +350,13 @@ impl<T: Replicate + Clone> FastArray<T> {
                     // A new stream: the neighbour restarted.
                     Place::Foreign => follow.lose(),
                     Place::Next => {
-                        self.apply_ghost_frame(frame)?;
+                        let applied = self.apply_ghost_frame(frame, callbacks)?;
                         let follow = self
                             .ghost_follow_mut()
                             .expect("a ghost array follows a feed");
                         follow.applied(head.seq);
                         report.frames += 1;
+                        callbacks.post_receive(&applied);
                         return Ok(Some(()));
                     }
                 }
@@ -287,9 +365,44 @@ impl<T: Replicate + Clone> FastArray<T> {
         }
     }
 
+    /// Makes the ghost array hold `value` as ghost `id`, added or written
+    /// over the one it holds (`whole`: sent whole again, so reported even
+    /// if no field changed), and tells `callbacks`.
+    fn take_ghost(
+        &mut self,
+        id: ReplicationId,
+        value: T,
+        whole: bool,
+        applied: &mut ApplyReport,
+        callbacks: &mut impl Callbacks<T>,
+    ) {
+        let sender = self
+            .sender
+            .as_deref_mut()
+            .expect("a ghost array has a sender");
+        let taken = take(&mut self.store, &mut sender.owners, id, None, value);
+        let item = self.store.get(id).expect("just taken");
+        match taken {
+            None => {
+                callbacks.post_add(id, item);
+                applied.added += 1;
+            }
+            Some(changed) if whole || !changed.is_empty() => {
+                callbacks.post_change_whole(id, item, changed);
+                applied.changed += 1;
+            }
+            Some(_) => applied.skipped += 1,
+        }
+    }
+
     /// Applies the next ghost frame, if the ghosts held are those it was
-    /// written against; else changes nothing.
-    fn apply_ghost_frame(&mut self, frame: ghost::Frame<T>) -> Result<(), DecodeError> {
+    /// written against; else changes nothing. A ghost that leaves and
+    /// enters again in it (sent whole again) is written over.
+    fn apply_ghost_frame(
+        &mut self,
+        frame: ghost::Frame<T>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ApplyReport, DecodeError> {
         let held = |id: &ReplicationId| self.store.position(*id).is_some();
         let left = |id: &ReplicationId| frame.left.binary_search(id).is_ok();
         let entered = |id: &ReplicationId| {
@@ -307,18 +420,35 @@ impl<T: Replicate + Clone> FastArray<T> {
         if let Some(&(id, _)) = frame.changed.iter().find(|(id, _)| !stays(id)) {
             return Err(DecodeError::UnknownItem { id });
         }
-        for id in frame.left {
-            self.store.remove(id);
+        let mut applied = ApplyReport {
+            frame: Some(frame.head.seq),
+            ..ApplyReport::default()
+        };
+        let back: Vec<bool> = frame.left.iter().map(entered).collect();
+        for (id, back) in frame.left.into_iter().zip(back) {
+            if back {
+                continue;
+            }
+            if let Some(value) = self.store.remove(id) {
+                callbacks.pre_remove(id, &value);
+                applied.removed += 1;
+            }
         }
         for (id, value) in frame.entered {
-            self.store.push_given(id, value);
+            self.take_ghost(id, value, true, &mut applied, callbacks);
         }
         for (id, patch) in frame.changed {
             if let Some(mut item) = self.store.get_mut(id) {
-                item.apply_patch(patch);
+                let changed = item.apply_patch(patch);
+                if changed.is_empty() {
+                    applied.skipped += 1;
+                } else {
+                    callbacks.post_change(id, &item, changed);
+                    applied.changed += 1;
+                }
             }
         }
         self.commit_frame();
-        Ok(())
+        Ok(applied)
     }
 }

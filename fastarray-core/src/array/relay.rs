@@ -15,6 +15,7 @@ use crate::error::{DecodeError, SendError};
 use crate::feed_message::{self, Frame, Handoffs, Message, Snapshot};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
+use crate::mask::FieldMask;
 use crate::receive_state::follow::{FeedStats, Follow, Place};
 use crate::receive_state::sources::{Claim, Sources, Verdict};
 use crate::replicate::Replicate;
@@ -267,7 +268,7 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// does not hold, an add of one it holds). The relay is then unchanged.
     pub fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
         if self.is_ghost() {
-            return self.apply_ghost_feed(bytes);
+            return self.apply_ghost_feed(bytes, &mut ());
         }
         if !self.is_relay() {
             return Err(DecodeError::NotARelay {
@@ -571,7 +572,7 @@ fn apply_claims<T: Replicate + Clone>(
             Claim::Skip => sources.skipped(),
             Claim::Defer => sources.deferred(shard, id),
             Claim::Add | Claim::Take | Claim::Keep => {
-                let took = take(store, owners, id, owner, value);
+                let took = take(store, owners, id, owner, value).is_some();
                 // Held by this shard already (a snapshot's): no handoff.
                 sources.claimed(shard, id, count_of(&id), took && claim != Claim::Keep);
             }
@@ -582,27 +583,24 @@ fn apply_claims<T: Replicate + Clone>(
 /// Makes a follower (a relay, a ghost array) hold `value` as item `id`,
 /// owned by `owner`: added, or
 /// written over what it holds (only where it differs, so connections are
-/// sent the fields that changed). Returns whether it held the item (a
-/// handoff of an item kept pending in the same frame is one).
+/// sent the fields that changed). Returns, if it held the item (a
+/// handoff of an item kept pending in the same frame is one), the fields
+/// that changed.
 pub(super) fn take<T: Replicate>(
     store: &mut Store<T>,
     owners: &mut Owners,
     id: ReplicationId,
     owner: Option<u64>,
     value: T,
-) -> bool {
+) -> Option<FieldMask> {
     let held = match store.get(id) {
-        Some(item) => {
-            // An item with arrays always: they are compared and written
-            // by their own commit.
-            if T::ARRAY_FIELDS > 0 || !item.wire_eq(&value) {
-                store.replace(id, value);
-            }
-            true
-        }
+        // An item with arrays always: they are compared and written by
+        // their own commit.
+        Some(item) if T::ARRAY_FIELDS > 0 || !item.wire_eq(&value) => store.replace(id, value),
+        Some(_) => Some(FieldMask::EMPTY),
         None => {
             store.push_given(id, value);
-            false
+            None
         }
     };
     if owners.owner(id) != owner {
