@@ -4,7 +4,8 @@
 //! follows both shards' feeds and serves its clients one world, in which a
 //! walker that crosses is a change, never a removal and an add. Each shard
 //! sees 32 m across the border: it ghosts its walkers near the border to
-//! the other, which holds them in a ghost array.
+//! the other, which holds them in a ghost array, and keeps a ghost of each
+//! walker it hands off until the other's ghost feed says where it went.
 //!
 //! ```sh
 //! cargo run --release -p fastarray-nats --example shards                 # a 3-node cluster of its own
@@ -34,7 +35,8 @@ use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, ShardId};
 use fastarray_nats::{
-    FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort, NatsBus,
+    FeedFollower, FeedPublisher, FollowConfig, GhostSink, GhostSource, HandoffConfig, HandoffPort,
+    NatsBus,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -193,16 +195,22 @@ fn main() -> ExitCode {
                     .filter(|&(_, to)| to != home)
                     .collect();
                 for (id, to) in leaving {
+                    // The shard keeps a ghost of it until the other says
+                    // where it went: its game sees the agent all along.
                     let name = NAMES[usize::from(to.get())];
-                    shard
-                        .port
-                        .hand_off(&mut shard.array, id, to, name, start)
+                    let mut unheard = ();
+                    let mut ghosts = GhostSink::new(&mut shard.ghosts, &mut unheard);
+                    (shard.port)
+                        .hand_off_keeping_ghost(&mut shard.array, &mut ghosts, id, to, name, start)
                         .expect("hand off");
                     shard.handed += 1;
                 }
             }
             let handled = shard.port.poll(&mut shard.array, start).expect("handoffs");
             shard.taken_back += u64::from(handled.taken_back);
+            for &id in shard.port.taken_back() {
+                shard.ghosts.drop_kept(id, &mut ());
+            }
             shard.array.commit();
             let published = shard.publisher.publish(&mut shard.array).expect("publish");
             let near = |agent: &Agent| near_other(k, agent);

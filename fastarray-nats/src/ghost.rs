@@ -9,7 +9,8 @@
 //! neighbour's requests for a snapshot on `<name>.snapshot`.
 
 use fastarray_core::{
-    Callbacks, DecodeError, FastArray, FeedReport, GhostFeed, Replicate, SendError, ShardId,
+    Callbacks, DecodeError, FastArray, FeedReport, GhostFeed, Replicate, ReplicationId, SendError,
+    ShardId,
 };
 
 use crate::feed::{FeedSink, FeedSource};
@@ -108,6 +109,21 @@ impl<'a, T: Replicate + Clone, C: Callbacks<T>> GhostSink<'a, T, C> {
     /// The ghost array `ghosts`, whose feed `callbacks` hears.
     pub fn new(ghosts: &'a mut FastArray<T>, callbacks: &'a mut C) -> Self {
         Self { ghosts, callbacks }
+    }
+
+    /// Keeps a ghost of the item `handoff` hands off
+    /// ([`FastArray::keep_ghost`]), the callbacks hearing it.
+    ///
+    /// # Errors
+    /// As [`FastArray::keep_ghost`].
+    pub fn keep_ghost(&mut self, handoff: &[u8]) -> Result<ReplicationId, DecodeError> {
+        self.ghosts.keep_ghost(handoff, self.callbacks)
+    }
+
+    /// Drops the ghost kept of item `id` ([`FastArray::drop_kept`]), the
+    /// callbacks hearing it. Returns whether there was one.
+    pub fn drop_kept(&mut self, id: ReplicationId) -> bool {
+        self.ghosts.drop_kept(id, self.callbacks)
     }
 }
 

@@ -28,9 +28,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use fastarray_core::{DecodeError, FastArray, Replicate, ReplicationId, SendError, ShardId};
+use fastarray_core::{
+    Callbacks, DecodeError, FastArray, Replicate, ReplicationId, SendError, ShardId,
+};
 
 use crate::bus::{Bus, BusError, Subscription};
+use crate::ghost::GhostSink;
 
 /// The subject a shard takes handoffs on.
 pub fn handoff_subject(name: &str) -> String {
@@ -61,6 +64,9 @@ pub enum HandoffError {
     /// The array could not take back an item it handed off (it holds an
     /// item of that id again).
     TakeBack(DecodeError),
+    /// The ghost array could not keep a ghost of the item handed off (it
+    /// is not a ghost array; the item has left all the same).
+    KeepGhost(DecodeError),
 }
 
 impl fmt::Display for HandoffError {
@@ -69,6 +75,7 @@ impl fmt::Display for HandoffError {
             Self::Bus(error) => write!(f, "{error}"),
             Self::Send(error) => write!(f, "cannot hand off: {error}"),
             Self::TakeBack(error) => write!(f, "cannot take back a handoff: {error}"),
+            Self::KeepGhost(error) => write!(f, "cannot keep a ghost of a handoff: {error}"),
         }
     }
 }
@@ -78,7 +85,7 @@ impl std::error::Error for HandoffError {
         match self {
             Self::Bus(error) => Some(error),
             Self::Send(error) => Some(error),
-            Self::TakeBack(error) => Some(error),
+            Self::TakeBack(error) | Self::KeepGhost(error) => Some(error),
         }
     }
 }
@@ -181,6 +188,8 @@ pub struct HandoffPort<B: Bus> {
     next_serial: u64,
     pending: BTreeMap<u64, Pending>,
     given_up: BTreeMap<u64, GivenUp>,
+    /// The items the last poll took back.
+    taken_back: Vec<ReplicationId>,
     bytes_sent: std::cell::Cell<u64>,
 }
 
@@ -214,6 +223,7 @@ impl<B: Bus> HandoffPort<B> {
             next_serial: 0,
             pending: BTreeMap::new(),
             given_up: BTreeMap::new(),
+            taken_back: Vec::new(),
             bytes_sent: std::cell::Cell::new(0),
         })
     }
@@ -235,23 +245,75 @@ impl<B: Bus> HandoffPort<B> {
         to_name: &str,
         now: Instant,
     ) -> Result<(), HandoffError> {
+        let pending = self.prepare(array, id, to, to_name, now)?;
+        self.start(pending)
+    }
+
+    /// [`hand_off`](Self::hand_off), keeping a ghost of the item in
+    /// `ghosts`, the ghost array (and its callbacks) that follows the
+    /// ghost feed of the shard `to` ([`FastArray::keep_ghost`]): this
+    /// shard's game sees the item all along, until that shard's feed says
+    /// where it went. A ghost of that id held already stays as it is.
+    /// Drop the kept ghosts of the items a [`poll`](Self::poll) takes back
+    /// ([`taken_back`](Self::taken_back), [`GhostSink::drop_kept`]).
+    ///
+    /// # Errors
+    /// As [`hand_off`](Self::hand_off), and [`HandoffError::KeepGhost`]
+    /// if `ghosts` is not a ghost array (the handoff is sent all the same).
+    pub fn hand_off_keeping_ghost<T: Replicate + Clone, C: Callbacks<T>>(
+        &mut self,
+        array: &mut FastArray<T>,
+        ghosts: &mut GhostSink<'_, T, C>,
+        id: ReplicationId,
+        to: ShardId,
+        to_name: &str,
+        now: Instant,
+    ) -> Result<(), HandoffError> {
+        let pending = self.prepare(array, id, to, to_name, now)?;
+        let kept = match ghosts.keep_ghost(&pending.bytes) {
+            Ok(_) | Err(DecodeError::DuplicateId { .. }) => Ok(()),
+            Err(error) => Err(HandoffError::KeepGhost(error)),
+        };
+        self.start(pending)?;
+        kept
+    }
+
+    /// Hands item `id` off in `array` to shard `to`: the request to send.
+    fn prepare<T: Replicate>(
+        &mut self,
+        array: &mut FastArray<T>,
+        id: ReplicationId,
+        to: ShardId,
+        to_name: &str,
+        now: Instant,
+    ) -> Result<Pending, HandoffError> {
         let mut bytes = Vec::new();
         let tenure = array.tenure(id) + 1;
         array.hand_off(id, to, &mut bytes)?;
-        let serial = self.next_serial;
-        self.next_serial += 1;
-        let to = handoff_subject(to_name);
-        let pending = Pending {
-            to,
+        Ok(Pending {
+            to: handoff_subject(to_name),
             id,
             tenure,
             bytes,
             first: now,
             last: now,
-        };
+        })
+    }
+
+    /// Sends a handoff and waits for its reply.
+    fn start(&mut self, pending: Pending) -> Result<(), HandoffError> {
+        let serial = self.next_serial;
+        self.next_serial += 1;
         let sent = self.send(serial, &pending);
         self.pending.insert(serial, pending);
         Ok(sent?)
+    }
+
+    /// The items the last [`poll`](Self::poll) took back (refused, or
+    /// never answered): real on this shard again, so drop the ghosts kept
+    /// of them ([`hand_off_keeping_ghost`](Self::hand_off_keeping_ghost)).
+    pub fn taken_back(&self) -> &[ReplicationId] {
+        &self.taken_back
     }
 
     fn send(&self, serial: u64, pending: &Pending) -> Result<(), BusError> {
@@ -296,6 +358,7 @@ impl<B: Bus> HandoffPort<B> {
         now: Instant,
     ) -> Result<Handled, HandoffError> {
         let mut handled = Handled::default();
+        self.taken_back.clear();
         while let Some(request) = self.requests.try_next() {
             let (serial, bytes) = match split(&request.payload) {
                 Some((serial, [HANDOFF, bytes @ ..])) => (serial, bytes),
@@ -369,6 +432,7 @@ impl<B: Bus> HandoffPort<B> {
             if code == REFUSED {
                 take_back(array, &pending)?;
                 handled.taken_back += 1;
+                self.taken_back.push(pending.id);
             } else {
                 handled.confirmed += 1;
             }
@@ -399,6 +463,7 @@ impl<B: Bus> HandoffPort<B> {
             if let Some(pending) = self.pending.remove(&serial) {
                 take_back(array, &pending)?;
                 handled.taken_back += 1;
+                self.taken_back.push(pending.id);
                 let given_up = GivenUp {
                     to: pending.to,
                     id: pending.id,

@@ -398,6 +398,7 @@ fn two_shards_ghost_their_border_walkers_to_each_other_through_faults() {
         "west resynced: {before:?} {stats:?}"
     );
     assert!(!west.ghosts.is_empty() && !east.ghosts.is_empty());
+    assert!(west.kept + east.kept > 0, "no ghost kept through a handoff");
 }
 
 /// A shard with everything it runs on the bus: handoffs, its feed for
@@ -410,6 +411,8 @@ struct Node {
     ghost_publisher: FeedPublisher<NatsBus>,
     ghosts: FastArray<Walker>,
     proxies: Proxies,
+    /// Ghosts kept of walkers handed off.
+    kept: u32,
     ghost_follower: FeedFollower<NatsBus>,
 }
 
@@ -426,6 +429,7 @@ impl Node {
             ghost_publisher: FeedPublisher::new(bus.clone(), &ghosts_of(k)).unwrap(),
             ghosts: FastArray::ghost(),
             proxies: Proxies::default(),
+            kept: 0,
             ghost_follower: FeedFollower::new(bus, &ghosts_of(1 - k), FollowConfig::default())
                 .unwrap(),
         }
@@ -446,14 +450,22 @@ impl Node {
                 .filter(|&(_, to)| to.get() != k as u16)
                 .collect();
             for (id, to) in leaving {
+                // This shard keeps a ghost of it until the other's feed
+                // says where it went.
                 let to_name = NAMES[usize::from(to.get())];
-                self.port
-                    .hand_off(&mut self.array, id, to, to_name, clock)
+                let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
+                (self.port)
+                    .hand_off_keeping_ghost(&mut self.array, &mut sink, id, to, to_name, clock)
                     .unwrap();
+                self.kept += u32::from(self.ghosts.is_kept(id));
             }
         }
         let handled = self.port.poll(&mut self.array, clock).unwrap();
         assert_eq!(handled.refused, 0, "{handled:?}");
+        let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
+        for &id in self.port.taken_back() {
+            sink.drop_kept(id);
+        }
         self.array.commit();
         self.publisher.publish(&mut self.array).unwrap();
         let near = |w: &Walker| near_other(k, w);

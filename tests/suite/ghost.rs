@@ -468,6 +468,7 @@ mod lossy {
     use rand_chacha::ChaCha8Rng;
 
     use super::{BORDER, Walker, assert_ghosts, near_east, near_west, walker};
+    use fastarray::DecodeError;
 
     const HEAL_AT: u32 = 120;
 
@@ -501,6 +502,7 @@ mod lossy {
             side(ShardId::new(1), near_west, 1),
         ];
         let mut packet = 0u32;
+        let mut kept = 0;
         for now in 0.. {
             if now < HEAL_AT {
                 for k in 0..2 {
@@ -530,6 +532,14 @@ mod lossy {
                         let mut bytes = Vec::new();
                         let to = ShardId::new(1 - k as u16);
                         sides[k].shard.hand_off(id, to, &mut bytes).unwrap();
+                        // This side keeps a ghost of it until the other's
+                        // feed says where it went (unless a ghost of it
+                        // from an earlier stay there is still held).
+                        match sides[k].ghosts.keep_ghost(&bytes, &mut ()) {
+                            Ok(_) => kept += 1,
+                            Err(DecodeError::DuplicateId { .. }) => {}
+                            Err(error) => panic!("{label}: keep: {error}"),
+                        }
                         sides[1 - k].shard.adopt(&bytes).unwrap();
                     }
                 }
@@ -605,6 +615,7 @@ mod lossy {
             let near = sides[k].near;
             assert_ghosts(&sides[1 - k].ghosts, &sides[k].shard, near, &label);
         }
+        assert!(kept > 0, "{label}: no ghost kept through a handoff");
     }
 
     #[test]
@@ -757,6 +768,126 @@ fn a_ghost_arrays_callbacks_hear_ghosts_come_change_and_go() {
     let mut relay = FastArray::<Walker>::relay();
     assert_eq!(
         relay.apply_feed_with(&snapshot, &mut heard),
+        Err(DecodeError::NotAGhost {
+            type_name: "Walker"
+        })
+    );
+}
+
+#[test]
+fn a_shard_keeps_a_ghost_of_what_it_hands_off_until_the_other_says_where_it_went() {
+    // West's ghosts of east's walkers: east's walkers with x < 110.
+    let (mut west, mut east) = (FastArray::shard(WEST), FastArray::shard(EAST));
+    let a = west.push(walker(99));
+    let b = west.push(walker(98));
+    let c = west.push(walker(97));
+    west.commit();
+    east.commit();
+    let (mut from_east, mut west_sees, mut heard) = (
+        GhostFeed::new(),
+        FastArray::<Walker>::ghost(),
+        Heard::default(),
+    );
+    let tick = |east: &mut FastArray<Walker>,
+                from_east: &mut GhostFeed,
+                west_sees: &mut FastArray<Walker>,
+                heard: &mut Heard| {
+        east.commit();
+        let bytes = write(east, from_east, near_west);
+        west_sees.apply_feed_with(&bytes, heard).unwrap();
+    };
+    tick(&mut east, &mut from_east, &mut west_sees, &mut heard);
+    heard.take();
+
+    // All three cross; west keeps a ghost of each.
+    let mut handoffs = Vec::new();
+    for id in [a, b, c] {
+        west.get_mut(id).unwrap().x = 100;
+        let mut bytes = Vec::new();
+        west.hand_off(id, EAST, &mut bytes).unwrap();
+        assert_eq!(west_sees.keep_ghost(&bytes, &mut heard), Ok(id));
+        handoffs.push(bytes);
+    }
+    west.commit();
+    assert_eq!(
+        heard.take(),
+        [a, b, c].map(|id| format!("add {id} x 100")),
+        "the game sees them come"
+    );
+    assert_eq!(
+        west_sees.keep_ghost(&handoffs[0], &mut heard),
+        Err(DecodeError::DuplicateId { id: a })
+    );
+    for id in [a, b, c] {
+        assert!(west_sees.is_kept(id));
+        // Its ghost fields: no secret.
+        let ghost = west_sees.get(id).unwrap();
+        assert_eq!((ghost.x, ghost.secret, ghost.hp), (100, 0, 100));
+    }
+    // A message of east's before the adoptions says nothing of them.
+    tick(&mut east, &mut from_east, &mut west_sees, &mut heard);
+    assert!(heard.take().iter().all(|line| line.starts_with("received")));
+    assert_eq!(west_sees.len(), 3);
+
+    // East adopts a (which stays near), and b, which it moves out of
+    // west's reach in the same frame; c's handoff is lost.
+    east.adopt(&handoffs[0]).unwrap();
+    east.adopt(&handoffs[1]).unwrap();
+    east.get_mut(b).unwrap().x = 500;
+    tick(&mut east, &mut from_east, &mut west_sees, &mut heard);
+    assert_eq!(
+        heard.take(),
+        [
+            format!("whole {a} x 100 fields 0"),
+            format!("remove {b} x 100"),
+            "received Some(3): 0 added, 1 changed, 1 removed".into()
+        ],
+        "a is east's ghost now; b went out of reach"
+    );
+    assert!(!west_sees.is_kept(a) && west_sees.contains(a) && !west_sees.contains(b));
+    assert!(west_sees.is_kept(c));
+
+    // West takes c back: it drops its kept ghost at once.
+    west.take_back(&handoffs[2]).unwrap();
+    west.commit();
+    assert!(west_sees.drop_kept(c, &mut heard) && !west_sees.contains(c));
+    assert_eq!(heard.take(), [format!("remove {c} x 100")]);
+    assert!(
+        !west_sees.drop_kept(c, &mut ()) && !west_sees.drop_kept(a, &mut ()),
+        "a is east's ghost"
+    );
+
+    // A kept ghost nobody speaks of goes after 64 messages.
+    west.get_mut(c).unwrap().x = 100;
+    let mut lost = Vec::new();
+    west.hand_off(c, EAST, &mut lost).unwrap();
+    west.commit();
+    west_sees.keep_ghost(&lost, &mut heard).unwrap();
+    for _ in 0..63 {
+        tick(&mut east, &mut from_east, &mut west_sees, &mut heard);
+    }
+    assert!(west_sees.is_kept(c));
+    heard.take();
+    tick(&mut east, &mut from_east, &mut west_sees, &mut heard);
+    assert_eq!(heard.take()[0], format!("remove {c} x 100"));
+    assert!(!west_sees.contains(c));
+
+    // A resync drops what the snapshot does not hold.
+    west.take_back(&lost).unwrap();
+    west.get_mut(c).unwrap().x = 101;
+    let mut again = Vec::new();
+    west.hand_off(c, EAST, &mut again).unwrap();
+    west.commit();
+    west_sees.keep_ghost(&again, &mut heard).unwrap();
+    let snapshot = write(&east, &mut GhostFeed::new(), near_west);
+    west_sees.apply_feed(&snapshot).unwrap();
+    assert!(!west_sees.contains(c) && !west_sees.is_kept(c));
+    assert_ghosts(&west_sees, &east, near_west, "resynced");
+
+    // Only a ghost array keeps ghosts.
+    let mut relay = FastArray::<Walker>::relay();
+    assert_eq!(
+        relay.keep_ghost(&again, &mut ()),
         Err(DecodeError::NotAGhost {
             type_name: "Walker"
         })

@@ -11,17 +11,24 @@
 use super::FastArray;
 use super::limits::read_whole;
 use super::snapshot::write_truncating;
+use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, SendError};
+use crate::feed_message;
 use crate::feed_message::ghost::{self, FrameLists, Head, Message, ghost_fields};
 use crate::id::ReplicationId;
+use crate::inner_array::Follower;
 use crate::limits::{ArrayLimits, MirrorLimits};
 use crate::receive_state::events::{ApplyReport, Callbacks};
-use crate::receive_state::follow::{FeedStats, Follow, Place};
+use crate::receive_state::follow::{FeedStats, Follow, GhostFollow, Place};
 use crate::replicate::Replicate;
 use crate::send::sender::Sender;
 use crate::send_state::GhostFeed;
 
 use super::relay::{FeedReport, take};
+
+/// Messages of its neighbour's feed a kept ghost outlives if none says
+/// where its item went.
+const KEPT_MESSAGES: u64 = 64;
 
 impl<T> FastArray<T> {
     /// An empty ghost array: read-only copies of a neighbour shard's items
@@ -81,6 +88,25 @@ impl<T> FastArray<T> {
 
     fn ghost_follow_mut(&mut self) -> Option<&mut Follow> {
         Some(&mut self.sender.as_deref_mut()?.ghost.as_deref_mut()?.follow)
+    }
+
+    fn ghost_state_mut(&mut self) -> &mut GhostFollow {
+        (self
+            .sender
+            .as_deref_mut()
+            .and_then(|sender| sender.ghost.as_deref_mut()))
+        .expect("a ghost array follows a feed")
+    }
+
+    /// Whether ghost `id` is one this shard kept of an item it handed off
+    /// ([`keep_ghost`](Self::keep_ghost)), its neighbour's feed not having
+    /// said yet where the item went.
+    pub fn is_kept(&self, id: ReplicationId) -> bool {
+        (self
+            .sender
+            .as_deref()
+            .and_then(|sender| sender.ghost.as_deref()))
+        .is_some_and(|ghost| ghost.kept.iter().any(|&(kept, _)| kept == id))
     }
 
     /// On a ghost array: the limits its messages are checked against.
@@ -167,6 +193,7 @@ impl<T: Replicate> FastArray<T> {
                     left: &plan.left,
                     entered: &plan.entered,
                     changed: &plan.changed,
+                    settled: &plan.settled,
                 };
                 ghost::write_frame(store, head, lists, writer)
             };
@@ -333,6 +360,11 @@ impl<T: Replicate + Clone> FastArray<T> {
                 for (id, value) in items {
                     self.take_ghost(id, value, false, &mut applied, callbacks);
                 }
+                // The neighbour's whole truth: a kept ghost it holds is
+                // its own now, one it does not is gone (removed above).
+                let state = self.ghost_state_mut();
+                state.kept.clear();
+                state.applied += 1;
                 self.commit_frame();
                 let follow = self
                     .ghost_follow_mut()
@@ -403,6 +435,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         frame: ghost::Frame<T>,
         callbacks: &mut impl Callbacks<T>,
     ) -> Result<ApplyReport, DecodeError> {
+        let kept = |id: &ReplicationId| self.is_kept(*id);
         let held = |id: &ReplicationId| self.store.position(*id).is_some();
         let left = |id: &ReplicationId| frame.left.binary_search(id).is_ok();
         let entered = |id: &ReplicationId| {
@@ -413,13 +446,32 @@ impl<T: Replicate + Clone> FastArray<T> {
         if let Some(&id) = frame.left.iter().find(|id| !held(id)) {
             return Err(DecodeError::UnknownItem { id });
         }
-        if let Some(&(id, _)) = (frame.entered.iter()).find(|(id, _)| held(id) && !left(id)) {
+        let taken = |id: &ReplicationId| held(id) && !left(id) && !kept(id);
+        if let Some(&(id, _)) = (frame.entered.iter()).find(|(id, _)| taken(id)) {
             return Err(DecodeError::DuplicateId { id });
         }
         let stays = |id: &ReplicationId| held(id) && !left(id) && !entered(id);
         if let Some(&(id, _)) = frame.changed.iter().find(|(id, _)| !stays(id)) {
             return Err(DecodeError::UnknownItem { id });
         }
+        // A kept ghost is the neighbour's now if it entered, and goes if
+        // the neighbour adopted it out of reach (or it left), or said
+        // nothing of it for `KEPT_MESSAGES` messages (its handoff refused,
+        // or taken back).
+        let state = self.ghost_state_mut();
+        state.applied += 1;
+        let now = state.applied;
+        let mut kept = core::mem::take(&mut state.kept);
+        let mut drop = Vec::new();
+        kept.retain(|&(id, at)| {
+            let settled = frame.settled.binary_search(&id).is_ok();
+            let on = !entered(&id) && !left(&id) && !settled;
+            if on && now - at >= KEPT_MESSAGES || settled && !left(&id) && !entered(&id) {
+                drop.push(id);
+            }
+            on && now - at < KEPT_MESSAGES
+        });
+        self.ghost_state_mut().kept = kept;
         let mut applied = ApplyReport {
             frame: Some(frame.head.seq),
             ..ApplyReport::default()
@@ -448,7 +500,122 @@ impl<T: Replicate + Clone> FastArray<T> {
                 }
             }
         }
+        for id in drop {
+            if let Some(value) = self.store.remove(id) {
+                callbacks.pre_remove(id, &value);
+                applied.removed += 1;
+            }
+        }
         self.commit_frame();
         Ok(applied)
+    }
+
+    /// Keeps a ghost of the item this shard hands off in `handoff` (the
+    /// message [`hand_off`](Self::hand_off) wrote) in this ghost array,
+    /// the one that follows the ghost feed of the shard it goes to, so the
+    /// shard's game sees the item all along, as a BigWorld cell keeps a
+    /// ghost of an entity it offloads: from the handoff until that shard's
+    /// feed says where it went. `callbacks` hears it come (`post_add`), as
+    /// [`apply_feed_with`](Self::apply_feed_with)'s hears what becomes of
+    /// it. The ghost holds the item's ghost fields;
+    /// it becomes the neighbour's ghost when its feed brings the item in
+    /// (a `post_change_whole`, not an add), and goes when the feed says it
+    /// adopted the item out of reach, when a snapshot does not hold it, or
+    /// after 64 messages that say nothing of it (the handoff refused or
+    /// taken back: [`drop_kept`](Self::drop_kept) drops it at once).
+    ///
+    /// # Errors
+    /// [`DecodeError::NotAGhost`] on an array that is not a ghost array,
+    /// [`DecodeError::DuplicateId`] if it holds a ghost of that id, or a
+    /// [`DecodeError`] for a message that is not a handoff of this type.
+    /// The array is then unchanged.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, GhostFeed, ShardId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Walker { x: i32 }
+    ///
+    /// let (west_id, east_id) = (ShardId::new(0), ShardId::new(1));
+    /// let (mut west, mut east) = (FastArray::shard(west_id), FastArray::shard(east_id));
+    /// // West's ghosts of east's walkers, and the feed that keeps them.
+    /// let (mut from_east, mut west_sees) = (GhostFeed::new(), FastArray::ghost());
+    /// let walker = west.push(Walker { x: 99 });
+    /// west.commit();
+    /// east.commit();
+    /// let mut bus = Vec::new();
+    /// east.write_ghost_feed(&mut from_east, |w: &Walker| w.x < 110, &mut bus).unwrap();
+    /// west_sees.apply_feed(&bus).unwrap();
+    ///
+    /// // It crosses: west hands it off and keeps seeing it.
+    /// west.get_mut(walker).unwrap().x = 100;
+    /// let mut handoff = Vec::new();
+    /// west.hand_off(walker, east_id, &mut handoff).unwrap();
+    /// west.commit();
+    /// west_sees.keep_ghost(&handoff, &mut ()).unwrap();
+    /// assert!(west_sees.is_kept(walker) && !west.contains(walker));
+    ///
+    /// // East adopts it, and ghosts it back: the same ghost goes on.
+    /// east.adopt(&handoff).unwrap();
+    /// east.commit();
+    /// bus.clear();
+    /// east.write_ghost_feed(&mut from_east, |w: &Walker| w.x < 110, &mut bus).unwrap();
+    /// west_sees.apply_feed(&bus).unwrap();
+    /// assert!(!west_sees.is_kept(walker));
+    /// assert_eq!(west_sees.get(walker), Some(&Walker { x: 100 }));
+    /// ```
+    pub fn keep_ghost(
+        &mut self,
+        handoff: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<ReplicationId, DecodeError> {
+        let Some(limits) = self.ghost_limits() else {
+            return Err(DecodeError::NotAGhost {
+                type_name: T::TYPE_NAME,
+            });
+        };
+        let handoff = read_whole(handoff, &limits, |reader| {
+            feed_message::read_handoff::<T>(reader, ArrayLimits::top(limits))
+        })?;
+        let id = handoff.id;
+        if self.store.position(id).is_some() {
+            return Err(DecodeError::DuplicateId { id });
+        }
+        // Its ghost fields alone, arrays and all: as a ghost feed carries it.
+        let mut bytes = Vec::new();
+        let mut writer = BitWriter::new(&mut bytes);
+        feed_message::write_value(&handoff.value, Follower::Ghost, &mut writer).map_err(|_| {
+            DecodeError::Custom {
+                bit_offset: 0,
+                message: "the handed-off item does not encode as a ghost",
+            }
+        })?;
+        writer.finish();
+        let inner = ArrayLimits::top(limits).for_arrays(false);
+        let value = feed_message::read_value(&mut BitReader::new(&bytes), Follower::Ghost, inner)?;
+        self.store.push_given(id, value);
+        let state = self.ghost_state_mut();
+        let at = state.applied;
+        state.kept.push((id, at));
+        self.commit_frame();
+        callbacks.post_add(id, self.store.get(id).expect("just kept"));
+        Ok(id)
+    }
+
+    /// Drops the ghost this shard [kept](Self::keep_ghost) of item `id`
+    /// (it took the item back: it is real here again), telling
+    /// `callbacks` (`pre_remove`). Returns whether it held one.
+    pub fn drop_kept(&mut self, id: ReplicationId, callbacks: &mut impl Callbacks<T>) -> bool {
+        if !self.is_kept(id) {
+            return false;
+        }
+        self.ghost_state_mut().kept.retain(|&(kept, _)| kept != id);
+        if let Some(value) = self.store.remove(id) {
+            callbacks.pre_remove(id, &value);
+        }
+        self.commit_frame();
+        true
     }
 }

@@ -14,7 +14,9 @@
 //! - A frame: the ids that left (count, ids: removed, handed off, or out
 //!   of the neighbour's reach); the items that came in (count, then per
 //!   item its id and ghost fields); the items changed (count, then per
-//!   item its id, the set of ghost fields changed and those fields).
+//!   item its id, the set of ghost fields changed and those fields); the
+//!   ids adopted since the last message that are not ghosted (count, ids:
+//!   a shard that handed one off and kept a ghost of it drops that ghost).
 //! - A snapshot: every item in reach (count, then per item its id and
 //!   ghost fields).
 //!
@@ -59,6 +61,7 @@ pub(crate) struct FrameLists<'a> {
     pub(crate) left: &'a [ReplicationId],
     pub(crate) entered: &'a [ReplicationId],
     pub(crate) changed: &'a [(ReplicationId, FieldMask)],
+    pub(crate) settled: &'a [ReplicationId],
 }
 
 /// One ghost frame, decoded.
@@ -67,6 +70,7 @@ pub(crate) struct Frame<T: Replicate> {
     pub(crate) left: Vec<ReplicationId>,
     pub(crate) entered: Vec<(ReplicationId, T)>,
     pub(crate) changed: Vec<(ReplicationId, T::Patch)>,
+    pub(crate) settled: Vec<ReplicationId>,
 }
 
 /// Every ghost of a stream, decoded.
@@ -111,7 +115,9 @@ pub(crate) fn write_frame<T: Replicate>(
     write_head::<T>(writer, FRAME, head);
     write_ids(writer, lists.left);
     write_items(store, lists.entered, writer)?;
-    write_changes(store, lists.changed, &[], writer)
+    write_changes(store, lists.changed, &[], writer)?;
+    write_ids(writer, lists.settled);
+    Ok(())
 }
 
 /// Writes a ghost snapshot: the items `ids` (ascending) of `store`.
@@ -165,10 +171,12 @@ pub(crate) fn read<T: Replicate>(
     let changed = (changed.into_iter())
         .filter_map(|change| Some((change.id, change.patch?)))
         .collect();
+    let settled = read_removals(reader, limits)?;
     Ok(Message::Frame(Frame {
         head,
         left,
         entered,
         changed,
+        settled,
     }))
 }

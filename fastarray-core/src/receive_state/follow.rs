@@ -77,6 +77,12 @@ pub(crate) enum Place {
 pub(crate) struct GhostFollow {
     pub(crate) follow: Follow,
     pub(crate) limits: crate::limits::MirrorLimits,
+    /// Messages applied.
+    pub(crate) applied: u64,
+    /// Ghosts the shard kept of items it handed off to the neighbour
+    /// (`FastArray::keep_ghost`), until the neighbour's feed says where
+    /// they went: each with the messages applied when it was kept.
+    pub(crate) kept: Vec<(crate::id::ReplicationId, u64)>,
 }
 
 /// A relay's position in its server's feed.

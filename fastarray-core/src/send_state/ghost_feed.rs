@@ -54,6 +54,11 @@ pub(crate) struct GhostPlan {
     pub(crate) entered: Vec<ReplicationId>,
     /// Ghosts that stay, with their ghost fields that changed, ascending.
     pub(crate) changed: Vec<(ReplicationId, FieldMask)>,
+    /// Items adopted since the last message that the neighbour holds no
+    /// ghost of (out of its reach), ascending: the neighbour that handed
+    /// one off may keep a ghost of it until this says where it went
+    /// ([`FastArray::keep_ghost`](crate::FastArray::keep_ghost)).
+    pub(crate) settled: Vec<ReplicationId>,
 }
 
 /// What the frames since a message did to one item.
@@ -152,7 +157,9 @@ impl GhostFeed {
         // What the frames did to each item, in one list sorted by id (each
         // frame's lists are; a sort of their concatenation is cheap).
         let mut touched: Vec<(ReplicationId, Touch)> = Vec::new();
+        let mut adopted: Vec<ReplicationId> = Vec::new();
         for changes in frames.take_while(|changes| changes.frame <= frame) {
+            adopted.extend(changes.adopted.iter().map(|&(id, _)| id));
             let whole = Touch {
                 fields: FieldMask::EMPTY,
                 whole: true,
@@ -212,6 +219,15 @@ impl GhostFeed {
                 decide(id, touch, near(id));
             }
         }
+        adopted.sort_unstable();
+        adopted.dedup();
+        let listed = |list: &[ReplicationId], id: &ReplicationId| list.binary_search(id).is_ok();
+        plan.settled = (adopted.into_iter())
+            .filter(|id| {
+                let stays = self.members.contains(id) && !listed(&plan.left, id);
+                !stays && !listed(&plan.entered, id)
+            })
+            .collect();
         plan
     }
 
@@ -322,6 +338,22 @@ mod tests {
         let history = history(vec![none(), none()]);
         assert!(plan(8, 2, &history).snapshot, "another array");
         assert!(!plan(7, 2, &history).snapshot);
+    }
+
+    #[test]
+    fn an_adoption_out_of_reach_is_settled_and_one_in_reach_enters() {
+        let feed = fed(&[], |_| true);
+        let adopted = Changeset {
+            added: vec![id(4), id(5)],
+            adopted: vec![(id(4), 1), (id(5), 1)],
+            ..none()
+        };
+        let history = history(vec![none(), adopted]);
+        let all = FieldMask::all(2);
+        let plan = feed.plan(7, 2, Some(&history), all, std::iter::empty(), |i| {
+            i == id(5)
+        });
+        assert_eq!((plan.entered, plan.settled), (vec![id(5)], vec![id(4)]));
     }
 
     #[test]
