@@ -146,6 +146,11 @@ fn main() {
             "bits a frame: ghosts {:.0} ({:.0} walkers within {} m), whole feed {:.0}",
             g.ghost, g.ghosted, g.reach, g.feed
         );
+        let a = relay::run_array_feed_bytes(1_000, 20, 10, TICKS);
+        println!(
+            "bytes a frame, inventories: feed {:.0}, a client {:.0}",
+            a.feed, a.client
+        );
         return;
     }
     if std::env::args().any(|a| a == "--interest") {
@@ -241,6 +246,7 @@ fn main() {
             .into(),
         handoff: relay::run_handoff_bytes(5_000, 20, TICKS),
         ghost: relay::run_ghost_bytes(5_000, 32.0, TICKS),
+        inventories: relay::run_array_feed_bytes(1_000, 20, 10, TICKS),
         cpu: load_criterion(&cpu_dir),
         cpu_dir: cpu_dir
             .strip_prefix(&root)

@@ -527,6 +527,24 @@ impl Results {
             num(g.feed),
             ratio(g.feed / g.ghost.max(0.001)),
         );
+        let a = &self.inventories;
+        let _ = writeln!(
+            md,
+            "\n### Relays: items with arrays inside them\n\n\
+             {} heroes, each with an inventory of {} slots (a `#[replicate(array)]` field of \
+             `FastArray<Slot>`, a slot a `u16` kind and a `u8` count); each frame {} heroes change one \
+             slot's count. A feed frame carries the inventories that changed whole (so a relay's own commit \
+             finds what changed inside them); a client's delta, the one slot. Bytes a frame:\n\n\
+             | bytes a frame | feed, to each relay | a caught-up client | ÷ |\n|---|---|---|---|\n\
+             | {} changes inside inventories | {:.0} | {:.0} | {} |",
+            num(a.items as f64),
+            a.slots,
+            a.changing,
+            a.changing,
+            a.feed,
+            a.client,
+            ratio(a.feed / a.client.max(0.001)),
+        );
         // Measured by the shards demo over NATS, which needs its cluster.
         let _ = write!(md, "\n{}", include_str!("../../../demos.md"));
     }

@@ -231,3 +231,101 @@ pub fn run_ghost_bytes(items: usize, reach: f32, ticks: u32) -> GhostBytes {
         feed: per_tick(feed_bits),
     }
 }
+
+/// An item of a hero's inventory.
+#[derive(fastarray::Replicate, Clone, Debug, PartialEq)]
+struct Slot {
+    kind: u16,
+    count: u8,
+}
+
+/// A hero of the inventory figure: a position and an inventory, an array
+/// inside the item.
+#[derive(fastarray::Replicate, Clone, Debug, PartialEq)]
+struct Hero {
+    #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 16))]
+    x: f32,
+    #[replicate(array)]
+    inventory: fastarray::FastArray<Slot>,
+}
+
+/// Bytes a frame of a server's feed against one caught-up client's delta,
+/// for items with an array inside them.
+pub struct ArrayFeedBytes {
+    /// Heroes.
+    pub items: usize,
+    /// Slots in each hero's inventory.
+    pub slots: usize,
+    /// Heroes whose inventory changes a frame (one slot's count).
+    pub changing: usize,
+    /// The feed (`write_feed`).
+    pub feed: f64,
+    /// One caught-up client's delta (`write_delta`).
+    pub client: f64,
+}
+
+/// `ticks` ticks of `items` heroes with `slots` slots each, `changing` of
+/// them changing one slot's count a tick: a frame of the feed carries the
+/// inventories that changed whole, a client's delta the one slot.
+pub fn run_array_feed_bytes(
+    items: usize,
+    slots: usize,
+    changing: usize,
+    ticks: u32,
+) -> ArrayFeedBytes {
+    use fastarray::{FastArray, SendState};
+    use rand::{Rng, SeedableRng};
+
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+    let mut server = FastArray::new();
+    for n in 0..items {
+        let mut inventory = FastArray::new();
+        for kind in 0..slots {
+            inventory.push(Slot {
+                kind: kind as u16,
+                count: 1,
+            });
+        }
+        server.push(Hero {
+            x: n as f32,
+            inventory,
+        });
+    }
+    server.commit();
+    let mut conn = SendState::new();
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).expect("join");
+    conn.on_ack(0);
+    let ids: Vec<_> = server.ids().collect();
+    let (mut feed, mut client) = (0usize, 0usize);
+    for tick in 1..=ticks {
+        for _ in 0..changing {
+            let id = ids[rng.random_range(0..ids.len())];
+            let mut hero = server.get_mut(id).expect("held");
+            let slot = hero
+                .inventory
+                .ids()
+                .nth(rng.random_range(0..slots))
+                .expect("a slot");
+            let mut slot = hero.inventory.get_mut(slot).expect("held");
+            slot.count = slot.count.wrapping_add(1);
+        }
+        server.commit();
+        bytes.clear();
+        server.write_feed(&mut bytes).expect("feed");
+        feed += bytes.len();
+        bytes.clear();
+        server
+            .write_delta(&mut conn, tick, &mut bytes)
+            .expect("write");
+        conn.on_ack(tick);
+        client += bytes.len();
+    }
+    ArrayFeedBytes {
+        items,
+        slots,
+        changing,
+        feed: feed as f64 / f64::from(ticks),
+        client: client as f64 / f64::from(ticks),
+    }
+}

@@ -12,7 +12,7 @@ use crate::format::{num, ratio, time};
 use crate::interest::Interest;
 use crate::loss::{FanOut, Loss};
 use crate::memory::Memory;
-use crate::relay::{GhostBytes, HandoffBytes, RelayBytes};
+use crate::relay::{ArrayFeedBytes, GhostBytes, HandoffBytes, RelayBytes};
 use fastarray_bench::estimates::Cpu;
 
 /// A target of the issue and where we stand.
@@ -46,6 +46,7 @@ pub struct Results {
     /// A border crossing, handed off or removed and added.
     pub handoff: HandoffBytes,
     pub ghost: GhostBytes,
+    pub inventories: ArrayFeedBytes,
     pub cpu: Cpu,
     pub cpu_dir: PathBuf,
     pub seconds: f64,
