@@ -34,9 +34,9 @@
 //! goes whole, each of its arrays after its fields ([`write_array`]: the
 //! id the array's next push takes, then its items, each with its owner,
 //! every field and its own arrays); a change has a bit before its field
-//! set (fields changed) and one after its fields (its arrays follow,
-//! whole). A frame carries the arrays of the items whose arrays changed,
-//! and no others.
+//! set (fields changed) and one after its fields (its arrays changed:
+//! then, per array, what its last commit changed, [`write_array_changes`],
+//! its changed items whole).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ use crate::changeset::Changeset;
 use crate::error::{DecodeError, EncodeError};
 use crate::history::History;
 use crate::id::ReplicationId;
-use crate::inner_array::{Follower, InnerArray};
+use crate::inner_array::{Follower, InnerDelta};
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
 use crate::replicate::{Replicate, encode_whole};
@@ -100,10 +100,23 @@ pub(crate) struct Change<T: Replicate> {
     pub(crate) arrays: Option<Arrays>,
 }
 
-/// An item's arrays as a change carries them: a new array of each of its
-/// `#[replicate(array)]` fields' types, in declaration order, holding
-/// what the server's holds ([`InnerArray::read_follow`]).
-pub(crate) type Arrays = Vec<Box<dyn InnerArray>>;
+/// An item's arrays as a change carries them: what each of its
+/// `#[replicate(array)]` fields' last commit changed, in declaration order
+/// (`None`: nothing), as [`InnerArray::read_follow_changes`] reads it.
+pub(crate) type Arrays = Vec<Option<InnerDelta>>;
+
+/// What the last commit of an array inside an item changed, decoded for a
+/// relay ([`write_array_changes`]). Changed items come whole: a relay's
+/// array writes them over its own (no guard, so the item type need not be
+/// `Clone`), and its commit finds which fields changed.
+pub(crate) struct ArrayChanges<U> {
+    /// The limits the array is held to.
+    pub(crate) limits: ArrayLimits,
+    pub(crate) removed: Vec<ReplicationId>,
+    pub(crate) added: Vec<(ReplicationId, Option<u64>, U)>,
+    pub(crate) changed: Vec<(ReplicationId, U)>,
+    pub(crate) moved: Vec<(ReplicationId, Option<u64>)>,
+}
 
 /// A whole array, decoded.
 pub(crate) struct Snapshot<T> {
@@ -224,7 +237,19 @@ pub(crate) fn write_frame<T: Replicate>(
     write_counts(writer, &changes.adopted);
     let changed = merged(&changes.changed, &changes.initial);
     write_changes(store, &changed, &changes.arrays_changed, writer)?;
-    // An add carries its owner; an item removed since has none.
+    write_moved(store, owners, changes, writer);
+    Ok(())
+}
+
+/// Writes the items whose owner `changes` moved, with their owners: those
+/// held and not added (an add carries its owner; an item removed since
+/// has none).
+fn write_moved<T>(
+    store: &Store<T>,
+    owners: Option<&Owners>,
+    changes: &Changeset,
+    writer: &mut BitWriter<'_>,
+) {
     let moved: Vec<ReplicationId> = changes
         .moved
         .iter()
@@ -235,6 +260,120 @@ pub(crate) fn write_frame<T: Replicate>(
     for &id in &moved {
         ids.write(writer, id);
         write_owner(writer, owner_of(owners, id));
+    }
+}
+
+/// Reads what [`write_moved`] wrote.
+fn read_moved(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Vec<(ReplicationId, Option<u64>)>, DecodeError> {
+    let (mut ids, count) = read_ids(reader, 2, limits)?;
+    let mut moved = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        moved.push((id, read_owner(reader)?));
+    }
+    Ok(moved)
+}
+
+/// Writes what the last commit of an array inside an item, `store` (owned
+/// by `owners`, its newest changeset `changes`), changed, for a relay: a
+/// bit (whether it changed: its newest changeset is of its last commit and
+/// not empty), then the ids removed, the items added (id, owner,
+/// [`write_value`]), the items changed, whole (id, [`write_value`]: their
+/// own arrays whole too), and the owners moved (id, owner).
+pub(crate) fn write_array_changes<U: Replicate>(
+    store: &Store<U>,
+    owners: Option<&Owners>,
+    changes: Option<&Changeset>,
+    writer: &mut BitWriter<'_>,
+) -> Result<(), EncodeError> {
+    let changes = changes.filter(|changes| {
+        let something = !changes.is_empty() || !changes.initial.is_empty();
+        changes.frame == store.frame() && (something || !changes.moved.is_empty())
+    });
+    writer.write_bool(changes.is_some());
+    let Some(changes) = changes else {
+        return Ok(());
+    };
+    write_ids(writer, &changes.removed);
+    let mut ids = IdWriter::start(writer, changes.added.iter().copied());
+    for &id in &changes.added {
+        let value = store.get(id).expect("a committed add is held");
+        ids.write(writer, id);
+        write_owner(writer, owner_of(owners, id));
+        write_value(value, Follower::Relay, writer)?;
+    }
+    let fields = merged(&changes.changed, &changes.initial);
+    let changed = with_arrays(&fields, &changes.arrays_changed);
+    let mut ids = IdWriter::start(writer, changed.iter().map(|&(id, _)| id));
+    for &(id, _) in changed.iter() {
+        let value = store.get(id).expect("a change is of an item held");
+        ids.write(writer, id);
+        write_value(value, Follower::Relay, writer)?;
+    }
+    write_moved(store, owners, changes, writer);
+    Ok(())
+}
+
+/// Reads what [`write_array_changes`] wrote (`None`: nothing changed),
+/// refusing more entries than `limits` allow.
+pub(crate) fn read_array_changes<U: Replicate>(
+    reader: &mut BitReader<'_>,
+    limits: ArrayLimits,
+) -> Result<Option<ArrayChanges<U>>, DecodeError> {
+    if !reader.read_bool()? {
+        return Ok(None);
+    }
+    let inner = limits.for_arrays(false);
+    let removed = read_removals(reader, limits)?;
+    let added = read_items(reader, limits, inner)?;
+    let (mut ids, count) = read_ids(reader, 1 + U::MIN_BITS, limits)?;
+    let mut changed = Vec::with_capacity(prealloc::<(ReplicationId, U)>(count));
+    for _ in 0..count {
+        let id = ids.read(reader)?;
+        changed.push((id, read_value(reader, Follower::Relay, inner)?));
+    }
+    let moved = read_moved(reader, limits)?;
+    Ok(Some(ArrayChanges {
+        limits,
+        removed,
+        added,
+        changed,
+        moved,
+    }))
+}
+
+/// Refuses `changes` unless they apply to `store`, the array they were
+/// written for as it was: every item removed, changed or given an owner
+/// is held (and not removed), no item added is, and the array stays
+/// within its limits.
+pub(crate) fn check_array_changes<U>(
+    store: &Store<U>,
+    changes: &ArrayChanges<U>,
+) -> Result<(), DecodeError> {
+    let held = |id: ReplicationId| store.position(id).is_some();
+    let removed = |id: &ReplicationId| changes.removed.binary_search(id).is_ok();
+    if let Some(&id) = changes.removed.iter().find(|&&id| !held(id)) {
+        return Err(DecodeError::UnknownItem { id });
+    }
+    if let Some(&(id, ..)) = changes.added.iter().find(|&&(id, ..)| held(id)) {
+        return Err(DecodeError::DuplicateId { id });
+    }
+    let kept = store.len() - changes.removed.len();
+    changes.limits.check_items(kept + changes.added.len())?;
+    let named =
+        (changes.changed.iter().map(|(id, _)| id)).chain(changes.moved.iter().map(|(id, _)| id));
+    let added = |id: &ReplicationId| {
+        (changes.added)
+            .binary_search_by_key(id, |&(id, ..)| id)
+            .is_ok()
+    };
+    for id in named {
+        if !held(*id) || removed(id) || added(id) {
+            return Err(DecodeError::UnknownItem { id: *id });
+        }
     }
     Ok(())
 }
@@ -249,11 +388,11 @@ fn write_ids(writer: &mut BitWriter<'_>, ids: &[ReplicationId]) {
 
 /// Writes a list of changes of items of `store` (ascending by id): those
 /// of fields `changed`, and of the arrays of the items `arrays` (for a
-/// relay; they are carried whole). Per item its id, the set of fields and
-/// those fields; for a type with `#[replicate(array)]` fields, a bit
-/// before the set (whether fields changed) and one after the fields
-/// (whether its arrays follow, then each array whole). On error, names
-/// the item.
+/// relay). Per item its id, the set of fields and those fields; for a
+/// type with `#[replicate(array)]` fields, a bit before the set (whether
+/// fields changed) and one after the fields (whether its arrays changed,
+/// then what each array's last commit changed,
+/// [`InnerArray::write_follow_changes`]). On error, names the item.
 fn write_changes<T: Replicate>(
     store: &Store<T>,
     changed: &[(ReplicationId, FieldMask)],
@@ -274,10 +413,16 @@ fn write_changes<T: Replicate>(
             (value.encode_fields(fields, writer)).map_err(|error| (id, error))?;
         }
         if has_arrays {
-            let whole = arrays.binary_search(&id).is_ok();
-            writer.write_bool(whole);
-            if whole {
-                write_arrays(value, Follower::Relay, writer).map_err(|error| (id, error))?;
+            let inside = arrays.binary_search(&id).is_ok();
+            writer.write_bool(inside);
+            if inside {
+                let mut result = Ok(());
+                value.for_each_array(&mut |array| {
+                    if result.is_ok() {
+                        result = array.write_follow_changes(writer);
+                    }
+                });
+                result.map_err(|error| (id, error))?;
             }
         }
     }
@@ -358,18 +503,23 @@ pub(crate) fn read_value<T: Replicate>(
     result.map(|()| value)
 }
 
-/// Reads the arrays of a `T` written by [`write_arrays`] for a relay,
+/// Reads the changes of the arrays of a `T` written by [`write_changes`],
 /// each within `inner`.
 fn read_arrays<T: Replicate>(
     reader: &mut BitReader<'_>,
     inner: ArrayLimits,
 ) -> Result<Arrays, DecodeError> {
     let mut arrays: Arrays = Vec::with_capacity(T::ARRAY_FIELDS as usize);
-    T::for_each_empty_array(&mut |array| arrays.push(array.new_empty()));
-    for array in &mut arrays {
-        array.read_follow(Follower::Relay, reader, inner)?;
-    }
-    Ok(arrays)
+    let mut result = Ok(());
+    T::for_each_empty_array(&mut |array| {
+        if result.is_ok() {
+            match array.read_follow_changes(reader, inner) {
+                Ok(changes) => arrays.push(changes),
+                Err(error) => result = Err(error),
+            }
+        }
+    });
+    result.map(|()| arrays)
 }
 
 /// Writes the whole of an array inside an item, `store` (owned by
@@ -733,12 +883,7 @@ pub(crate) fn read<T: Replicate>(
     let adopted = read_counts(reader, limits)?;
     let all = FieldMask::all(T::FIELD_COUNT);
     let changed = read_changes::<T>(reader, limits, all, Some(inner))?;
-    let (mut ids, count) = read_ids(reader, 2, limits)?;
-    let mut moved = Vec::with_capacity(prealloc::<(ReplicationId, Option<u64>)>(count));
-    for _ in 0..count {
-        let id = ids.read(reader)?;
-        moved.push((id, read_owner(reader)?));
-    }
+    let moved = read_moved(reader, limits)?;
     Ok(Message::Frame(Frame {
         head,
         removed,

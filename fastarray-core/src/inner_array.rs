@@ -122,9 +122,6 @@ pub trait InnerArray {
     fn mirror_state(&self) -> MirrorState;
     /// The array, to tell its type, mutably.
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// A new, empty array of the same type, for a follower to read a copy
-    /// of this field into ([`read_follow`](Self::read_follow)).
-    fn new_empty(&self) -> Box<dyn InnerArray>;
     /// Writes what a `follower` holds of it, as of its last commit: the
     /// id its next push takes, then every item (its id, its owner for a
     /// relay, its fields — every one for a relay, the ghost fields for a
@@ -153,6 +150,28 @@ pub trait InnerArray {
     /// Swaps contents with `other`, an array of the same type (nothing
     /// for another type).
     fn swap_with(&mut self, other: &mut dyn InnerArray);
+    /// Writes what its last commit changed, for a relay that holds what it
+    /// held before: a bit (whether anything changed), then the ids removed,
+    /// the items added (whole), the items changed (their fields, and the
+    /// changes of their own arrays) and the owners moved.
+    fn write_follow_changes(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
+    /// Reads what [`write_follow_changes`](Self::write_follow_changes)
+    /// wrote (`None`: nothing changed), refusing more entries than `limits`
+    /// (its owner's) allow. This array is only its type.
+    fn read_follow_changes(
+        &self,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<Option<InnerDelta>, DecodeError>;
+    /// Whether `changes`, read by
+    /// [`read_follow_changes`](Self::read_follow_changes), applies to what
+    /// this array holds: refuses one that removes or changes an item it
+    /// does not hold, or adds one it holds.
+    fn check_follow_changes(&self, changes: &InnerDelta) -> Result<(), DecodeError>;
+    /// Applies `changes`, checked by
+    /// [`check_follow_changes`](Self::check_follow_changes), as a follower
+    /// does: its next commit holds them.
+    fn apply_follow_changes(&mut self, changes: InnerDelta);
 }
 
 /// Who reads a copy of an array written by
@@ -181,6 +200,11 @@ impl InnerDelta {
     /// The decoded delta, if it is a `D`.
     pub(crate) fn take<D: Any>(self) -> Option<D> {
         self.0.downcast().ok().map(|decoded| *decoded)
+    }
+
+    /// The decoded delta, if it is a `D`, borrowed.
+    pub(crate) fn get<D: Any>(&self) -> Option<&D> {
+        self.0.downcast_ref()
     }
 }
 

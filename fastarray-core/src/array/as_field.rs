@@ -8,7 +8,7 @@ use crate::array::FastArray;
 use crate::array::relay::take;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError, SendError};
-use crate::feed_message;
+use crate::feed_message::{self, ArrayChanges};
 use crate::id::ReplicationId;
 use crate::inner_array::{ArrayField, Follower, InnerArray, InnerDelta, Lineage};
 use crate::limits::ArrayLimits;
@@ -149,10 +149,6 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         self
     }
 
-    fn new_empty(&self) -> Box<dyn InnerArray> {
-        Box::new(Self::new())
-    }
-
     fn write_follow(
         &self,
         follower: Follower,
@@ -195,6 +191,51 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
             take(&mut self.store, owners, id, owner, value);
         }
         self.store.raise_next_id(copy.store.next_id());
+    }
+
+    fn write_follow_changes(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
+        let changes = self
+            .sender
+            .as_deref()
+            .and_then(|sender| sender.history.newest());
+        feed_message::write_array_changes(self.store(), self.owners(), changes, writer)
+    }
+
+    fn read_follow_changes(
+        &self,
+        reader: &mut BitReader<'_>,
+        limits: ArrayLimits,
+    ) -> Result<Option<InnerDelta>, DecodeError> {
+        let changes = feed_message::read_array_changes::<U>(reader, limits)?;
+        Ok(changes.map(InnerDelta::new))
+    }
+
+    fn check_follow_changes(&self, changes: &InnerDelta) -> Result<(), DecodeError> {
+        match changes.get::<ArrayChanges<U>>() {
+            Some(changes) => feed_message::check_array_changes(self.store(), changes),
+            // Only `read_follow_changes` of an array of this type makes it.
+            None => Ok(()),
+        }
+    }
+
+    fn apply_follow_changes(&mut self, changes: InnerDelta) {
+        let Some(changes) = changes.take::<ArrayChanges<U>>() else {
+            return;
+        };
+        for id in changes.removed {
+            self.store.remove(id);
+        }
+        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        for (id, owner, value) in changes.added {
+            take(&mut self.store, owners, id, owner, value);
+        }
+        for (id, value) in changes.changed {
+            let owner = owners.owner(id);
+            take(&mut self.store, owners, id, owner, value);
+        }
+        for (id, owner) in changes.moved {
+            owners.stage(id, owner);
+        }
     }
 
     fn swap_with(&mut self, other: &mut dyn InnerArray) {

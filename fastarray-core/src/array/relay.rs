@@ -12,7 +12,7 @@ use super::limits::read_whole;
 use super::snapshot::write_truncating;
 use crate::changeset::Changeset;
 use crate::error::{DecodeError, SendError};
-use crate::feed_message::{self, Frame, Handoffs, Message, Snapshot};
+use crate::feed_message::{self, Arrays, Frame, Handoffs, Message, Snapshot};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
@@ -412,6 +412,15 @@ impl<T: Replicate + Clone> FastArray<T> {
         let changed: Vec<Verdict> = (frame.changed.iter())
             .map(|change| verdict(change.id))
             .collect::<Result<_, _>>()?;
+        // What a change says of the arrays inside an item applies to the
+        // arrays the relay holds.
+        for (change, &verdict) in frame.changed.iter().zip(&changed) {
+            if let (Verdict::Apply, Some(arrays), Some(item)) =
+                (verdict, &change.arrays, store.get(change.id))
+            {
+                check_arrays(item, arrays)?;
+            }
+        }
         let moved: Vec<Verdict> = (frame.moved.iter())
             .map(|&(id, _)| verdict(id))
             .collect::<Result<_, _>>()?;
@@ -449,11 +458,11 @@ impl<T: Replicate + Clone> FastArray<T> {
                         if let Some(patch) = change.patch {
                             item.apply_patch(patch);
                         }
-                        if let Some(mut arrays) = change.arrays {
-                            let mut copies = arrays.iter_mut();
+                        if let Some(arrays) = change.arrays {
+                            let mut changes = arrays.into_iter();
                             item.for_each_array_mut(&mut |mine| {
-                                if let Some(copy) = copies.next() {
-                                    mine.take_follow(&mut **copy);
+                                if let Some(Some(changes)) = changes.next() {
+                                    mine.apply_follow_changes(changes);
                                 }
                             });
                         }
@@ -609,6 +618,19 @@ pub(super) fn take<T: Replicate>(
     held
 }
 
+/// Refuses changes of the arrays inside `item` (`arrays`, one entry an
+/// array field) that do not apply to the arrays it holds.
+fn check_arrays<T: Replicate>(item: &T, arrays: &Arrays) -> Result<(), DecodeError> {
+    let (mut result, mut field) = (Ok(()), 0);
+    item.for_each_array(&mut |mine| {
+        if let (Ok(()), Some(Some(changes))) = (&result, arrays.get(field)) {
+            result = mine.check_follow_changes(changes);
+        }
+        field += 1;
+    });
+    result
+}
+
 /// A replicated object's one item.
 const OBJECT: ReplicationId = ReplicationId::from_raw(0);
 
@@ -633,4 +655,64 @@ fn check_object<'a>(
 
 fn unknown(id: ReplicationId) -> DecodeError {
     DecodeError::UnknownItem { id }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(fastarray_derive::Replicate, Clone, Debug, PartialEq)]
+    struct Gem {
+        kind: u8,
+    }
+
+    #[derive(fastarray_derive::Replicate, Clone, Debug, PartialEq)]
+    struct Bag {
+        slot: u8,
+        #[replicate(array)]
+        gems: FastArray<Gem>,
+    }
+
+    /// A frame whose changes inside an item's array contradict what the
+    /// relay holds there is refused whole, and changes nothing.
+    #[test]
+    fn a_frame_that_contradicts_the_arrays_a_relay_holds_is_refused_whole() {
+        let mut server = FastArray::new();
+        let mut gems = FastArray::new();
+        let first = gems.push(Gem { kind: 1 });
+        gems.push(Gem { kind: 2 });
+        let bag = server.push(Bag { slot: 0, gems });
+        let other = server.push(Bag {
+            slot: 9,
+            gems: FastArray::new(),
+        });
+        server.commit();
+        let mut relay = FastArray::<Bag>::relay();
+        let mut bytes = Vec::new();
+        server.write_feed_snapshot(&mut bytes).unwrap();
+        relay.apply_feed(&bytes).unwrap();
+        // The relay's copy of the bag lost its first gem (as no feed would
+        // make it).
+        let pos = relay.store.position(bag).unwrap();
+        relay.store.value_mut(pos).gems.remove(first);
+        relay.store.value_mut(pos).gems.commit();
+        let before: Vec<(u8, usize)> = relay.iter().map(|(_, b)| (b.slot, b.gems.len())).collect();
+
+        // The server changes that gem, and the other bag.
+        {
+            let mut held = server.get_mut(bag).unwrap();
+            held.gems.get_mut(first).unwrap().kind = 7;
+        }
+        server.get_mut(other).unwrap().slot = 10;
+        server.commit();
+        bytes.clear();
+        server.write_feed(&mut bytes).unwrap();
+        assert_eq!(
+            relay.apply_feed(&bytes),
+            Err(DecodeError::UnknownItem { id: first })
+        );
+        let after: Vec<(u8, usize)> = relay.iter().map(|(_, b)| (b.slot, b.gems.len())).collect();
+        assert_eq!(after, before, "the other bag's change was applied");
+        assert_eq!(relay.feed_frame(), Some(1));
+    }
 }

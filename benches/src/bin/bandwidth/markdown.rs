@@ -533,8 +533,9 @@ impl Results {
             "\n### Relays: items with arrays inside them\n\n\
              {} heroes, each with an inventory of {} slots (a `#[replicate(array)]` field of \
              `FastArray<Slot>`, a slot a `u16` kind and a `u8` count); each frame {} heroes change one \
-             slot's count. A feed frame carries the inventories that changed whole (so a relay's own commit \
-             finds what changed inside them); a client's delta, the one slot. Bytes a frame:\n\n\
+             slot's count. A feed frame carries what changed inside the inventories, each slot that changed \
+             whole (a relay's own commit finds which of its fields did); a client's delta, the slot's count \
+             alone. Bytes a frame:\n\n\
              | bytes a frame | feed, to each relay | a caught-up client | ÷ |\n|---|---|---|---|\n\
              | {} changes inside inventories | {:.0} | {:.0} | {} |",
             num(a.items as f64),

@@ -265,8 +265,8 @@ pub struct ArrayFeedBytes {
 }
 
 /// `ticks` ticks of `items` heroes with `slots` slots each, `changing` of
-/// them changing one slot's count a tick: a frame of the feed carries the
-/// inventories that changed whole, a client's delta the one slot.
+/// them changing one slot's count a tick: a frame of the feed carries each
+/// slot that changed whole, a client's delta its count.
 pub fn run_array_feed_bytes(
     items: usize,
     slots: usize,
