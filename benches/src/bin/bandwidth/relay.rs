@@ -28,22 +28,33 @@ pub fn run_relay_bytes(workload: Workload, items: usize, ticks: u32) -> RelayByt
     for tick in 1..=ticks {
         script.tick(&mut ops);
         apply_ours(&mut server, &ops);
-        server.commit();
-        bytes.clear();
-        server.write_feed(&mut bytes).expect("feed");
-        feed += bytes.len();
-        bytes.clear();
-        server
-            .write_delta(&mut conn, tick, &mut bytes)
-            .expect("write");
-        conn.on_ack(tick);
-        client += bytes.len();
+        let (to_relays, to_client) = commit_and_send(&mut server, &mut conn, tick, &mut bytes);
+        feed += to_relays;
+        client += to_client;
     }
     RelayBytes {
         workload,
         feed: feed as f64 / f64::from(ticks),
         client: client as f64 / f64::from(ticks),
     }
+}
+
+/// Commits `server`, then writes its feed and the delta of packet `tick`
+/// to `conn` (acknowledged), in `bytes`: their lengths.
+fn commit_and_send<T: fastarray::Replicate>(
+    server: &mut fastarray::FastArray<T>,
+    conn: &mut fastarray::SendState,
+    tick: u32,
+    bytes: &mut Vec<u8>,
+) -> (usize, usize) {
+    server.commit();
+    bytes.clear();
+    server.write_feed(bytes).expect("feed");
+    let feed = bytes.len();
+    bytes.clear();
+    server.write_delta(conn, tick, bytes).expect("write");
+    conn.on_ack(tick);
+    (feed, bytes.len())
 }
 
 /// A walker of the handoff figure: a position on a 2 km square, quantized
@@ -310,16 +321,9 @@ pub fn run_array_feed_bytes(
             let mut slot = hero.inventory.get_mut(slot).expect("held");
             slot.count = slot.count.wrapping_add(1);
         }
-        server.commit();
-        bytes.clear();
-        server.write_feed(&mut bytes).expect("feed");
-        feed += bytes.len();
-        bytes.clear();
-        server
-            .write_delta(&mut conn, tick, &mut bytes)
-            .expect("write");
-        conn.on_ack(tick);
-        client += bytes.len();
+        let (to_relays, to_client) = commit_and_send(&mut server, &mut conn, tick, &mut bytes);
+        feed += to_relays;
+        client += to_client;
     }
     ArrayFeedBytes {
         items,
