@@ -152,8 +152,8 @@ pub trait InnerArray {
     fn swap_with(&mut self, other: &mut dyn InnerArray);
     /// Writes what its last commit changed, for a relay that holds what it
     /// held before: a bit (whether anything changed), then the ids removed,
-    /// the items added (whole), the items changed (their fields, and the
-    /// changes of their own arrays) and the owners moved.
+    /// the items added and the items changed (each whole, its own arrays
+    /// whole too) and the owners moved.
     fn write_follow_changes(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
     /// Reads what [`write_follow_changes`](Self::write_follow_changes)
     /// wrote (`None`: nothing changed), refusing more entries than `limits`

@@ -512,7 +512,6 @@ impl<T> Store<T> {
     }
 }
 
-/// What a connection compares against when it resynchronises.
 impl<T: Replicate> Store<T> {
     /// Writes `value` over the item with this id (held), as a follower
     /// takes an item its source sent whole, with no guard, so `T` need not
@@ -542,6 +541,7 @@ impl<T: Replicate> Store<T> {
     }
 }
 
+/// What a connection compares against when it resynchronises.
 impl<T> Holdings for Store<T> {
     fn each_key(&self, visit: &mut dyn FnMut(ReplicationId, ReplicationKey, u64)) {
         for slot in &self.slots {

@@ -239,8 +239,9 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// handed off to a shard that is not this one: a ghost array cannot
     /// tell those apart); `post_change` with the fields that changed, or
     /// `post_change_whole` for a ghost sent whole again (its arrays
-    /// changed — an empty set of fields then —, or it was handed off and
-    /// taken back), the arrays' own items then as they are; and
+    /// changed — an empty set of fields then —, it was handed off and
+    /// taken back, or it is one this shard [kept](Self::keep_ghost) that
+    /// the feed brings in), the arrays' own items then as they are; and
     /// `post_receive` after each message applied (a message that waited
     /// for a gap is applied after the one that filled it). A snapshot
     /// reports the ghosts it removes, adds and changes. Nothing is
