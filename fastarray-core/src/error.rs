@@ -155,9 +155,8 @@ pub enum DecodeError {
         /// The array's item type.
         type_name: &'static str,
     },
-    /// A ghost feed message applied with callbacks
-    /// ([`FastArray::apply_feed_with`](crate::FastArray::apply_feed_with))
-    /// to an array that is not a ghost array
+    /// A ghost kept ([`FastArray::keep_ghost`](crate::FastArray::keep_ghost))
+    /// in an array that is not a ghost array
     /// ([`FastArray::ghost`](crate::FastArray::ghost)). Nothing was read or
     /// changed.
     NotAGhost {
@@ -335,8 +334,8 @@ impl fmt::Display for DecodeError {
             ),
             Self::NotAGhost { type_name } => write!(
                 f,
-                "a ghost feed message applied with callbacks to an array of `{type_name}` \
-                 that is not a ghost array: make it with FastArray::ghost()"
+                "a ghost kept in an array of `{type_name}` that is not a ghost array: \
+                 make it with FastArray::ghost()"
             ),
             Self::StaleHandoff { id } => write!(
                 f,

@@ -707,12 +707,17 @@ pub(crate) fn write_snapshot<T: Replicate>(
     counts.sort_unstable_by_key(|&(id, _)| id);
     write_counts(writer, &counts);
     // The last handoff of each item that left in the frames held, oldest
-    // first, so a later one wins.
+    // first, so a later one wins; an item adopted back since left no
+    // handoff (should it be gone now, it was removed here).
     let mut handed = BTreeMap::new();
     let oldest = handoffs.history.oldest_frame().unwrap_or(0);
-    let frames = handoffs.history.since(oldest).into_iter().flatten();
-    for &(id, to, count) in frames.flat_map(|changes| &changes.handed) {
-        handed.insert(id, (to, count));
+    for changes in handoffs.history.since(oldest).into_iter().flatten() {
+        for &(id, _) in &changes.adopted {
+            handed.remove(&id);
+        }
+        for &(id, to, count) in &changes.handed {
+            handed.insert(id, (to, count));
+        }
     }
     let handed: Vec<_> = (handed.into_iter())
         .filter(|(id, _)| store.get(*id).is_none())

@@ -33,10 +33,9 @@ use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, ShardId};
+use fastarray::{FastArray, GhostFeed, Replicate, ReplicationId, ShardId, WithCallbacks};
 use fastarray_nats::{
-    FeedFollower, FeedPublisher, FollowConfig, GhostSink, GhostSource, HandoffConfig, HandoffPort,
-    NatsBus,
+    FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort, NatsBus,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -199,7 +198,7 @@ fn main() -> ExitCode {
                     // where it went: its game sees the agent all along.
                     let name = NAMES[usize::from(to.get())];
                     let mut unheard = ();
-                    let mut ghosts = GhostSink::new(&mut shard.ghosts, &mut unheard);
+                    let mut ghosts = WithCallbacks::new(&mut shard.ghosts, &mut unheard);
                     (shard.port)
                         .hand_off_keeping_ghost(&mut shard.array, &mut ghosts, id, to, name, start)
                         .expect("hand off");

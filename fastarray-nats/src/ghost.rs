@@ -2,15 +2,16 @@
 //! a shard's array, the neighbour's [`GhostFeed`] and its filter one
 //! [`FeedSource`], which a [`FeedPublisher`](crate::FeedPublisher)
 //! publishes as it does a feed; the neighbour follows it into its ghost
-//! array ([`FastArray::ghost`]) with a [`FeedFollower`](crate::FeedFollower).
+//! array ([`FastArray::ghost`]) with a [`FeedFollower`](crate::FeedFollower),
+//! through [`WithCallbacks`] if its game hears the ghosts come and go.
 //!
 //! Name each ghost stream for the shard and the neighbour, for example
 //! `world.walkers.west.ghosts.east`: its frames go on `<name>.feed`, the
 //! neighbour's requests for a snapshot on `<name>.snapshot`.
 
 use fastarray_core::{
-    Callbacks, DecodeError, FastArray, FeedReport, GhostFeed, Replicate, ReplicationId, SendError,
-    ShardId,
+    Callbacks, DecodeError, FastArray, FeedReport, GhostFeed, Replicate, SendError, ShardId,
+    WithCallbacks,
 };
 
 use crate::feed::{FeedSink, FeedSource};
@@ -66,14 +67,15 @@ impl<T: Replicate, F: FnMut(&T) -> bool> FeedSource for GhostSource<'_, T, F> {
     }
 }
 
-/// A ghost array and the game's [`Callbacks`], as one [`FeedSink`] that a
-/// [`FeedFollower`](crate::FeedFollower) applies the ghost feed to with
-/// [`FastArray::apply_feed_with`]: the game hears each ghost come, change
-/// and go.
+/// A follower (a ghost array, or a relay) and the game's [`Callbacks`]
+/// ([`WithCallbacks`]) is a [`FeedSink`] that a
+/// [`FeedFollower`](crate::FeedFollower) applies its feed to with
+/// [`FastArray::apply_feed_with`]: the game hears each ghost (or item)
+/// come, change and go.
 ///
 /// ```
-/// use fastarray::{Callbacks, FastArray, GhostFeed, Replicate, ReplicationId, ShardId};
-/// use fastarray_nats::{FeedSink, FeedSource, GhostSource, GhostSink};
+/// use fastarray::{Callbacks, FastArray, GhostFeed, Replicate, ReplicationId, ShardId, WithCallbacks};
+/// use fastarray_nats::{FeedSink, FeedSource, GhostSource};
 ///
 /// #[derive(Replicate, Clone, Debug, PartialEq)]
 /// struct Walker { x: i32 }
@@ -96,54 +98,28 @@ impl<T: Replicate, F: FnMut(&T) -> bool> FeedSource for GhostSource<'_, T, F> {
 ///     .unwrap();
 ///
 /// let (mut ghosts, mut proxies) = (FastArray::<Walker>::ghost(), Proxies::default());
-/// // Each tick: `follower.poll(&mut GhostSink::new(&mut ghosts, &mut proxies), now)`.
-/// GhostSink::new(&mut ghosts, &mut proxies).apply_feed(&first).unwrap();
+/// // Each tick: `follower.poll(&mut WithCallbacks::new(&mut ghosts, &mut proxies), now)`.
+/// WithCallbacks::new(&mut ghosts, &mut proxies).apply_feed(&first).unwrap();
 /// assert_eq!(proxies.0, [walker]);
 /// ```
-pub struct GhostSink<'a, T, C> {
-    ghosts: &'a mut FastArray<T>,
-    callbacks: &'a mut C,
-}
-
-impl<'a, T: Replicate + Clone, C: Callbacks<T>> GhostSink<'a, T, C> {
-    /// The ghost array `ghosts`, whose feed `callbacks` hears.
-    pub fn new(ghosts: &'a mut FastArray<T>, callbacks: &'a mut C) -> Self {
-        Self { ghosts, callbacks }
-    }
-
-    /// Keeps a ghost of the item `handoff` hands off
-    /// ([`FastArray::keep_ghost`]), the callbacks hearing it.
-    ///
-    /// # Errors
-    /// As [`FastArray::keep_ghost`].
-    pub fn keep_ghost(&mut self, handoff: &[u8]) -> Result<ReplicationId, DecodeError> {
-        self.ghosts.keep_ghost(handoff, self.callbacks)
-    }
-
-    /// Drops the ghost kept of item `id` ([`FastArray::drop_kept`]), the
-    /// callbacks hearing it. Returns whether there was one.
-    pub fn drop_kept(&mut self, id: ReplicationId) -> bool {
-        self.ghosts.drop_kept(id, self.callbacks)
-    }
-}
-
-impl<T: Replicate + Clone, C: Callbacks<T>> FeedSink for GhostSink<'_, T, C> {
+impl<T: Replicate + Clone, C: Callbacks<T>> FeedSink for WithCallbacks<'_, FastArray<T>, C> {
     fn is_follower(&self) -> bool {
-        self.ghosts.is_ghost()
+        self.mirror().is_ghost() || self.mirror().is_relay()
     }
     fn apply_feed(&mut self, bytes: &[u8]) -> Result<FeedReport, DecodeError> {
-        self.ghosts.apply_feed_with(bytes, self.callbacks)
+        let (array, callbacks) = self.parts();
+        array.apply_feed_with(bytes, callbacks)
     }
     fn needs_feed_snapshot(&self) -> bool {
-        self.ghosts.needs_feed_snapshot()
+        self.mirror().needs_feed_snapshot()
     }
     fn has_feed_gap(&self) -> bool {
-        self.ghosts.has_feed_gap()
+        self.mirror().has_feed_gap()
     }
     fn needs_feed_snapshot_from(&self, shard: ShardId) -> bool {
-        self.ghosts.needs_feed_snapshot_from(shard)
+        self.mirror().needs_feed_snapshot_from(shard)
     }
     fn has_feed_gap_from(&self, shard: ShardId) -> bool {
-        self.ghosts.has_feed_gap_from(shard)
+        self.mirror().has_feed_gap_from(shard)
     }
 }

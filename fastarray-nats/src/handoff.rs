@@ -29,11 +29,10 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use fastarray_core::{
-    Callbacks, DecodeError, FastArray, Replicate, ReplicationId, SendError, ShardId,
+    Callbacks, DecodeError, FastArray, Replicate, ReplicationId, SendError, ShardId, WithCallbacks,
 };
 
 use crate::bus::{Bus, BusError, Subscription};
-use crate::ghost::GhostSink;
 
 /// The subject a shard takes handoffs on.
 pub fn handoff_subject(name: &str) -> String {
@@ -255,7 +254,7 @@ impl<B: Bus> HandoffPort<B> {
     /// shard's game sees the item all along, until that shard's feed says
     /// where it went. A ghost of that id held already stays as it is.
     /// Drop the kept ghosts of the items a [`poll`](Self::poll) takes back
-    /// ([`taken_back`](Self::taken_back), [`GhostSink::drop_kept`]).
+    /// ([`taken_back`](Self::taken_back), [`FastArray::drop_kept`]).
     ///
     /// # Errors
     /// As [`hand_off`](Self::hand_off), and [`HandoffError::KeepGhost`]
@@ -263,14 +262,15 @@ impl<B: Bus> HandoffPort<B> {
     pub fn hand_off_keeping_ghost<T: Replicate + Clone, C: Callbacks<T>>(
         &mut self,
         array: &mut FastArray<T>,
-        ghosts: &mut GhostSink<'_, T, C>,
+        ghosts: &mut WithCallbacks<'_, FastArray<T>, C>,
         id: ReplicationId,
         to: ShardId,
         to_name: &str,
         now: Instant,
     ) -> Result<(), HandoffError> {
         let pending = self.prepare(array, id, to, to_name, now)?;
-        let kept = match ghosts.keep_ghost(&pending.bytes) {
+        let (ghosts, callbacks) = ghosts.parts();
+        let kept = match ghosts.keep_ghost(&pending.bytes, callbacks) {
             Ok(_) | Err(DecodeError::DuplicateId { .. }) => Ok(()),
             Err(error) => Err(HandoffError::KeepGhost(error)),
         };

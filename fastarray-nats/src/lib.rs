@@ -81,6 +81,6 @@ pub use feed::{
     FeedError, FeedFollower, FeedPublisher, FeedSink, FeedSource, FollowConfig, Followed,
     Published, feed_subject, snapshot_subject,
 };
-pub use ghost::{GhostSink, GhostSource};
+pub use ghost::GhostSource;
 pub use handoff::{Handled, HandoffConfig, HandoffError, HandoffPort, handoff_subject};
 pub use nats::{NatsBus, NatsSubscription, SUBSCRIPTION_CAPACITY};

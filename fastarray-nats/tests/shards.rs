@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use fastarray::{
     Callbacks, FastArray, FieldMask, GhostFeed, Replicate, ReplicationId, SendState, ShardId,
+    WithCallbacks,
 };
 use fastarray_nats::{
-    Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSink, GhostSource, HandoffConfig,
-    HandoffPort, NatsBus, Subscription, handoff_subject,
+    Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort,
+    NatsBus, Subscription, handoff_subject,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
 use rand::{Rng, SeedableRng};
@@ -453,7 +454,7 @@ impl Node {
                 // This shard keeps a ghost of it until the other's feed
                 // says where it went.
                 let to_name = NAMES[usize::from(to.get())];
-                let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
+                let mut sink = WithCallbacks::new(&mut self.ghosts, &mut self.proxies);
                 (self.port)
                     .hand_off_keeping_ghost(&mut self.array, &mut sink, id, to, to_name, clock)
                     .unwrap();
@@ -462,16 +463,15 @@ impl Node {
         }
         let handled = self.port.poll(&mut self.array, clock).unwrap();
         assert_eq!(handled.refused, 0, "{handled:?}");
-        let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
         for &id in self.port.taken_back() {
-            sink.drop_kept(id);
+            self.ghosts.drop_kept(id, &mut self.proxies);
         }
         self.array.commit();
         self.publisher.publish(&mut self.array).unwrap();
         let near = |w: &Walker| near_other(k, w);
         let mut source = GhostSource::new(&self.array, &mut self.feed, near);
         self.ghost_publisher.publish(&mut source).unwrap();
-        let mut sink = GhostSink::new(&mut self.ghosts, &mut self.proxies);
+        let mut sink = WithCallbacks::new(&mut self.ghosts, &mut self.proxies);
         self.ghost_follower.poll(&mut sink, clock).unwrap();
     }
 }

@@ -764,11 +764,11 @@ fn a_ghost_arrays_callbacks_hear_ghosts_come_change_and_go() {
     );
     assert_ghosts(&ghosts, &west, near_east, "resynced");
 
-    // Callbacks are for ghost arrays.
-    let mut relay = FastArray::<Walker>::relay();
+    // Feeds are for followers.
+    let mut server = FastArray::<Walker>::new();
     assert_eq!(
-        relay.apply_feed_with(&snapshot, &mut heard),
-        Err(DecodeError::NotAGhost {
+        server.apply_feed_with(&snapshot, &mut heard),
+        Err(DecodeError::NotARelay {
             type_name: "Walker"
         })
     );

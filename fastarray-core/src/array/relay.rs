@@ -16,6 +16,7 @@ use crate::feed_message::{self, Arrays, Frame, Handoffs, Message, Snapshot};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
+use crate::receive_state::events::{ApplyReport, Callbacks};
 use crate::receive_state::follow::{FeedStats, Follow, Place};
 use crate::receive_state::sources::{Claim, Sources, Verdict};
 use crate::replicate::Replicate;
@@ -275,12 +276,105 @@ impl<T: Replicate + Clone> FastArray<T> {
                 type_name: T::TYPE_NAME,
             });
         }
+        self.apply_relay_feed(bytes, &mut ())
+    }
+
+    /// [`apply_feed`](Self::apply_feed), telling `callbacks` what it did
+    /// to the items: on a relay, `post_add` for an item added, `pre_remove`
+    /// for one removed (by its shard, by a resync snapshot that does not
+    /// hold it, or when it left for a shard the relay does not follow),
+    /// `post_change` with the fields that changed (an empty set: only its
+    /// `#[replicate(array)]` fields did), `post_change_whole` for an item
+    /// a shard took over or a resync wrote over (a handoff is a change,
+    /// never a removal and an add), and `post_receive` after each frame or
+    /// snapshot applied, those that waited for a gap in order; a relay
+    /// that serves its clients with an [`InterestGrid`](crate::InterestGrid)
+    /// moves its items there from these. On a ghost array, what a ghost
+    /// did (see the "Ghosts" section): `post_add` for a ghost that came,
+    /// `pre_remove` for one that went (out of reach, removed, or handed off
+    /// to a shard that is not this one: a ghost array cannot tell those
+    /// apart), `post_change` with the fields that changed, or
+    /// `post_change_whole` for a ghost sent whole again (its arrays
+    /// changed — an empty set of fields then —, it was handed off and
+    /// taken back, or it is one this shard [kept](Self::keep_ghost) that
+    /// the feed brings in), and `post_receive` as on a relay. Nothing is
+    /// reported of a message that is refused, or that waits.
+    ///
+    /// # Errors
+    /// As [`apply_feed`](Self::apply_feed).
+    ///
+    /// ```
+    /// use fastarray_core::{Callbacks, FastArray, GhostFeed, ReplicationId, ShardId};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Walker { x: i32 }
+    ///
+    /// /// The game's proxies of the neighbour's walkers.
+    /// #[derive(Default)]
+    /// struct Proxies(Vec<ReplicationId>);
+    /// impl Callbacks<Walker> for Proxies {
+    ///     fn post_add(&mut self, id: ReplicationId, _: &Walker) {
+    ///         self.0.push(id);
+    ///     }
+    ///     fn pre_remove(&mut self, id: ReplicationId, _: &Walker) {
+    ///         self.0.retain(|&held| held != id);
+    ///     }
+    /// }
+    ///
+    /// let mut west = FastArray::shard(ShardId::new(0));
+    /// let walker = west.push(Walker { x: 95 });
+    /// west.commit();
+    /// let (mut to_east, mut ghosts, mut proxies) =
+    ///     (GhostFeed::new(), FastArray::ghost(), Proxies::default());
+    /// let mut bus = Vec::new();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed_with(&bus, &mut proxies).unwrap();
+    /// assert_eq!(proxies.0, [walker]);
+    ///
+    /// west.get_mut(walker).unwrap().x = 50;
+    /// west.commit();
+    /// bus.clear();
+    /// west.write_ghost_feed(&mut to_east, |w| w.x > 90, &mut bus).unwrap();
+    /// ghosts.apply_feed_with(&bus, &mut proxies).unwrap();
+    /// assert!(proxies.0.is_empty());
+    ///
+    /// // A relay's game hears its items the same way.
+    /// let (mut relay, mut seen) = (FastArray::<Walker>::relay(), Proxies::default());
+    /// bus.clear();
+    /// west.write_feed_snapshot(&mut bus).unwrap();
+    /// relay.apply_feed_with(&bus, &mut seen).unwrap();
+    /// assert_eq!(seen.0, [walker]);
+    /// ```
+    pub fn apply_feed_with(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<FeedReport, DecodeError> {
+        if self.is_ghost() {
+            return self.apply_ghost_feed(bytes, callbacks);
+        }
+        if !self.is_relay() {
+            return Err(DecodeError::NotARelay {
+                type_name: T::TYPE_NAME,
+            });
+        }
+        self.apply_relay_feed(bytes, callbacks)
+    }
+
+    /// [`apply_feed_with`](Self::apply_feed_with) on a relay.
+    fn apply_relay_feed(
+        &mut self,
+        bytes: &[u8],
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<FeedReport, DecodeError> {
         let mut report = FeedReport::default();
-        let applied = self.apply_feed_message(bytes, &mut report)?;
+        let applied = self.apply_feed_message(bytes, &mut report, callbacks)?;
         self.apply_waiting(
             applied,
             |relay, shard| relay.sources_mut()?.followed_mut(shard),
-            |relay, bytes| relay.apply_feed_message(bytes, &mut report),
+            |relay, bytes| relay.apply_feed_message(bytes, &mut report, callbacks),
         );
         report.needs_snapshot = self.needs_feed_snapshot();
         Ok(report)
@@ -314,6 +408,7 @@ impl<T: Replicate + Clone> FastArray<T> {
         &mut self,
         bytes: &[u8],
         report: &mut FeedReport,
+        callbacks: &mut impl Callbacks<T>,
     ) -> Result<Option<ShardId>, DecodeError> {
         let limits = self.limits();
         let object = self.sources().is_some_and(|sources| sources.object);
@@ -333,7 +428,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                     sources.follow_mut(head.shard).stale();
                     return Ok(None);
                 }
-                self.apply_snapshot_diff(snapshot)?;
+                self.apply_snapshot_diff(snapshot, callbacks)?;
                 report.snapshot = true;
                 Ok(Some(head.shard))
             }
@@ -349,7 +444,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                     // A new stream: the server restarted.
                     Place::Foreign => follow.lose(),
                     Place::Next => {
-                        self.apply_frame(frame)?;
+                        self.apply_frame(frame, callbacks)?;
                         report.frames += 1;
                         return Ok(Some(head.shard));
                     }
@@ -362,7 +457,11 @@ impl<T: Replicate + Clone> FastArray<T> {
     /// Applies the next frame of a shard's feed, if the relay holds what it
     /// was written against; else changes nothing. What the frame says of an
     /// item another shard took over since is dropped (see `sources`).
-    fn apply_frame(&mut self, frame: Frame<T>) -> Result<(), DecodeError> {
+    fn apply_frame(
+        &mut self,
+        frame: Frame<T>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<(), DecodeError> {
         let shard = frame.head.shard;
         let Some(sources) = self.sources() else {
             unreachable!("a relay has sources");
@@ -425,12 +524,16 @@ impl<T: Replicate + Clone> FastArray<T> {
             .map(|&(id, _)| verdict(id))
             .collect::<Result<_, _>>()?;
 
+        let mut applied = ApplyReport {
+            frame: Some(frame.head.frame),
+            ..ApplyReport::default()
+        };
         let sender = self.sender.as_deref_mut().expect("a relay has a sender");
         let sources = sender.follow.as_deref_mut().expect("a relay has sources");
         for (id, verdict) in frame.removed.into_iter().zip(removed) {
             match verdict {
                 Verdict::Apply => {
-                    self.store.remove(id);
+                    remove(&mut self.store, id, &mut applied, callbacks);
                     sources.removed(id);
                 }
                 Verdict::Skip => sources.skipped(),
@@ -443,28 +546,36 @@ impl<T: Replicate + Clone> FastArray<T> {
             }
         }
         let claims = frame.added.into_iter().zip(added);
-        apply_claims(
-            &mut self.store,
-            &mut sender.owners,
+        let follower = Follower {
+            store: &mut self.store,
+            owners: &mut sender.owners,
             sources,
             shard,
-            claims,
-            count_of,
-        );
+        };
+        apply_claims(follower, claims, count_of, &mut applied, callbacks);
         for (change, verdict) in frame.changed.into_iter().zip(changed) {
             match verdict {
                 Verdict::Apply => {
                     if let Some(mut item) = self.store.get_mut(change.id) {
+                        let mut fields = FieldMask::EMPTY;
                         if let Some(patch) = change.patch {
-                            item.apply_patch(patch);
+                            fields = item.apply_patch(patch);
                         }
+                        let mut inside = false;
                         if let Some(arrays) = change.arrays {
                             let mut changes = arrays.into_iter();
                             item.for_each_array_mut(&mut |mine| {
                                 if let Some(Some(changes)) = changes.next() {
                                     mine.apply_follow_changes(changes);
+                                    inside = true;
                                 }
                             });
+                        }
+                        if fields.is_empty() && !inside {
+                            applied.skipped += 1;
+                        } else {
+                            callbacks.post_change(change.id, &item, fields);
+                            applied.changed += 1;
                         }
                     }
                 }
@@ -478,7 +589,7 @@ impl<T: Replicate + Clone> FastArray<T> {
             }
         }
         for id in sources.expire(shard) {
-            self.store.remove(id);
+            remove(&mut self.store, id, &mut applied, callbacks);
         }
         self.commit_frame();
         let sources = self.sources_mut().expect("a relay has sources");
@@ -486,12 +597,17 @@ impl<T: Replicate + Clone> FastArray<T> {
         if let Some(follow) = sources.followed_mut(shard) {
             follow.applied(frame.head.frame);
         }
+        callbacks.post_receive(&applied);
         Ok(())
     }
 
     /// Makes the relay hold what `snapshot` holds of its shard, as one
     /// frame of its own that removes, adds and changes what differs.
-    fn apply_snapshot_diff(&mut self, snapshot: Snapshot<T>) -> Result<(), DecodeError> {
+    fn apply_snapshot_diff(
+        &mut self,
+        snapshot: Snapshot<T>,
+        callbacks: &mut impl Callbacks<T>,
+    ) -> Result<(), DecodeError> {
         let shard = snapshot.head.shard;
         let Some(sources) = self.sources() else {
             unreachable!("a relay has sources");
@@ -531,10 +647,14 @@ impl<T: Replicate + Clone> FastArray<T> {
             .map(|&(id, ..)| sources.claim(shard, id, count_of(&id), held(id)))
             .collect();
 
+        let mut applied = ApplyReport {
+            frame: Some(snapshot.head.frame),
+            ..ApplyReport::default()
+        };
         let sender = self.sender.as_deref_mut().expect("a relay has a sender");
         let sources = sender.follow.as_deref_mut().expect("a relay has sources");
         for id in gone {
-            self.store.remove(id);
+            remove(&mut self.store, id, &mut applied, callbacks);
             sources.dropped(shard, id);
         }
         for (&(id, to, count), verdict) in snapshot.handed.iter().zip(handed) {
@@ -543,46 +663,87 @@ impl<T: Replicate + Clone> FastArray<T> {
             }
         }
         let claims = snapshot.items.into_iter().zip(claims);
-        apply_claims(
-            &mut self.store,
-            &mut sender.owners,
+        let follower = Follower {
+            store: &mut self.store,
+            owners: &mut sender.owners,
             sources,
             shard,
-            claims,
-            count_of,
-        );
+        };
+        apply_claims(follower, claims, count_of, &mut applied, callbacks);
         self.store.raise_next_id(snapshot.next_id);
         // Joined first, so that the expiry counts this snapshot as one of
         // the shard's frames even when it is the first.
         let head = snapshot.head;
         sources.follow_mut(shard).joined(head.epoch, head.frame);
         for id in sources.expire(shard) {
-            self.store.remove(id);
+            remove(&mut self.store, id, &mut applied, callbacks);
         }
         self.commit_frame();
         self.sources_mut().expect("a relay has sources").committed();
+        callbacks.post_receive(&applied);
         Ok(())
+    }
+}
+
+/// What a relay applies a shard's items to.
+struct Follower<'a, T> {
+    store: &'a mut Store<T>,
+    owners: &'a mut Owners,
+    sources: &'a mut Sources,
+    shard: ShardId,
+}
+
+/// Removes item `id` of a relay, telling `callbacks`.
+fn remove<T>(
+    store: &mut Store<T>,
+    id: ReplicationId,
+    applied: &mut ApplyReport,
+    callbacks: &mut impl Callbacks<T>,
+) {
+    if let Some(value) = store.remove(id) {
+        callbacks.pre_remove(id, &value);
+        applied.removed += 1;
     }
 }
 
 /// Applies the items a shard says it holds (a frame's adds, a snapshot's
 /// items) as their claims say (see `Sources::claim`), each at the tenure
 /// `count_of` gives.
+/// An item taken over (or written over by a resync) is reported even if
+/// no field changed: its arrays may have.
 fn apply_claims<T: Replicate + Clone>(
-    store: &mut Store<T>,
-    owners: &mut Owners,
-    sources: &mut Sources,
-    shard: ShardId,
+    follower: Follower<'_, T>,
     claims: impl Iterator<Item = ((ReplicationId, Option<u64>, T), Claim)>,
     count_of: impl Fn(&ReplicationId) -> u32,
+    applied: &mut ApplyReport,
+    callbacks: &mut impl Callbacks<T>,
 ) {
+    let Follower {
+        store,
+        owners,
+        sources,
+        shard,
+    } = follower;
     for ((id, owner, value), claim) in claims {
         match claim {
             Claim::Skip => sources.skipped(),
             Claim::Defer => sources.deferred(shard, id),
             Claim::Add | Claim::Take | Claim::Keep => {
-                let took = take(store, owners, id, owner, value).is_some();
+                let taken = take(store, owners, id, owner, value);
+                let item = store.get(id).expect("just taken");
+                match taken {
+                    None => {
+                        callbacks.post_add(id, item);
+                        applied.added += 1;
+                    }
+                    Some(fields) if !fields.is_empty() || T::ARRAY_FIELDS > 0 => {
+                        callbacks.post_change_whole(id, item, fields);
+                        applied.changed += 1;
+                    }
+                    Some(_) => applied.skipped += 1,
+                }
                 // Held by this shard already (a snapshot's): no handoff.
+                let took = taken.is_some();
                 sources.claimed(shard, id, count_of(&id), took && claim != Claim::Keep);
             }
         }

@@ -48,7 +48,10 @@ pub trait Incoming: sealed::Sealed {
 }
 
 /// A mirror whose events go to `callbacks` when a
-/// [`MirrorConnection`](crate::MirrorConnection) applies a packet to it.
+/// [`MirrorConnection`](crate::MirrorConnection) applies a packet to it;
+/// or a relay or a ghost array whose events go to `callbacks` when a feed
+/// follower applies its feed to it
+/// ([`FastArray::apply_feed_with`](crate::FastArray::apply_feed_with)).
 ///
 /// ```
 /// use fastarray_core::{Callbacks, FastArray, ReplicationId, WithCallbacks};
@@ -79,6 +82,18 @@ impl<'a, M, C> WithCallbacks<'a, M, C> {
     /// `mirror`, whose events go to `callbacks`.
     pub fn new(mirror: &'a mut M, callbacks: &'a mut C) -> Self {
         Self { mirror, callbacks }
+    }
+
+    /// The mirror (or follower: a relay, a ghost array) and its callbacks,
+    /// for an integration that applies messages to it (`fastarray-nats`'
+    /// feed followers).
+    pub fn parts(&mut self) -> (&mut M, &mut C) {
+        (self.mirror, self.callbacks)
+    }
+
+    /// The mirror (or follower).
+    pub fn mirror(&self) -> &M {
+        self.mirror
     }
 }
 

@@ -230,9 +230,11 @@ impl Sources {
     ) -> Verdict {
         let counts = match self.records.get(&id) {
             None => held && ShardId::of(id) == shard,
+            // A handoff from below the tenure the relay holds the item
+            // at is of an earlier stay on that shard.
             Some(record) => {
-                held && record.holder == shard && record.state == State::Held
-                    || held && count > record.count
+                let holder = record.holder == shard && record.state == State::Held;
+                held && (holder && count >= record.count || count > record.count)
             }
         };
         if counts {
