@@ -520,12 +520,12 @@ impl<T: Replicate> Store<T> {
     /// arrays are not replaced (that would restart their frames and ids
     /// under every connection) but take what `value`'s hold
     /// ([`InnerArray::take_follow`](crate::InnerArray::take_follow)).
-    /// Returns the fields whose values differ, as [`Replicate::diff`]
-    /// compares them (`None` if the item is not held).
-    pub(crate) fn replace(&mut self, id: ReplicationId, mut value: T) -> Option<FieldMask> {
-        let &pos = self.index.get(&id)?;
+    /// Nothing if the item is not held.
+    pub(crate) fn replace(&mut self, id: ReplicationId, mut value: T) {
+        let Some(&pos) = self.index.get(&id) else {
+            return;
+        };
         let slot = &mut self.slots[pos];
-        let changed = value.diff(&slot.value);
         let before = (slot.state == SlotState::Clean).then(|| slot.value.pre_image());
         zip_arrays(&mut slot.value, &mut value, &mut |mine, copy| {
             mine.take_follow(copy);
@@ -537,7 +537,6 @@ impl<T: Replicate> Store<T> {
             let buffer = self.work.touched.record(id);
             pre_image::keep(id, pre_image.unwrap_or(old), buffer);
         }
-        Some(changed)
     }
 }
 

@@ -764,10 +764,16 @@ pub(super) fn take<T: Replicate>(
     value: T,
 ) -> Option<FieldMask> {
     let held = match store.get(id) {
-        // An item with arrays always: they are compared and written by
-        // their own commit.
-        Some(item) if T::ARRAY_FIELDS > 0 || !item.wire_eq(&value) => store.replace(id, value),
-        Some(_) => Some(FieldMask::EMPTY),
+        // The fields as commit will compare them: one diff, which also
+        // says whether to write at all (an item with arrays always: they
+        // are compared and written by their own commit).
+        Some(item) => {
+            let changed = value.diff(item);
+            if T::ARRAY_FIELDS > 0 || !changed.is_empty() {
+                store.replace(id, value);
+            }
+            Some(changed)
+        }
         None => {
             store.push_given(id, value);
             None
