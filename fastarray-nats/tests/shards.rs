@@ -573,9 +573,14 @@ fn a_handoff_adopted_after_it_was_given_up_is_released() {
     }
     assert_eq!(shards[0].0.tenure(id), 2);
     // East wakes up, adopts the handoff (its copies are held already) and
-    // replies; west hears the late reply and asks east to release it.
-    let (mut adopted, mut overruled, mut released) = (0, 0, 0);
-    while released == 0 {
+    // replies, and releases it: west asked for the release when it gave up.
+    // West hears the late reply, then the answer to its release (east sent
+    // them in that order on one subject). Polled until west has the answer:
+    // east may adopt and release in one poll, before west heard either
+    // (made sure of: both requests reach east before it polls).
+    std::thread::sleep(Duration::from_millis(100));
+    let (mut adopted, mut overruled, mut released, mut answered) = (0, 0, 0, 0);
+    while answered == 0 {
         for (k, (array, port)) in shards.iter_mut().enumerate() {
             let handled = port.poll(array, Instant::now()).unwrap();
             array.commit();
@@ -583,12 +588,13 @@ fn a_handoff_adopted_after_it_was_given_up_is_released() {
             released += handled.released;
             if k == 0 {
                 overruled += handled.overruled;
+                answered += handled.release_answered;
             }
         }
         assert!(Instant::now() < deadline, "never released");
         std::thread::sleep(Duration::from_millis(10));
     }
-    assert_eq!((adopted, overruled, released), (1, 1, 1));
+    assert_eq!((adopted, overruled, released, answered), (1, 1, 1, 1));
     assert!(shards[0].0.contains(id) && !shards[1].0.contains(id));
     assert_eq!(
         shards[0].0.get(id),
