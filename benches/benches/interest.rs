@@ -82,7 +82,8 @@ fn interest(c: &mut Criterion) {
     let mut rng = ChaCha8Rng::seed_from_u64(SEED);
     let radius = fastarray_bench::interest::radius_for(0.01);
     let half = fastarray_bench::interest::HALF;
-    let mut grid = InterestGrid::new(radius);
+    // Cells half a view radius wide, as the grid's docs advise.
+    let mut grid = InterestGrid::new(radius / 2.0);
     let mut items: Vec<[f32; 2]> = (0..100_000)
         .map(|_| [rng.random_range(-half..half), rng.random_range(-half..half)])
         .collect();

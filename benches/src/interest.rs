@@ -101,7 +101,8 @@ impl Scoped {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let radius = radius_for(share);
         let mut server = FastArray::with_capacity(items);
-        let mut grid = InterestGrid::new(radius);
+        // Cells half a view radius wide, as the grid's docs advise.
+        let mut grid = InterestGrid::new(radius / 2.0);
         let ids: Vec<ReplicationId> = (0..items as u64)
             .map(|serial| {
                 let agent = agent(&mut rng, serial);

@@ -56,7 +56,7 @@ pub struct GridInterest {
 }
 
 impl GridInterest {
-    /// A grid of cells `cell_size` wide (choose near the viewers' radius),
+    /// A grid of cells `cell_size` wide (choose near half the viewers' radius),
     /// on the x–z plane.
     pub fn new(cell_size: f32) -> Self {
         Self {

@@ -15,6 +15,9 @@ enum Op {
     Nudge(u8, [f32; 2]),
     RemoveItem(u8),
     SetViewer(u8, [f32; 2], f32),
+    /// Walks a viewer by a small step, sometimes changing its radius a
+    /// little: the refresh that skips what the step cannot change.
+    Walk(u8, [f32; 2], f32),
     RemoveViewer(u8),
     Margin(f32),
     Update,
@@ -36,6 +39,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..40).prop_map(Op::RemoveItem),
         2 => (0u8..5, [coord(), coord()], prop_oneof![0.0f32..150.0, Just(-1.0), Just(1e9)])
             .prop_map(|(v, c, r)| Op::SetViewer(v, c, r)),
+        4 => (0u8..5, [-6.0f32..6.0, -6.0f32..6.0], prop_oneof![3 => Just(0.0f32), 1 => -5.0f32..5.0])
+            .prop_map(|(v, d, dr)| Op::Walk(v, d, dr)),
         1 => (0u8..5).prop_map(Op::RemoveViewer),
         1 => prop_oneof![Just(0.0f32), 0.0f32..30.0].prop_map(Op::Margin),
         3 => Just(Op::Update),
@@ -132,6 +137,13 @@ proptest! {
                 Op::SetViewer(v, c, r) => {
                     grid.set_viewer(key(v), c, r);
                     reference.viewers.insert(v, (c, r));
+                }
+                Op::Walk(v, [dx, dy], dr) => {
+                    if let Some(&([x, y], r)) = reference.viewers.get(&v) {
+                        let (c, r) = ([x + dx, y + dy], r + dr);
+                        grid.set_viewer(key(v), c, r);
+                        reference.viewers.insert(v, (c, r));
+                    }
                 }
                 Op::RemoveViewer(v) => {
                     grid.remove_viewer(key(v));
