@@ -30,14 +30,14 @@ pub enum Relevance {
 /// [`update`](Self::update), which reports each item that entered or left
 /// each viewer's area since the last update. An update costs, per item
 /// moved, a distance test against the viewers whose area covers its old or
-/// new cell; and per viewer moved, a pass over the cells its area covers
-/// in which only the items that moved, and those on the rim its step can
-/// change, are looked up in its set (a cell wholly inside or outside its
-/// area is passed over whole): items and viewers that did not move cost
-/// nothing. Choose a cell size near half the typical radius: a walking
-/// viewer then passes over most cells whole, and its area's cells hold
-/// little more than its area (in the `grid_walking_100k` workload, cells
-/// a radius wide cost 1.2–1.3× more, and a quarter of it up to 1.3×).
+/// new cell; and per viewer moved, a pass over the cells its area covers,
+/// in which an item is looked up in the viewer's set only if the step can
+/// change whether it is seen (it lies on the rim, or it moved from near
+/// the rim), and a cell wholly inside or outside the area is passed over
+/// with only its moved items tested. Items and viewers that did not move
+/// cost nothing. Choose a cell size near half the typical radius (in the
+/// `grid_walking_100k` workload, cells a radius wide cost about 1.2× more,
+/// and a quarter of it about 1.07×: counted by cachegrind).
 ///
 /// Viewers are keyed by the caller's `u64` (the transport's client id,
 /// say), each in a slot of its own, reused after
@@ -105,9 +105,12 @@ pub struct InterestGrid {
     /// in at the last update (`None`: nowhere, or new).
     moved: HashMap<ReplicationId, Option<Cell>>,
     /// Viewers set since the last update (their slots; a slot reused
-    /// after its viewer was removed may be listed twice), each flagged
-    /// [`Viewer::moved`].
+    /// after its viewer was removed may be listed twice).
     moved_viewers: Vec<usize>,
+    /// Per slot, whether it is in `moved_viewers`: its refresh tests the
+    /// items that moved, not the items' pass. Kept apart from the viewers
+    /// so that the items' pass reads a byte, not a viewer, to skip one.
+    moved_flags: Vec<bool>,
     /// Viewers whose area spans more than [`WIDE_CELLS`] cells: listed in
     /// no cell, tested against every item that moves.
     wide: Vec<usize>,
@@ -149,28 +152,38 @@ struct CellContents {
     /// [`Viewer::basis`]). A stamp that matches after the counter wraps
     /// costs a test, never a wrong answer.
     stamps: Vec<u32>,
-    /// The items moved into or within this cell in update `fresh_epoch`,
-    /// with their positions: a refresh that finds the whole cell inside
-    /// (or outside) what a viewer sees tests these alone.
-    fresh: Vec<(ReplicationId, [f32; 2])>,
+    /// The items moved into or within this cell in update `fresh_epoch`:
+    /// a refresh tests these apart from the others (and alone, in a cell
+    /// wholly inside or outside what its viewer sees).
+    fresh: Vec<Fresh>,
     fresh_epoch: u32,
     /// The viewers whose area (radius and margin) covers the cell.
     viewers: Vec<usize>,
 }
 
+/// An item moved in this update, as its new cell lists it.
+#[derive(Clone, Copy, Debug)]
+struct Fresh {
+    id: ReplicationId,
+    position: [f32; 2],
+    /// Where the grid listed it at the last update (`None`: nowhere, so
+    /// no viewer saw it).
+    was: Option<[f32; 2]>,
+}
+
 impl CellContents {
-    /// Lists item `id`, at `position`, as moved in update `epoch`.
-    fn stamp(&mut self, slot: usize, id: ReplicationId, position: [f32; 2], epoch: u32) {
+    /// Marks the item in place `slot` as moved in update `epoch`.
+    fn stamp(&mut self, slot: usize, fresh: Fresh, epoch: u32) {
         self.stamps[slot] = epoch;
         if self.fresh_epoch != epoch {
             self.fresh_epoch = epoch;
             self.fresh.clear();
         }
-        self.fresh.push((id, position));
+        self.fresh.push(fresh);
     }
 
     /// The items moved into or within this cell in update `epoch`.
-    fn fresh(&self, epoch: u32) -> &[(ReplicationId, [f32; 2])] {
+    fn fresh(&self, epoch: u32) -> &[Fresh] {
         if self.fresh_epoch == epoch {
             &self.fresh
         } else {
@@ -204,10 +217,9 @@ struct Viewer {
     /// within `radius` of `center` and none farther than `radius +
     /// margin`.
     basis: Option<Basis>,
-    /// Whether it is listed in [`InterestGrid::moved_viewers`]: set since
-    /// the last update, so the items that moved are tested against it by
-    /// its refresh, not one by one.
-    moved: bool,
+    /// When it moved, the cells its area covers now (those it is listed
+    /// in are [`listed`](Self::listed) until its refresh).
+    next: Option<CellRect>,
     visible: HashSet<ReplicationId>,
 }
 
@@ -237,6 +249,12 @@ impl CellRect {
     /// [`WIDE_CELLS`]).
     fn is_wide(&self) -> bool {
         self.area() > WIDE_CELLS
+    }
+
+    /// Whether a refresh of a viewer with this area visits cell `cell`:
+    /// every cell, if the area is wide.
+    fn holds(&self, cell: Cell) -> bool {
+        self.contains(cell) || self.is_wide()
     }
 
     fn contains(&self, (x, y): Cell) -> bool {
@@ -269,6 +287,7 @@ impl InterestGrid {
             free: Vec::new(),
             moved: HashMap::new(),
             moved_viewers: Vec::new(),
+            moved_flags: Vec::new(),
             wide: Vec::new(),
             changes: Vec::new(),
             epoch: 0,
@@ -345,7 +364,7 @@ impl InterestGrid {
                     radius,
                     listed: None,
                     basis: None,
-                    moved: false,
+                    next: None,
                     visible: HashSet::new(),
                 });
             }
@@ -356,10 +375,11 @@ impl InterestGrid {
     /// Lists the viewer in slot `v` (if any) for a refresh at the next
     /// update.
     fn mark_moved(&mut self, v: usize) {
-        if let Some(viewer) = self.viewers[v].as_mut()
-            && !viewer.moved
-        {
-            viewer.moved = true;
+        if self.moved_flags.len() <= v {
+            self.moved_flags.resize(v + 1, false);
+        }
+        if self.viewers[v].is_some() && !self.moved_flags[v] {
+            self.moved_flags[v] = true;
             self.moved_viewers.push(v);
         }
     }
@@ -438,6 +458,12 @@ impl InterestGrid {
         let moved = core::mem::take(&mut self.moved);
         self.epoch = self.epoch.wrapping_add(1);
         let epoch = self.epoch;
+        for &v in &self.moved_viewers {
+            if let Some(viewer) = self.viewers[v].as_mut() {
+                let reach = viewer.radius + self.leave_margin;
+                viewer.next = area_at(self.cell_size, viewer.center, reach);
+            }
+        }
         let mut near: Vec<usize> = Vec::new();
         for (&id, &was) in &moved {
             // Read once, written once: the item's place in its cell's lists
@@ -446,9 +472,11 @@ impl InterestGrid {
             let now = item.map(|item| item.position);
             let cell = now.and_then(|position| self.cell_of(position));
             let mut slot = item.map_or(0, |item| item.slot);
+            // Where the viewers saw it last, read off its listing.
+            let mut was_at = None;
             if was != cell {
                 if let Some(was) = was {
-                    self.unlist_item(id, was);
+                    was_at = self.unlist_item(id, was);
                 }
                 if let (Some(cell), Some(position)) = (cell, now) {
                     let contents = self.cells.entry(cell).or_default();
@@ -456,7 +484,12 @@ impl InterestGrid {
                     contents.items.push(id);
                     contents.positions.push(position);
                     contents.stamps.push(epoch);
-                    contents.stamp(slot, id, position, epoch);
+                    let fresh = Fresh {
+                        id,
+                        position,
+                        was: was_at,
+                    };
+                    contents.stamp(slot, fresh, epoch);
                 }
             } else if let (Some(cell), Some(position)) = (cell, now)
                 && let Some(contents) = self.cells.get_mut(&cell)
@@ -465,8 +498,14 @@ impl InterestGrid {
                 // item removed and set again since the last update is
                 // listed here, its place not known: it is looked for.)
                 if let Some(found) = contents.place_of(id, item.as_ref(), cell) {
+                    was_at = Some(contents.positions[found]);
                     contents.positions[found] = position;
-                    contents.stamp(found, id, position, epoch);
+                    let fresh = Fresh {
+                        id,
+                        position,
+                        was: was_at,
+                    };
+                    contents.stamp(found, fresh, epoch);
                     slot = found;
                 }
             }
@@ -487,13 +526,29 @@ impl InterestGrid {
             near.sort_unstable();
             near.dedup();
             for &v in &near {
+                // Listed in `cell` (or wide), a viewer that moved visits
+                // it in its refresh: only an item that changed cells may
+                // need more.
+                let moved = self.moved_flags.get(v).copied().unwrap_or(false);
+                if moved && cell == was {
+                    continue;
+                }
                 let (margin, Some(viewer)) = (self.leave_margin, self.viewers[v].as_mut()) else {
                     continue;
                 };
-                if viewer.moved {
+                if moved {
+                    // Its refresh visits the cells of the area it had and
+                    // of the one it has: an item it saw that is in neither
+                    // now (or is gone) leaves here.
+                    let areas = [viewer.listed, viewer.next];
+                    let visited = |cell| areas.iter().flatten().any(|area| area.holds(cell));
+                    if !cell.is_some_and(visited) && viewer.saw(id, was_at) {
+                        viewer.visible.remove(&id);
+                        events(v, id, Relevance::Leave);
+                    }
                     continue;
                 }
-                let seen = viewer.visible.contains(&id);
+                let seen = viewer.saw(id, was_at);
                 let sees = now.is_some_and(|p| viewer.sees(p, seen, margin));
                 if sees != seen {
                     if sees {
@@ -529,6 +584,9 @@ impl InterestGrid {
         events: &mut impl FnMut(usize, ReplicationId, Relevance),
     ) {
         let margin = self.leave_margin;
+        if let Some(flag) = self.moved_flags.get_mut(v) {
+            *flag = false;
+        }
         let Some(viewer) = self.viewers[v].as_ref() else {
             return;
         };
@@ -560,8 +618,8 @@ impl InterestGrid {
             return;
         };
         viewer.listed = rect;
-        viewer.moved = false;
         let zones = viewer.zones(margin);
+        let basis = viewer.basis;
         viewer.basis = Some(Basis {
             center: viewer.center,
             radius: viewer.radius,
@@ -575,25 +633,15 @@ impl InterestGrid {
         let (epoch, mut changes) = (self.epoch, core::mem::take(&mut self.changes));
         // Items seen and confirmed so, tested (`confirmed`) or by the
         // whole cell (`known`).
-        let (mut confirmed, mut known) = (0, 0);
-        let mut test = |id: ReplicationId, position: [f32; 2], stamp: u32| {
-            if stamp != epoch
-                && let Some(zones) = &zones
-            {
-                match zones.of(position) {
-                    Zone::Inside => {
-                        debug_assert!(viewer.visible.contains(&id), "{id} inside, unseen");
-                        confirmed += 1;
-                        return;
-                    }
-                    Zone::Outside => {
-                        debug_assert!(!viewer.visible.contains(&id), "{id} outside, seen");
-                        return;
-                    }
-                    Zone::Rim => {}
-                }
-            }
-            let seen = viewer.visible.contains(&id);
+        let (mut confirmed, mut known, mut confirmed_inside) = (0, 0, 0);
+        // Tests an item on the rim (its zone does not say), or one that
+        // moved: known seen or not from where it was, if that was well
+        // inside or outside the basis.
+        let mut test = |id: ReplicationId, position: [f32; 2], known: Known| {
+            let seen = match known {
+                Known::Moved { was } => saw(basis, &viewer.visible, id, was),
+                Known::Nothing => viewer.visible.contains(&id),
+            };
             confirmed += usize::from(seen);
             if viewer.sees(position, seen, margin) != seen {
                 changes.push(id);
@@ -601,13 +649,19 @@ impl InterestGrid {
         };
         match rect {
             Some(rect) if rect.is_wide() => {
-                // No list of stamps here: every item is tested whole.
+                // No list of what moved here: every item is looked up.
                 for (&id, item) in &self.items {
-                    test(id, item.position, epoch);
+                    test(id, item.position, Known::Nothing);
                 }
             }
             rect => {
-                for cell in rect.into_iter().flat_map(CellRect::cells) {
+                // The area's cells, and those of the area it had that it
+                // left (their items it saw leave, unless they moved into
+                // the area, where they are found).
+                let left = listed.filter(|old| !old.is_wide());
+                let left = left.into_iter().flat_map(CellRect::cells);
+                let left = left.filter(|&cell| rect.is_none_or(|rect| !rect.contains(cell)));
+                for cell in rect.into_iter().flat_map(CellRect::cells).chain(left) {
                     let Some(contents) = self.cells.get(&cell) else {
                         continue;
                     };
@@ -626,25 +680,52 @@ impl InterestGrid {
                                 debug_assert_eq!(viewer.visible.contains(id), inside, "{id}");
                             }
                         }
-                        for &(id, position) in fresh {
-                            test(id, position, epoch);
+                        for fresh in fresh {
+                            test(fresh.id, fresh.position, Known::Moved { was: fresh.was });
                         }
                         continue;
                     }
                     let listed = contents.items.iter().zip(&contents.positions);
-                    for ((&id, &position), &stamp) in listed.zip(&contents.stamps) {
-                        test(id, position, stamp);
+                    let listed = listed.zip(&contents.stamps);
+                    if let Some(zones) = &zones {
+                        // Most items lie well inside or outside: passed
+                        // over here, with no call.
+                        for ((&id, &position), &stamp) in listed {
+                            if stamp != epoch {
+                                match zones.of(position) {
+                                    Zone::Inside => confirmed_inside += 1,
+                                    Zone::Outside => {}
+                                    Zone::Rim => test(id, position, Known::Nothing),
+                                }
+                            }
+                        }
+                    } else {
+                        for ((&id, &position), &stamp) in listed {
+                            if stamp != epoch {
+                                test(id, position, Known::Nothing);
+                            }
+                        }
+                    }
+                    for fresh in contents.fresh(epoch) {
+                        test(fresh.id, fresh.position, Known::Moved { was: fresh.was });
                     }
                 }
             }
         }
         // Items it saw that no cell of its area lists (gone, or far away)
         // leave too.
+        // (Removed items, and those that moved out of both areas, left at
+        // the items' pass: this is for an area that was wide, whose cells
+        // are not scanned.)
+        let confirmed = confirmed + confirmed_inside;
+        if cfg!(debug_assertions) {
+            check_zones(&self.cells, viewer, rect, zones.as_ref(), epoch);
+        }
         if confirmed + known < viewer.visible.len() {
-            let scanned = |id: &ReplicationId| match (self.items.get(id), rect) {
-                (Some(_), Some(rect)) if rect.is_wide() => true,
-                (Some(item), Some(rect)) => item.cell.is_some_and(|cell| rect.contains(cell)),
-                _ => false,
+            let areas = [rect, listed.filter(|old| !old.is_wide())];
+            let scanned = |id: &ReplicationId| {
+                let cell = self.items.get(id).and_then(|item| item.cell);
+                cell.is_some_and(|cell| areas.iter().flatten().any(|area| area.holds(cell)))
             };
             changes.extend(viewer.visible.iter().filter(|id| !scanned(id)));
         }
@@ -674,17 +755,14 @@ impl InterestGrid {
         }
     }
 
-    /// Takes item `id` off cell `cell`'s lists. An item still on the grid
-    /// knows its place there; a removed one is looked for.
-    fn unlist_item(&mut self, id: ReplicationId, cell: Cell) {
-        let Some(contents) = self.cells.get_mut(&cell) else {
-            return;
-        };
-        let Some(slot) = contents.place_of(id, self.items.get(&id), cell) else {
-            return;
-        };
+    /// Takes item `id` off cell `cell`'s lists, and says at what position
+    /// they listed it. An item still on the grid knows its place there; a
+    /// removed one is looked for.
+    fn unlist_item(&mut self, id: ReplicationId, cell: Cell) -> Option<[f32; 2]> {
+        let contents = self.cells.get_mut(&cell)?;
+        let slot = contents.place_of(id, self.items.get(&id), cell)?;
         contents.items.swap_remove(slot);
-        contents.positions.swap_remove(slot);
+        let position = contents.positions.swap_remove(slot);
         contents.stamps.swap_remove(slot);
         // The last item took its place.
         if let Some(&moved) = contents.items.get(slot)
@@ -696,6 +774,7 @@ impl InterestGrid {
         if contents.viewers.is_empty() && contents.items.is_empty() {
             self.cells.remove(&cell);
         }
+        Some(position)
     }
 
     fn viewer(&self, key: u64) -> Option<&Viewer> {
@@ -705,24 +784,101 @@ impl InterestGrid {
 
     /// The cell of a position (`None` if it is not finite); coordinates
     /// beyond `i32` saturate.
-    fn cell_of(&self, [x, y]: [f32; 2]) -> Option<Cell> {
-        (x.is_finite() && y.is_finite()).then(|| {
-            (
-                (x / self.cell_size).floor() as i32,
-                (y / self.cell_size).floor() as i32,
-            )
-        })
+    fn cell_of(&self, position: [f32; 2]) -> Option<Cell> {
+        cell_at(self.cell_size, position)
     }
 
     /// The cells a circle of `radius` around `center` touches (`None` if
     /// it sees nothing).
     fn rect_of(&self, center: [f32; 2], radius: f32) -> Option<CellRect> {
-        if radius.is_nan() || radius < 0.0 || !radius.is_finite() {
+        area_at(self.cell_size, center, radius)
+    }
+}
+
+/// Checks (in debug builds) what a refresh passed over: every item of
+/// `area` that did not move in update `epoch` is in `viewer`'s set if its
+/// zone is inside, and not if outside.
+fn check_zones(
+    cells: &HashMap<Cell, CellContents>,
+    viewer: &Viewer,
+    area: Option<CellRect>,
+    zones: Option<&Zones>,
+    epoch: u32,
+) {
+    let (Some(area), Some(zones)) = (area, zones) else {
+        return;
+    };
+    if area.is_wide() {
+        return;
+    }
+    for contents in area.cells().filter_map(|cell| cells.get(&cell)) {
+        let listed = contents.items.iter().zip(&contents.positions);
+        for ((id, &position), _) in listed
+            .zip(&contents.stamps)
+            .filter(|&(_, &stamp)| stamp != epoch)
+        {
+            match zones.of(position) {
+                Zone::Inside => assert!(viewer.visible.contains(id), "{id} inside, unseen"),
+                Zone::Outside => assert!(!viewer.visible.contains(id), "{id} outside, seen"),
+                Zone::Rim => {}
+            }
+        }
+    }
+}
+
+/// What a refresh knows of an item before it tests it.
+enum Known {
+    /// It moved in this update, from where the grid listed it (`None`:
+    /// nowhere).
+    Moved { was: Option<[f32; 2]> },
+    /// Nothing: the viewer's set is asked.
+    Nothing,
+}
+
+/// Whether a viewer whose last refresh had `basis` (`None`: none yet),
+/// and whose set is `visible`, saw item `id` listed at `was` at the last
+/// update (`None`: not listed, so seen by none). Told by where it was if
+/// that is well within the basis's radius or beyond its margin; else
+/// asked of the set.
+fn saw(
+    basis: Option<Basis>,
+    visible: &HashSet<ReplicationId>,
+    id: ReplicationId,
+    was: Option<[f32; 2]>,
+) -> bool {
+    let Some(was) = was else {
+        debug_assert!(!visible.contains(&id), "{id} seen, never listed");
+        return false;
+    };
+    let known = basis.and_then(|basis| basis.holds(was));
+    debug_assert!(
+        known.is_none_or(|known| known == visible.contains(&id)),
+        "{id} seen: {known:?}"
+    );
+    known.unwrap_or_else(|| visible.contains(&id))
+}
+
+impl Basis {
+    /// Whether a viewer with this basis holds an item at `position` in
+    /// its set, if the position tells: within the radius, it does; beyond
+    /// the radius and margin, it does not.
+    fn holds(&self, [x, y]: [f32; 2]) -> Option<bool> {
+        if !(self.center.iter().all(|c| c.is_finite()) && self.radius >= 0.0) {
             return None;
         }
-        let min = self.cell_of([center[0] - radius, center[1] - radius])?;
-        let max = self.cell_of([center[0] + radius, center[1] + radius])?;
-        Some(CellRect { min, max })
+        let slack =
+            1e-4 * (self.radius + self.margin + self.center[0].abs() + self.center[1].abs()) + 1e-3;
+        let (dx, dy) = (x - self.center[0], y - self.center[1]);
+        let distance = dx * dx + dy * dy;
+        let inside = self.radius - slack;
+        let outside = self.radius + self.margin + slack;
+        if inside > 0.0 && distance <= inside * inside {
+            Some(true)
+        } else if distance > outside * outside {
+            Some(false)
+        } else {
+            None
+        }
     }
 }
 
@@ -785,7 +941,30 @@ impl Zones {
     }
 }
 
+/// The cell of a position on a grid of cells `size` wide (`None` if it is
+/// not finite); coordinates beyond `i32` saturate.
+fn cell_at(size: f32, [x, y]: [f32; 2]) -> Option<Cell> {
+    (x.is_finite() && y.is_finite()).then(|| ((x / size).floor() as i32, (y / size).floor() as i32))
+}
+
+/// The cells of a grid of cells `size` wide that a circle of `radius`
+/// around `center` touches (`None` if it sees nothing).
+fn area_at(size: f32, center: [f32; 2], radius: f32) -> Option<CellRect> {
+    if radius.is_nan() || radius < 0.0 || !radius.is_finite() {
+        return None;
+    }
+    let min = cell_at(size, [center[0] - radius, center[1] - radius])?;
+    let max = cell_at(size, [center[0] + radius, center[1] + radius])?;
+    Some(CellRect { min, max })
+}
+
 impl Viewer {
+    /// Whether it saw item `id`, listed at `was` at the last update (see
+    /// [`saw`]).
+    fn saw(&self, id: ReplicationId, was: Option<[f32; 2]>) -> bool {
+        saw(self.basis, &self.visible, id, was)
+    }
+
     /// The zones of a refresh under leave margin `margin`, from its basis:
     /// `None` (test every item) before its first refresh, or when either
     /// the basis or now sees nothing.
