@@ -12,6 +12,11 @@
 //!
 //! The game's own mutations are not timed in either.
 //!
+//! * `interest/mmo_1000`: issue 32's MMO tick: the same world with 1 000
+//!   connections whose viewers walk (up to a unit per axis per tick), and
+//!   0.1% of the agents despawned and respawned elsewhere per tick. Timed
+//!   as `scoped_100k` (the grid also hears of the viewers, the births and
+//!   the deaths).
 //! * `interest/grid_walking_100k`: the `InterestGrid` alone, with the
 //!   viewers walking: 100 000 agents, 256 viewers each seeing about 1% of
 //!   them; per tick 10% of the agents and every viewer move by up to a
@@ -77,6 +82,21 @@ fn interest(c: &mut Criterion) {
         });
     });
     drop(separate);
+    // The MMO workload: 1 000 walking viewers, churn.
+    let mut mmo = Scoped::mmo(100_000, 1_000, 0.01, SEED);
+    group.bench_function("mmo_1000", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                let changes = mmo.mutate();
+                let start = Instant::now();
+                black_box(mmo.serve(&changes));
+                spent += start.elapsed();
+            }
+            spent
+        });
+    });
+    drop(mmo);
 
     // The grid alone, viewers walking.
     let mut rng = ChaCha8Rng::seed_from_u64(SEED);

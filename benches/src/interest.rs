@@ -8,6 +8,7 @@
 //! that holds exactly the agents in its scope ([`Shadow`](crate::interest::Shadow)).
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use fastarray::{FastArray, InterestGrid, Relevance, ReplicationId, SendState};
 use rand::{Rng, SeedableRng};
@@ -43,12 +44,18 @@ fn ground(agent: &Agent) -> [f32; 2] {
     [agent.position[0], agent.position[2]]
 }
 
-/// One tick's changes: the agents that moved and those that lost health.
+/// One tick's changes: the agents that moved and those that lost health
+/// (and, in the MMO workload, those that died and were born).
+#[derive(Default)]
 pub struct TickChanges {
     /// Agents moved (by at most one unit on each axis).
     pub moved: Vec<ReplicationId>,
     /// Agents whose health changed.
     pub hurt: Vec<ReplicationId>,
+    /// Agents removed (the MMO workload's churn).
+    pub despawned: Vec<ReplicationId>,
+    /// Agents pushed in their place.
+    pub spawned: Vec<ReplicationId>,
 }
 
 /// A tenth of `ids` move a step, a hundredth lose health.
@@ -60,6 +67,7 @@ fn change(
     let mut changes = TickChanges {
         moved: Vec::with_capacity(ids.len() / 10 + 1),
         hurt: Vec::with_capacity(ids.len() / 100 + 1),
+        ..TickChanges::default()
     };
     for &id in ids {
         let roll = rng.random_range(0..1000u32);
@@ -92,6 +100,31 @@ pub struct Scoped {
     packet: u32,
     /// This tick's enter and leave events, per connection.
     events: Vec<Vec<(ReplicationId, Relevance)>>,
+    radius: f32,
+    /// The viewers' centres.
+    centres: Vec<[f32; 2]>,
+    /// Whether the viewers walk ([`Scoped::mmo`]).
+    walking: bool,
+    /// The share of agents despawned and respawned per tick.
+    churn: f64,
+    serial: u64,
+    /// Time spent per phase since [`Scoped::take_phases`].
+    phases: Phases,
+}
+
+/// Where a scoped server's tick goes: the sum over the ticks served.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    /// The grid hearing of the moves, births and deaths, and `update`.
+    pub grid: std::time::Duration,
+    /// `commit`.
+    pub commit: std::time::Duration,
+    /// The grid's events into the connections' scopes.
+    pub scopes: std::time::Duration,
+    /// One `write_delta` per connection, each acknowledged.
+    pub writes: std::time::Duration,
+    /// Ticks served.
+    pub ticks: u32,
 }
 
 impl Scoped {
@@ -114,10 +147,12 @@ impl Scoped {
             .collect();
         server.commit();
         let mut conns: Vec<SendState> = (0..conns).map(|_| SendState::new()).collect();
+        let mut centres = Vec::with_capacity(conns.len());
         for (n, conn) in conns.iter_mut().enumerate() {
             server.scope(conn).expect("the server's array");
             let center = [rng.random_range(-HALF..HALF), rng.random_range(-HALF..HALF)];
             grid.set_viewer(n as u64, center, radius);
+            centres.push(center);
         }
         let mut world = Self {
             server,
@@ -127,36 +162,90 @@ impl Scoped {
             ids,
             rng,
             packet: 0,
+            radius,
+            centres,
+            walking: false,
+            churn: 0.0,
+            serial: items as u64,
+            phases: Phases::default(),
         };
-        world.serve(&TickChanges {
-            moved: Vec::new(),
-            hurt: Vec::new(),
-        });
+        world.serve(&TickChanges::default());
+        world.phases = Phases::default();
+        world
+    }
+
+    /// The MMO workload of issue 32: `items` agents, `conns` connections
+    /// each seeing `share` of them, whose viewers walk (up to a unit per
+    /// axis per tick), and a thousandth of the agents despawned and
+    /// respawned elsewhere per tick, on top of [`new`](Self::new)'s moves
+    /// and hurts.
+    pub fn mmo(items: usize, conns: usize, share: f64, seed: u64) -> Self {
+        let mut world = Self::new(items, conns, share, seed);
+        world.walking = true;
+        world.churn = 0.001;
         world
     }
 
     /// The game's part of a tick (not what the server's tick is timed on):
-    /// agents move and get hurt.
+    /// agents move and get hurt; in the MMO workload viewers walk and some
+    /// agents die and others are born.
     pub fn mutate(&mut self) -> TickChanges {
-        change(&mut self.server, &self.ids, &mut self.rng)
+        let mut changes = change(&mut self.server, &self.ids, &mut self.rng);
+        if self.walking {
+            for centre in &mut self.centres {
+                for axis in centre.iter_mut() {
+                    *axis = (*axis + self.rng.random_range(-1.0..1.0)).clamp(-HALF, HALF);
+                }
+            }
+        }
+        let deaths = (self.ids.len() as f64 * self.churn) as usize;
+        for _ in 0..deaths {
+            let at = self.rng.random_range(0..self.ids.len());
+            let dead = self.ids[at];
+            let touched = [&changes.moved, &changes.hurt, &changes.spawned];
+            if touched.iter().any(|ids| ids.contains(&dead)) {
+                continue;
+            }
+            self.server.remove(dead);
+            let born = self.server.push(agent(&mut self.rng, self.serial));
+            self.serial += 1;
+            self.ids[at] = born;
+            changes.despawned.push(dead);
+            changes.spawned.push(born);
+        }
+        changes
+    }
+
+    /// Where the ticks served since the last call went, and resets it.
+    pub fn take_phases(&mut self) -> Phases {
+        core::mem::take(&mut self.phases)
     }
 
     /// The server's tick: the grid hears of the moves, commit, scopes
     /// follow the grid, one delta per connection (each acknowledged).
     /// Returns the bits written per connection.
     pub fn serve(&mut self, changes: &TickChanges) -> Vec<u64> {
-        for &id in &changes.moved {
+        let start = Instant::now();
+        for &id in changes.moved.iter().chain(&changes.spawned) {
             let position = ground(self.server.get(id).expect("a live agent"));
             self.grid.set_item(id, position);
         }
+        for &id in &changes.despawned {
+            self.grid.remove_item(id);
+        }
+        if self.walking {
+            for (n, &centre) in self.centres.iter().enumerate() {
+                self.grid.set_viewer(n as u64, centre, self.radius);
+            }
+        }
+        let committing = Instant::now();
         self.server.commit();
+        let updating = Instant::now();
         let events = &mut self.events;
         events.iter_mut().for_each(Vec::clear);
         self.grid
             .update(|viewer, id, relevance| events[viewer as usize].push((id, relevance)));
-        self.packet += 1;
-        let mut bits = Vec::with_capacity(self.conns.len());
-        let mut bytes = Vec::new();
+        let scoping = Instant::now();
         for (conn, events) in self.conns.iter_mut().zip(&self.events) {
             if !events.is_empty() {
                 let mut scope = self.server.scope(conn).expect("the server's array");
@@ -167,6 +256,12 @@ impl Scoped {
                     };
                 }
             }
+        }
+        let writing = Instant::now();
+        self.packet += 1;
+        let mut bits = Vec::with_capacity(self.conns.len());
+        let mut bytes = Vec::new();
+        for conn in &mut self.conns {
             bytes.clear();
             let stats = self
                 .server
@@ -175,6 +270,13 @@ impl Scoped {
             conn.on_ack(self.packet);
             bits.push(stats.bits);
         }
+        let end = Instant::now();
+        let phases = &mut self.phases;
+        phases.grid += (committing - start) + (scoping - updating);
+        phases.commit += updating - committing;
+        phases.scopes += writing - scoping;
+        phases.writes += end - writing;
+        phases.ticks += 1;
         bits
     }
 

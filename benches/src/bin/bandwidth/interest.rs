@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use fastarray_bench::interest::{Scoped, Shadow, TickChanges};
+use fastarray_bench::interest::{Phases, Scoped, Shadow, TickChanges};
 
 use crate::SEED;
 use crate::memory::live_bytes;
@@ -29,6 +29,32 @@ pub struct Interest {
     /// (agents in the world, connections, agents in scope per connection,
     /// bytes kept per agent in scope).
     pub memory: Vec<(usize, usize, f64, f64)>,
+    /// The MMO workload at [`MMO_CONNS`] connections: where its ticks
+    /// went, and the bytes per connection per tick.
+    pub mmo: Option<(Phases, f64)>,
+}
+
+/// Connections of the MMO workload (issue 32).
+const MMO_CONNS: usize = 1_000;
+/// Its ticks measured, after 5 that fill the scopes.
+const MMO_TICKS: u32 = 20;
+
+/// The MMO workload's phases over [`MMO_TICKS`] ticks, and its bytes per
+/// connection per tick.
+fn run_mmo() -> (Phases, f64) {
+    let mut world = Scoped::mmo(100_000, MMO_CONNS, 0.01, SEED);
+    for _ in 0..5 {
+        let changes = world.mutate();
+        world.serve(&changes);
+    }
+    world.take_phases();
+    let mut bits = 0;
+    for _ in 0..MMO_TICKS {
+        let changes = world.mutate();
+        bits += world.serve(&changes).iter().sum::<u64>();
+    }
+    let bytes = bits as f64 / 8.0 / f64::from(MMO_TICKS) / MMO_CONNS as f64;
+    (world.take_phases(), bytes)
 }
 
 /// Runs the bits comparison and the memory measurements (with the
@@ -37,10 +63,7 @@ pub struct Interest {
 pub fn run_interest() -> Interest {
     let mut world = Scoped::new(100_000, 256, 0.01, SEED);
     let mut shadows: Vec<Shadow> = (0..SHADOWED).map(|_| Shadow::default()).collect();
-    let none = TickChanges {
-        moved: Vec::new(),
-        hurt: Vec::new(),
-    };
+    let none = TickChanges::default();
     // The shadows follow the initial sync too (every agent entering).
     for (n, shadow) in shadows.iter_mut().enumerate() {
         shadow.follow(&world, n, &none);
@@ -59,6 +82,7 @@ pub fn run_interest() -> Interest {
     interest.in_scope = in_scope as f64 / f64::from(TICKS) / SHADOWED as f64;
     drop(world);
     interest.memory = vec![memory(100_000, 256, 0.01), memory(1_000_000, 256, 0.001)];
+    interest.mmo = Some(run_mmo());
     interest
 }
 
@@ -192,6 +216,64 @@ impl Results {
              of the array's watch list, and its working lists: what dropping the connections after 20 ticks, and \
              the commit that frees their watches, gives back. A hash map keeps between 1.14 and 2.3 buckets per \
              entry, so these figures move with how full the maps happen to be at ~1 000 entries.\n"
+        );
+        self.mmo_markdown(md);
+    }
+
+    /// The MMO-scale section (issue 32).
+    fn mmo_markdown(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "### MMO scale: 1 000 walking viewers\n\n\
+             Issue 32's workload (`Scoped::mmo` in `benches/src/interest.rs`): the world above with {MMO_CONNS} \
+             connections whose viewers walk up to a unit per axis per tick, and 0.1% of the agents despawned and \
+             respawned elsewhere per tick. The grid's cells are half a view radius wide. Target: the whole tick \
+             on one core in 33 ms (30 Hz).\n\n\
+             | measure | fastarray | target |\n|---|---|---|"
+        );
+        match self.cpu("interest/mmo_1000") {
+            Some(tick) => {
+                let _ = writeln!(
+                    md,
+                    "| server tick: grid, commit, scopes, {MMO_CONNS} writes (criterion `interest/mmo_1000`) | \
+                     {:.1} ms | ≤ 33 ms {} |",
+                    tick / 1e6,
+                    if tick <= 33e6 { "met" } else { "**not met**" },
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    md,
+                    "| server tick | not measured: run `cargo bench -p fastarray-bench --bench interest` first | ≤ 33 ms |"
+                );
+            }
+        }
+        if let Some((phases, bytes)) = self.interest.mmo {
+            let ticks = f64::from(phases.ticks.max(1));
+            let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / ticks;
+            let total = ms(phases.grid + phases.commit + phases.scopes + phases.writes);
+            let share = |d| ms(d) / total * 100.0;
+            let _ = writeln!(
+                md,
+                "| where a tick goes ({} ticks of this run, timed per phase) | grid {:.1} ms ({:.0}%), commit {:.1} ms \
+                 ({:.0}%), scopes {:.1} ms ({:.0}%), writes {:.1} ms ({:.0}%): {total:.1} ms | |\n\
+                 | bytes per connection per tick | {bytes:.0} | |",
+                phases.ticks,
+                ms(phases.grid),
+                share(phases.grid),
+                ms(phases.commit),
+                share(phases.commit),
+                ms(phases.scopes),
+                share(phases.scopes),
+                ms(phases.writes),
+                share(phases.writes),
+            );
+        }
+        let _ = writeln!(
+            md,
+            "\nTime on this shared machine swings by a third from run to run; instructions do not. \
+             `cargo run --release -p fastarray-bench --bin mmo -- 256 5` under `valgrind --tool=cachegrind`, minus \
+             the same with 0 ticks, counts a tick's instructions and cache misses (see `benches/src/bin/mmo.rs`).\n"
         );
     }
 }
