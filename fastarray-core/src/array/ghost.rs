@@ -10,6 +10,7 @@
 
 use super::FastArray;
 use super::limits::read_whole;
+use super::relay::remove;
 use super::snapshot::write_truncating;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::{DecodeError, SendError};
@@ -285,10 +286,7 @@ impl<T: Replicate + Clone> FastArray<T> {
                     ..ApplyReport::default()
                 };
                 for id in gone {
-                    if let Some(value) = self.store.remove(id) {
-                        callbacks.pre_remove(id, &value);
-                        applied.removed += 1;
-                    }
+                    remove(&mut self.store, id, &mut applied, callbacks);
                 }
                 for (id, value) in items {
                     self.take_ghost(id, value, false, &mut applied, callbacks);
@@ -411,12 +409,8 @@ impl<T: Replicate + Clone> FastArray<T> {
         };
         let back: Vec<bool> = frame.left.iter().map(entered).collect();
         for (id, back) in frame.left.into_iter().zip(back) {
-            if back {
-                continue;
-            }
-            if let Some(value) = self.store.remove(id) {
-                callbacks.pre_remove(id, &value);
-                applied.removed += 1;
+            if !back {
+                remove(&mut self.store, id, &mut applied, callbacks);
             }
         }
         for (id, value) in frame.entered {
@@ -434,10 +428,7 @@ impl<T: Replicate + Clone> FastArray<T> {
             }
         }
         for id in drop {
-            if let Some(value) = self.store.remove(id) {
-                callbacks.pre_remove(id, &value);
-                applied.removed += 1;
-            }
+            remove(&mut self.store, id, &mut applied, callbacks);
         }
         self.commit_frame();
         Ok(applied)

@@ -693,8 +693,9 @@ struct Follower<'a, T> {
     shard: ShardId,
 }
 
-/// Removes item `id` of a relay, telling `callbacks`.
-fn remove<T>(
+/// Removes item `id` of a follower (a relay, a ghost array), telling
+/// `callbacks` and counting it in `applied`.
+pub(super) fn remove<T>(
     store: &mut Store<T>,
     id: ReplicationId,
     applied: &mut ApplyReport,
