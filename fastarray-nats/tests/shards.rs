@@ -8,18 +8,18 @@
 //! shard whose ghost stream restarts; and a shard killed and restarted from
 //! its save rejoins its relay and its neighbour.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use fastarray::{
-    Callbacks, FastArray, FieldMask, GhostFeed, Replicate, ReplicationId, SendState, ShardId,
-    WithCallbacks,
+    FastArray, GhostFeed, Replicate, ReplicationId, SendState, ShardId, WithCallbacks,
 };
 use fastarray_nats::{
     Bus, FeedFollower, FeedPublisher, FollowConfig, GhostSource, HandoffConfig, HandoffPort,
     NatsBus, Subscription, handoff_subject,
 };
 use fastarray_testkit::link::{Link, LinkProfile};
+use fastarray_testkit::proxies::Proxies;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -321,33 +321,10 @@ fn settled_and_ghosted(west: &Node, east: &Node) -> bool {
         && ghosts_hold(&east.array, 1, &west.ghosts)
 }
 
-/// The game's copies of the ghosts, kept by what the ghost array's
-/// callbacks say alone.
-#[derive(Default)]
-struct Proxies(BTreeMap<ReplicationId, Walker>);
-
-impl Callbacks<Walker> for Proxies {
-    fn post_add(&mut self, id: ReplicationId, item: &Walker) {
-        assert!(
-            self.0.insert(id, item.clone()).is_none(),
-            "{id} added twice"
-        );
-    }
-    fn pre_remove(&mut self, id: ReplicationId, _: &Walker) {
-        assert!(self.0.remove(&id).is_some(), "{id} removed, never added");
-    }
-    fn post_change(&mut self, id: ReplicationId, item: &Walker, _: FieldMask) {
-        *self
-            .0
-            .get_mut(&id)
-            .expect("a change of a ghost never added") = item.clone();
-    }
-}
-
-/// Whether a node's proxies are its ghosts.
+/// Whether a node's proxies (kept from its ghost array's callbacks alone)
+/// are its ghosts.
 fn proxies_follow(node: &Node) -> bool {
-    node.proxies.0.len() == node.ghosts.len()
-        && (node.proxies.0.iter()).all(|(&id, w)| node.ghosts.get(id) == Some(w))
+    node.proxies.follow(&node.ghosts)
 }
 
 #[test]
@@ -419,7 +396,7 @@ struct Node {
     feed: GhostFeed,
     ghost_publisher: FeedPublisher<NatsBus>,
     ghosts: FastArray<Walker>,
-    proxies: Proxies,
+    proxies: Proxies<Walker>,
     /// Ghosts kept of walkers handed off.
     kept: u32,
     ghost_follower: FeedFollower<NatsBus>,

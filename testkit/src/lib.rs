@@ -11,6 +11,7 @@
 //! | root | [`exchange`], [`exchange_object`]: the first-sync dance (commit, write, apply, acknowledge) over a perfect link, for a `FastArray` and for a `Replicated` object | most tests that need a synchronised client |
 //! | [`wide_link`] | [`WideProfile`](wide_link::WideProfile): the wide suite's links, which also report delivered packets lost and hold packets past the 64-frame window | `tests/suite/convergence_wide.rs` |
 //! | [`wide_drive`] | [`run`](wide_drive::run): one server, several connections, budgets, joins by snapshot, every packet checked | `tests/suite/convergence_wide.rs` |
+//! | [`proxies`] | [`Proxies`](proxies::Proxies): a game's copies of what a follower holds, kept from its callbacks alone | `tests/suite/shard.rs`, `fastarray-nats/tests/shards.rs` |
 //! | [`counted`] | [`Counted`](counted::Counted): a field that counts its encodes and comparisons | `tests/suite/array.rs`, `tests/suite/protocol.rs` |
 //!
 //! Everything is deterministic: every random draw comes from a seeded
@@ -25,6 +26,7 @@ pub mod drive;
 mod exchange;
 pub mod fixtures;
 pub mod link;
+pub mod proxies;
 pub mod wide_drive;
 pub mod wide_link;
 

@@ -343,49 +343,47 @@ fn relays_and_ghost_arrays_apply_feeds_within_the_limits_they_are_given() {
         items: 2,
         ..MirrorLimits::DEFAULT
     };
-    let snapshot = write(&west, &mut GhostFeed::new(), near_east);
-    let mut ghosts = FastArray::<Walker>::ghost();
-    ghosts.set_limits(two);
-    assert_eq!(ghosts.limits(), two);
-    assert!(matches!(
-        ghosts.apply_feed(&snapshot),
-        Err(DecodeError::LimitExceeded {
-            limit: Limit::Items,
-            ..
-        })
-    ));
-    assert!(ghosts.is_empty() && ghosts.needs_feed_snapshot());
-    ghosts.set_limits(MirrorLimits::DEFAULT);
-    ghosts.apply_feed(&snapshot).unwrap();
-    assert_eq!(ghosts.len(), 3);
-    // The same of a relay, and of a message's size.
-    let mut relay = FastArray::<Walker>::relay();
-    relay.set_limits(two);
-    assert_eq!(relay.limits(), two);
-    let mut feed = Vec::new();
-    west.write_feed_snapshot(&mut feed).unwrap();
-    assert!(matches!(
-        relay.apply_feed(&feed),
-        Err(DecodeError::LimitExceeded {
-            limit: Limit::Items,
-            ..
-        })
-    ));
-    relay.set_limits(MirrorLimits {
+    let eight_bytes = MirrorLimits {
         message_bytes: 8,
         ..MirrorLimits::DEFAULT
-    });
-    assert!(matches!(
-        relay.apply_feed(&feed),
-        Err(DecodeError::LimitExceeded {
-            limit: Limit::MessageBytes,
-            ..
-        })
-    ));
-    assert!(relay.is_empty() && relay.needs_feed_snapshot());
-    relay.set_limits(MirrorLimits::DEFAULT);
-    relay.apply_feed(&feed).unwrap();
-    assert_eq!(relay.len(), 3);
+    };
+    let ghost_snapshot = write(&west, &mut GhostFeed::new(), near_east);
+    let mut feed_snapshot = Vec::new();
+    west.write_feed_snapshot(&mut feed_snapshot).unwrap();
+    for (follower, bytes, limits, limit) in [
+        (FastArray::ghost(), &ghost_snapshot, two, Limit::Items),
+        (FastArray::relay(), &feed_snapshot, two, Limit::Items),
+        (
+            FastArray::relay(),
+            &feed_snapshot,
+            eight_bytes,
+            Limit::MessageBytes,
+        ),
+    ] {
+        refused_within_limits(follower, bytes, limits, limit);
+    }
+}
+
+/// `follower`, given `limits`, refuses `bytes` (a snapshot of three
+/// walkers) for `limit`, holds nothing and still needs a snapshot; with
+/// the default limits, it applies them.
+fn refused_within_limits(
+    mut follower: FastArray<Walker>,
+    bytes: &[u8],
+    limits: MirrorLimits,
+    limit: Limit,
+) {
+    follower.set_limits(limits);
+    assert_eq!(follower.limits(), limits);
+    let refused = follower.apply_feed(bytes);
+    assert!(
+        matches!(refused, Err(DecodeError::LimitExceeded { limit: l, .. }) if l == limit),
+        "{limit:?}: {refused:?}"
+    );
+    assert!(follower.is_empty() && follower.needs_feed_snapshot());
+    follower.set_limits(MirrorLimits::DEFAULT);
+    follower.apply_feed(bytes).unwrap();
+    assert_eq!(follower.len(), 3);
 }
 
 /// Every cut of a ghost message is refused and changes nothing; every

@@ -848,32 +848,6 @@ mod lossy {
     }
 }
 
-/// A relay's game's copies of its items, kept by what the relay's
-/// callbacks say alone.
-#[derive(Default)]
-struct Proxies(std::collections::BTreeMap<ReplicationId, Walker>, u32);
-
-impl fastarray::Callbacks<Walker> for Proxies {
-    fn post_add(&mut self, id: ReplicationId, item: &Walker) {
-        assert!(
-            self.0.insert(id, item.clone()).is_none(),
-            "{id} added twice"
-        );
-    }
-    fn pre_remove(&mut self, id: ReplicationId, _: &Walker) {
-        assert!(self.0.remove(&id).is_some(), "{id} removed, never added");
-    }
-    fn post_change(&mut self, id: ReplicationId, item: &Walker, _: fastarray::FieldMask) {
-        *self
-            .0
-            .get_mut(&id)
-            .expect("a change of an item never added") = item.clone();
-    }
-    fn post_receive(&mut self, _: &fastarray::ApplyReport) {
-        self.1 += 1;
-    }
-}
-
 #[test]
 fn a_relays_callbacks_say_what_it_holds_through_gaps_handoffs_and_resyncs() {
     use rand::{Rng, SeedableRng};
@@ -886,8 +860,8 @@ fn a_relays_callbacks_say_what_it_holds_through_gaps_handoffs_and_resyncs() {
         }
         west.commit();
         east.commit();
-        let mut relay = FastArray::relay();
-        let mut proxies = Proxies::default();
+        let mut relay = FastArray::<Walker>::relay();
+        let mut proxies = fastarray_testkit::proxies::Proxies::default();
         for shard in [&mut west, &mut east] {
             relay
                 .apply_feed_with(&feed_snapshot(shard), &mut proxies)
@@ -938,7 +912,7 @@ fn a_relays_callbacks_say_what_it_holds_through_gaps_handoffs_and_resyncs() {
                 relay.apply_feed_with(&bytes, &mut proxies).unwrap();
                 let held: std::collections::BTreeMap<ReplicationId, Walker> =
                     relay.iter().map(|(id, w)| (id, w.clone())).collect();
-                assert_eq!(proxies.0, held, "seed {seed}, tick {tick}");
+                assert_eq!(proxies.items, held, "seed {seed}, tick {tick}");
             }
         }
         // Every frame heard: the relay holds what the shards hold (a
@@ -946,9 +920,9 @@ fn a_relays_callbacks_say_what_it_holds_through_gaps_handoffs_and_resyncs() {
         // back and been removed since, which the relay then kept).
         assert_merges(&relay, &[&west, &east], "settled");
         assert!(
-            proxies.1 > 120,
+            proxies.received > 120,
             "seed {seed}: {} messages received",
-            proxies.1
+            proxies.received
         );
     }
 }
