@@ -33,6 +33,7 @@ mod shard;
 mod shared_tests;
 mod snapshot;
 mod wire_eq;
+mod write_many;
 
 /// A collection of replicated items, each with a [`ReplicationId`] that
 /// never changes and a [`ReplicationKey`] bumped when it really changes.

@@ -43,3 +43,4 @@ mod shard;
 mod shared;
 mod snapshot;
 mod wire_eq;
+mod write_many;

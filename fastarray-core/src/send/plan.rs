@@ -114,6 +114,34 @@ struct ArrayDeltas {
     stats: DeltaStats,
 }
 
+/// The items a plan reads: shared by the writes of several threads, or
+/// held alone, as a type with arrays inside its items needs (their deltas
+/// are written by the arrays themselves).
+pub(crate) enum Items<'a, T> {
+    /// Read by several writes at once.
+    Shared(&'a Store<T>),
+    /// Held by this write alone.
+    Exclusive(&'a mut Store<T>),
+}
+
+impl<T> Items<'_, T> {
+    /// The store, to read.
+    pub(crate) fn get(&self) -> &Store<T> {
+        match self {
+            Self::Shared(store) => store,
+            Self::Exclusive(store) => store,
+        }
+    }
+
+    /// The same items, for a shorter while.
+    fn reborrow(&mut self) -> Items<'_, T> {
+        match self {
+            Self::Shared(store) => Items::Shared(store),
+            Self::Exclusive(store) => Items::Exclusive(store),
+        }
+    }
+}
+
 /// The buffers a plan reuses from write to write: allocating lists of a few
 /// kB per write cost 7% of a sparse write's instructions in malloc.
 #[derive(Debug, Default)]
@@ -133,7 +161,7 @@ pub(crate) struct PlanBuffers {
 /// a relay, `sources` says which removals are written as exits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
-    store: &mut Store<T>,
+    mut store: Items<'_, T>,
     encoded: &mut EncodeCache,
     buffers: &mut PlanBuffers,
     audience: &Audience<'_>,
@@ -146,8 +174,8 @@ pub(crate) fn plan<T: Replicate>(
     let mut due = reuse(core::mem::take(&mut buffers.due), state.pending_items());
     let mut removals = Vec::new();
     let waiting = state.due(
-        store.frame(),
-        |id| store.position(id),
+        store.get().frame(),
+        |id| store.get().position(id),
         T::ARRAY_FIELDS > 0,
         audience,
         &mut removals,
@@ -175,7 +203,7 @@ pub(crate) fn plan<T: Replicate>(
         // The kind, the frame, and the bit saying whether the items share
         // one field set (counted as if they did not: sharing only saves).
         header: MessageKind::delta(false, handles).bits()
-            + frame_bits(store.frame(), state.acked_frame())
+            + frame_bits(store.get().frame(), state.acked_frame())
             + 1,
         removals: ListSize::default(),
         exits: false,
@@ -207,7 +235,7 @@ pub(crate) fn plan<T: Replicate>(
             }
             // Then by urgency: priority times frames waited (without a
             // scope every priority is 1, so that is the oldest first).
-            let frame = store.frame();
+            let frame = store.get().frame();
             if state.scope().is_some() {
                 let mut urgent: Vec<(f32, Due)> = due
                     .drain(..)
@@ -225,7 +253,7 @@ pub(crate) fn plan<T: Replicate>(
     let mut writer = BitWriter::new(scratch);
     let mut written = Vec::new();
     let chooser = Chooser {
-        store,
+        store: store.reborrow(),
         encoded,
         state,
         packet,
@@ -390,7 +418,7 @@ fn reuse<T>(mut list: Vec<T>, needed: usize) -> Vec<T> {
 
 /// What choosing items works with.
 struct Chooser<'a, T> {
-    store: &'a mut Store<T>,
+    store: Items<'a, T>,
     encoded: &'a mut EncodeCache,
     state: &'a mut SendState,
     packet: u32,
@@ -496,7 +524,7 @@ impl<T: Replicate> Chooser<'_, T> {
                 wire: d.wire,
                 work,
                 whole: d.whole,
-                key: self.store.slot(d.pos).key,
+                key: self.store.get().slot(d.pos).key,
                 since: d.since,
                 span,
                 inner: deltas,
@@ -511,7 +539,7 @@ impl<T: Replicate> Chooser<'_, T> {
     fn name_bits(&self, d: &Due, work: Work) -> u64 {
         match work {
             Work::Add { .. } if self.state.uses_handles() => {
-                let age = self.state.handle_age(d.wire, self.store.frame());
+                let age = self.state.handle_age(d.wire, self.store.get().frame());
                 varint_bits(d.id.to_raw()) + gamma_bits(age)
             }
             _ => 0,
@@ -536,9 +564,10 @@ impl<T: Replicate> Chooser<'_, T> {
             _ => None,
         };
         let payload = fields.map_or(Payload::Full, |mask| Payload::Fields(mask.bits()));
-        let value = &self.store.slot(pos).value;
+        let store = self.store.get();
+        let value = &store.slot(pos).value;
         self.encoded
-            .get_or_encode(self.store.frame(), id, payload, |w| match fields {
+            .get_or_encode(store.frame(), id, payload, |w| match fields {
                 Some(mask) => value.encode_fields(mask, w),
                 None => value.encode(w),
             })
@@ -569,33 +598,34 @@ impl<T: Replicate> Chooser<'_, T> {
         let mut failure = None;
         let mut index = 0;
         let packet = self.packet;
-        self.store
-            .value_mut(d.pos)
-            .for_each_array_mut(&mut |array| {
-                let Some(inner) = states.get_mut(index) else {
-                    return;
-                };
-                index += 1;
-                if failure.is_some() {
-                    return;
-                }
-                let budget = budget.zip(left).map(|(budget, left)| Budget {
-                    bits: left + 1,
-                    alone: budget.alone,
-                });
-                match array.write_delta_into(inner, packet, scratch, budget) {
-                    Ok(part) => {
-                        if let Some(left) = &mut left {
-                            *left -= part.bits.saturating_sub(1).min(*left);
-                        }
-                        out.wrote_nothing &= part.bits <= 1;
-                        out.unfinished |= part.deferred > 0;
-                        out.oversized = Oversized::merge(out.oversized, part.oversized);
-                        out.stats.absorb(&part);
-                    }
-                    Err(error) => failure = Some(error),
-                }
+        let Items::Exclusive(store) = &mut self.store else {
+            unreachable!("only a type without arrays inside is written from a shared store");
+        };
+        store.value_mut(d.pos).for_each_array_mut(&mut |array| {
+            let Some(inner) = states.get_mut(index) else {
+                return;
+            };
+            index += 1;
+            if failure.is_some() {
+                return;
+            }
+            let budget = budget.zip(left).map(|(budget, left)| Budget {
+                bits: left + 1,
+                alone: budget.alone,
             });
+            match array.write_delta_into(inner, packet, scratch, budget) {
+                Ok(part) => {
+                    if let Some(left) = &mut left {
+                        *left -= part.bits.saturating_sub(1).min(*left);
+                    }
+                    out.wrote_nothing &= part.bits <= 1;
+                    out.unfinished |= part.deferred > 0;
+                    out.oversized = Oversized::merge(out.oversized, part.oversized);
+                    out.stats.absorb(&part);
+                }
+                Err(error) => failure = Some(error),
+            }
+        });
         if let Some(error) = failure {
             return Err(error);
         }

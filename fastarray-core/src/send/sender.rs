@@ -13,7 +13,7 @@
 use super::encode_cache::EncodeCache;
 use super::message::Message;
 use super::plan::PlanBuffers;
-use super::plan::{Plan, Planned, plan};
+use super::plan::{Items, Plan, Planned, plan};
 use super::shared_message::SharedMessage;
 use crate::bits::BitWriter;
 use crate::error::SendError;
@@ -38,12 +38,13 @@ use crate::wire::MessageKind;
 pub(crate) struct Sender {
     /// The changesets of the last commits, shared by every connection.
     pub(crate) history: History,
-    /// This frame's encodings, shared by every connection.
-    pub(crate) encoded: EncodeCache,
-    /// The array deltas of the items of the message being written.
-    pub(crate) scratch: Vec<u8>,
-    /// The lists a plan reuses.
-    pub(crate) buffers: PlanBuffers,
+    /// What writes reuse: this frame's encodings (shared by every
+    /// connection), the lists a plan reuses, the array deltas of the items
+    /// of the message being written.
+    work: Workspace,
+    /// The workspaces of the other threads of [`write_many`](Self::write_many),
+    /// kept from tick to tick.
+    pool: Vec<Workspace>,
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
     /// The connections with a scope, and who sees which item.
@@ -96,9 +97,11 @@ impl Sender {
     pub(crate) fn for_clone(&self) -> Self {
         Self {
             history: self.history.clone(),
-            encoded: self.encoded.clone(),
-            scratch: Vec::new(),
-            buffers: PlanBuffers::default(),
+            work: Workspace {
+                encoded: self.work.encoded.clone(),
+                ..Workspace::default()
+            },
+            pool: Vec::new(),
             shared: self.shared.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
@@ -144,6 +147,38 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
+        if let Some(stats) = self.prepare(store, state, packet, writer, budget, share)? {
+            return Ok(stats);
+        }
+        let resynced = self.catch_up(store, state);
+        let context = Context {
+            owners: &self.owners,
+            follow: self.follow.as_deref(),
+        };
+        let items = Items::Exclusive(store);
+        let own = Own {
+            state,
+            packet,
+            writer,
+            budget,
+            resynced,
+        };
+        write_own(&context, &mut self.work, items, own)
+    }
+
+    /// What every write does first: refuses what it must, starts the
+    /// frame, and writes the frame's shared message for a caught-up
+    /// connection (composing it if no connection did yet), returning its
+    /// stats; `None` if the connection writes a message of its own.
+    fn prepare<T: Replicate>(
+        &mut self,
+        store: &Store<T>,
+        state: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+        share: bool,
+    ) -> Result<Option<DeltaStats>, SendError> {
         if self.has_uncommitted_work(store) {
             return Err(SendError::Uncommitted);
         }
@@ -158,7 +193,7 @@ impl Sender {
         // Every write starts its frame in the encode cache, whether or not
         // it encodes through it (the shared message encodes into itself):
         // the encodings of an earlier frame, a first full sync's say, go.
-        self.encoded.begin(frame);
+        self.work.encoded.begin(frame);
         let all_fields = FieldMask::all(T::FIELD_COUNT);
         state.start_write(frame);
         // A caught-up connection takes the frame's shared message, the
@@ -173,91 +208,281 @@ impl Sender {
             && self.shared.serves(state.client())
             && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
         {
-            return Ok(self.shared.write(state, packet, writer, all_fields));
+            return Ok(Some(self.shared.write(state, packet, writer, all_fields)));
         }
-        let mut stats = DeltaStats {
-            resynced: self.catch_up(store, state),
-            ..DeltaStats::default()
-        };
+        Ok(None)
+    }
 
-        let mut scratch = core::mem::take(&mut self.scratch);
-        scratch.clear();
-        let audience = audience::<T>(Some(&self.owners));
-        let planned = plan(
-            store,
-            &mut self.encoded,
-            &mut self.buffers,
-            &audience,
-            self.follow.as_deref(),
-            state,
-            packet,
-            budget,
-            &mut scratch,
-        );
-        let Plan {
-            mut removals,
-            mut items,
-            deferred,
-            oversized,
-            inner,
-            unfinished,
-            waiting,
-        } = match planned {
-            Ok(plan) => plan,
-            Err(error) => {
-                self.scratch = scratch;
-                return Err(error);
+    /// [`write`](Self::write) for each of `writes` in turn, with the
+    /// connections that write messages of their own planned and written
+    /// on `threads` threads at once (a type with arrays inside its items,
+    /// or fewer than 4 such connections, on this one). What is written,
+    /// recorded and returned is what the writes one by one give.
+    pub(crate) fn write_many<T: Replicate + Sync>(
+        &mut self,
+        store: &mut Store<T>,
+        writes: &mut [DeltaWrite<'_>],
+        threads: usize,
+    ) -> Vec<Result<DeltaStats, SendError>> {
+        // First, in order: the refusals and the shared message.
+        let mut results: Vec<Option<Result<DeltaStats, SendError>>> =
+            Vec::with_capacity(writes.len());
+        for write in writes.iter_mut() {
+            let budget = write.max_bits.map(Budget::of);
+            let mut writer = BitWriter::new(write.out);
+            let prepared =
+                self.prepare(store, write.state, write.packet, &mut writer, budget, true);
+            results.push(prepared.transpose());
+        }
+        let own = results.iter().filter(|result| result.is_none()).count();
+        let threads = threads.min(own / 2).max(1);
+        if T::ARRAY_FIELDS > 0 || threads < 2 || own < 4 {
+            for (write, result) in writes.iter_mut().zip(&mut results) {
+                if result.is_none() {
+                    let budget = write.max_bits.map(Budget::of);
+                    let mut writer = BitWriter::new(write.out);
+                    let resynced = self.catch_up(store, write.state);
+                    let context = Context {
+                        owners: &self.owners,
+                        follow: self.follow.as_deref(),
+                    };
+                    let own = Own {
+                        state: write.state,
+                        packet: write.packet,
+                        writer: &mut writer,
+                        budget,
+                        resynced,
+                    };
+                    *result = Some(write_own(
+                        &context,
+                        &mut self.work,
+                        Items::Exclusive(store),
+                        own,
+                    ));
+                }
             }
-        };
-        stats.deferred = deferred;
-        stats.oversized = oversized;
-        stats.absorb(&inner);
-        if removals.is_empty() && items.is_empty() {
-            self.scratch = scratch;
-            self.buffers.planned = items;
-            MessageKind::Empty.write(writer);
-            stats.bits = 1;
-            return Ok(stats);
+        } else {
+            // Then the connections' own messages, each thread a run of
+            // them with a workspace of its own (the encodings of the
+            // frame are made once per thread).
+            self.pool.resize_with(threads - 1, Workspace::default);
+            let mut spaces: Vec<&mut Workspace> = Vec::with_capacity(threads);
+            spaces.push(&mut self.work);
+            spaces.extend(self.pool.iter_mut());
+            let run = writes.len().div_ceil(threads);
+            let (history, scopes) = (&self.history, &self.scopes);
+            let context = Context {
+                owners: &self.owners,
+                follow: self.follow.as_deref(),
+            };
+            let store: &Store<T> = store;
+            let context = &context;
+            let write_run = |writes: &mut [DeltaWrite<'_>],
+                             results: &mut [Option<Result<DeltaStats, SendError>>],
+                             space: &mut Workspace| {
+                space.encoded.begin(store.frame());
+                for (write, result) in writes.iter_mut().zip(results) {
+                    if result.is_some() {
+                        continue;
+                    }
+                    let budget = write.max_bits.map(Budget::of);
+                    let mut writer = BitWriter::new(write.out);
+                    let resynced = catch_up_reading(history, scopes, store, write.state);
+                    let own = Own {
+                        state: write.state,
+                        packet: write.packet,
+                        writer: &mut writer,
+                        budget,
+                        resynced,
+                    };
+                    *result = Some(write_own(context, space, Items::Shared(store), own));
+                }
+            };
+            std::thread::scope(|scope| {
+                let mut runs = writes
+                    .chunks_mut(run)
+                    .zip(results.chunks_mut(run))
+                    .zip(spaces);
+                // This thread writes the first run; the others, one each.
+                let first = runs.next();
+                for ((writes, results), space) in runs {
+                    scope.spawn(move || write_run(writes, results, space));
+                }
+                if let Some(((writes, results), space)) = first {
+                    write_run(writes, results, space);
+                }
+            });
+            // What the scoped connections were handed is theirs now.
+            for write in writes.iter() {
+                if let Some(scope) = write.state.scope() {
+                    self.scopes.clear_inbox(scope.slot);
+                }
+            }
         }
-        removals.sort_unstable_by_key(|removal| removal.wire);
-        items.sort_unstable_by_key(|p| p.wire);
-        let message = Message {
-            frame,
-            field_count: T::FIELD_COUNT,
-            withholds: T::WITHHOLDS,
-            arrays: T::ARRAY_FIELDS > 0,
-            handles: state.uses_handles(),
-            removals: &removals,
-            items: &items,
-            inner: &scratch,
-        };
-        let start = writer.bits_written();
-        message.write(&self.encoded, state, writer);
-        stats.bits = writer.bits_written() - start;
-        debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
-        self.scratch = scratch;
+        results
+            .into_iter()
+            .map(|result| result.expect("every write is done"))
+            .collect()
+    }
+}
 
-        count(&removals, &items, &mut stats);
-        let removed = removals.iter().map(|removal| {
-            let key = ReplicationKey::default();
-            (removal.id, removal.work(), key, removal.since)
-        });
-        let sent = items
-            .iter()
-            .map(|item| (item.id, item.work, item.key, item.since));
-        // Usually everything due was written: the pending list empties at
-        // once rather than id by id.
-        let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
-        state.record_written(
-            packet,
-            frame,
-            removed.chain(sent),
-            unfinished,
-            all_fields,
-            all_due,
-        );
-        self.buffers.planned = items;
-        Ok(stats)
+/// One connection's write, as [`FastArray::write_deltas`](crate::FastArray::write_deltas)
+/// takes it: its state, the packet, where the bytes go, and the most bits
+/// the message may take, if any (as
+/// [`write_delta_with_budget`](crate::FastArray::write_delta_with_budget)).
+#[derive(Debug)]
+pub struct DeltaWrite<'a> {
+    /// The connection.
+    pub state: &'a mut SendState,
+    /// The packet that will carry the message.
+    pub packet: u32,
+    /// The bytes, appended to.
+    pub out: &'a mut Vec<u8>,
+    /// The most bits the message may take (`None`: no limit).
+    pub max_bits: Option<u64>,
+}
+
+/// What one thread's writes reuse from write to write.
+#[derive(Debug, Default)]
+struct Workspace {
+    /// This frame's encodings.
+    encoded: EncodeCache,
+    /// The array deltas of the items of the message being written.
+    scratch: Vec<u8>,
+    /// The lists a plan reuses.
+    buffers: PlanBuffers,
+}
+
+/// What a connection's own message reads of the array beyond its items.
+struct Context<'a> {
+    owners: &'a Owners,
+    follow: Option<&'a Sources>,
+}
+
+/// One connection's own message to write.
+struct Own<'a, 'w> {
+    state: &'a mut SendState,
+    packet: u32,
+    writer: &'a mut BitWriter<'w>,
+    budget: Option<Budget>,
+    /// Whether its catch-up had to compare.
+    resynced: bool,
+}
+
+/// Plans and writes a connection's own message (its catch-up done), and
+/// records what the packet carries.
+fn write_own<T: Replicate>(
+    context: &Context<'_>,
+    work: &mut Workspace,
+    store: Items<'_, T>,
+    own: Own<'_, '_>,
+) -> Result<DeltaStats, SendError> {
+    let Own {
+        state,
+        packet,
+        writer,
+        budget,
+        resynced,
+    } = own;
+    let frame = store.get().frame();
+    let all_fields = FieldMask::all(T::FIELD_COUNT);
+    let mut stats = DeltaStats {
+        resynced,
+        ..DeltaStats::default()
+    };
+    let mut scratch = core::mem::take(&mut work.scratch);
+    scratch.clear();
+    let audience = audience::<T>(Some(context.owners));
+    let planned = plan(
+        store,
+        &mut work.encoded,
+        &mut work.buffers,
+        &audience,
+        context.follow,
+        state,
+        packet,
+        budget,
+        &mut scratch,
+    );
+    let Plan {
+        mut removals,
+        mut items,
+        deferred,
+        oversized,
+        inner,
+        unfinished,
+        waiting,
+    } = match planned {
+        Ok(plan) => plan,
+        Err(error) => {
+            work.scratch = scratch;
+            return Err(error);
+        }
+    };
+    stats.deferred = deferred;
+    stats.oversized = oversized;
+    stats.absorb(&inner);
+    if removals.is_empty() && items.is_empty() {
+        work.scratch = scratch;
+        work.buffers.planned = items;
+        MessageKind::Empty.write(writer);
+        stats.bits = 1;
+        return Ok(stats);
+    }
+    removals.sort_unstable_by_key(|removal| removal.wire);
+    items.sort_unstable_by_key(|p| p.wire);
+    let message = Message {
+        frame,
+        field_count: T::FIELD_COUNT,
+        withholds: T::WITHHOLDS,
+        arrays: T::ARRAY_FIELDS > 0,
+        handles: state.uses_handles(),
+        removals: &removals,
+        items: &items,
+        inner: &scratch,
+    };
+    let start = writer.bits_written();
+    message.write(&work.encoded, state, writer);
+    stats.bits = writer.bits_written() - start;
+    debug_assert!(budget.is_none_or(|budget| stats.bits <= budget.bits));
+    work.scratch = scratch;
+
+    count(&removals, &items, &mut stats);
+    let removed = removals.iter().map(|removal| {
+        let key = ReplicationKey::default();
+        (removal.id, removal.work(), key, removal.since)
+    });
+    let sent = items
+        .iter()
+        .map(|item| (item.id, item.work, item.key, item.since));
+    // Usually everything due was written: the pending list empties at
+    // once rather than id by id.
+    let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
+    state.record_written(
+        packet,
+        frame,
+        removed.chain(sent),
+        unfinished,
+        all_fields,
+        all_due,
+    );
+    work.buffers.planned = items;
+    Ok(stats)
+}
+
+/// [`Sender::catch_up`] of `state`, reading what its scope was handed and
+/// leaving it there (several threads catch up at once; the array empties
+/// the inboxes after).
+fn catch_up_reading<T: Replicate>(
+    history: &History,
+    scopes: &Scopes,
+    store: &Store<T>,
+    state: &mut SendState,
+) -> bool {
+    let frame = store.frame();
+    match state.scope().map(|scope| scope.slot) {
+        None => state.catch_up(history, frame, T::STRUCTURE, store),
+        Some(slot) => state.catch_up_scoped(scopes.inbox(slot), frame, T::STRUCTURE, store),
     }
 }
 
@@ -285,7 +510,7 @@ impl Sender {
             return Ok(false);
         };
         // No connection plans its own message this frame.
-        self.buffers.idle();
+        self.work.buffers.idle();
         let removals: Vec<Removal> = changes
             .removed
             .iter()
@@ -362,13 +587,11 @@ impl Sender {
         store: &Store<T>,
         state: &mut SendState,
     ) -> bool {
-        let frame = store.frame();
-        let Some(slot) = state.scope().map(|scope| scope.slot) else {
-            return state.catch_up(&self.history, frame, T::STRUCTURE, store);
-        };
-        let routed = self.scopes.inbox(slot);
-        let resynced = state.catch_up_scoped(routed, frame, T::STRUCTURE, store);
-        self.scopes.clear_inbox(slot);
+        let slot = state.scope().map(|scope| scope.slot);
+        let resynced = catch_up_reading(&self.history, &self.scopes, store, state);
+        if let Some(slot) = slot {
+            self.scopes.clear_inbox(slot);
+        }
         resynced
     }
 

@@ -1,0 +1,251 @@
+//! `FastArray::write_deltas` against `write_delta` one connection after the
+//! other: the same bytes, the same stats and the same records, tick after
+//! tick, for connections of every kind at once (caught up and sharing the
+//! frame's message, joining late, scoped, owning items, under budgets,
+//! losing packets). The test binary has the `parallel` feature (the
+//! workspace's dev-dependencies turn it on), so the connections with
+//! messages of their own are written on several threads.
+
+use fastarray::{DeltaWrite, FastArray, Replicate, ReplicationId, SendError, SendState};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Soldier {
+    x: i32,
+    hp: u8,
+    #[replicate(owner_only)]
+    ammo: u16,
+    name: String,
+}
+
+/// Connections of each kind.
+const CONNS: usize = 24;
+
+/// One server and its connections, driven by a seeded generator.
+struct World {
+    server: FastArray<Soldier>,
+    ids: Vec<ReplicationId>,
+    states: Vec<SendState>,
+    clients: Vec<FastArray<Soldier>>,
+    rng: ChaCha8Rng,
+    serial: u32,
+}
+
+impl World {
+    fn new(seed: u64) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut server = FastArray::new();
+        let ids = (0..300)
+            .map(|n| server.push(soldier(&mut rng, n)))
+            .collect::<Vec<_>>();
+        for &id in ids.iter().step_by(7) {
+            server.set_owner(id, Some(rng.random_range(0..6))).unwrap();
+        }
+        server.commit();
+        let mut states: Vec<SendState> = (0..CONNS).map(|_| SendState::new()).collect();
+        for (n, state) in states.iter_mut().enumerate() {
+            // A third own items; a third see a scope of their own.
+            if n % 3 == 0 {
+                state.set_client((n / 3) as u64).unwrap();
+            }
+            if n % 3 == 1 {
+                let mut scope = server.scope(state).unwrap();
+                for &id in ids.iter().skip(n).step_by(5) {
+                    scope.include(id);
+                }
+            }
+        }
+        Self {
+            server,
+            ids,
+            states,
+            clients: (0..CONNS).map(|_| FastArray::mirror()).collect(),
+            rng,
+            serial: 300,
+        }
+    }
+
+    /// The game's tick: moves, hurts, deaths, births, owner moves, scope
+    /// changes; then the commit.
+    fn tick(&mut self) {
+        let rng = &mut self.rng;
+        for &id in &self.ids {
+            match rng.random_range(0..100) {
+                0..10 => self.server.get_mut(id).unwrap().x += rng.random_range(-3..=3),
+                10..13 => self.server.get_mut(id).unwrap().hp -= 1,
+                13..15 => self.server.get_mut(id).unwrap().ammo += 1,
+                _ => {}
+            }
+        }
+        for _ in 0..rng.random_range(0..4) {
+            let at = rng.random_range(0..self.ids.len());
+            self.server.remove(self.ids[at]);
+            self.ids[at] = self.server.push(soldier(rng, self.serial));
+            self.serial += 1;
+        }
+        let id = self.ids[rng.random_range(0..self.ids.len())];
+        self.server
+            .set_owner(id, Some(rng.random_range(0..6)))
+            .unwrap();
+        self.server.commit();
+        for n in (1..CONNS).step_by(3) {
+            // Half the ticks, a scoped connection's catch-up is left to
+            // its write (the scope's own call does it otherwise).
+            if rng.random_bool(0.5) {
+                continue;
+            }
+            let mut scope = self.server.scope(&mut self.states[n]).unwrap();
+            for _ in 0..rng.random_range(0..6) {
+                let id = self.ids[rng.random_range(0..self.ids.len())];
+                if rng.random_bool(0.5) {
+                    scope.include(id);
+                } else {
+                    scope.exclude(id);
+                }
+            }
+        }
+    }
+
+    /// The budget of connection `n`'s packets: a quarter of them are
+    /// small.
+    fn budget(n: usize) -> Option<u64> {
+        (n % 4 == 3).then_some(1_500)
+    }
+
+    /// Whether connection `n` writes at `tick`: the last two join late.
+    fn writes(n: usize, tick: u32) -> bool {
+        n < CONNS - 2 || tick >= 10
+    }
+}
+
+fn soldier(rng: &mut ChaCha8Rng, serial: u32) -> Soldier {
+    Soldier {
+        x: rng.random_range(-500..500),
+        hp: 200,
+        ammo: 30,
+        name: format!("s{serial}"),
+    }
+}
+
+#[test]
+fn write_deltas_writes_what_write_delta_one_by_one_writes() {
+    for seed in 0..3 {
+        let (mut one_by_one, mut at_once) = (World::new(seed), World::new(seed));
+        let mut fates = ChaCha8Rng::seed_from_u64(seed + 100);
+        // Writes that copied the frame's shared message.
+        let mut shared = 0;
+        for tick in 1..=40u32 {
+            let mut expected = Vec::new();
+            for n in 0..CONNS {
+                if !World::writes(n, tick) {
+                    continue;
+                }
+                let (world, mut out) = (&mut one_by_one, Vec::new());
+                let state = &mut world.states[n];
+                let result = match World::budget(n) {
+                    Some(bits) => world
+                        .server
+                        .write_delta_with_budget(state, tick, &mut out, bits),
+                    None => world.server.write_delta(state, tick, &mut out),
+                };
+                expected.push((n, out, result));
+            }
+            let mut outs: Vec<Vec<u8>> = vec![Vec::new(); CONNS];
+            let mut writes: Vec<DeltaWrite<'_>> = at_once
+                .states
+                .iter_mut()
+                .zip(&mut outs)
+                .enumerate()
+                .filter(|&(n, _)| World::writes(n, tick))
+                .map(|(n, (state, out))| DeltaWrite {
+                    state,
+                    packet: tick,
+                    out,
+                    max_bits: World::budget(n),
+                })
+                .collect();
+            let results = at_once.server.write_deltas(&mut writes);
+            drop(writes);
+            assert_eq!(results.len(), expected.len());
+            for ((n, out, result), got) in expected.into_iter().zip(results) {
+                let stats = result.unwrap();
+                assert_eq!(got.as_ref(), Ok(&stats), "seed {seed} tick {tick} conn {n}");
+                assert_eq!(outs[n], out, "seed {seed} tick {tick} conn {n}: bytes");
+                shared += usize::from(stats.shared);
+                one_by_one.clients[n].apply_delta(&out, &mut ()).unwrap();
+                // Some packets are lost, for both worlds alike.
+                let lost = fates.random_bool(0.1);
+                for world in [&mut one_by_one, &mut at_once] {
+                    let state = &mut world.states[n];
+                    if lost {
+                        state.on_loss(tick);
+                    } else {
+                        state.on_ack(tick);
+                    }
+                }
+            }
+            one_by_one.tick();
+            at_once.tick();
+        }
+        assert!(shared > 100, "seed {seed}: {shared} shared messages");
+    }
+}
+
+#[test]
+fn write_deltas_refuses_as_write_delta_does() {
+    let mut world = World::new(9);
+    let mut outs: Vec<Vec<u8>> = vec![Vec::new(); CONNS];
+    // Uncommitted: every write is refused, nothing written.
+    world.server.get_mut(world.ids[0]).unwrap().hp = 1;
+    let mut writes: Vec<DeltaWrite<'_>> = (world.states.iter_mut().zip(&mut outs))
+        .map(|(state, out)| DeltaWrite {
+            state,
+            packet: 1,
+            out,
+            max_bits: None,
+        })
+        .collect();
+    let results = world.server.write_deltas(&mut writes);
+    assert!(results.iter().all(|r| r == &Err(SendError::Uncommitted)));
+    assert!(outs.iter().all(Vec::is_empty));
+    world.server.commit();
+    // A packet in flight on one connection: it alone is refused.
+    let mut out = Vec::new();
+    world
+        .server
+        .write_delta(&mut world.states[5], 1, &mut out)
+        .unwrap();
+    let mut writes: Vec<DeltaWrite<'_>> = (world.states.iter_mut().zip(&mut outs))
+        .map(|(state, out)| DeltaWrite {
+            state,
+            packet: 1,
+            out,
+            max_bits: None,
+        })
+        .collect();
+    let results = world.server.write_deltas(&mut writes);
+    for (n, result) in results.iter().enumerate() {
+        if n == 5 {
+            assert_eq!(result, &Err(SendError::PacketInFlight { packet: 1 }));
+            assert!(outs[n].is_empty());
+        } else {
+            assert!(result.as_ref().unwrap().added > 0, "conn {n}");
+            assert!(!outs[n].is_empty());
+        }
+    }
+    // A mirror writes nothing.
+    let mut mirror = FastArray::<Soldier>::mirror();
+    let mut state = SendState::new();
+    let mut out = Vec::new();
+    let mut writes = [DeltaWrite {
+        state: &mut state,
+        packet: 1,
+        out: &mut out,
+        max_bits: None,
+    }];
+    assert!(matches!(
+        mirror.write_deltas(&mut writes)[..],
+        [Err(SendError::NotAnAuthority { .. })]
+    ));
+}
