@@ -16,7 +16,8 @@
 //!   connections whose viewers walk (up to a unit per axis per tick), and
 //!   0.1% of the agents despawned and respawned elsewhere per tick. Timed
 //!   as `scoped_100k` (the grid also hears of the viewers, the births and
-//!   the deaths).
+//!   the deaths). `interest/mmo_1000_parallel`: the same, its writes on
+//!   every core (`write_deltas`, the `parallel` feature).
 //! * `interest/grid_walking_100k`: the `InterestGrid` alone, with the
 //!   viewers walking: 100 000 agents, 256 viewers each seeing about 1% of
 //!   them; per tick 10% of the agents and every viewer move by up to a
@@ -82,20 +83,24 @@ fn interest(c: &mut Criterion) {
         });
     });
     drop(separate);
-    // The MMO workload: 1 000 walking viewers, churn.
+    // The MMO workload: 1 000 walking viewers, churn; the writes one
+    // after another, then on every core (`write_deltas`).
     let mut mmo = Scoped::mmo(100_000, 1_000, 0.01, SEED);
-    group.bench_function("mmo_1000", |b| {
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for _ in 0..iters {
-                let changes = mmo.mutate();
-                let start = Instant::now();
-                black_box(mmo.serve(&changes));
-                spent += start.elapsed();
-            }
-            spent
+    for (name, parallel) in [("mmo_1000", false), ("mmo_1000_parallel", true)] {
+        mmo.set_parallel(parallel);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let changes = mmo.mutate();
+                    let start = Instant::now();
+                    black_box(mmo.serve(&changes));
+                    spent += start.elapsed();
+                }
+                spent
+            });
         });
-    });
+    }
     drop(mmo);
 
     // The grid alone, viewers walking.

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use fastarray::{FastArray, InterestGrid, Relevance, ReplicationId, SendState};
+use fastarray::{DeltaWrite, FastArray, InterestGrid, Relevance, ReplicationId, SendState};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -110,6 +110,10 @@ pub struct Scoped {
     serial: u64,
     /// Time spent per phase since [`Scoped::take_phases`].
     phases: Phases,
+    /// Whether the writes go through `write_deltas` (on every core).
+    parallel: bool,
+    /// Their packets.
+    outs: Vec<Vec<u8>>,
 }
 
 /// Where a scoped server's tick goes: the sum over the ticks served.
@@ -121,8 +125,10 @@ pub struct Phases {
     pub commit: std::time::Duration,
     /// The grid's events into the connections' scopes.
     pub scopes: std::time::Duration,
-    /// One `write_delta` per connection, each acknowledged.
+    /// One `write_delta` per connection (or `write_deltas` for all).
     pub writes: std::time::Duration,
+    /// Each connection's packet acknowledged.
+    pub acks: std::time::Duration,
     /// Ticks served.
     pub ticks: u32,
 }
@@ -168,6 +174,8 @@ impl Scoped {
             churn: 0.0,
             serial: items as u64,
             phases: Phases::default(),
+            parallel: false,
+            outs: Vec::new(),
         };
         world.serve(&TickChanges::default());
         world.phases = Phases::default();
@@ -216,6 +224,13 @@ impl Scoped {
         changes
     }
 
+    /// Writes the connections' deltas with `FastArray::write_deltas`, on
+    /// every core (the bench crate has the `parallel` feature), if
+    /// `parallel`; else one `write_delta` after another.
+    pub fn set_parallel(&mut self, parallel: bool) {
+        self.parallel = parallel;
+    }
+
     /// Where the ticks served since the last call went, and resets it.
     pub fn take_phases(&mut self) -> Phases {
         core::mem::take(&mut self.phases)
@@ -261,21 +276,49 @@ impl Scoped {
         self.packet += 1;
         let mut bits = Vec::with_capacity(self.conns.len());
         let mut bytes = Vec::new();
+        if self.parallel {
+            let packet = self.packet;
+            let outs = &mut self.outs;
+            outs.resize_with(self.conns.len(), Vec::new);
+            let mut writes: Vec<DeltaWrite<'_>> = (self.conns.iter_mut().zip(outs.iter_mut()))
+                .map(|(state, out)| {
+                    out.clear();
+                    DeltaWrite {
+                        state,
+                        packet,
+                        out,
+                        max_bits: None,
+                    }
+                })
+                .collect();
+            let results = self.server.write_deltas(&mut writes);
+            drop(writes);
+            bits.extend(
+                results
+                    .into_iter()
+                    .map(|result| result.expect("a write").bits),
+            );
+        } else {
+            for conn in &mut self.conns {
+                bytes.clear();
+                let stats = self
+                    .server
+                    .write_delta(conn, self.packet, &mut bytes)
+                    .expect("a write");
+                bits.push(stats.bits);
+            }
+        }
+        let acking = Instant::now();
         for conn in &mut self.conns {
-            bytes.clear();
-            let stats = self
-                .server
-                .write_delta(conn, self.packet, &mut bytes)
-                .expect("a write");
             conn.on_ack(self.packet);
-            bits.push(stats.bits);
         }
         let end = Instant::now();
         let phases = &mut self.phases;
         phases.grid += (committing - start) + (scoping - updating);
         phases.commit += updating - committing;
         phases.scopes += writing - scoping;
-        phases.writes += end - writing;
+        phases.writes += acking - writing;
+        phases.acks += end - acking;
         phases.ticks += 1;
         bits
     }

@@ -7,8 +7,11 @@
 //! and the writes (one per connection, each acknowledged).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks]
+//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [parallel]
 //! ```
+//!
+//! With `parallel`, the writes go through `FastArray::write_deltas` on
+//! every core; else one `write_delta` after another.
 //!
 //! Time on a shared machine is noisy; instructions are not. Counted by
 //! cachegrind, a tick's cost is the difference of two runs that differ in
@@ -27,15 +30,20 @@ use fastarray_bench::interest::Scoped;
 const WARM: usize = 5;
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|arg| {
-        arg.parse::<usize>().unwrap_or_else(|_| {
-            eprintln!("usage: mmo [connections] [ticks] (both whole numbers)");
-            std::process::exit(2)
-        })
-    });
+    let parallel = std::env::args().any(|arg| arg == "parallel");
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "parallel")
+        .map(|arg| {
+            arg.parse::<usize>().unwrap_or_else(|_| {
+                eprintln!("usage: mmo [connections] [ticks] (both whole numbers)");
+                std::process::exit(2)
+            })
+        });
     let conns = args.next().unwrap_or(1_000);
     let ticks = args.next().unwrap_or(30);
     let mut world = Scoped::mmo(100_000, conns, 0.01, 0x5eed);
+    world.set_parallel(parallel);
     for _ in 0..WARM {
         let changes = world.mutate();
         world.serve(&changes);
@@ -51,14 +59,16 @@ fn main() {
     }
     let phases = world.take_phases();
     let per_tick = |d: Duration| d.as_secs_f64() * 1e3 / ticks as f64;
-    let total = phases.grid + phases.commit + phases.scopes + phases.writes;
+    let total = phases.grid + phases.commit + phases.scopes + phases.writes + phases.acks;
     println!(
-        "{conns} connections, {ticks} ticks: grid {:.1} ms, commit {:.1} ms, scopes {:.1} ms, \
-         writes {:.1} ms: {:.1} ms a tick; {:.0} bytes per connection per tick",
+        "{conns} connections{}, {ticks} ticks: grid {:.1} ms, commit {:.1} ms, scopes {:.1} ms, \
+         writes {:.1} ms, acks {:.1} ms: {:.1} ms a tick; {:.0} bytes per connection per tick",
+        if parallel { " (parallel writes)" } else { "" },
         per_tick(phases.grid),
         per_tick(phases.commit),
         per_tick(phases.scopes),
         per_tick(phases.writes),
+        per_tick(phases.acks),
         per_tick(total),
         bits as f64 / 8.0 / (ticks * conns) as f64,
     );

@@ -30,8 +30,9 @@ pub struct Interest {
     /// bytes kept per agent in scope).
     pub memory: Vec<(usize, usize, f64, f64)>,
     /// The MMO workload at [`MMO_CONNS`] connections: where its ticks
-    /// went, and the bytes per connection per tick.
-    pub mmo: Option<(Phases, f64)>,
+    /// went with the writes one after another, and with `write_deltas` on
+    /// every core; and the bytes per connection per tick.
+    pub mmo: Option<(Phases, Phases, f64)>,
 }
 
 /// Connections of the MMO workload (issue 32).
@@ -39,10 +40,11 @@ const MMO_CONNS: usize = 1_000;
 /// Its ticks measured, after 5 that fill the scopes.
 const MMO_TICKS: u32 = 20;
 
-/// The MMO workload's phases over [`MMO_TICKS`] ticks, and its bytes per
-/// connection per tick.
-fn run_mmo() -> (Phases, f64) {
+/// The MMO workload's phases over [`MMO_TICKS`] ticks (its writes on
+/// every core if `parallel`), and its bytes per connection per tick.
+fn run_mmo(parallel: bool) -> (Phases, f64) {
     let mut world = Scoped::mmo(100_000, MMO_CONNS, 0.01, SEED);
+    world.set_parallel(parallel);
     for _ in 0..5 {
         let changes = world.mutate();
         world.serve(&changes);
@@ -82,7 +84,9 @@ pub fn run_interest() -> Interest {
     interest.in_scope = in_scope as f64 / f64::from(TICKS) / SHADOWED as f64;
     drop(world);
     interest.memory = vec![memory(100_000, 256, 0.01), memory(1_000_000, 256, 0.001)];
-    interest.mmo = Some(run_mmo());
+    let (serial, bytes) = run_mmo(false);
+    let (parallel, _) = run_mmo(true);
+    interest.mmo = Some((serial, parallel, bytes));
     interest
 }
 
@@ -240,6 +244,19 @@ impl Results {
                     tick / 1e6,
                     if tick <= 33e6 { "met" } else { "**not met**" },
                 );
+                if let Some(parallel) = self.cpu("interest/mmo_1000_parallel") {
+                    let _ = writeln!(
+                        md,
+                        "| the same, the writes on every core (criterion `interest/mmo_1000_parallel`) | \
+                         {:.1} ms | ≤ 33 ms {} |",
+                        parallel / 1e6,
+                        if parallel <= 33e6 {
+                            "met"
+                        } else {
+                            "**not met**"
+                        },
+                    );
+                }
             }
             None => {
                 let _ = writeln!(
@@ -248,15 +265,16 @@ impl Results {
                 );
             }
         }
-        if let Some((phases, bytes)) = self.interest.mmo {
+        if let Some((phases, parallel, bytes)) = self.interest.mmo {
             let ticks = f64::from(phases.ticks.max(1));
             let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3 / ticks;
-            let total = ms(phases.grid + phases.commit + phases.scopes + phases.writes);
+            let total =
+                ms(phases.grid + phases.commit + phases.scopes + phases.writes + phases.acks);
             let share = |d| ms(d) / total * 100.0;
             let _ = writeln!(
                 md,
                 "| where a tick goes ({} ticks of this run, timed per phase) | grid {:.1} ms ({:.0}%), commit {:.1} ms \
-                 ({:.0}%), scopes {:.1} ms ({:.0}%), writes {:.1} ms ({:.0}%): {total:.1} ms | |\n\
+                 ({:.0}%), scopes {:.1} ms ({:.0}%), writes {:.1} ms ({:.0}%), acks {:.1} ms ({:.0}%): {total:.1} ms | |\n\
                  | bytes per connection per tick | {bytes:.0} | |",
                 phases.ticks,
                 ms(phases.grid),
@@ -267,6 +285,18 @@ impl Results {
                 share(phases.scopes),
                 ms(phases.writes),
                 share(phases.writes),
+                ms(phases.acks),
+                share(phases.acks),
+            );
+            let (one, all) = (ms(phases.writes), ms(parallel.writes));
+            let ratio = one / all;
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let _ = writeln!(
+                md,
+                "| the writes alone: one `write_delta` after another, against `write_deltas` with the \
+                 `parallel` feature on this machine's {cores} cores (the run after this one, same world) | \
+                 {one:.1} ms against {all:.1} ms: {ratio:.2}× | ≥ 1.7× {} |",
+                if ratio >= 1.7 { "met" } else { "**not met**" },
             );
         }
         let _ = writeln!(
