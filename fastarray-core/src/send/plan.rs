@@ -134,7 +134,7 @@ impl<T> Items<'_, T> {
     }
 
     /// The same items, for a shorter while.
-    fn reborrow(&mut self) -> Items<'_, T> {
+    pub(crate) fn reborrow(&mut self) -> Items<'_, T> {
         match self {
             Self::Shared(store) => Items::Shared(store),
             Self::Exclusive(store) => Items::Exclusive(store),

@@ -234,33 +234,26 @@ impl Sender {
                 self.prepare(store, write.state, write.packet, &mut writer, budget, true);
             results.push(prepared.transpose());
         }
-        let own = results.iter().filter(|result| result.is_none()).count();
-        let threads = threads.min(own / 2).max(1);
-        if T::ARRAY_FIELDS > 0 || threads < 2 || own < 4 {
-            for (write, result) in writes.iter_mut().zip(&mut results) {
-                if result.is_none() {
-                    let budget = write.max_bits.map(Budget::of);
-                    let mut writer = BitWriter::new(write.out);
-                    let resynced = self.catch_up(store, write.state);
-                    let context = Context {
-                        owners: &self.owners,
-                        follow: self.follow.as_deref(),
-                    };
-                    let own = Own {
-                        state: write.state,
-                        packet: write.packet,
-                        writer: &mut writer,
-                        budget,
-                        resynced,
-                    };
-                    *result = Some(write_own(
-                        &context,
-                        &mut self.work,
-                        Items::Exclusive(store),
-                        own,
-                    ));
-                }
-            }
+        // The writes of messages of their own.
+        let own: Vec<bool> = results.iter().map(Option::is_none).collect();
+        let count = own.iter().filter(|&&own| own).count();
+        let threads = threads.min(count / 2).max(1);
+        let reads = Reads {
+            history: &self.history,
+            scopes: &self.scopes,
+            context: Context {
+                owners: &self.owners,
+                follow: self.follow.as_deref(),
+            },
+        };
+        if T::ARRAY_FIELDS > 0 || threads < 2 || count < 4 {
+            write_run(
+                &reads,
+                Items::Exclusive(store),
+                writes,
+                &mut results,
+                &mut self.work,
+            );
         } else {
             // Then the connections' own messages, each thread a run of
             // them with a workspace of its own (the encodings of the
@@ -270,34 +263,7 @@ impl Sender {
             spaces.push(&mut self.work);
             spaces.extend(self.pool.iter_mut());
             let run = writes.len().div_ceil(threads);
-            let (history, scopes) = (&self.history, &self.scopes);
-            let context = Context {
-                owners: &self.owners,
-                follow: self.follow.as_deref(),
-            };
-            let store: &Store<T> = store;
-            let context = &context;
-            let write_run = |writes: &mut [DeltaWrite<'_>],
-                             results: &mut [Option<Result<DeltaStats, SendError>>],
-                             space: &mut Workspace| {
-                space.encoded.begin(store.frame());
-                for (write, result) in writes.iter_mut().zip(results) {
-                    if result.is_some() {
-                        continue;
-                    }
-                    let budget = write.max_bits.map(Budget::of);
-                    let mut writer = BitWriter::new(write.out);
-                    let resynced = catch_up_reading(history, scopes, store, write.state);
-                    let own = Own {
-                        state: write.state,
-                        packet: write.packet,
-                        writer: &mut writer,
-                        budget,
-                        resynced,
-                    };
-                    *result = Some(write_own(context, space, Items::Shared(store), own));
-                }
-            };
+            let (store, reads): (&Store<T>, &Reads<'_>) = (store, &reads);
             std::thread::scope(|scope| {
                 let mut runs = writes
                     .chunks_mut(run)
@@ -306,17 +272,20 @@ impl Sender {
                 // This thread writes the first run; the others, one each.
                 let first = runs.next();
                 for ((writes, results), space) in runs {
-                    scope.spawn(move || write_run(writes, results, space));
+                    scope.spawn(move || {
+                        write_run(reads, Items::Shared(store), writes, results, space);
+                    });
                 }
                 if let Some(((writes, results), space)) = first {
-                    write_run(writes, results, space);
+                    write_run(reads, Items::Shared(store), writes, results, space);
                 }
             });
-            // What the scoped connections were handed is theirs now.
-            for write in writes.iter() {
-                if let Some(scope) = write.state.scope() {
-                    self.scopes.clear_inbox(scope.slot);
-                }
+        }
+        // What the scoped connections that caught up were handed is
+        // theirs now (a refused write's stays for its next write).
+        for (write, _) in writes.iter().zip(&own).filter(|&(_, &own)| own) {
+            if let Some(scope) = write.state.scope() {
+                self.scopes.clear_inbox(scope.slot);
             }
         }
         results
@@ -351,6 +320,43 @@ struct Workspace {
     scratch: Vec<u8>,
     /// The lists a plan reuses.
     buffers: PlanBuffers,
+}
+
+/// What the writes of several connections read of the array, beyond its
+/// items.
+struct Reads<'a> {
+    history: &'a History,
+    scopes: &'a Scopes,
+    context: Context<'a>,
+}
+
+/// Writes the own messages of `writes` whose `results` are not in yet:
+/// each catches up (reading what its scope was handed, which the array
+/// empties after) and writes in `space`.
+fn write_run<T: Replicate>(
+    reads: &Reads<'_>,
+    mut store: Items<'_, T>,
+    writes: &mut [DeltaWrite<'_>],
+    results: &mut [Option<Result<DeltaStats, SendError>>],
+    space: &mut Workspace,
+) {
+    space.encoded.begin(store.get().frame());
+    for (write, result) in writes.iter_mut().zip(results) {
+        if result.is_some() {
+            continue;
+        }
+        let budget = write.max_bits.map(Budget::of);
+        let mut writer = BitWriter::new(write.out);
+        let resynced = catch_up_reading(reads.history, reads.scopes, store.get(), write.state);
+        let own = Own {
+            state: write.state,
+            packet: write.packet,
+            writer: &mut writer,
+            budget,
+            resynced,
+        };
+        *result = Some(write_own(&reads.context, space, store.reborrow(), own));
+    }
 }
 
 /// What a connection's own message reads of the array beyond its items.
