@@ -262,13 +262,10 @@ impl Sender {
             let mut spaces: Vec<&mut Workspace> = Vec::with_capacity(threads);
             spaces.push(&mut self.work);
             spaces.extend(self.pool.iter_mut());
-            let run = writes.len().div_ceil(threads);
             let (store, reads): (&Store<T>, &Reads<'_>) = (store, &reads);
+            let runs = runs(writes, &mut results, &own, threads);
             std::thread::scope(|scope| {
-                let mut runs = writes
-                    .chunks_mut(run)
-                    .zip(results.chunks_mut(run))
-                    .zip(spaces);
+                let mut runs = runs.into_iter().zip(spaces);
                 // This thread writes the first run; the others, one each.
                 let first = runs.next();
                 for ((writes, results), space) in runs {
@@ -320,6 +317,42 @@ struct Workspace {
     scratch: Vec<u8>,
     /// The lists a plan reuses.
     buffers: PlanBuffers,
+}
+
+/// `writes` and their `results` cut into at most `threads` runs of about
+/// as many messages of their own each (`own`): the others are written
+/// already (the frame's shared message, a refusal) and cost nothing.
+#[allow(clippy::type_complexity)]
+fn runs<'w, 'd>(
+    mut writes: &'w mut [DeltaWrite<'d>],
+    mut results: &'w mut [Option<Result<DeltaStats, SendError>>],
+    own: &[bool],
+    threads: usize,
+) -> Vec<(
+    &'w mut [DeltaWrite<'d>],
+    &'w mut [Option<Result<DeltaStats, SendError>>],
+)> {
+    let per_run = own
+        .iter()
+        .filter(|&&own| own)
+        .count()
+        .div_ceil(threads)
+        .max(1);
+    let mut runs = Vec::with_capacity(threads);
+    let (mut start, mut counted) = (0, 0);
+    for (index, _) in own.iter().enumerate().filter(|&(_, &own)| own) {
+        counted += 1;
+        if counted == per_run && runs.len() + 1 < threads {
+            let (run, rest) = core::mem::take(&mut writes).split_at_mut(index + 1 - start);
+            let (done, left) = core::mem::take(&mut results).split_at_mut(index + 1 - start);
+            runs.push((run, done));
+            (writes, results, start, counted) = (rest, left, index + 1, 0);
+        }
+    }
+    if !writes.is_empty() || runs.is_empty() {
+        runs.push((writes, results));
+    }
+    runs
 }
 
 /// What the writes of several connections read of the array, beyond its
@@ -628,4 +661,45 @@ fn count(removals: &[Removal], items: &[Planned], stats: &mut DeltaStats) {
     let exits = removals.iter().filter(|removal| removal.exit).count();
     stats.left_scope += exits;
     stats.removed += removals.len() - exits;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The runs hold about as many messages of their own each, whatever
+    /// lies between them.
+    #[test]
+    fn runs_share_the_own_messages_out() {
+        let own = [
+            false, false, false, true, true, true, true, false, true, true,
+        ];
+        let mut states: Vec<SendState> = own.iter().map(|_| SendState::new()).collect();
+        let mut outs: Vec<Vec<u8>> = own.iter().map(|_| Vec::new()).collect();
+        let mut writes: Vec<DeltaWrite<'_>> = (states.iter_mut().zip(&mut outs))
+            .map(|(state, out)| DeltaWrite {
+                state,
+                packet: 1,
+                out,
+                max_bits: None,
+            })
+            .collect();
+        let mut results: Vec<Option<Result<DeltaStats, SendError>>> =
+            own.iter().map(|_| None).collect();
+        let mut lengths = |threads| -> Vec<usize> {
+            let runs = runs(&mut writes, &mut results, &own, threads);
+            runs.iter()
+                .map(|(writes, results)| {
+                    assert_eq!(writes.len(), results.len());
+                    writes.len()
+                })
+                .collect()
+        };
+        // 6 own messages: 3 and 3, the first run taking the 3 done ones.
+        assert_eq!(lengths(2), [6, 4]);
+        assert_eq!(lengths(3), [5, 2, 3]);
+        assert_eq!(lengths(1), [10]);
+        // More threads than messages: a run each, none empty.
+        assert_eq!(lengths(8), [4, 1, 1, 1, 2, 1]);
+    }
 }
