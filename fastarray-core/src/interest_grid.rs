@@ -104,8 +104,8 @@ pub struct InterestGrid {
     /// Items set or removed since the last update, with the cell each was
     /// in at the last update (`None`: nowhere, or new).
     moved: HashMap<ReplicationId, Option<Cell>>,
-    /// Viewers set since the last update (their slots; a slot reused
-    /// after its viewer was removed may be listed twice).
+    /// Viewers set since the last update (their slots, each once: see
+    /// `moved_flags`; a slot whose viewer was removed since is skipped).
     moved_viewers: Vec<usize>,
     /// Per slot, whether it is in `moved_viewers`: its refresh tests the
     /// items that moved, not the items' pass. Kept apart from the viewers
@@ -223,12 +223,33 @@ struct Viewer {
     visible: HashSet<ReplicationId>,
 }
 
-/// A viewer's centre, radius and leave margin at its last refresh.
+/// A viewer's centre, radius and leave margin at its last refresh, and
+/// what they say of its set (made once per refresh, read for every item
+/// that moves near it).
 #[derive(Clone, Copy, Debug)]
 struct Basis {
     center: [f32; 2],
     radius: f32,
     margin: f32,
+    /// Inside: the set holds an unmoved item there; outside: it does not.
+    held: Zones,
+}
+
+impl Basis {
+    fn new(center: [f32; 2], radius: f32, margin: f32) -> Self {
+        let held = if valid(center, radius) {
+            let slack = slack(radius + margin + center[0].abs() + center[1].abs());
+            Zones::new(center, radius - slack, radius + margin + slack)
+        } else {
+            Zones::UNKNOWN
+        };
+        Self {
+            center,
+            radius,
+            margin,
+            held,
+        }
+    }
 }
 
 /// A rectangle of cells, both corners included.
@@ -566,7 +587,6 @@ impl InterestGrid {
         }
         let mut viewers = core::mem::take(&mut self.moved_viewers);
         viewers.sort_unstable();
-        viewers.dedup();
         for &v in &viewers {
             self.refresh_viewer(v, &mut events);
         }
@@ -620,20 +640,13 @@ impl InterestGrid {
         viewer.listed = rect;
         let zones = viewer.zones(margin);
         let basis = viewer.basis;
-        viewer.basis = Some(Basis {
-            center: viewer.center,
-            radius: viewer.radius,
-            margin,
-        });
+        viewer.basis = Some(Basis::new(viewer.center, viewer.radius, margin));
         // The set is diffed in place: each item of the area's cells is
         // tested once, and only those that enter or leave touch the set.
         // An item that did not move since the viewer's last refresh and
         // lies well inside (or well outside) what it saw then and sees now
         // is known to stay seen (or unseen) without looking in the set.
         let (epoch, mut changes) = (self.epoch, core::mem::take(&mut self.changes));
-        // Items seen and confirmed so, tested (`confirmed`) or by the
-        // whole cell (`known`).
-        let (mut confirmed, mut known, mut confirmed_inside) = (0, 0, 0);
         // Tests an item on the rim (its zone does not say), or one that
         // moved: known seen or not from where it was, if that was well
         // inside or outside the basis.
@@ -642,7 +655,6 @@ impl InterestGrid {
                 Known::Moved { was } => saw(basis, &viewer.visible, id, was),
                 Known::Nothing => viewer.visible.contains(&id),
             };
-            confirmed += usize::from(seen);
             if viewer.sees(position, seen, margin) != seen {
                 changes.push(id);
             }
@@ -667,41 +679,16 @@ impl InterestGrid {
                     };
                     // A cell wholly inside or outside: its items that did
                     // not move are known, the others are tested alone.
-                    let whole = zones.as_ref().map(|z| z.of_cell(cell, self.cell_size));
-                    if let Some(zone @ (Zone::Inside | Zone::Outside)) = whole {
-                        let fresh = contents.fresh(epoch);
-                        if matches!(zone, Zone::Inside) {
-                            known += contents.items.len() - fresh.len();
-                        }
-                        if cfg!(debug_assertions) {
-                            let listed = contents.items.iter().zip(&contents.stamps);
-                            for (id, _) in listed.filter(|&(_, &stamp)| stamp != epoch) {
-                                let inside = matches!(zone, Zone::Inside);
-                                debug_assert_eq!(viewer.visible.contains(id), inside, "{id}");
-                            }
-                        }
-                        for fresh in fresh {
-                            test(fresh.id, fresh.position, Known::Moved { was: fresh.was });
-                        }
-                        continue;
+                    // Elsewhere, most unmoved items lie well inside or
+                    // outside too: passed over here, with no call.
+                    let whole = zones.of_cell(cell, self.cell_size);
+                    if cfg!(debug_assertions) {
+                        check_zones(contents, viewer, &zones, whole, epoch);
                     }
-                    let listed = contents.items.iter().zip(&contents.positions);
-                    let listed = listed.zip(&contents.stamps);
-                    if let Some(zones) = &zones {
-                        // Most items lie well inside or outside: passed
-                        // over here, with no call.
-                        for ((&id, &position), &stamp) in listed {
-                            if stamp != epoch {
-                                match zones.of(position) {
-                                    Zone::Inside => confirmed_inside += 1,
-                                    Zone::Outside => {}
-                                    Zone::Rim => test(id, position, Known::Nothing),
-                                }
-                            }
-                        }
-                    } else {
-                        for ((&id, &position), &stamp) in listed {
-                            if stamp != epoch {
+                    if let Zone::Rim = whole {
+                        let listed = contents.items.iter().zip(&contents.positions);
+                        for ((&id, &position), &stamp) in listed.zip(&contents.stamps) {
+                            if stamp != epoch && matches!(zones.of(position), Zone::Rim) {
                                 test(id, position, Known::Nothing);
                             }
                         }
@@ -712,22 +699,21 @@ impl InterestGrid {
                 }
             }
         }
-        // Items it saw that no cell of its area lists (gone, or far away)
-        // leave too.
-        // (Removed items, and those that moved out of both areas, left at
-        // the items' pass: this is for an area that was wide, whose cells
-        // are not scanned.)
-        let confirmed = confirmed + confirmed_inside;
-        if cfg!(debug_assertions) {
-            check_zones(&self.cells, viewer, rect, zones.as_ref(), epoch);
-        }
-        if confirmed + known < viewer.visible.len() {
+        // Every item it saw is in the cells just scanned (of the area it
+        // has or of the one it left), or left at the items' pass (removed,
+        // or moved out of both areas), unless the area it had was wide,
+        // whose cells are not scanned: then those it saw outside the area
+        // it has now leave.
+        let scanned = |id: &ReplicationId| {
+            let cell = self.items.get(id).and_then(|item| item.cell);
             let areas = [rect, listed.filter(|old| !old.is_wide())];
-            let scanned = |id: &ReplicationId| {
-                let cell = self.items.get(id).and_then(|item| item.cell);
-                cell.is_some_and(|cell| areas.iter().flatten().any(|area| area.holds(cell)))
-            };
+            cell.is_some_and(|cell| areas.iter().flatten().any(|area| area.holds(cell)))
+        };
+        if listed.is_some_and(|old| old.is_wide()) && !rect.is_some_and(|new| new.is_wide()) {
             changes.extend(viewer.visible.iter().filter(|id| !scanned(id)));
+        } else if cfg!(debug_assertions) {
+            let unscanned = viewer.visible.iter().find(|id| !scanned(id));
+            assert!(unscanned.is_none(), "{unscanned:?} seen, never scanned");
         }
         for id in changes.drain(..) {
             if viewer.visible.remove(&id) {
@@ -795,33 +781,24 @@ impl InterestGrid {
     }
 }
 
-/// Checks (in debug builds) what a refresh passed over: every item of
-/// `area` that did not move in update `epoch` is in `viewer`'s set if its
-/// zone is inside, and not if outside.
-fn check_zones(
-    cells: &HashMap<Cell, CellContents>,
-    viewer: &Viewer,
-    area: Option<CellRect>,
-    zones: Option<&Zones>,
-    epoch: u32,
-) {
-    let (Some(area), Some(zones)) = (area, zones) else {
-        return;
-    };
-    if area.is_wide() {
-        return;
-    }
-    for contents in area.cells().filter_map(|cell| cells.get(&cell)) {
-        let listed = contents.items.iter().zip(&contents.positions);
-        for ((id, &position), _) in listed
-            .zip(&contents.stamps)
-            .filter(|&(_, &stamp)| stamp != epoch)
-        {
-            match zones.of(position) {
-                Zone::Inside => assert!(viewer.visible.contains(id), "{id} inside, unseen"),
-                Zone::Outside => assert!(!viewer.visible.contains(id), "{id} outside, seen"),
-                Zone::Rim => {}
-            }
+/// Checks (in debug builds) what a refresh passes over in a cell, whose
+/// zone is `whole`: each item of `contents` that did not move in update
+/// `epoch` is in `viewer`'s set if its zone (or the cell's) is inside, and
+/// not if outside.
+fn check_zones(contents: &CellContents, viewer: &Viewer, zones: &Zones, whole: Zone, epoch: u32) {
+    let listed = contents.items.iter().zip(&contents.positions);
+    for ((id, &position), _) in listed
+        .zip(&contents.stamps)
+        .filter(|&(_, &stamp)| stamp != epoch)
+    {
+        let zone = match whole {
+            Zone::Rim => zones.of(position),
+            whole => whole,
+        };
+        match zone {
+            Zone::Inside => assert!(viewer.visible.contains(id), "{id} inside, unseen"),
+            Zone::Outside => assert!(!viewer.visible.contains(id), "{id} outside, seen"),
+            Zone::Rim => {}
         }
     }
 }
@@ -850,7 +827,11 @@ fn saw(
         debug_assert!(!visible.contains(&id), "{id} seen, never listed");
         return false;
     };
-    let known = basis.and_then(|basis| basis.holds(was));
+    let known = basis.and_then(|basis| match basis.held.of(was) {
+        Zone::Inside => Some(true),
+        Zone::Outside => Some(false),
+        Zone::Rim => None,
+    });
     debug_assert!(
         known.is_none_or(|known| known == visible.contains(&id)),
         "{id} seen: {known:?}"
@@ -858,41 +839,20 @@ fn saw(
     known.unwrap_or_else(|| visible.contains(&id))
 }
 
-impl Basis {
-    /// Whether a viewer with this basis holds an item at `position` in
-    /// its set, if the position tells: within the radius, it does; beyond
-    /// the radius and margin, it does not.
-    fn holds(&self, [x, y]: [f32; 2]) -> Option<bool> {
-        if !(self.center.iter().all(|c| c.is_finite()) && self.radius >= 0.0) {
-            return None;
-        }
-        let slack =
-            1e-4 * (self.radius + self.margin + self.center[0].abs() + self.center[1].abs()) + 1e-3;
-        let (dx, dy) = (x - self.center[0], y - self.center[1]);
-        let distance = dx * dx + dy * dy;
-        let inside = self.radius - slack;
-        let outside = self.radius + self.margin + slack;
-        if inside > 0.0 && distance <= inside * inside {
-            Some(true)
-        } else if distance > outside * outside {
-            Some(false)
-        } else {
-            None
-        }
-    }
-}
-
 /// Where an item that did not move lies for a viewer that did: known
 /// seen before and now, known unseen before and now, or to be tested.
+#[derive(Clone, Copy, Debug)]
 enum Zone {
     Inside,
     Outside,
     Rim,
 }
 
-/// For a viewer's refresh: the squared distances from its new centre
-/// within which an unmoved item is surely seen, and beyond which it is
-/// surely not.
+/// Squared distances from a centre within which an item is surely in a
+/// viewer's set, and beyond which it is surely not: for a refresh, of the
+/// unmoved items around the new centre (from [`Viewer::zones`]); for a
+/// [`Basis`], of where items were at the last refresh.
+#[derive(Clone, Copy, Debug)]
 struct Zones {
     center: [f32; 2],
     inside: f32,
@@ -900,6 +860,26 @@ struct Zones {
 }
 
 impl Zones {
+    /// Zones that say nothing: every item is on the rim, and tested.
+    const UNKNOWN: Self = Self {
+        center: [0.0; 2],
+        inside: -1.0,
+        outside: f32::INFINITY,
+    };
+
+    /// Surely inside within distance `inside` of `center`, surely outside
+    /// beyond `outside` (saying nothing if that is not finite).
+    fn new(center: [f32; 2], inside: f32, outside: f32) -> Self {
+        if !outside.is_finite() {
+            return Self::UNKNOWN;
+        }
+        Self {
+            center,
+            inside: if inside > 0.0 { inside * inside } else { -1.0 },
+            outside: outside * outside,
+        }
+    }
+
     fn of(&self, [x, y]: [f32; 2]) -> Zone {
         let (dx, dy) = (x - self.center[0], y - self.center[1]);
         self.of_squared(dx * dx + dy * dy)
@@ -941,6 +921,17 @@ impl Zones {
     }
 }
 
+/// Whether a viewer at `center` seeing `radius` sees anything.
+fn valid(center: [f32; 2], radius: f32) -> bool {
+    center.iter().all(|c| c.is_finite()) && radius >= 0.0
+}
+
+/// How far from a bound an item must lie for a zone to tell, at distances
+/// of magnitude `scale`: far above `f32` rounding.
+fn slack(scale: f32) -> f32 {
+    1e-4 * scale + 1e-3
+}
+
 /// The cell of a position on a grid of cells `size` wide (`None` if it is
 /// not finite); coordinates beyond `i32` saturate.
 fn cell_at(size: f32, [x, y]: [f32; 2]) -> Option<Cell> {
@@ -966,8 +957,8 @@ impl Viewer {
     }
 
     /// The zones of a refresh under leave margin `margin`, from its basis:
-    /// `None` (test every item) before its first refresh, or when either
-    /// the basis or now sees nothing.
+    /// [`Zones::UNKNOWN`] (test every item) before its first refresh, or
+    /// when either the basis or now sees nothing.
     ///
     /// With `d` the distance moved, an item at distance `x` from the new
     /// centre was at most `x + d` and at least `x - d` from the old one.
@@ -976,12 +967,12 @@ impl Viewer {
     /// not have it (beyond the old radius and margin), and it stays out if
     /// `x > r1`. A slack far above `f32` rounding keeps an item on either
     /// bound tested.
-    fn zones(&self, margin: f32) -> Option<Zones> {
-        let basis = self.basis?;
-        let finite = |c: [f32; 2]| c.iter().all(|v| v.is_finite());
-        let valid = |center: [f32; 2], radius: f32| finite(center) && radius >= 0.0;
+    fn zones(&self, margin: f32) -> Zones {
+        let Some(basis) = self.basis else {
+            return Zones::UNKNOWN;
+        };
         if !valid(basis.center, basis.radius) || !valid(self.center, self.radius) {
-            return None;
+            return Zones::UNKNOWN;
         }
         let (dx, dy) = (
             self.center[0] - basis.center[0],
@@ -989,24 +980,16 @@ impl Viewer {
         );
         let moved = (dx * dx + dy * dy).sqrt();
         let scale = basis.radius + self.radius + basis.margin + margin + moved;
-        let scale = scale + self.center[0].abs() + self.center[1].abs();
-        let slack = 1e-4 * scale + 1e-3;
+        let slack = slack(scale + self.center[0].abs() + self.center[1].abs());
         let inside = (basis.radius - moved).min(self.radius + margin) - slack;
         let outside = (basis.radius + basis.margin + moved).max(self.radius) + slack;
-        if !outside.is_finite() {
-            return None;
-        }
-        Some(Zones {
-            center: self.center,
-            inside: if inside > 0.0 { inside * inside } else { -1.0 },
-            outside: outside * outside,
-        })
+        Zones::new(self.center, inside, outside)
     }
 
     /// Whether the viewer sees an item at `position`, given whether it saw
     /// it (then it keeps it within the leave margin).
     fn sees(&self, [x, y]: [f32; 2], seen: bool, margin: f32) -> bool {
-        if self.radius.is_nan() || self.radius < 0.0 || !self.center.iter().all(|c| c.is_finite()) {
+        if !valid(self.center, self.radius) {
             return false;
         }
         let (dx, dy) = (x - self.center[0], y - self.center[1]);
