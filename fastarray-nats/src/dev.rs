@@ -24,6 +24,16 @@ pub enum ClusterError {
     NotInstalled,
     /// A process could not be started, or did not listen in time.
     Start(String),
+    /// Node `node` exited as it started (its port taken, say): what it
+    /// said last on stderr.
+    Exited {
+        /// The node.
+        node: usize,
+        /// How it exited.
+        status: std::process::ExitStatus,
+        /// Its last lines on stderr, joined by ` | `.
+        log: String,
+    },
 }
 
 impl fmt::Display for ClusterError {
@@ -33,6 +43,12 @@ impl fmt::Display for ClusterError {
                 "nats-server is not installed: apt-get install nats-server (or set NATS_SERVER)",
             ),
             Self::Start(why) => write!(f, "cannot start nats-server: {why}"),
+            Self::Exited { node, status, log } => {
+                write!(
+                    f,
+                    "cannot start nats-server: node {node} exited: {status}: {log}"
+                )
+            }
         }
     }
 }
@@ -113,14 +129,16 @@ impl LocalCluster {
     ///
     /// # Errors
     /// [`ClusterError::NotInstalled`] without `nats-server`;
-    /// [`ClusterError::Start`] if a server does not come up in 10 s.
+    /// [`ClusterError::Start`] if a server does not come up in 10 s;
+    /// [`ClusterError::Exited`] if one exited as it started, four times
+    /// on fresh ports.
     pub fn start(nodes: usize) -> Result<Self, ClusterError> {
         // A node that exits at once (its port taken after all, by a process
         // we do not know of) costs a fresh set of ports, three times at most.
         let mut attempt = 0;
         loop {
             match Self::start_once(nodes) {
-                Err(ClusterError::Start(why)) if attempt < 3 && why.contains("exited") => {
+                Err(ClusterError::Exited { .. }) if attempt < 3 => {
                     attempt += 1;
                 }
                 started => return started,
@@ -240,9 +258,7 @@ impl LocalCluster {
                 std::thread::sleep(Duration::from_millis(50));
                 let log = self.nodes[node].log.lock().map(|log| log.join(" | "));
                 let log = log.unwrap_or_default();
-                return Err(ClusterError::Start(format!(
-                    "node {node} exited: {status}: {log}"
-                )));
+                return Err(ClusterError::Exited { node, status, log });
             }
             match self.known_nodes(node) {
                 Some(known) if known >= running => return Ok(()),
@@ -316,9 +332,12 @@ mod tests {
             }],
         };
         cluster.spawn(0).unwrap();
-        let error = cluster.wait_ready(0).unwrap_err().to_string();
-        assert!(error.contains("node 0 exited"), "{error}");
-        assert!(error.contains("address already in use"), "{error}");
+        let error = cluster.wait_ready(0).unwrap_err();
+        assert!(
+            matches!(&error, ClusterError::Exited { node: 0, log, .. } if log.contains("address already in use")),
+            "{error}"
+        );
+        assert!(error.to_string().contains("node 0 exited"), "{error}");
     }
 
     #[test]
