@@ -246,7 +246,8 @@ impl Sender {
                 follow: self.follow.as_deref(),
             },
         };
-        if T::ARRAY_FIELDS > 0 || threads < 2 || count < 4 {
+        // Fewer than 4 messages of their own leave one thread.
+        if T::ARRAY_FIELDS > 0 || threads < 2 {
             write_run(
                 &reads,
                 Items::Exclusive(store),
