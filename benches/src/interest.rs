@@ -275,20 +275,18 @@ impl Scoped {
         let writing = Instant::now();
         self.packet += 1;
         let mut bits = Vec::with_capacity(self.conns.len());
-        let mut bytes = Vec::new();
+        // Each connection's packet in a buffer of its own, as a server
+        // keeps them until its transport sends them, either way.
+        let packet = self.packet;
+        self.outs.resize_with(self.conns.len(), Vec::new);
+        self.outs.iter_mut().for_each(Vec::clear);
         if self.parallel {
-            let packet = self.packet;
-            let outs = &mut self.outs;
-            outs.resize_with(self.conns.len(), Vec::new);
-            let mut writes: Vec<DeltaWrite<'_>> = (self.conns.iter_mut().zip(outs.iter_mut()))
-                .map(|(state, out)| {
-                    out.clear();
-                    DeltaWrite {
-                        state,
-                        packet,
-                        out,
-                        max_bits: None,
-                    }
+            let mut writes: Vec<DeltaWrite<'_>> = (self.conns.iter_mut().zip(&mut self.outs))
+                .map(|(state, out)| DeltaWrite {
+                    state,
+                    packet,
+                    out,
+                    max_bits: None,
                 })
                 .collect();
             let results = self.server.write_deltas(&mut writes);
@@ -299,12 +297,8 @@ impl Scoped {
                     .map(|result| result.expect("a write").bits),
             );
         } else {
-            for conn in &mut self.conns {
-                bytes.clear();
-                let stats = self
-                    .server
-                    .write_delta(conn, self.packet, &mut bytes)
-                    .expect("a write");
+            for (conn, out) in self.conns.iter_mut().zip(&mut self.outs) {
+                let stats = self.server.write_delta(conn, packet, out).expect("a write");
                 bits.push(stats.bits);
             }
         }
