@@ -95,8 +95,11 @@ impl SendState {
     ) -> bool {
         let resynced = match routed {
             Some(entries) => {
-                for &(id, work, at) in entries {
-                    self.merge_routed(id, work, at, structure);
+                for chunk in entries.chunks(LOOKAHEAD) {
+                    self.views.warm(chunk.iter().map(|&(id, _, _)| id));
+                    for &(id, work, at) in chunk {
+                        self.merge_routed(id, work, at, structure);
+                    }
                 }
                 false
             }

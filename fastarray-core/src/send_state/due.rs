@@ -4,7 +4,7 @@
 use super::audience::Audience;
 use super::pending::Work;
 use super::view::fields_work;
-use super::{Due, Removal, SendState, visible};
+use super::{Due, LOOKAHEAD, Removal, SendState, visible};
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 
@@ -43,7 +43,17 @@ impl SendState {
         let mut dropped = Vec::new();
         let mut withheld = Vec::new();
         let mut waiting = 0;
-        for &(id, ref pending) in self.pending.iter() {
+        let all = self.pending.as_slice();
+        for (i, &(id, ref pending)) in all.iter().enumerate() {
+            if i % LOOKAHEAD == 0 {
+                // The view's entries and the items' places of the next
+                // run, read ahead so that their cache misses overlap.
+                let ahead = &all[i..all.len().min(i + LOOKAHEAD)];
+                self.views.warm(ahead.iter().map(|&(id, _)| id));
+                for &(id, _) in ahead {
+                    core::hint::black_box(position(id));
+                }
+            }
             let entry = self.views.for_write(id, frame);
             let held = entry.holding.is_some();
             let pos = match position(id) {

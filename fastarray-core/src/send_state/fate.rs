@@ -5,7 +5,7 @@
 use super::pending::Work;
 use super::retirement::{Record, RecordEntry, SharedChanges};
 use super::view::Holding;
-use super::{LostFields, SendState};
+use super::{LOOKAHEAD, LostFields, SendState};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -244,7 +244,11 @@ impl SendState {
             self.retire_lost(record);
             return;
         }
-        for entry in &record.entries {
+        for (i, entry) in record.entries.iter().enumerate() {
+            if i % LOOKAHEAD == 0 {
+                let ahead = record.entries[i..].iter().take(LOOKAHEAD);
+                self.views.warm(ahead.map(|entry| entry.id));
+            }
             // Late acks can retire the arrays' own old records as lost.
             let inner_due = self.route(entry.id, record.packet, true);
             if inner_due

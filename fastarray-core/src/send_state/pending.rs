@@ -83,6 +83,11 @@ impl PendingMap {
         self.entries.iter()
     }
 
+    /// The work of every id, oldest first, as a slice.
+    pub(crate) fn as_slice(&self) -> &[(ReplicationId, Pending)] {
+        &self.entries
+    }
+
     /// Adds work for `id`, merged with any already due.
     pub(crate) fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
         let next = self.entries.len();
