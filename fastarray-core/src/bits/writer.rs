@@ -276,6 +276,9 @@ impl<'a> BitWriter<'a> {
 
     /// Writes out the accumulator's bits, the last byte zero-padded.
     fn flush(&mut self) {
+        if self.used == 0 {
+            return;
+        }
         let bytes = self.used.div_ceil(8) as usize;
         self.out.extend_from_slice(&self.acc.to_le_bytes()[..bytes]);
         self.acc = 0;

@@ -124,6 +124,11 @@ impl PendingMap {
     /// needed, so clearing it stays proportional to the work, not to a
     /// past burst (a first full sync).
     pub(crate) fn clear(&mut self) {
+        if self.entries.is_empty() && self.positions.capacity() <= 4 * 64 {
+            // Nothing to clear nor to give back (a caught-up connection's
+            // every write).
+            return;
+        }
         let used = self.entries.len();
         self.entries.clear();
         self.positions.clear();
