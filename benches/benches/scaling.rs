@@ -9,7 +9,9 @@
 //! * `fanout_10k`: the sparse workload (1% of 10 000 items change a u16
 //!   per tick) sent to 1, 16, 64 and 256 caught-up connections:
 //!   `conns_<n>` times `commit` plus, per connection, `write_delta` and
-//!   the acknowledgement.
+//!   the acknowledgement. `fanout_bytes_10k` is the same with the
+//!   messages handed out by `write_delta_bytes` instead of copied into a
+//!   buffer: the frame's shared message, one allocation for all.
 //!
 //! * `relay_10k`: the same sparse workload served through relays
 //!   (`FastArray::relay`): `server_feed` times the server's tick with
@@ -109,14 +111,16 @@ fn scale(c: &mut Criterion) {
 }
 
 fn fanout(c: &mut Criterion) {
-    fan_out(c, Workload::Sparse, "fanout", &[1, 16, 64, 256]);
+    fan_out(c, Workload::Sparse, "fanout", &[1, 16, 64, 256], false);
+    fan_out(c, Workload::Sparse, "fanout_bytes", &[1, 256], true);
     // Churn: every connection gets the frame's adds (issue 15).
-    fan_out(c, Workload::Churn, "fanout_churn", &[1, 16]);
+    fan_out(c, Workload::Churn, "fanout_churn", &[1, 16], false);
 }
 
 /// One tick of `workload` at 10k items: commit, then a write and an ack
-/// for each of `conns` caught-up connections.
-fn fan_out(c: &mut Criterion, workload: Workload, name: &str, conns: &[usize]) {
+/// for each of `conns` caught-up connections; the messages handed out by
+/// `write_delta_bytes` if `bytes`, else written into a buffer.
+fn fan_out(c: &mut Criterion, workload: Workload, name: &str, conns: &[usize], bytes: bool) {
     let items = 10_000;
     let mut group = c.benchmark_group(format!("{name}_{}", label(items)));
     for &conns in conns {
@@ -136,9 +140,14 @@ fn fan_out(c: &mut Criterion, workload: Workload, name: &str, conns: &[usize]) {
                     let start = Instant::now();
                     server.commit();
                     for conn in &mut states {
-                        out.clear();
-                        let stats = server.write_delta(conn, packet, &mut out);
-                        black_box(stats.expect("write"));
+                        if bytes {
+                            let written = server.write_delta_bytes(conn, packet);
+                            black_box(written.expect("write"));
+                        } else {
+                            out.clear();
+                            let stats = server.write_delta(conn, packet, &mut out);
+                            black_box(stats.expect("write"));
+                        }
                         conn.on_ack(packet);
                     }
                     total += start.elapsed();

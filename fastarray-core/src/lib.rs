@@ -108,6 +108,7 @@ pub use secure::SessionKeys;
 pub use secure::{
     ClientHandshake, HandshakeError, PacketError, PacketKind, Protection, ServerHandshake, Session,
 };
+pub use send::delta_bytes::DeltaBytes;
 pub use send::sender::DeltaWrite;
 pub use send_state::{DeltaStats, GhostFeed, MAX_DETAIL, Oversized, ScopeExit, SendState};
 pub use shard::ShardId;

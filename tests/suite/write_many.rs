@@ -1,12 +1,18 @@
-//! `FastArray::write_deltas` against `write_delta` one connection after the
-//! other: the same bytes, the same stats and the same records, tick after
-//! tick, for connections of every kind at once (caught up and sharing the
-//! frame's message, joining late, scoped, owning items, under budgets,
-//! losing packets). The test binary has the `parallel` feature (the
-//! workspace's dev-dependencies turn it on), so the connections with
-//! messages of their own are written on several threads.
+//! The other ways of writing a tick's connections against `write_delta`
+//! one connection after the other: the same bytes, the same stats and the
+//! same records, tick after tick, for connections of every kind at once
+//! (caught up and sharing the frame's message, joining late, scoped,
+//! owning items, under budgets, losing packets).
+//!
+//! - `FastArray::write_deltas`: the test binary has the `parallel` feature
+//!   (the workspace's dev-dependencies turn it on), so the connections
+//!   with messages of their own are written on several threads.
+//! - `FastArray::write_delta_bytes`: the frame's shared message handed to
+//!   every caught-up connection as one allocation.
 
-use fastarray::{DeltaWrite, FastArray, Replicate, ReplicationId, SendError, SendState};
+use fastarray::{
+    DeltaBytes, DeltaWrite, FastArray, Replicate, ReplicationId, SendError, SendState,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -203,6 +209,72 @@ fn write_deltas_writes_what_write_delta_one_by_one_writes() {
             }
             one_by_one.tick();
             at_once.tick();
+        }
+        assert!(shared > 100, "seed {seed}: {shared} shared messages");
+        assert_eq!(refused, 1, "seed {seed}");
+    }
+}
+
+#[test]
+fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_message() {
+    for seed in 0..3 {
+        let (mut copied, mut handed) = (World::new(seed), World::new(seed));
+        let mut fates = ChaCha8Rng::seed_from_u64(seed + 100);
+        let (mut shared, mut refused) = (0, 0);
+        for tick in 1..=40u32 {
+            // The frame's shared message, as first handed out this tick.
+            let mut frame_message: Option<DeltaBytes> = None;
+            for n in 0..CONNS {
+                if !World::writes(n, tick) {
+                    continue;
+                }
+                let packet = World::packet(n, tick);
+                let mut out = Vec::new();
+                let expected = copied
+                    .server
+                    .write_delta(&mut copied.states[n], packet, &mut out);
+                let got = handed
+                    .server
+                    .write_delta_bytes(&mut handed.states[n], packet);
+                let context = format!("seed {seed} tick {tick} conn {n}");
+                let (bytes, stats) = match (got, expected) {
+                    (Ok((bytes, stats)), Ok(expected)) => {
+                        assert_eq!(stats, expected, "{context}");
+                        (bytes, stats)
+                    }
+                    (Err(got), Err(expected)) => {
+                        assert_eq!(got, expected, "{context}");
+                        refused += 1;
+                        continue;
+                    }
+                    (got, expected) => panic!("{context}: {got:?} against {expected:?}"),
+                };
+                assert_eq!(*bytes, *out, "{context}: bytes");
+                assert_eq!(bytes.is_shared(), stats.shared, "{context}");
+                if bytes.is_shared() {
+                    shared += 1;
+                    // Every caught-up connection is handed the same bytes.
+                    match &frame_message {
+                        Some(first) => assert_eq!(first.as_ptr(), bytes.as_ptr(), "{context}"),
+                        None => frame_message = Some(bytes.clone()),
+                    }
+                }
+                handed.clients[n].apply_delta(&bytes, &mut ()).unwrap();
+                if World::packet(n, tick + 1) == tick {
+                    continue;
+                }
+                let lost = fates.random_bool(0.1);
+                for world in [&mut copied, &mut handed] {
+                    let state = &mut world.states[n];
+                    if lost {
+                        state.on_loss(tick);
+                    } else {
+                        state.on_ack(tick);
+                    }
+                }
+            }
+            copied.tick();
+            handed.tick();
         }
         assert!(shared > 100, "seed {seed}: {shared} shared messages");
         assert_eq!(refused, 1, "seed {seed}");

@@ -12,6 +12,7 @@ use crate::receive::decode::Decoded;
 use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
+use crate::send::delta_bytes::DeltaBytes;
 use crate::send_state::SendState;
 use crate::send_state::stats::{Budget, DeltaStats};
 
@@ -65,6 +66,60 @@ impl<T: Replicate> FastArray<T> {
         out: &mut Vec<u8>,
     ) -> Result<DeltaStats, SendError> {
         self.write_delta_bits(state, packet, &mut BitWriter::new(out), None)
+    }
+
+    /// Like [`write_delta`](Self::write_delta), but hands the message out
+    /// whole instead of appending it to a buffer: for a caught-up
+    /// connection, the frame's shared message, the same bytes for every
+    /// such connection, copied for none of them (the first hand-out of a
+    /// frame makes them); else a message of the connection's own. The
+    /// bytes and stats are those `write_delta` would write and return.
+    ///
+    /// For a server that sends each client its message as it is (a
+    /// datagram or a stream frame per message, no packet of its own
+    /// around it): a tick with many caught-up clients then copies the
+    /// shared message once, not once per client, and a transport that
+    /// takes owned buffers takes it as is (see [`DeltaBytes`]). A
+    /// [`Connection`](crate::Connection), which packs a message into a
+    /// packet with its header, copies it anyway and writes with
+    /// [`write_delta_bits`](Self::write_delta_bits).
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u8 }
+    ///
+    /// let mut server = FastArray::new();
+    /// let id = server.push(Unit { hp: 10 });
+    /// server.commit();
+    /// let mut clients: Vec<(SendState, FastArray<Unit>)> =
+    ///     (0..3).map(|_| (SendState::new(), FastArray::mirror())).collect();
+    /// for packet in 1..=2 {
+    ///     for (state, client) in &mut clients {
+    ///         let (bytes, stats) = server.write_delta_bytes(state, packet)?;
+    ///         // Packet 1 is each client's first message, packet 2 the
+    ///         // frame's shared one.
+    ///         assert_eq!(stats.shared, packet == 2);
+    ///         client.apply_delta(&bytes, &mut ()).unwrap(); // or: transport.send(bytes)
+    ///         state.on_ack(packet);
+    ///     }
+    ///     server.get_mut(id).unwrap().hp -= 1;
+    ///     server.commit();
+    /// }
+    /// assert!(clients.iter().all(|(_, client)| client.get(id) == Some(&Unit { hp: 9 })));
+    /// # Ok::<(), fastarray_core::SendError>(())
+    /// ```
+    pub fn write_delta_bytes(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+    ) -> Result<(DeltaBytes, DeltaStats), SendError> {
+        self.expect_client_writer()?;
+        let sender = self.sender.get_or_insert_with(Box::default);
+        sender.write_bytes(&mut self.store, state, packet)
     }
 
     /// Like [`write_delta`](Self::write_delta), but the message takes at

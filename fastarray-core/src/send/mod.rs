@@ -7,6 +7,7 @@
 //! between messages, which knows nothing of the items' type, is
 //! `send_state`'s, below `Replicate`.
 
+pub(crate) mod delta_bytes;
 pub(crate) mod encode_cache;
 pub(crate) mod message;
 pub(crate) mod plan;

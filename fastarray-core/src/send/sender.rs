@@ -10,6 +10,7 @@
 //! kind, the frame, the removed ids, then the sent items (see `WIRE.md`;
 //! the layout is `message`'s), and the record of what the packet carries.
 
+use super::delta_bytes::DeltaBytes;
 use super::encode_cache::EncodeCache;
 use super::message::Message;
 use super::plan::PlanBuffers;
@@ -147,9 +148,40 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
-        if let Some(stats) = self.prepare(store, state, packet, writer, budget, share)? {
+        if let Some(stats) = self.prepare(store, state, packet, budget, share)? {
+            self.shared.copy(writer);
             return Ok(stats);
         }
+        self.write_alone(store, state, packet, writer, budget)
+    }
+
+    /// [`write`](Self::write) of a whole message, handed out: the frame's
+    /// shared message for a caught-up connection, the same bytes for each
+    /// (not copied), or a message of the connection's own.
+    pub(crate) fn write_bytes<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        state: &mut SendState,
+        packet: u32,
+    ) -> Result<(DeltaBytes, DeltaStats), SendError> {
+        if let Some(stats) = self.prepare(store, state, packet, None, true)? {
+            return Ok((self.shared.hand_out(), stats));
+        }
+        let mut out = Vec::new();
+        let stats = self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), None)?;
+        Ok((DeltaBytes::own(out), stats))
+    }
+
+    /// The rest of a write after [`prepare`](Self::prepare) left the
+    /// connection a message of its own.
+    fn write_alone<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        state: &mut SendState,
+        packet: u32,
+        writer: &mut BitWriter<'_>,
+        budget: Option<Budget>,
+    ) -> Result<DeltaStats, SendError> {
         let resynced = self.catch_up(store, state);
         let context = Context {
             owners: &self.owners,
@@ -167,15 +199,15 @@ impl Sender {
     }
 
     /// What every write does first: refuses what it must, starts the
-    /// frame, and writes the frame's shared message for a caught-up
+    /// frame, and records the frame's shared message for a caught-up
     /// connection (composing it if no connection did yet), returning its
-    /// stats; `None` if the connection writes a message of its own.
+    /// stats (the caller copies or hands out its bytes); `None` if the
+    /// connection writes a message of its own.
     fn prepare<T: Replicate>(
         &mut self,
         store: &Store<T>,
         state: &mut SendState,
         packet: u32,
-        writer: &mut BitWriter<'_>,
         budget: Option<Budget>,
         share: bool,
     ) -> Result<Option<DeltaStats>, SendError> {
@@ -208,7 +240,7 @@ impl Sender {
             && self.shared.serves(state.client())
             && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
         {
-            return Ok(Some(self.shared.write(state, packet, writer, all_fields)));
+            return Ok(Some(self.shared.record(state, packet, all_fields)));
         }
         Ok(None)
     }
@@ -229,9 +261,10 @@ impl Sender {
             Vec::with_capacity(writes.len());
         for write in writes.iter_mut() {
             let budget = write.max_bits.map(Budget::of);
-            let mut writer = BitWriter::new(write.out);
-            let prepared =
-                self.prepare(store, write.state, write.packet, &mut writer, budget, true);
+            let prepared = self.prepare(store, write.state, write.packet, budget, true);
+            if let Ok(Some(_)) = prepared {
+                self.shared.copy(&mut BitWriter::new(write.out));
+            }
             results.push(prepared.transpose());
         }
         // The writes of messages of their own.

@@ -5,10 +5,14 @@
 //! the same message as every other such connection: the frame's removals,
 //! adds and changed fields. The first of them writes it straight from the
 //! frame's changeset (`plan::frame_entries`) and the bits are kept here; every
-//! one of them, the first included, copies them and records the packet in
-//! O(adds + removals), sharing one list of the changed fields instead of
-//! one record entry and view update per changed item.
+//! one of them, the first included, copies them (or is handed the same
+//! bytes, [`DeltaBytes`]) and records the packet in O(adds + removals),
+//! sharing one list of the changed fields instead of one record entry and
+//! view update per changed item.
 
+use std::sync::Arc;
+
+use super::delta_bytes::DeltaBytes;
 use crate::bits::BitWriter;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -39,6 +43,9 @@ pub(crate) struct SharedMessage {
     excluded: Vec<u64>,
     /// The frame has no message to share (its changes were owners' alone).
     none: bool,
+    /// The message's bytes as handed out whole ([`hand_out`](Self::hand_out)),
+    /// made at the frame's first hand-out.
+    handed: Option<Arc<[u8]>>,
 }
 
 impl SharedMessage {
@@ -56,6 +63,7 @@ impl SharedMessage {
     pub(crate) fn keep_none(&mut self, frame: u64) {
         self.frame = frame;
         self.none = true;
+        self.handed = None;
         self.bits = 0;
         self.entries.clear();
         self.changed = None;
@@ -83,6 +91,7 @@ impl SharedMessage {
     ) {
         self.frame = frame;
         self.none = false;
+        self.handed = None;
         self.excluded = excluded;
         self.bits = stats.bits;
         self.entries.clear();
@@ -104,17 +113,16 @@ impl SharedMessage {
         };
     }
 
-    /// Copies the kept message into `writer` for a caught-up connection,
-    /// and records it as packet `packet`: O(adds + removals) for the
-    /// connection, whatever the number of changed items.
-    pub(crate) fn write(
+    /// Records the kept message as packet `packet` of a caught-up
+    /// connection: O(adds + removals) for the connection, whatever the
+    /// number of changed items. The caller then [copies](Self::copy) or
+    /// [hands out](Self::hand_out) its bytes.
+    pub(crate) fn record(
         &self,
         state: &mut SendState,
         packet: u32,
-        writer: &mut BitWriter<'_>,
         all_fields: FieldMask,
     ) -> DeltaStats {
-        writer.write_bits_from(&self.bytes, self.bits);
         state.record_shared(
             packet,
             self.frame,
@@ -123,5 +131,20 @@ impl SharedMessage {
             all_fields,
         );
         self.stats
+    }
+
+    /// Appends the kept message's bits to `writer`.
+    pub(crate) fn copy(&self, writer: &mut BitWriter<'_>) {
+        writer.write_bits_from(&self.bytes, self.bits);
+    }
+
+    /// The kept message as a message of its own, the same bytes for every
+    /// connection this frame: copied once, at the frame's first hand-out.
+    pub(crate) fn hand_out(&mut self) -> DeltaBytes {
+        let bytes = self.bits.div_ceil(8) as usize;
+        let handed = self
+            .handed
+            .get_or_insert_with(|| Arc::from(&self.bytes[..bytes]));
+        DeltaBytes::shared(Arc::clone(handed))
     }
 }

@@ -1,0 +1,138 @@
+//! The fan-out ratio of issue 32 measured interleaved: the sparse workload
+//! (1% of 10 000 items change a u16 per tick) served to 1 and to 256
+//! caught-up connections, the two servers taking turns tick by tick, so
+//! that a slow stretch of a shared machine slows both alike. A tick is
+//! what the criterion bench `fanout_10k/conns_<n>` times: `commit`, then
+//! a write and an acknowledgement per connection.
+//!
+//! ```sh
+//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes]
+//! ```
+//!
+//! With `bytes`, each connection's message is handed out by
+//! `write_delta_bytes` (the frame's shared message not copied per
+//! connection, as the criterion bench `fanout_bytes_10k` times it); else
+//! copied into a buffer by `write_delta` (`fanout_10k`).
+//!
+//! Prints the median tick of each server and the ratio of the medians,
+//! and the median and spread of the ratios of each round's two ticks.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use fastarray::{FastArray, SendState};
+use fastarray_bench::{Agent, Op, Script, Workload, apply_ours, caught_up_conn, server_array};
+
+/// Seed of both workloads (the criterion bench's).
+const SEED: u64 = 0x5eed;
+
+/// Items in each array.
+const ITEMS: usize = 10_000;
+
+/// Ticks served before the measured ones.
+const WARM: usize = 200;
+
+/// One server with its workload and its caught-up connections.
+struct Server {
+    script: Script,
+    array: FastArray<Agent>,
+    states: Vec<SendState>,
+    ops: Vec<Op>,
+    out: Vec<u8>,
+    packet: u32,
+    /// Whether messages are handed out (`write_delta_bytes`).
+    bytes: bool,
+}
+
+impl Server {
+    fn new(conns: usize, bytes: bool) -> Self {
+        let (script, agents) = Script::new(Workload::Sparse, ITEMS, SEED);
+        let mut array = server_array(&agents);
+        let states = (0..conns).map(|_| caught_up_conn(&mut array, 0)).collect();
+        Self {
+            script,
+            array,
+            states,
+            ops: Vec::new(),
+            out: Vec::new(),
+            packet: 1,
+            bytes,
+        }
+    }
+
+    /// Serves one tick; returns the time of the part the bench times.
+    fn tick(&mut self) -> Duration {
+        self.script.tick(&mut self.ops);
+        apply_ours(&mut self.array, &self.ops);
+        let start = Instant::now();
+        self.array.commit();
+        for state in &mut self.states {
+            if self.bytes {
+                let written = self.array.write_delta_bytes(state, self.packet);
+                black_box(written.expect("write"));
+            } else {
+                self.out.clear();
+                let stats = self.array.write_delta(state, self.packet, &mut self.out);
+                black_box(stats.expect("write"));
+            }
+            state.on_ack(self.packet);
+        }
+        let elapsed = start.elapsed();
+        self.packet = self.packet.wrapping_add(1);
+        elapsed
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let bytes = std::env::args().any(|arg| arg == "bytes");
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "bytes")
+        .map(|arg| {
+            arg.parse::<usize>().unwrap_or_else(|_| {
+                eprintln!("usage: fanout [rounds] [connections] [bytes] (whole numbers)");
+                std::process::exit(2)
+            })
+        });
+    let rounds = args.next().unwrap_or(20_000).max(1);
+    let conns = args.next().unwrap_or(256).max(1);
+    let mut one = Server::new(1, bytes);
+    let mut many = Server::new(conns, bytes);
+    for _ in 0..WARM {
+        one.tick();
+        many.tick();
+    }
+    let (mut ones, mut manys, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        // Alternate which goes first, so that neither always follows the
+        // other's cache footprint.
+        let (a, b) = if round % 2 == 0 {
+            let a = one.tick();
+            (a, many.tick())
+        } else {
+            let b = many.tick();
+            (one.tick(), b)
+        };
+        let (a, b) = (a.as_secs_f64() * 1e6, b.as_secs_f64() * 1e6);
+        ones.push(a);
+        manys.push(b);
+        ratios.push(b / a);
+    }
+    let (one_median, many_median) = (median(&mut ones), median(&mut manys));
+    let ratio_median = median(&mut ratios);
+    let quartile = |q: usize| ratios[(ratios.len() - 1) * q / 4];
+    println!(
+        "sparse 10k, {}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
+         {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
+         per-round ratio median {ratio_median:.2}×, quartiles {:.2}–{:.2}×",
+        if bytes { "handed out" } else { "copied" },
+        many_median / one_median,
+        quartile(1),
+        quartile(3),
+    );
+}
