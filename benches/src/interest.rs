@@ -264,12 +264,7 @@ impl Scoped {
         for (conn, events) in self.conns.iter_mut().zip(&self.events) {
             if !events.is_empty() {
                 let mut scope = self.server.scope(conn).expect("the server's array");
-                for &(id, relevance) in events {
-                    match relevance {
-                        Relevance::Enter => scope.include(id),
-                        Relevance::Leave => scope.exclude(id),
-                    };
-                }
+                scope.update(events.iter().copied());
             }
         }
         let writing = Instant::now();

@@ -54,6 +54,11 @@ pub enum Relevance {
 /// is tested against every item that moves, and refreshing it (when it
 /// moves) visits every item.
 ///
+/// Below, each event changes its connection's scope at once; with many
+/// connections, group the events per viewer and give each connection its
+/// batch with [`ScopeMut::update`](crate::ScopeMut::update), which reads
+/// the lookups of a run of changes ahead.
+///
 /// ```
 /// use std::collections::HashMap;
 /// use fastarray_core::{FastArray, InterestGrid, Relevance, SendState};

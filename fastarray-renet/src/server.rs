@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use fastarray_core::{
     Connection, ConnectionError, FastArray, InterestGrid, Outgoing, Relevance, Replicate,
+    ReplicationId,
 };
 use renet::{Bytes, ClientId, RenetServer, ServerEvent};
 
@@ -263,17 +264,21 @@ impl RenetReplicationServer {
                 .scope(peer.conn.state_mut(channel))
                 .expect("the server's array, scoped on this channel only");
         }
+        // The events grouped per client, each client's scope changed in
+        // one batch (`ScopeMut::update`).
+        let mut events: BTreeMap<ClientId, Vec<(ReplicationId, Relevance)>> = BTreeMap::new();
         grid.update(|viewer, id, relevance| {
-            if let Some(peer) = self.connections.get_mut(&viewer) {
-                let mut scope = array
-                    .scope(peer.conn.state_mut(channel))
-                    .expect("the server's array, scoped on this channel only");
-                match relevance {
-                    Relevance::Enter => scope.include(id),
-                    Relevance::Leave => scope.exclude(id),
-                };
+            if self.connections.contains_key(&viewer) {
+                events.entry(viewer).or_default().push((id, relevance));
             }
         });
+        for (client, events) in events {
+            let peer = self.connections.get_mut(&client).expect("checked above");
+            array
+                .scope(peer.conn.state_mut(channel))
+                .expect("the server's array, scoped on this channel only")
+                .update(events);
+        }
     }
 
     /// Reads every client's packets on the channel: their

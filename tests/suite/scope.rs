@@ -1013,3 +1013,120 @@ fn a_replicated_object_shown_and_hidden_converges_over_lossy_links() {
         }
     }
 }
+
+/// One server, its connections (half keep what leaves their scope) and
+/// their mirrors, for `ScopeMut::update` against the same changes one by
+/// one.
+struct Batches {
+    server: FastArray<Unit>,
+    ids: Vec<ReplicationId>,
+    conns: Vec<SendState>,
+    clients: Vec<FastArray<Unit>>,
+}
+
+impl Batches {
+    fn new() -> Self {
+        let (server, ids) = units(60);
+        let mut conns: Vec<SendState> = (0..4).map(|_| SendState::new()).collect();
+        let mut server = server;
+        for (n, conn) in conns.iter_mut().enumerate() {
+            let mut scope = server.scope(conn).unwrap();
+            if n % 2 == 1 {
+                scope.set_exit(ScopeExit::Persist);
+            }
+        }
+        Self {
+            server,
+            ids,
+            conns,
+            clients: (0..4).map(|_| FastArray::mirror()).collect(),
+        }
+    }
+}
+
+#[test]
+fn a_batch_of_scope_changes_does_what_the_changes_one_by_one_do() {
+    use fastarray::Relevance::{Enter, Leave};
+    for seed in 0..3 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let (mut batched, mut one_by_one) = (Batches::new(), Batches::new());
+        // Ids gone from the array stay in the pool, so that changes name
+        // them too.
+        let mut named = batched.ids.clone();
+        for tick in 1..=30u32 {
+            // The game: changes, a death and a birth, the same in both.
+            let dead = rng.random_range(0..batched.ids.len());
+            let born = unit(&mut rng);
+            for world in [&mut batched, &mut one_by_one] {
+                let id = world.ids[(tick as usize * 7) % world.ids.len()];
+                world.server.get_mut(id).unwrap().hp += 1;
+                world.server.remove(world.ids[dead]);
+                world.ids[dead] = world.server.push(born.clone());
+                world.server.commit();
+            }
+            named.push(batched.ids[dead]);
+            for n in 0..batched.conns.len() {
+                // Repeated ids, an id that enters and leaves in the batch,
+                // ids the array no longer holds.
+                let mut changes = Vec::new();
+                for _ in 0..rng.random_range(0..40) {
+                    let id = named[rng.random_range(0..named.len())];
+                    changes.push((id, if rng.random_bool(0.6) { Enter } else { Leave }));
+                    if rng.random_bool(0.1) {
+                        changes.push((id, Leave));
+                    }
+                }
+                let got = (batched.server.scope(&mut batched.conns[n]).unwrap())
+                    .update(changes.iter().copied());
+                let mut scope = one_by_one.server.scope(&mut one_by_one.conns[n]).unwrap();
+                let expected = changes
+                    .iter()
+                    .filter(|&&(id, relevance)| match relevance {
+                        Enter => scope.include(id),
+                        Leave => scope.exclude(id),
+                    })
+                    .count();
+                let context = format!("seed {seed} tick {tick} conn {n}");
+                assert_eq!(got, expected, "{context}");
+                let scope_of = |world: &mut Batches| -> BTreeSet<ReplicationId> {
+                    let scope = world.server.scope(&mut world.conns[n]).unwrap();
+                    scope.ids().collect()
+                };
+                assert_eq!(
+                    scope_of(&mut batched),
+                    scope_of(&mut one_by_one),
+                    "{context}"
+                );
+                // The same messages, through the same losses.
+                let lost = rng.random_bool(0.1);
+                let mut bytes = [Vec::new(), Vec::new()];
+                for (world, out) in [&mut batched, &mut one_by_one].into_iter().zip(&mut bytes) {
+                    let conn = &mut world.conns[n];
+                    world.server.write_delta(conn, tick, out).unwrap();
+                    world.clients[n].apply_delta(out, &mut ()).unwrap();
+                    if lost {
+                        conn.on_loss(tick);
+                    } else {
+                        conn.on_ack(tick);
+                    }
+                }
+                assert_eq!(bytes[0], bytes[1], "{context}: bytes");
+            }
+        }
+        // With the losses repaired, each mirror holds its scope (and the
+        // persisted copies).
+        for n in 0..batched.conns.len() {
+            for packet in 31..=32 {
+                let mut out = Vec::new();
+                let conn = &mut batched.conns[n];
+                batched.server.write_delta(conn, packet, &mut out).unwrap();
+                batched.clients[n].apply_delta(&out, &mut ()).unwrap();
+                conn.on_ack(packet);
+            }
+            if n % 2 == 0 {
+                let (server, conn) = (&mut batched.server, &mut batched.conns[n]);
+                mirrors_scope(server, conn, &batched.clients[n]).unwrap();
+            }
+        }
+    }
+}

@@ -1,12 +1,14 @@
-//! The fan-out ratio of issue 32 measured interleaved: the sparse workload
+//! The fan-out ratios of issue 32 measured interleaved: the sparse workload
 //! (1% of 10 000 items change a u16 per tick) served to 1 and to 256
 //! caught-up connections, the two servers taking turns tick by tick, so
 //! that a slow stretch of a shared machine slows both alike. A tick is
 //! what the criterion bench `fanout_10k/conns_<n>` times: `commit`, then
-//! a write and an acknowledgement per connection.
+//! a write and an acknowledgement per connection. With `churn`, the churn
+//! workload instead (1% of the items removed and 1% added per tick;
+//! `fanout_churn_10k`, whose target compares 16 connections with 1).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes]
+//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes] [churn]
 //! ```
 //!
 //! With `bytes`, each connection's message is handed out by
@@ -45,8 +47,8 @@ struct Server {
 }
 
 impl Server {
-    fn new(conns: usize, bytes: bool) -> Self {
-        let (script, agents) = Script::new(Workload::Sparse, ITEMS, SEED);
+    fn new(workload: Workload, conns: usize, bytes: bool) -> Self {
+        let (script, agents) = Script::new(workload, ITEMS, SEED);
         let mut array = server_array(&agents);
         let states = (0..conns).map(|_| caught_up_conn(&mut array, 0)).collect();
         Self {
@@ -89,20 +91,26 @@ fn median(values: &mut [f64]) -> f64 {
 }
 
 fn main() {
-    let bytes = std::env::args().any(|arg| arg == "bytes");
+    let flag = |name: &str| std::env::args().any(|arg| arg == name);
+    let (bytes, churn) = (flag("bytes"), flag("churn"));
+    let workload = if churn {
+        Workload::Churn
+    } else {
+        Workload::Sparse
+    };
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| arg != "bytes")
+        .filter(|arg| arg != "bytes" && arg != "churn")
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
-                eprintln!("usage: fanout [rounds] [connections] [bytes] (whole numbers)");
+                eprintln!("usage: fanout [rounds] [connections] [bytes] [churn]");
                 std::process::exit(2)
             })
         });
     let rounds = args.next().unwrap_or(20_000).max(1);
     let conns = args.next().unwrap_or(256).max(1);
-    let mut one = Server::new(1, bytes);
-    let mut many = Server::new(conns, bytes);
+    let mut one = Server::new(workload, 1, bytes);
+    let mut many = Server::new(workload, conns, bytes);
     for _ in 0..WARM {
         one.tick();
         many.tick();
@@ -127,9 +135,10 @@ fn main() {
     let ratio_median = median(&mut ratios);
     let quartile = |q: usize| ratios[(ratios.len() - 1) * q / 4];
     println!(
-        "sparse 10k, {}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
+        "{} 10k, {}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
          {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
          per-round ratio median {ratio_median:.2}×, quartiles {:.2}–{:.2}×",
+        if churn { "churn" } else { "sparse" },
         if bytes { "handed out" } else { "copied" },
         many_median / one_median,
         quartile(1),

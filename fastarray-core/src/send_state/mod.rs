@@ -39,9 +39,9 @@ use scope::Scope;
 use seen::Seen;
 use view::Views;
 
-/// How many changed ids a merge looks up in the view before queueing their
-/// work.
-const LOOKAHEAD: usize = 16;
+/// How many ids a loop that looks each up in turn reads ahead (see
+/// `Views::warm`).
+pub(crate) const LOOKAHEAD: usize = 16;
 
 /// The sending side of one connection for one array (or replicated object).
 ///

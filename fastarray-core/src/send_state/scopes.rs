@@ -81,6 +81,13 @@ impl Scopes {
         self.watchers.add(id, slot);
     }
 
+    /// Reads the watchers of `ids` ahead of a run of
+    /// [`watch`](Self::watch) and [`unwatch`](Self::unwatch) calls (see
+    /// `Views::warm`).
+    pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
+        self.watchers.warm(ids);
+    }
+
     /// The connection in `slot` no longer sees `id`.
     pub(crate) fn unwatch(&mut self, slot: u32, id: ReplicationId) {
         self.watchers.remove(id, slot);

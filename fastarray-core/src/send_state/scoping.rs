@@ -194,6 +194,13 @@ impl SendState {
         }
     }
 
+    /// Reads the view's entries of `ids` ahead of a run of
+    /// [`include`](Self::include) and [`exclude`](Self::exclude) calls
+    /// (see `Views::warm`).
+    pub(crate) fn warm_views(&self, ids: impl IntoIterator<Item = ReplicationId>) {
+        self.views.warm(ids);
+    }
+
     /// Whether item `id` is out of scope with its copy kept by the client
     /// ([`ScopeExit::Persist`]).
     pub(crate) fn is_frozen(&self, id: ReplicationId) -> bool {

@@ -100,6 +100,14 @@ impl Watchers {
         head.len += 1;
     }
 
+    /// Reads the lists of `ids` and does nothing with them, so that the
+    /// cache misses of a run of adds and removes overlap.
+    pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
+        for id in ids {
+            core::hint::black_box(self.heads.get(&id).map(|head| head.at));
+        }
+    }
+
     /// `slot` no longer sees `id`.
     pub(crate) fn remove(&mut self, id: ReplicationId, slot: u32) {
         let Some(head) = self.heads.get_mut(&id) else {
