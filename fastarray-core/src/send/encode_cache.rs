@@ -59,6 +59,14 @@ impl EncodeCache {
         Ok(span)
     }
 
+    /// Reads the encoding of `payload` for item `id`, if this frame made
+    /// it, and does nothing with it: called on the items of a write
+    /// before any is encoded, so that the cache misses of their lookups
+    /// overlap.
+    pub(crate) fn warm(&self, id: ReplicationId, payload: Payload) {
+        core::hint::black_box(self.spans.get(&(id, payload)).map(|span| span.bits));
+    }
+
     /// Starts frame `frame`, if it has not started: the last frame's
     /// encodings go. Every write calls it, so that a frame whose only
     /// message is the shared one (which encodes straight into itself) does

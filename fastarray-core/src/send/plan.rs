@@ -438,6 +438,14 @@ impl<T: Replicate> Chooser<'_, T> {
     ) -> Result<(), SendError> {
         let arrays = u64::from(T::ARRAY_FIELDS);
         let count = due.len();
+        // The items' encodings of this frame and their slots, read before
+        // any is used, so that their cache misses overlap (each item's
+        // work between lookups would keep them apart).
+        let store = self.store.get();
+        for d in due.iter() {
+            self.encoded.warm(d.id, payload::<T>(d.work, d.whole));
+            core::hint::black_box(store.slot(d.pos).key);
+        }
         for (index, d) in due.drain(..).enumerate() {
             if let Some(fill) = fill.as_deref() {
                 // Nothing fits in fewer bits than an id, a flag and the
@@ -558,18 +566,13 @@ impl<T: Replicate> Chooser<'_, T> {
         work: Work,
         whole: FieldMask,
     ) -> Result<Span, SendError> {
-        let fields = match work {
-            Work::Fields(mask) => Some(mask),
-            _ if whole != FieldMask::all(T::FIELD_COUNT) => Some(whole),
-            _ => None,
-        };
-        let payload = fields.map_or(Payload::Full, |mask| Payload::Fields(mask.bits()));
+        let payload = payload::<T>(work, whole);
         let store = self.store.get();
         let value = &store.slot(pos).value;
         self.encoded
-            .get_or_encode(store.frame(), id, payload, |w| match fields {
-                Some(mask) => value.encode_fields(mask, w),
-                None => value.encode(w),
+            .get_or_encode(store.frame(), id, payload, |w| match payload {
+                Payload::Fields(mask) => value.encode_fields(FieldMask::from_bits(mask), w),
+                Payload::Full => value.encode(w),
             })
             .map_err(|error| SendError::Encode { id, error })
     }
@@ -644,6 +647,17 @@ impl<T: Replicate> Chooser<'_, T> {
 /// field set (which a message whose entries share one states once, so this
 /// counts at most what is written). A whole entry of a type that can
 /// withhold fields: whether it does, and if so which it carries (`whole`).
+/// What an entry doing `work` encodes of an item whose connection may see
+/// the fields `whole`: the changed fields, or the whole item (when that
+/// is not every field, the same bits as those fields changed).
+fn payload<T: Replicate>(work: Work, whole: FieldMask) -> Payload {
+    match work {
+        Work::Fields(mask) => Payload::Fields(mask.bits()),
+        _ if whole != FieldMask::all(T::FIELD_COUNT) => Payload::Fields(whole.bits()),
+        _ => Payload::Full,
+    }
+}
+
 fn framing_bits<T: Replicate>(work: Work, whole: FieldMask) -> u64 {
     match work {
         Work::Fields(mask) => {
