@@ -34,8 +34,10 @@ impl Block {
 }
 
 /// An item's watchers: `len` of them; the lone one in `at` if `len` is 1,
-/// else in the chain of blocks that starts at block `at`, in order
-/// (watcher `i` is slot `i % 7` of the chain's block `i / 7`).
+/// else in the chain of blocks that starts at block `at`: the newest
+/// block first, holding the newest [`newest_count`] watchers, then full
+/// blocks. Adding is O(1) however many watch the item (a crowd around
+/// one boss); removing looks for the watcher along the chain.
 #[derive(Clone, Copy, Debug)]
 struct Head {
     len: u32,
@@ -83,21 +85,17 @@ impl Watchers {
             let block = take_block(&mut self.blocks, &mut self.free);
             self.blocks[block as usize].slots[..2].copy_from_slice(&[head.at, slot]);
             *head = Head { len: 2, at: block };
-            return;
+        } else if len % PER_BLOCK == 0 {
+            // The newest block is full: a new one goes first.
+            let block = take_block(&mut self.blocks, &mut self.free);
+            self.blocks[block as usize].slots[0] = slot;
+            self.blocks[block as usize].next = head.at;
+            head.at = block;
+            head.len += 1;
+        } else {
+            self.blocks[head.at as usize].slots[len % PER_BLOCK] = slot;
+            head.len += 1;
         }
-        // The block of the last watcher.
-        let mut block = head.at;
-        for _ in 0..(len - 1) / PER_BLOCK {
-            block = self.blocks[block as usize].next;
-        }
-        if len % PER_BLOCK == 0 {
-            // The last block is full: chain a new one.
-            let fresh = take_block(&mut self.blocks, &mut self.free);
-            self.blocks[block as usize].next = fresh;
-            block = fresh;
-        }
-        self.blocks[block as usize].slots[len % PER_BLOCK] = slot;
-        head.len += 1;
     }
 
     /// Reads the lists of `ids` and does nothing with them, so that the
@@ -113,42 +111,41 @@ impl Watchers {
         let Some(head) = self.heads.get_mut(&id) else {
             return;
         };
-        let len = head.len as usize;
-        if len == 1 {
+        if head.len == 1 {
             if head.at == slot {
                 self.heads.remove(&id);
             }
             return;
         }
-        // Find `slot`'s block and place, and the last block and the one
-        // before it.
-        let (mut block, mut before) = (head.at, NONE);
-        let mut found = None;
-        for i in 0..len {
-            if i > 0 && i % PER_BLOCK == 0 {
-                before = block;
-                block = self.blocks[block as usize].next;
+        // Find `slot`'s block and place.
+        let mut count = newest_count(head.len);
+        let mut block = head.at;
+        let place = loop {
+            let here = &self.blocks[block as usize];
+            if let Some(place) = here.slots[..count].iter().position(|&s| s == slot) {
+                break place;
             }
-            if found.is_none() && self.blocks[block as usize].slots[i % PER_BLOCK] == slot {
-                found = Some((block, i % PER_BLOCK));
+            block = here.next;
+            if block == NONE {
+                return;
             }
-        }
-        let Some((at, place)) = found else {
-            return;
+            count = PER_BLOCK;
         };
-        // The last watcher takes the removed one's place.
-        let last = (len - 1) % PER_BLOCK;
-        self.blocks[at as usize].slots[place] = self.blocks[block as usize].slots[last];
-        self.blocks[block as usize].slots[last] = NONE;
+        // The newest watcher takes the removed one's place.
+        let newest = newest_count(head.len) - 1;
+        let moved = self.blocks[head.at as usize].slots[newest];
+        self.blocks[block as usize].slots[place] = moved;
+        self.blocks[head.at as usize].slots[newest] = NONE;
         head.len -= 1;
         if head.len == 1 {
             let lone = self.blocks[head.at as usize].slots[0];
             give_block(&mut self.blocks, &mut self.free, head.at);
             head.at = lone;
-        } else if last == 0 {
-            // The last block emptied.
-            self.blocks[before as usize].next = NONE;
-            give_block(&mut self.blocks, &mut self.free, block);
+        } else if newest == 0 {
+            // The newest block emptied: the next one is the newest now.
+            let emptied = head.at;
+            head.at = self.blocks[emptied as usize].next;
+            give_block(&mut self.blocks, &mut self.free, emptied);
         }
     }
 
@@ -181,16 +178,15 @@ impl Watchers {
             each(head.at);
             return;
         }
-        let mut left = head.len as usize;
+        let mut count = newest_count(head.len);
         let mut block = head.at;
-        while left > 0 {
+        while block != NONE {
             let here = &self.blocks[block as usize];
-            let count = left.min(PER_BLOCK);
             for &slot in &here.slots[..count] {
                 each(slot);
             }
-            left -= count;
             block = here.next;
+            count = PER_BLOCK;
         }
     }
 
@@ -211,6 +207,12 @@ impl Watchers {
             self.add(id, slot);
         }
     }
+}
+
+/// How many watchers the newest block of a list of `len` (two or more)
+/// holds: the others fill their blocks.
+fn newest_count(len: u32) -> usize {
+    (len as usize - 1) % PER_BLOCK + 1
 }
 
 /// A cleared block, from the free list of `blocks` if it has one.
@@ -272,7 +274,7 @@ mod tests {
         watchers.add(id(8), 1);
         assert_eq!(slots(&watchers, 7), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
         assert_eq!(used_blocks(&watchers), 2, "nine watchers, two blocks");
-        watchers.remove(id(7), 4); // inside the first block
+        watchers.remove(id(7), 4); // inside the full block
         watchers.remove(id(7), 7); // the last one
         watchers.remove(id(7), 3); // the first one
         watchers.remove(id(7), 10); // not there
