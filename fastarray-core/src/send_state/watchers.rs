@@ -1,9 +1,18 @@
 //! [`Watchers`]: per item in some scope, the slots of the connections that
 //! see it. It holds an entry per (connection, item) pair, so it is kept
 //! small and close together: a lone watcher sits in the item's map entry
-//! (16 bytes with its id); two or more sit in a chain of 32-byte blocks
-//! of seven, so that handing a change to an item's ten watchers reads one
-//! or two cache lines, not ten scattered nodes.
+//! (16 bytes with its id); two or more sit in a chain of 16-byte blocks
+//! of three, so that handing a change to an item's ten watchers reads four
+//! blocks, not ten scattered nodes.
+//!
+//! Why three: at 1 000 connections seeing ~1 000 of 100 000 items each
+//! (ten watchers an item), blocks of seven (32 bytes) route a commit's
+//! changes about 1.3 times as fast as blocks of three, and blocks of three
+//! about 1.7 times as fast as the 8-byte linked nodes before them; but at
+//! 256 connections (2.5 watchers an item) blocks of seven cost 8 bytes
+//! more per (connection, item) than the 91 of blocks of three or of the
+//! linked nodes (`BENCHMARKS.md`, "Interest management", whose limit is
+//! 100).
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
@@ -14,13 +23,13 @@ use crate::id::ReplicationId;
 const NONE: u32 = u32::MAX;
 
 /// Slots per block.
-const PER_BLOCK: usize = 7;
+const PER_BLOCK: usize = 3;
 
 /// Up to [`PER_BLOCK`] watchers of one item, and the next block of the
 /// same item (or of the free list). Aligned so that a block never spans
 /// two cache lines.
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(32))]
+#[repr(C, align(16))]
 struct Block {
     slots: [u32; PER_BLOCK],
     next: u32,
@@ -273,13 +282,14 @@ mod tests {
         }
         watchers.add(id(8), 1);
         assert_eq!(slots(&watchers, 7), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
-        assert_eq!(used_blocks(&watchers), 2, "nine watchers, two blocks");
-        watchers.remove(id(7), 4); // inside the full block
+        assert_eq!(used_blocks(&watchers), 9_usize.div_ceil(PER_BLOCK));
+        watchers.remove(id(7), 4); // inside a full block
         watchers.remove(id(7), 7); // the last one
         watchers.remove(id(7), 3); // the first one
         watchers.remove(id(7), 10); // not there
         assert_eq!(slots(&watchers, 7), [1, 2, 5, 6, 8, 9]);
-        assert_eq!(used_blocks(&watchers), 1, "the emptied block is freed");
+        // Six left: the emptied block is freed.
+        assert_eq!(used_blocks(&watchers), 6_usize.div_ceil(PER_BLOCK));
         // Freed blocks are reused.
         let blocks = watchers.blocks.len();
         watchers.add(id(8), 2);
