@@ -127,6 +127,24 @@ impl World {
         if n == 4 && tick == 21 { 20 } else { tick }
     }
 
+    /// Tells connection `n` of both `worlds` the same fate of its packet
+    /// of `tick`: 10% are lost; one is left in flight, its number written
+    /// again next tick.
+    fn fate(worlds: [&mut World; 2], n: usize, tick: u32, fates: &mut ChaCha8Rng) {
+        if World::packet(n, tick + 1) == tick {
+            return;
+        }
+        let lost = fates.random_bool(0.1);
+        for world in worlds {
+            let state = &mut world.states[n];
+            if lost {
+                state.on_loss(tick);
+            } else {
+                state.on_ack(tick);
+            }
+        }
+    }
+
     /// Whether connection `n` writes at `tick`: the last two join late.
     fn writes(n: usize, tick: u32) -> bool {
         n < CONNS - 2 || tick >= 10
@@ -192,20 +210,7 @@ fn write_deltas_writes_what_write_delta_one_by_one_writes() {
                 };
                 shared += usize::from(stats.shared);
                 one_by_one.clients[n].apply_delta(&out, &mut ()).unwrap();
-                // Some packets are lost, for both worlds alike; one is
-                // left in flight, and its number written again next tick.
-                if World::packet(n, tick + 1) == tick {
-                    continue;
-                }
-                let lost = fates.random_bool(0.1);
-                for world in [&mut one_by_one, &mut at_once] {
-                    let state = &mut world.states[n];
-                    if lost {
-                        state.on_loss(tick);
-                    } else {
-                        state.on_ack(tick);
-                    }
-                }
+                World::fate([&mut one_by_one, &mut at_once], n, tick, &mut fates);
             }
             one_by_one.tick();
             at_once.tick();
@@ -260,18 +265,7 @@ fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_messag
                     }
                 }
                 handed.clients[n].apply_delta(&bytes, &mut ()).unwrap();
-                if World::packet(n, tick + 1) == tick {
-                    continue;
-                }
-                let lost = fates.random_bool(0.1);
-                for world in [&mut copied, &mut handed] {
-                    let state = &mut world.states[n];
-                    if lost {
-                        state.on_loss(tick);
-                    } else {
-                        state.on_ack(tick);
-                    }
-                }
+                World::fate([&mut copied, &mut handed], n, tick, &mut fates);
             }
             copied.tick();
             handed.tick();
