@@ -222,6 +222,7 @@ fn write_deltas_writes_what_write_delta_one_by_one_writes() {
 
 #[test]
 fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_message() {
+    // Budgeted connections compare with `write_delta_with_budget`.
     for seed in 0..3 {
         let (mut copied, mut handed) = (World::new(seed), World::new(seed));
         let mut fates = ChaCha8Rng::seed_from_u64(seed + 100);
@@ -235,12 +236,16 @@ fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_messag
                 }
                 let packet = World::packet(n, tick);
                 let mut out = Vec::new();
-                let expected = copied
-                    .server
-                    .write_delta(&mut copied.states[n], packet, &mut out);
-                let got = handed
-                    .server
-                    .write_delta_bytes(&mut handed.states[n], packet);
+                let (state, server) = (&mut copied.states[n], &mut copied.server);
+                let expected = match World::budget(n) {
+                    Some(bits) => server.write_delta_with_budget(state, packet, &mut out, bits),
+                    None => server.write_delta(state, packet, &mut out),
+                };
+                let (state, server) = (&mut handed.states[n], &mut handed.server);
+                let got = match World::budget(n) {
+                    Some(bits) => server.write_delta_bytes_with_budget(state, packet, bits),
+                    None => server.write_delta_bytes(state, packet),
+                };
                 let context = format!("seed {seed} tick {tick} conn {n}");
                 let (bytes, stats) = match (got, expected) {
                     (Ok((bytes, stats)), Ok(expected)) => {

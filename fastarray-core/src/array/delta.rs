@@ -117,9 +117,60 @@ impl<T: Replicate> FastArray<T> {
         state: &mut SendState,
         packet: u32,
     ) -> Result<(DeltaBytes, DeltaStats), SendError> {
+        self.write_bytes_budgeted(state, packet, None)
+    }
+
+    /// [`write_delta_bytes`](Self::write_delta_bytes) within `max_bits`,
+    /// as [`write_delta_with_budget`](Self::write_delta_with_budget)
+    /// writes: for datagrams, the message then fits the path's MTU. The
+    /// frame's shared message is handed out when it fits; else the
+    /// connection writes a message of its own within the budget.
+    ///
+    /// ```
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Note { text: String }
+    ///
+    /// let mut server = FastArray::new();
+    /// for n in 0..200 {
+    ///     server.push(Note { text: format!("note {n}") });
+    /// }
+    /// server.commit();
+    /// let (mut state, mut client) = (SendState::new(), FastArray::<Note>::mirror());
+    /// let mut packet = 0;
+    /// while client.len() < 200 {
+    ///     packet += 1;
+    ///     let (datagram, _) = server.write_delta_bytes_with_budget(&mut state, packet, 1_200 * 8)?;
+    ///     assert!(datagram.len() <= 1_200);
+    ///     client.apply_delta(&datagram, &mut ()).unwrap();
+    ///     state.on_ack(packet);
+    /// }
+    /// assert!(packet > 1);
+    /// # Ok::<(), fastarray_core::SendError>(())
+    /// ```
+    pub fn write_delta_bytes_with_budget(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+        max_bits: u64,
+    ) -> Result<(DeltaBytes, DeltaStats), SendError> {
+        self.write_bytes_budgeted(state, packet, Some(Budget::of(max_bits)))
+    }
+
+    /// [`write_delta_bytes`](Self::write_delta_bytes) within `budget`, if
+    /// given.
+    fn write_bytes_budgeted(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+        budget: Option<Budget>,
+    ) -> Result<(DeltaBytes, DeltaStats), SendError> {
         self.expect_client_writer()?;
         let sender = self.sender.get_or_insert_with(Box::default);
-        sender.write_bytes(&mut self.store, state, packet)
+        sender.write_bytes(&mut self.store, state, packet, budget)
     }
 
     /// Like [`write_delta`](Self::write_delta), but the message takes at

@@ -163,12 +163,15 @@ impl Sender {
         store: &mut Store<T>,
         state: &mut SendState,
         packet: u32,
+        budget: Option<Budget>,
     ) -> Result<(DeltaBytes, DeltaStats), SendError> {
-        if let Some(stats) = self.prepare(store, state, packet, None, true)? {
+        if let Some(stats) = self.prepare(store, state, packet, budget, true)? {
             return Ok((self.shared.hand_out(), stats));
         }
         let mut out = Vec::new();
-        let stats = self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), None)?;
+        let mut writer = BitWriter::new(&mut out);
+        let stats = self.write_alone(store, state, packet, &mut writer, budget)?;
+        drop(writer);
         Ok((DeltaBytes::own(out), stats))
     }
 
