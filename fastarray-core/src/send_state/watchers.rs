@@ -7,8 +7,11 @@
 //!
 //! Why three: at 1 000 connections seeing ~1 000 of 100 000 items each
 //! (ten watchers an item), blocks of seven (32 bytes) route a commit's
-//! changes about 1.3 times as fast as blocks of three, and blocks of three
-//! about 1.7 times as fast as the 8-byte linked nodes before them; but at
+//! changes about 1.3 times as fast as blocks of three (measured side by
+//! side), and blocks of seven about 2.2 times as fast as the 8-byte linked
+//! nodes before them (measured side by side earlier; blocks of three
+//! against the linked nodes were not, and would be about 1.7 times by
+//! those two ratios); but at
 //! 256 connections (2.5 watchers an item) blocks of seven cost 8 bytes
 //! more per (connection, item) than the 91 of blocks of three or of the
 //! linked nodes (`BENCHMARKS.md`, "Interest management", whose limit is
