@@ -14,7 +14,7 @@ use crate::replicate::Replicate;
 use crate::send_state::audience::Audience;
 use crate::send_state::pending::Work;
 use crate::send_state::stats::{Budget, DeltaStats, Oversized};
-use crate::send_state::{Due, Removal, SendState};
+use crate::send_state::{Due, LOOKAHEAD, Removal, SendState};
 use crate::store::Store;
 use crate::wire::MessageKind;
 use crate::wire::exits::exit_bits;
@@ -438,15 +438,22 @@ impl<T: Replicate> Chooser<'_, T> {
     ) -> Result<(), SendError> {
         let arrays = u64::from(T::ARRAY_FIELDS);
         let count = due.len();
-        // The items' encodings of this frame and their slots, read before
-        // any is used, so that their cache misses overlap (each item's
-        // work between lookups would keep them apart).
-        let store = self.store.get();
-        for d in due.iter() {
-            self.encoded.warm(d.id, payload::<T>(d.work, d.whole));
-            core::hint::black_box(store.slot(d.pos).key);
-        }
-        for (index, d) in due.drain(..).enumerate() {
+        // The list is handed back empty (with its room) at the end; on an
+        // error it is dropped.
+        let items = core::mem::take(due);
+        for index in 0..count {
+            if index % LOOKAHEAD == 0 {
+                // The encodings and slots of the next run of items, read
+                // before any is used so that their cache misses overlap
+                // (each item's work between lookups would keep them
+                // apart); a run at a time, since a budget may stop early.
+                let store = self.store.get();
+                for d in &items[index..count.min(index + LOOKAHEAD)] {
+                    self.encoded.warm(d.id, payload::<T>(d.work, d.whole));
+                    core::hint::black_box(store.slot(d.pos).key);
+                }
+            }
+            let d = items[index];
             if let Some(fill) = fill.as_deref() {
                 // Nothing fits in fewer bits than an id, a flag and the
                 // item's one-bit array deltas.
@@ -538,6 +545,8 @@ impl<T: Replicate> Chooser<'_, T> {
                 inner: deltas,
             });
         }
+        *due = items;
+        due.clear();
         Ok(())
     }
 
