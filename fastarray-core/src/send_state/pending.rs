@@ -124,15 +124,16 @@ impl PendingMap {
     /// needed, so clearing it stays proportional to the work, not to a
     /// past burst (a first full sync).
     pub(crate) fn clear(&mut self) {
-        if self.entries.is_empty() && self.positions.capacity() <= 4 * 64 {
+        let used = self.entries.len();
+        let oversized = self.positions.capacity() > 4 * used.max(64);
+        if used == 0 && !oversized {
             // Nothing to clear nor to give back (a caught-up connection's
             // every write).
             return;
         }
-        let used = self.entries.len();
         self.entries.clear();
         self.positions.clear();
-        if self.positions.capacity() > 4 * used.max(64) {
+        if oversized {
             self.positions.shrink_to(2 * used);
             self.entries.shrink_to(2 * used);
         }
