@@ -14,10 +14,26 @@ use crate::error::DecodeError;
 /// counting as the first, is refused with [`DecodeError::TooDeep`] before
 /// the level past the limit is read. This bounds the recursion (and the
 /// stack) a message of a recursive type can cause, whatever its size.
+///
+/// # Reading a word at a time
+///
+/// The reader holds the next bits of its input in a word, `window`, so
+/// that a short read (an id's gap, a flag, a 16-bit field) shifts bits out
+/// of a register instead of locating and loading its bytes again: a delta's
+/// entry is a handful of reads, and the word is loaded about once per
+/// entry. The word never holds bits past the end of the input (`held` ≤
+/// the bits left), so a read it satisfies needs no other bounds check.
 pub struct BitReader<'a> {
     bytes: &'a [u8],
     total: u64,
-    pos: u64,
+    /// The offset of the first bit past the window: the reader is at
+    /// `end − held` (a read moves only `window` and `held`).
+    end: u64,
+    /// The input's next bits, the next one lowest: its low `held` bits
+    /// (the rest are zero).
+    window: u64,
+    /// How many bits `window` holds: at most 64, and at most the bits left.
+    held: u32,
     /// Derived values being read, one inside the other.
     pub(super) depth: u32,
 }
@@ -28,7 +44,9 @@ impl<'a> BitReader<'a> {
         Self {
             bytes,
             total: 8 * bytes.len() as u64,
-            pos: 0,
+            end: 0,
+            window: 0,
+            held: 0,
             depth: 0,
         }
     }
@@ -41,6 +59,7 @@ impl<'a> BitReader<'a> {
     pub(crate) fn with_len(bytes: &'a [u8], bits: u64) -> Self {
         let mut reader = Self::new(bytes);
         reader.total = reader.total.min(bits);
+        reader.held = 0;
         reader
     }
 
@@ -59,18 +78,20 @@ impl<'a> BitReader<'a> {
     /// Bits consumed so far.
     #[inline]
     pub fn bit_offset(&self) -> u64 {
-        self.pos
+        self.end - u64::from(self.held)
     }
 
     /// Moves past the next `bits` bits if they are there and start on a
     /// byte boundary, returning the input from their first byte (for a
     /// copy that takes whole bytes at once).
     pub(crate) fn take_aligned(&mut self, bits: u64) -> Option<&'a [u8]> {
-        if self.pos % 8 != 0 || self.remaining_bits() < bits {
+        if self.bit_offset() % 8 != 0 || self.remaining_bits() < bits {
             return None;
         }
-        let bytes = self.bytes.get(usize::try_from(self.pos / 8).ok()?..)?;
-        self.pos += bits;
+        let bytes = self
+            .bytes
+            .get(usize::try_from(self.bit_offset() / 8).ok()?..)?;
+        self.skip(bits);
         Some(bytes)
     }
 
@@ -79,10 +100,15 @@ impl<'a> BitReader<'a> {
     /// returns `read`'s result, and whether the input was cut short.
     pub(crate) fn within<R>(&mut self, bits: u64, read: impl FnOnce(&mut Self) -> R) -> (R, bool) {
         let total = self.total;
-        let end = self.pos.saturating_add(bits);
+        let pos = self.bit_offset();
+        let end = pos.saturating_add(bits);
         let cut = end < total;
         if cut {
             self.total = end;
+            // The window keeps only bits before the new end.
+            self.held = u64::from(self.held).min(end - pos) as u32;
+            self.window = mask_low(self.window, self.held);
+            self.end = pos + u64::from(self.held);
         }
         let result = read(self);
         self.total = total;
@@ -92,14 +118,14 @@ impl<'a> BitReader<'a> {
     /// Bits left in the input.
     #[inline]
     pub fn remaining_bits(&self) -> u64 {
-        self.total - self.pos
+        self.total - self.bit_offset()
     }
 
     #[inline]
     fn need(&self, count: u32) -> Result<(), DecodeError> {
         if self.remaining_bits() < u64::from(count) {
             Err(DecodeError::UnexpectedEnd {
-                bit_offset: self.pos,
+                bit_offset: self.bit_offset(),
                 wanted: count,
             })
         } else {
@@ -116,88 +142,132 @@ impl<'a> BitReader<'a> {
     /// Reads `count` bits (≤ 64) as an unsigned number.
     #[inline]
     pub fn read_bits(&mut self, count: u32) -> Result<u64, DecodeError> {
-        if count == 0 {
-            return Ok(0);
+        if count > self.held {
+            self.refill(count)?;
         }
+        let value = mask_low(self.window, count);
+        self.consume(count);
+        Ok(value)
+    }
+
+    /// Loads the window from `pos` for a read of `count` bits that it does
+    /// not hold, refusing the read if the input has fewer left.
+    #[cold]
+    fn refill(&mut self, count: u32) -> Result<(), DecodeError> {
+        let pos = self.bit_offset();
         if count > 64 {
             return Err(DecodeError::UnexpectedEnd {
-                bit_offset: self.pos,
+                bit_offset: self.bit_offset(),
                 wanted: count,
             });
         }
         self.need(count)?;
-        let byte = (self.pos / 8) as usize;
-        let shift = (self.pos % 8) as u32;
-        // Up to 9 bytes hold the bits. Away from the end of the input, the
-        // word at `byte` and the byte after it, loaded directly (a window
-        // copy costs a call to `memcpy` on every read).
-        if let Some(word) = self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<8>) {
+        let byte = (pos / 8) as usize;
+        let shift = (pos % 8) as u32;
+        // Up to 9 bytes hold the next 64 bits. Away from the end of the
+        // input, the word at `byte` and the byte after it, loaded directly.
+        let word = if let Some(word) = self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<8>) {
             let low = u64::from_le_bytes(*word);
-            let value = if shift == 0 {
+            if shift == 0 {
                 low
             } else {
                 let high = self.bytes.get(byte + 8).copied().unwrap_or(0);
                 (low >> shift) | (u64::from(high) << (64 - shift))
-            };
-            self.pos += u64::from(count);
-            return Ok(mask_low(value, count));
-        }
-        // Near the end: the fewer than 8 bytes left, zero past the end.
-        let tail = self.bytes.get(byte..).unwrap_or_default();
-        let low = tail
-            .iter()
-            .rev()
-            .fold(0u64, |word, &b| word << 8 | u64::from(b));
-        let value = low >> shift;
-        self.pos += u64::from(count);
-        Ok(mask_low(value, count))
+            }
+        } else {
+            // Near the end: the fewer than 8 bytes left, zero past the end.
+            let tail = self.bytes.get(byte..).unwrap_or_default();
+            let low = tail
+                .iter()
+                .rev()
+                .fold(0u64, |word, &b| word << 8 | u64::from(b));
+            low >> shift
+        };
+        self.held = self.remaining_bits().min(64) as u32;
+        self.window = mask_low(word, self.held);
+        self.end = pos + u64::from(self.held);
+        Ok(())
+    }
+
+    /// Moves past `count` bits the window holds.
+    #[inline]
+    fn consume(&mut self, count: u32) {
+        debug_assert!(count <= self.held);
+        self.window = self.window.checked_shr(count).unwrap_or(0);
+        self.held -= count;
+    }
+
+    /// Moves past `bits` bits the caller has checked are there, reading
+    /// none of them through the window.
+    fn skip(&mut self, bits: u64) {
+        self.end = self.bit_offset() + bits;
+        self.window = 0;
+        self.held = 0;
     }
 
     /// The next 64 bits, if the input has that many left: the window the
     /// Elias codes are read from in one go.
     #[inline]
-    pub(super) fn peek_word(&self) -> Option<u64> {
-        if self.remaining_bits() < 64 {
-            return None;
+    pub(super) fn peek_word(&mut self) -> Option<u64> {
+        if self.held < 64 {
+            if self.remaining_bits() < 64 {
+                return None;
+            }
+            self.refill(64).ok()?;
         }
-        let byte = (self.pos / 8) as usize;
-        let shift = (self.pos % 8) as u32;
-        let low = u64::from_le_bytes(*self.bytes.get(byte..)?.first_chunk::<8>()?);
-        if shift == 0 {
-            return Some(low);
-        }
-        // 64 bits from an unaligned start span a ninth byte.
-        let high = *self.bytes.get(byte + 8)?;
-        Some((low >> shift) | (u64::from(high) << (64 - shift)))
+        Some(self.window)
     }
 
     /// Reads a value written by [`BitWriter::write_varint`](super::BitWriter::write_varint).
     #[inline]
     pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
-        // The whole code in one 64-bit window: `z` zeros, a one, the `z`
-        // low bits of `n`, then the `n − 1` low bits of the value plus one
+        // The whole code from the window as it is, or else from a full one
         // (the writer's one-word case, values below 2^31, always fits).
-        if let Some(word) = self.peek_word() {
-            let zeros = word.trailing_zeros();
-            if zeros <= 5 {
-                let n = (1u64 << zeros) | mask_low(word >> (zeros + 1), zeros);
-                let head = 2 * zeros + 1;
-                let total = u64::from(head) + n - 1;
-                if total <= 64 {
-                    let low = mask_low(word >> head, (n - 1) as u32);
-                    self.pos += total;
-                    return Ok(((1u64 << (n - 1)) | low) - 1);
-                }
+        match self.varint_in_window() {
+            Some(value) => Ok(value),
+            None => self.read_varint_refilled(),
+        }
+    }
+
+    /// [`read_varint`](Self::read_varint) of a code the window does not
+    /// hold all of.
+    #[inline(never)]
+    fn read_varint_refilled(&mut self) -> Result<u64, DecodeError> {
+        if self.peek_word().is_some() {
+            if let Some(value) = self.varint_in_window() {
+                return Ok(value);
             }
         }
         self.read_varint_bitwise()
+    }
+
+    /// Reads a varint if the window holds all of its code: `z` zeros, a
+    /// one, the `z` low bits of `n`, then the `n − 1` low bits of the
+    /// value plus one.
+    #[inline]
+    fn varint_in_window(&mut self) -> Option<u64> {
+        let word = self.window;
+        let zeros = word.trailing_zeros();
+        if zeros > 5 {
+            return None;
+        }
+        let n = (1u64 << zeros) | mask_low(word >> (zeros + 1), zeros);
+        let head = 2 * zeros + 1;
+        let total = u64::from(head) + n - 1;
+        // Bits past `held` are zeros the input may not have.
+        if total > u64::from(self.held) {
+            return None;
+        }
+        let low = mask_low(word >> head, (n - 1) as u32);
+        self.consume(total as u32);
+        Some(((1u64 << (n - 1)) | low) - 1)
     }
 
     /// [`read_varint`](Self::read_varint) bit by bit: near the end of the
     /// input, for a code longer than a word, and for malformed input
     /// (whose error it reports).
     pub(super) fn read_varint_bitwise(&mut self) -> Result<u64, DecodeError> {
-        let start = self.pos;
+        let start = self.bit_offset();
         let mut zeros = 0u32;
         while !self.read_bool()? {
             zeros += 1;
@@ -215,24 +285,45 @@ impl<'a> BitReader<'a> {
     /// Reads a value written by [`BitWriter::write_gamma`](super::BitWriter::write_gamma).
     #[inline]
     pub fn read_gamma(&mut self) -> Result<u64, DecodeError> {
-        // The whole code in one 64-bit window: `z` zeros, a one, then the
-        // `z` low bits of the value plus one.
-        if let Some(word) = self.peek_word() {
-            let zeros = word.trailing_zeros();
-            if zeros < 32 {
-                let low = mask_low(word >> (zeros + 1), zeros);
-                self.pos += u64::from(2 * zeros + 1);
-                return Ok(((1u64 << zeros) | low) - 1);
+        // The whole code from the window as it is, or else from a full
+        // one: `z` zeros, a one, then the `z` low bits of the value plus one.
+        match self.gamma_in_window() {
+            Some(value) => Ok(value),
+            None => self.read_gamma_refilled(),
+        }
+    }
+
+    /// [`read_gamma`](Self::read_gamma) of a code the window does not hold
+    /// all of.
+    #[inline(never)]
+    fn read_gamma_refilled(&mut self) -> Result<u64, DecodeError> {
+        if self.peek_word().is_some() {
+            if let Some(value) = self.gamma_in_window() {
+                return Ok(value);
             }
         }
         self.read_gamma_bitwise()
+    }
+
+    /// Reads an Elias-gamma code if the window holds all of it.
+    #[inline]
+    fn gamma_in_window(&mut self) -> Option<u64> {
+        let zeros = self.window.trailing_zeros();
+        // Bits past `held` are zeros the input may not have; a code that
+        // fits the window has fewer than 32 zeros.
+        if 2 * zeros + 1 > self.held {
+            return None;
+        }
+        let low = mask_low(self.window >> (zeros + 1), zeros);
+        self.consume(2 * zeros + 1);
+        Some(((1u64 << zeros) | low) - 1)
     }
 
     /// [`read_gamma`](Self::read_gamma) bit by bit: near the end of the
     /// input, for a code longer than a word, and for malformed input
     /// (whose error it reports).
     pub(super) fn read_gamma_bitwise(&mut self) -> Result<u64, DecodeError> {
-        let start = self.pos;
+        let start = self.bit_offset();
         let mut zeros = 0u32;
         while !self.read_bool()? {
             zeros += 1;
@@ -271,17 +362,17 @@ impl<'a> BitReader<'a> {
         let bits = (len as u64).saturating_mul(8);
         if bits > self.remaining_bits() {
             return Err(DecodeError::LengthTooLarge {
-                bit_offset: self.pos,
+                bit_offset: self.bit_offset(),
                 claimed: len as u64,
                 remaining_bits: self.remaining_bits(),
             });
         }
         out.clear();
         out.reserve_exact(len);
-        if self.pos % 8 == 0 {
-            let start = (self.pos / 8) as usize;
+        if self.bit_offset() % 8 == 0 {
+            let start = (self.bit_offset() / 8) as usize;
             out.extend_from_slice(&self.bytes[start..start + len]);
-            self.pos += bits;
+            self.skip(bits);
             return Ok(());
         }
         for _ in 0..len {
@@ -302,7 +393,7 @@ impl<'a> BitReader<'a> {
         match usize::try_from(claimed) {
             Ok(len) if fits => Ok(len),
             _ => Err(DecodeError::LengthTooLarge {
-                bit_offset: self.pos,
+                bit_offset: self.bit_offset(),
                 claimed,
                 remaining_bits: remaining,
             }),
@@ -312,7 +403,7 @@ impl<'a> BitReader<'a> {
     /// Checks that what is left of the input is only zero padding to the
     /// next byte boundary (as [`BitWriter::finish`](super::BitWriter::finish) writes it).
     pub fn expect_end(&mut self) -> Result<(), DecodeError> {
-        let end = self.pos;
+        let end = self.bit_offset();
         let remaining = self.remaining_bits();
         if remaining >= 8 || self.read_bits(remaining as u32)? != 0 {
             return Err(DecodeError::TrailingData {
@@ -334,12 +425,8 @@ pub(crate) fn prealloc<T>(len: usize) -> usize {
     len.min(LIMIT_BYTES / core::mem::size_of::<T>().max(1))
 }
 
-/// The low `count` bits of `value` (`count` in 1..=64).
+/// The low `count` bits of `value` (`count` in 0..=64).
 #[inline]
 fn mask_low(value: u64, count: u32) -> u64 {
-    if count == 64 {
-        value
-    } else {
-        value & ((1u64 << count) - 1)
-    }
+    value & 1u64.checked_shl(count).map_or(u64::MAX, |bit| bit - 1)
 }

@@ -416,3 +416,68 @@ fn elias_codes_round_trip_at_every_alignment() {
         }
     }
 }
+
+/// A reader moved to `offset` by reads of at most 64 bits: its window
+/// holds other bits than a reader that got there another way.
+fn reader_at(bytes: &[u8], offset: u64) -> BitReader<'_> {
+    let mut reader = BitReader::new(bytes);
+    let mut left = offset;
+    while left > 0 {
+        let n = left.min(64) as u32;
+        reader.read_bits(n).expect("inside the input");
+        left -= u64::from(n);
+    }
+    reader
+}
+
+#[test]
+fn a_reader_reads_the_same_whatever_its_window_holds() {
+    // A reader keeps the next bits in a window from read to read; one that
+    // reached the same offset by other reads holds other bits in it. Both
+    // must read the same, stop at the same offset and fail alike, over
+    // reads of every kind and width, cut short by `within`, past aligned
+    // bytes, and up to and past the end of the input.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut cuts = 0;
+    for case in 0..1_500 {
+        let seed = next();
+        let bytes = sparse_bytes(&mut (seed | 1), (case % 48) as usize, 1 + (case % 3) as u32);
+        let mut long = BitReader::new(&bytes);
+        for _ in 0..40 {
+            let mut fresh = reader_at(&bytes, long.bit_offset());
+            let op = next();
+            let width = (op >> 8) as u32 % 65;
+            let read = |reader: &mut BitReader<'_>| -> Result<Vec<u64>, DecodeError> {
+                Ok(match op % 5 {
+                    0 => vec![reader.read_bits(width)?],
+                    1 => vec![reader.read_gamma()?],
+                    2 => vec![reader.read_varint()?],
+                    3 => {
+                        let mut out = Vec::new();
+                        reader.read_bytes_into(width as usize % 5, &mut out)?;
+                        out.into_iter().map(u64::from).collect()
+                    }
+                    _ => {
+                        let (inner, cut) = reader.within(u64::from(width), |r| {
+                            Ok::<_, DecodeError>([r.read_bits(width / 3)?, r.read_gamma()?])
+                        });
+                        let [a, b] = inner?;
+                        vec![a, b, u64::from(cut)]
+                    }
+                })
+            };
+            let (got, want) = (read(&mut long), read(&mut fresh));
+            assert_eq!(got, want, "case {case}, op {op}: {bytes:?}");
+            assert_eq!(long.bit_offset(), fresh.bit_offset(), "case {case}");
+            assert_eq!(long.remaining_bits(), fresh.remaining_bits());
+            cuts += u64::from(op % 5 == 4 && got.is_ok());
+        }
+    }
+    assert!(cuts > 1_000, "{cuts} reads within a cut");
+}

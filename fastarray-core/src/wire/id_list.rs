@@ -142,6 +142,7 @@ impl GapCode {
         }
     }
 
+    #[inline]
     fn read_gap(self, reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
         let GapCode::Golomb(order) = self else {
             return reader.read_varint();
@@ -289,6 +290,7 @@ impl IdReader {
     }
 
     /// Reads the next id of the list.
+    #[inline]
     pub(crate) fn read(
         &mut self,
         reader: &mut BitReader<'_>,
