@@ -37,6 +37,8 @@ pub struct Quantizer {
     min: f64,
     max: f64,
     bits: u32,
+    /// The last step, `2^bits − 1`.
+    top: u64,
     /// Steps per unit, `(2^bits − 1) / (max − min)`, and its inverse, the
     /// width of a step: quantizing and dequantizing multiply by them rather
     /// than divide (a division is the slowest step of a commit's float
@@ -61,12 +63,14 @@ impl Quantizer {
             "quantize needs finite min < max"
         );
         assert!(bits >= 1 && bits <= 32, "quantize needs 1..=32 bits");
-        let steps = ((1u64 << bits) - 1) as f64;
+        let top = (1u64 << bits) - 1;
+        let steps = top as f64;
         let scale = steps / (max - min);
         Self {
             min,
             max,
             bits,
+            top,
             scale,
             step: (max - min) / steps,
             exact_f32: f32_is_exact(min, max, scale),
@@ -85,7 +89,7 @@ impl Quantizer {
     }
 
     fn steps(&self) -> f64 {
-        ((1u64 << self.bits) - 1) as f64
+        self.top as f64
     }
 
     /// The step index of `value` (clamped; `NaN` is step 0).
@@ -95,12 +99,27 @@ impl Quantizer {
         round_steps((clamped - self.min) * self.scale)
     }
 
+    /// Whether `a` and `b` quantize to the same step: what comparing
+    /// their [`quantize`](Self::quantize)s says, and the change test of a
+    /// commit's diff and a mirror's apply. Values two or more steps apart
+    /// once clamped (far more than the error of computing either step)
+    /// cannot round to one step, and most changed values are: one
+    /// subtraction tells them apart.
+    #[inline]
+    pub(crate) fn same_step(&self, a: f64, b: f64) -> bool {
+        let (a, b) = (a.clamp(self.min, self.max), b.clamp(self.min, self.max));
+        if (a - b).abs() * self.scale >= 2.0 {
+            return false;
+        }
+        round_steps((a - self.min) * self.scale) == round_steps((b - self.min) * self.scale)
+    }
+
     /// The value of step index `step`. It quantizes back to `step`
     /// whenever an `f64` does (`tests/suite/wire_eq.rs` searches for
     /// counter-examples).
     #[inline]
     pub fn dequantize(&self, step: u64) -> f64 {
-        if step >= (1u64 << self.bits) - 1 {
+        if step >= self.top {
             self.max
         } else {
             // Below 2^32: through `i64` the conversion is one instruction.
@@ -393,9 +412,8 @@ impl Quantize for f32 {
     #[inline]
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
         // Most values a commit compares did not change at all.
-        let q = axes.at(0);
         self.to_bits() == other.to_bits()
-            || q.quantize(f64::from(*self)) == q.quantize(f64::from(*other))
+            || axes.at(0).same_step(f64::from(*self), f64::from(*other))
     }
 }
 
@@ -415,8 +433,7 @@ impl Quantize for f64 {
     }
 
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
-        let q = axes.at(0);
-        self.to_bits() == other.to_bits() || q.quantize(*self) == q.quantize(*other)
+        self.to_bits() == other.to_bits() || axes.at(0).same_step(*self, *other)
     }
 }
 
@@ -567,6 +584,59 @@ mod tests {
         assert!(!Quantizer::new(-1e-40, 1e-40, 20).exact_f32);
         assert!(!Quantizer::new(0.1, 0.7, 32).exact_f32);
         assert!(exact > 40, "{exact}");
+    }
+
+    /// `same_step` says what comparing the two steps says: for pairs a
+    /// step or less apart (its exact test), pairs apart by about the
+    /// shortcut's threshold, far apart, out of range on one or both sides,
+    /// and with `NaN` or infinities, over coarse to fine quantizations.
+    /// Dropping the clamp, or taking the shortcut under one step, fails it.
+    #[test]
+    fn same_step_is_comparing_steps() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0];
+        for (min, max) in [(-1024.0, 1024.0), (0.0, 1.0), (-3.0, 5.0), (1e6, 1e6 + 1.0)] {
+            for bits in [1, 2, 3, 8, 16, 24, 32] {
+                let q = Quantizer::new(min, max, bits);
+                let step = (max - min) / q.steps();
+                for _ in 0..4_000 {
+                    // Around and beyond the range.
+                    let a = rng.random_range(min - (max - min)..max + (max - min));
+                    let apart = [
+                        0.0,
+                        0.5,
+                        1.0,
+                        1.99,
+                        2.0,
+                        2.01,
+                        1e3,
+                        rng.random_range(0.0..3.0),
+                    ][rng.random_range(0..8)]
+                        * step
+                        * if rng.random_bool(0.5) { 1.0 } else { -1.0 };
+                    let jitter = rng.random_range(-1e-9..1e-9) * step;
+                    let b = a + apart + jitter;
+                    let pairs = [(a, b), (b, a), (a, max + 1.0), (min - 1.0, b)];
+                    for (x, y) in pairs {
+                        assert_eq!(
+                            q.same_step(x, y),
+                            q.quantize(x) == q.quantize(y),
+                            "{q:?}: {x} {y}"
+                        );
+                    }
+                }
+                for x in specials {
+                    for y in specials
+                        .iter()
+                        .copied()
+                        .chain([min, max, (min + max) / 2.0])
+                    {
+                        assert_eq!(q.same_step(x, y), q.quantize(x) == q.quantize(y));
+                    }
+                }
+            }
+        }
     }
 
     #[test]
