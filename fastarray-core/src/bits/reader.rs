@@ -417,11 +417,13 @@ impl<'a> BitReader<'a> {
 
 /// How many elements to reserve up front for a collection of `len`
 /// elements read from the wire (`len` already checked against the input):
-/// at most 64 KiB worth, so a short input that names a type with large
+/// at most 256 KiB worth, so a short input that names a type with large
 /// elements cannot make the decoder reserve gigabytes before decoding a single
-/// one. Beyond that the collection grows as elements actually decode.
+/// one. Beyond that the collection grows as elements actually decode. (A
+/// mirror's entries take about 100 bytes each for a small item type: the
+/// limit holds a tick's thousands of changes without copying them to grow.)
 pub(crate) fn prealloc<T>(len: usize) -> usize {
-    const LIMIT_BYTES: usize = 64 * 1024;
+    const LIMIT_BYTES: usize = 256 * 1024;
     len.min(LIMIT_BYTES / core::mem::size_of::<T>().max(1))
 }
 
