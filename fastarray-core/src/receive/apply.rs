@@ -108,10 +108,12 @@ impl Mirror {
                 }
                 continue;
             };
-            later.extend(deltas.map(|delta| ArrayDelta {
-                entry: held.len(),
-                ..delta
-            }));
+            if T::ARRAY_FIELDS > 0 {
+                later.extend(deltas.map(|delta| ArrayDelta {
+                    entry: held.len(),
+                    ..delta
+                }));
+            }
             let (slot, frames) = store.slot_and_frames_mut(pos);
             // Every item a mirror holds came whole, with its fields' frames.
             debug_assert_eq!(frames.len(), T::FIELD_COUNT as usize);

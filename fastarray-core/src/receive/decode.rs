@@ -200,128 +200,42 @@ fn read_body<T: Replicate>(
     } else {
         None
     };
-    // Room for the items the message adds, if it could take the array
-    // past its limit.
-    let mut room = match (mirror, limits) {
-        (Some((mirror, store)), Some(limits)) if keep => {
+    let mut checks = match (mirror, limits, into.as_deref_mut()) {
+        (Some((mirror, store)), Some(limits), Some(decoded)) => {
             let removed = (&removals[..], &flags[..]);
-            Room::new(mirror, store, limits, count, removed, frame, handles)
+            let room = if keep {
+                Room::new(mirror, store, limits, count, removed, frame, handles)
+            } else {
+                None
+            };
+            Some(Checks {
+                mirror,
+                store,
+                limits,
+                decoded,
+                handles,
+                keep,
+                object,
+                frame,
+                removed: removals.iter().peekable(),
+                near: Near::default(),
+                room,
+            })
         }
         _ => None,
     };
-    let mut removed = removals.iter().peekable();
-    let mut near = Near::default();
     for _ in 0..count {
-        let wire = ids.read(reader)?;
-        let whole = reader.read_bool()?;
-        // A whole entry by handle: the item's id, and how many frames
-        // before this one the sender gave it the handle.
-        let carried = if whole && handles {
-            let id = ReplicationId::from_raw(reader.read_varint()?);
-            let age = reader.read_gamma()?;
-            Some((id, frame.saturating_sub(age)))
-        } else {
-            None
-        };
-        let entry = if whole {
-            let fields = read_whole_fields::<T>(reader)?;
-            let value = if fields == FieldMask::all(T::FIELD_COUNT) {
-                T::decode(reader)?
-            } else {
-                T::decode_visible(fields, reader)?
-            };
-            Entry::Whole(Box::new(value), fields)
-        } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
-            Entry::Arrays
-        } else {
-            let mask = match common {
-                Some(mask) => mask,
-                None => read_field_set(reader, T::FIELD_COUNT)?,
-            };
-            Entry::Fields(mask, T::decode_fields(mask, reader)?)
-        };
-        let (Some((mirror, store)), Some(limits), Some(decoded)) =
-            (mirror, limits, into.as_deref_mut())
-        else {
-            skip_arrays::<T>(reader)?;
-            continue;
-        };
-        // Checks that need no other entry: removals and items are both
-        // ascending, so a duplicate is found walking them together.
-        while removed.next_if(|&&r| r < wire).is_some() {}
-        if removed.peek() == Some(&&wire) {
-            return Err(DecodeError::DuplicateId { id: wire });
-        }
-        if !keep && handles {
-            // A stale message is read past whole: its handles need not
-            // name anything.
-            skip_arrays::<T>(reader)?;
-            continue;
-        }
-        // The item the entry is for: its id, or what its handle names (a
-        // whole entry names it itself, and may give the handle a new
-        // item; an entry for an item already removed here is read past).
-        let handle = wire.to_raw();
-        let (id, earlier) = match (handles, carried) {
-            (false, _) => (wire, false),
-            (true, Some((id, start))) => match mirror.named_whole(handle, frame, start) {
-                NamedWhole::Gone => (id, true),
-                NamedWhole::Current => (id, false),
-                NamedWhole::New => {
-                    decoded.bindings.push((handle, id, start));
-                    (id, false)
+        let (wire, carried, entry) = read_entry::<T>(reader, &mut ids, handles, frame, common)?;
+        match checks.as_mut() {
+            Some(checks) => {
+                if let Some(id) = checks.entry(wire, carried, &entry, reader)? {
+                    checks.decoded.entries.push((id, entry));
                 }
-            },
-            (true, None) => match mirror.named(handle, frame) {
-                Named::Item(id) => (id, false),
-                Named::Gone => (wire, true),
-                Named::Unknown => return Err(DecodeError::UnknownHandle { handle }),
-            },
-        };
-        if object && !earlier && id != OBJECT {
-            return Err(DecodeError::NotAnObjectChange { id });
-        }
-        // Entries written before the item was removed, or before it last
-        // left the scope (its mirror copy then belongs to a later stay),
-        // are read past.
-        let held = store.locate(id, &mut near).map(|pos| store.slot(pos));
-        let dropped = earlier
-            || mirror.drops_entry(id, frame)
-            || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
-        let held = held.map(|slot| &slot.value);
-        if !matches!(entry, Entry::Whole(..)) && !decoded.stale && !dropped && held.is_none() {
-            return Err(DecodeError::UnknownItem { id });
-        }
-        if !keep || dropped {
-            if keep {
-                decoded.skipped += 1;
             }
-            skip_arrays::<T>(reader)?;
-            continue;
+            None => skip_arrays::<T>(reader)?,
         }
-        // The arrays' deltas are checked against the arrays they will be
-        // applied to: the mirror's item, or the new item the entry carries
-        // (a partial entry for an item the mirror does not hold was
-        // refused above).
-        let new = match &entry {
-            Entry::Whole(value, _) => Some(&**value),
-            _ => None,
-        };
-        if let Some(room) = room.as_mut().filter(|_| held.is_none() && new.is_some()) {
-            room.add()?;
-        }
-        if let Some(target) = held.or(new) {
-            let limits = limits.for_arrays(object);
-            read_arrays(
-                reader,
-                target,
-                limits,
-                decoded.entries.len(),
-                &mut decoded.inner,
-            )?;
-        }
-        decoded.entries.push((id, entry));
     }
+    let room = checks.and_then(|checks| checks.room);
     if let (Some(decoded), Some((mirror, store))) = (into, mirror) {
         if handles && keep {
             // The items the handles name. A removal naming a handle's
@@ -355,6 +269,170 @@ fn read_body<T: Replicate>(
         decoded.exits = flags;
     }
     Ok(())
+}
+
+/// What a whole entry by handle carries: the item's id, and the frame the
+/// sender gave it the handle in.
+type Carried = Option<(ReplicationId, u64)>;
+
+/// Reads one entry of a message of `frame`, up to its arrays' deltas: the
+/// id or handle it names on the wire, what it carries if it is whole and
+/// by handle, and the entry. `common` is the field set every entry with
+/// changed fields carries, if the message states one.
+#[inline]
+fn read_entry<T: Replicate>(
+    reader: &mut BitReader<'_>,
+    ids: &mut IdReader,
+    handles: bool,
+    frame: u64,
+    common: Option<FieldMask>,
+) -> Result<(ReplicationId, Carried, Entry<T>), DecodeError> {
+    let wire = ids.read(reader)?;
+    let whole = reader.read_bool()?;
+    // A whole entry by handle: the item's id, and how many frames
+    // before this one the sender gave it the handle.
+    let carried = if whole && handles {
+        let id = ReplicationId::from_raw(reader.read_varint()?);
+        let age = reader.read_gamma()?;
+        Some((id, frame.saturating_sub(age)))
+    } else {
+        None
+    };
+    let entry = if whole {
+        let fields = read_whole_fields::<T>(reader)?;
+        let value = if fields == FieldMask::all(T::FIELD_COUNT) {
+            T::decode(reader)?
+        } else {
+            T::decode_visible(fields, reader)?
+        };
+        Entry::Whole(Box::new(value), fields)
+    } else if T::ARRAY_FIELDS > 0 && !reader.read_bool()? {
+        Entry::Arrays
+    } else {
+        let mask = match common {
+            Some(mask) => mask,
+            None => read_field_set(reader, T::FIELD_COUNT)?,
+        };
+        Entry::Fields(mask, T::decode_fields(mask, reader)?)
+    };
+    Ok((wire, carried, entry))
+}
+
+/// Checks a message's entries, in order, against the mirror and its items,
+/// keeping in `decoded` those there are to apply.
+struct Checks<'a, 'r, T: Replicate> {
+    mirror: &'a Mirror,
+    store: &'a Store<T>,
+    limits: ArrayLimits,
+    decoded: &'a mut Decoded<T>,
+    /// Whether the message names items by handles.
+    handles: bool,
+    /// Whether its entries are kept (it is not stale).
+    keep: bool,
+    /// Whether the mirror is a replicated object's.
+    object: bool,
+    frame: u64,
+    /// The message's removals not yet passed (removals and entries are
+    /// both ascending, so a duplicate is found walking them together).
+    removed: core::iter::Peekable<core::slice::Iter<'r, ReplicationId>>,
+    near: Near,
+    /// Room for the items the message adds, if it could take the array
+    /// past its limit.
+    room: Option<Room>,
+}
+
+impl<T: Replicate> Checks<'_, '_, T> {
+    /// Checks one entry, `wire` naming its item on the wire, then reads
+    /// its arrays' deltas (against the arrays they apply to) or past them.
+    /// Returns the id of its item if it applies, `None` if it is read past.
+    fn entry(
+        &mut self,
+        wire: ReplicationId,
+        carried: Carried,
+        entry: &Entry<T>,
+        reader: &mut BitReader<'_>,
+    ) -> Result<Option<ReplicationId>, DecodeError> {
+        let (mirror, store, frame) = (self.mirror, self.store, self.frame);
+        let decoded = &mut *self.decoded;
+        // Checks that need no other entry.
+        while self.removed.next_if(|&&r| r < wire).is_some() {}
+        if self.removed.peek() == Some(&&wire) {
+            return Err(DecodeError::DuplicateId { id: wire });
+        }
+        if !self.keep && self.handles {
+            // A stale message is read past whole: its handles need not
+            // name anything.
+            skip_arrays::<T>(reader)?;
+            return Ok(None);
+        }
+        // The item the entry is for: its id, or what its handle names (a
+        // whole entry names it itself, and may give the handle a new
+        // item; an entry for an item already removed here is read past).
+        let handle = wire.to_raw();
+        let (id, earlier) = match (self.handles, carried) {
+            (false, _) => (wire, false),
+            (true, Some((id, start))) => match mirror.named_whole(handle, frame, start) {
+                NamedWhole::Gone => (id, true),
+                NamedWhole::Current => (id, false),
+                NamedWhole::New => {
+                    decoded.bindings.push((handle, id, start));
+                    (id, false)
+                }
+            },
+            (true, None) => match mirror.named(handle, frame) {
+                Named::Item(id) => (id, false),
+                Named::Gone => (wire, true),
+                Named::Unknown => return Err(DecodeError::UnknownHandle { handle }),
+            },
+        };
+        if self.object && !earlier && id != OBJECT {
+            return Err(DecodeError::NotAnObjectChange { id });
+        }
+        // Entries written before the item was removed, or before it last
+        // left the scope (its mirror copy then belongs to a later stay),
+        // are read past.
+        let held = store.locate(id, &mut self.near).map(|pos| store.slot(pos));
+        let dropped = earlier
+            || mirror.drops_entry(id, frame)
+            || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
+        let held = held.map(|slot| &slot.value);
+        if !matches!(entry, Entry::Whole(..)) && !decoded.stale && !dropped && held.is_none() {
+            return Err(DecodeError::UnknownItem { id });
+        }
+        if !self.keep || dropped {
+            if self.keep {
+                decoded.skipped += 1;
+            }
+            skip_arrays::<T>(reader)?;
+            return Ok(None);
+        }
+        // The arrays' deltas are checked against the arrays they will be
+        // applied to: the mirror's item, or the new item the entry carries
+        // (a partial entry for an item the mirror does not hold was
+        // refused above).
+        let new = match entry {
+            Entry::Whole(value, _) => Some(&**value),
+            _ => None,
+        };
+        if let Some(room) = self
+            .room
+            .as_mut()
+            .filter(|_| held.is_none() && new.is_some())
+        {
+            room.add()?;
+        }
+        if let Some(target) = held.or(new) {
+            let limits = self.limits.for_arrays(self.object);
+            read_arrays(
+                reader,
+                target,
+                limits,
+                decoded.entries.len(),
+                &mut decoded.inner,
+            )?;
+        }
+        Ok(Some(id))
+    }
 }
 
 /// The items an array would hold after a message that could take it past
