@@ -1,0 +1,149 @@
+//! The client's apply of issue 32 measured interleaved: one workload's
+//! messages for 10 000 items, recorded once (ours, and the byte-level
+//! naive differ's of `fastarray_bench::bytes`), then replayed in turns —
+//! our mirror applies the recording's ticks, then the naive client
+//! applies its own — so that a slow stretch of a shared machine slows
+//! both alike. A replay is what the criterion benches
+//! `<workload>_10k/ours_apply` and `bytes_apply` time, tick by tick.
+//!
+//! ```sh
+//! cargo run --release -p fastarray-bench --bin apply -- [rounds] [sparse|hot|churn|dense]
+//! ```
+//!
+//! Prints the median time of a tick's apply on each side, and the median
+//! and spread of the rounds' ratios (ours ÷ naive).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use fastarray::{FastArray, SendState};
+use fastarray_bench::bytes::{self, BytesSender};
+use fastarray_bench::{Agent, Script, Workload, apply_ours, apply_vec, caught_up, server_array};
+
+/// Seed of the workloads (the criterion bench's).
+const SEED: u64 = 0x5eed;
+
+/// Items in the array.
+const ITEMS: usize = 10_000;
+
+/// Ticks recorded, and replayed per round (the criterion bench's).
+const REPLAY: usize = 64;
+
+/// One workload's messages, both sides', and each client before the first.
+struct Recording {
+    ours: Vec<Vec<u8>>,
+    mirror: FastArray<Agent>,
+    bytes: Vec<Vec<u8>>,
+    client: Vec<Agent>,
+}
+
+fn record(workload: Workload) -> Recording {
+    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
+    let mut server = server_array(&agents);
+    let (mut conn, mirror): (SendState, _) = caught_up(&mut server, 0);
+    let mut items = agents.clone();
+    let mut sender = BytesSender::new(&items);
+    let mut ops = Vec::new();
+    let mut recording = Recording {
+        ours: Vec::new(),
+        mirror,
+        bytes: Vec::new(),
+        client: agents,
+    };
+    for tick in 1..=REPLAY as u32 {
+        script.tick(&mut ops);
+        apply_ours(&mut server, &ops);
+        server.commit();
+        let mut out = Vec::new();
+        server
+            .write_delta(&mut conn, tick, &mut out)
+            .expect("write");
+        conn.on_ack(tick);
+        recording.ours.push(out);
+        apply_vec(&mut items, &ops);
+        let mut out = Vec::new();
+        sender.write(&items, &mut out);
+        recording.bytes.push(out);
+    }
+    recording
+}
+
+/// The time our mirror takes to apply the recording, tick by tick (the
+/// copy of the mirror before the first tick is not timed).
+fn replay_ours(recording: &Recording, mirror: &mut FastArray<Agent>) -> Duration {
+    mirror.clone_from(&recording.mirror);
+    let mut total = Duration::ZERO;
+    for message in &recording.ours {
+        let start = Instant::now();
+        let report = mirror.apply_delta(message, &mut ());
+        total += start.elapsed();
+        black_box(report.expect("apply"));
+    }
+    total
+}
+
+/// The same for the naive client.
+fn replay_bytes(recording: &Recording, client: &mut Vec<Agent>) -> Duration {
+    client.clone_from(&recording.client);
+    let mut total = Duration::ZERO;
+    for message in &recording.bytes {
+        let start = Instant::now();
+        let applied = bytes::apply(client, message);
+        total += start.elapsed();
+        applied.expect("apply");
+    }
+    total
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut rounds = 200;
+    let mut workload = Workload::Hot;
+    for arg in std::env::args().skip(1) {
+        workload = match arg.as_str() {
+            "sparse" => Workload::Sparse,
+            "hot" => Workload::Hot,
+            "churn" => Workload::Churn,
+            "dense" => Workload::Dense,
+            _ => match arg.parse() {
+                Ok(n) if n > 0 => {
+                    rounds = n;
+                    continue;
+                }
+                _ => {
+                    eprintln!("usage: apply [rounds] [sparse|hot|churn|dense]");
+                    std::process::exit(2)
+                }
+            },
+        };
+    }
+    let recording = record(workload);
+    let mut mirror = recording.mirror.clone();
+    let mut client = recording.client.clone();
+    let per_tick = |d: Duration| d.as_secs_f64() * 1e6 / REPLAY as f64;
+    // A round to warm up, not counted.
+    replay_ours(&recording, &mut mirror);
+    replay_bytes(&recording, &mut client);
+    let (mut ours, mut naive, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let a = per_tick(replay_ours(&recording, &mut mirror));
+        let b = per_tick(replay_bytes(&recording, &mut client));
+        ours.push(a);
+        naive.push(b);
+        ratios.push(a / b);
+    }
+    let (ours, naive) = (median(&mut ours), median(&mut naive));
+    let ratio = median(&mut ratios);
+    let quartiles = (ratios[rounds / 4], ratios[rounds * 3 / 4]);
+    println!(
+        "{workload:?}, {rounds} rounds of {REPLAY} ticks: ours {ours:.1} µs a tick, \
+         bytes {naive:.1} µs: {:.2}× (median of rounds {ratio:.2}×, quartiles {:.2}–{:.2}×)",
+        ours / naive,
+        quartiles.0,
+        quartiles.1,
+    );
+}
