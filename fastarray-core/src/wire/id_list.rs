@@ -142,7 +142,7 @@ impl GapCode {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read_gap(self, reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
         let GapCode::Golomb(order) = self else {
             return reader.read_varint();
@@ -290,7 +290,7 @@ impl IdReader {
     }
 
     /// Reads the next id of the list.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read(
         &mut self,
         reader: &mut BitReader<'_>,

@@ -160,6 +160,7 @@ pub fn replicate(target: &Target, items: ReplicateItems) -> TokenStream {
                 #retain_fields
             }
 
+            #[inline]
             fn apply_patch(
                 &mut self,
                 __patch: <Self as #private::Replicate>::Patch,
