@@ -136,27 +136,21 @@ impl Mirror {
                 Entry::Arrays => (FieldMask::EMPTY, FieldMask::EMPTY),
             };
             // Each field takes the value only if it is newer than the one it
-            // holds: duplicates and late copies change nothing.
-            let newer = sent.iter().filter(|&f| frames[f as usize] < frame);
-            let newer = newer.fold(FieldMask::EMPTY, FieldMask::with);
+            // holds: duplicates and late copies change nothing. The newer
+            // ones date from this frame.
+            let mut newer = FieldMask::EMPTY;
+            for field in sent.iter() {
+                let at = &mut frames[field as usize];
+                if *at < frame {
+                    *at = frame;
+                    newer = newer.with(field);
+                }
+            }
             // Newer is not different: a field that went A → B → A while the
-            // packet with B was lost arrives newer and unchanged.
-            // What the patch holds: every field for a whole value (a field
-            // withheld from it holds its `Default`, not sent), the sent
-            // fields otherwise.
-            let in_patch = match &entry {
-                Entry::Whole(..) => FieldMask::all(T::FIELD_COUNT),
-                _ => sent,
-            };
-            let mut apply_newer = |mut patch: T::Patch| {
-                for field in newer.iter() {
-                    frames[field as usize] = frame;
-                }
-                if newer != in_patch {
-                    T::retain_fields(&mut patch, newer);
-                }
-                slot.value.apply_patch(patch)
-            };
+            // packet with B was lost arrives newer and unchanged. The patch
+            // keeps only the newer fields: it holds every field for a whole
+            // value (a field withheld from it holds its `Default`, not
+            // sent), the sent fields otherwise.
             let whole = matches!(entry, Entry::Whole(..));
             let changed = match entry {
                 _ if newer.is_empty() => FieldMask::EMPTY,
@@ -166,11 +160,22 @@ impl Mirror {
                     // this frame. (No field can hold newer data: changed
                     // fields are only sent once a whole value of the new
                     // shape is known to have arrived.)
-                    frames.iter_mut().for_each(|f| *f = frame);
+                    frames.fill(frame);
                     slot.value.apply_patch(value.into_patch())
                 }
-                Entry::Whole(value, _) => apply_newer(value.into_patch()),
-                Entry::Fields(_, patch) => apply_newer(patch),
+                Entry::Whole(value, _) => {
+                    let mut patch = value.into_patch();
+                    if newer != FieldMask::all(T::FIELD_COUNT) {
+                        T::retain_fields(&mut patch, newer);
+                    }
+                    slot.value.apply_patch(patch)
+                }
+                Entry::Fields(_, mut patch) => {
+                    if newer != sent {
+                        T::retain_fields(&mut patch, newer);
+                    }
+                    slot.value.apply_patch(patch)
+                }
                 Entry::Arrays => FieldMask::EMPTY,
             };
             held.push((id, pos, changed, whole));
