@@ -83,14 +83,16 @@ impl Message<'_> {
         state: &SendState,
         writer: &mut BitWriter<'_>,
     ) -> Result<Option<FrameRecord>, SendError> {
-        let entries = frame_entries::<T>(changes, allowed);
-        let common = common_fields(entries.clone().map(|(_, work)| work));
-        let wires = entries.clone().map(|(id, _)| id);
+        // Walked three times or more (the common fields, the id list's code,
+        // the entries): gathered once, each walk is a slice's.
+        let entries: Vec<_> = frame_entries::<T>(changes, allowed).collect();
+        let common = common_fields(entries.iter().map(|&(_, work)| work));
+        let wires = entries.iter().map(|&(id, _)| id);
         let mut list = self.write_head(state, writer, wires, common);
         let mut whole = Vec::new();
         let mut changed = Vec::with_capacity(entries.len());
         let mut near = Near::default();
-        for (id, work) in entries {
+        for &(id, work) in &entries {
             // A commit's changes name live items only, and nothing has
             // changed since the commit.
             let Some(pos) = store.locate(id, &mut near) else {

@@ -287,7 +287,7 @@ pub(crate) fn plan<T: Replicate>(
 pub(crate) fn frame_entries<T: Replicate>(
     changes: &Changeset,
     allowed: FieldMask,
-) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + Clone + '_ {
+) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + '_ {
     let work = move |mask: FieldMask| {
         if (mask & T::STRUCTURE).is_empty() {
             let sent = mask & allowed;
@@ -339,20 +339,6 @@ struct Merged<A: Iterator, B: Iterator> {
     chained: bool,
 }
 
-impl<A, B> Clone for Merged<A, B>
-where
-    A: Iterator<Item = (ReplicationId, Work)> + Clone,
-    B: Iterator<Item = (ReplicationId, Work)> + Clone,
-{
-    fn clone(&self) -> Self {
-        Self {
-            a: self.a.clone(),
-            b: self.b.clone(),
-            chained: self.chained,
-        }
-    }
-}
-
 impl<A, B> Iterator for Merged<A, B>
 where
     A: Iterator<Item = (ReplicationId, Work)>,
@@ -373,7 +359,6 @@ where
 }
 
 /// An iterator whose length is known.
-#[derive(Clone)]
 struct Counted<I> {
     inner: I,
     left: usize,
