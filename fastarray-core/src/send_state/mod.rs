@@ -70,7 +70,7 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// Per item the client may hold (or, with a scope, in scope), one 16-byte
 /// hash map entry (id, state, acknowledged key, records in flight, the
 /// scope's priority and detail level), and 48 bytes more while two or more
-/// packets that carried it are in flight; per packet in flight, 72 bytes plus 32 per item it carried (a frame's shared message
+/// packets that carried it are in flight; per packet in flight, 64 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
-        assert_eq!(core::mem::size_of::<Record>(), 72);
+        assert_eq!(core::mem::size_of::<Record>(), 64);
         assert_eq!(
             core::mem::size_of::<SendState>(),
             344,
