@@ -130,7 +130,7 @@ impl GapCode {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     fn write_gap(self, writer: &mut BitWriter<'_>, gap: u64) {
         match self {
             GapCode::Delta => writer.write_varint(gap),
@@ -259,7 +259,7 @@ impl IdWriter {
     }
 
     /// Writes the next id of the list (ascending).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn write(&mut self, writer: &mut BitWriter<'_>, id: ReplicationId) {
         self.code.write_gap(writer, id.to_raw() - self.next);
         self.next = id.to_raw() + 1;
