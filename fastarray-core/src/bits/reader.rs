@@ -59,7 +59,6 @@ impl<'a> BitReader<'a> {
     pub(crate) fn with_len(bytes: &'a [u8], bits: u64) -> Self {
         let mut reader = Self::new(bytes);
         reader.total = reader.total.min(bits);
-        reader.held = 0;
         reader
     }
 
@@ -150,14 +149,15 @@ impl<'a> BitReader<'a> {
         Ok(value)
     }
 
-    /// Loads the window from `pos` for a read of `count` bits that it does
-    /// not hold, refusing the read if the input has fewer left.
+    /// Loads the window from the reader's offset for a read of `count`
+    /// bits that it does not hold, refusing the read if the input has
+    /// fewer left. Out of line: most reads take bits the window holds.
     #[cold]
     fn refill(&mut self, count: u32) -> Result<(), DecodeError> {
         let pos = self.bit_offset();
         if count > 64 {
             return Err(DecodeError::UnexpectedEnd {
-                bit_offset: self.bit_offset(),
+                bit_offset: pos,
                 wanted: count,
             });
         }
