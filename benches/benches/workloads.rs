@@ -35,9 +35,10 @@ use std::time::{Duration, Instant};
 use criterion::{
     BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime,
 };
-use fastarray::{Connection, FastArray, MAX_PACKET, SendState};
+use fastarray::{Connection, FastArray, MAX_PACKET};
 use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
+use fastarray_bench::recording::record;
 use fastarray_bench::{
     Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_writes,
 };
@@ -277,55 +278,9 @@ fn replay_on_vec<E: std::fmt::Debug>(
     });
 }
 
-/// Messages of `REPLAY` ticks, ours and naive, and the clients' state
-/// before the first.
-struct Recording {
-    ours: Vec<Vec<u8>>,
-    mirror: FastArray<Agent>,
-    naive: Vec<Vec<u8>>,
-    bytes: Vec<Vec<u8>>,
-    client: Vec<Agent>,
-}
-
-fn record(workload: Workload) -> Recording {
-    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
-    let mut server = server_array(&agents);
-    let (mut conn, mirror): (SendState, _) = caught_up(&mut server, 0);
-    let mut items = agents.clone();
-    let mut sender = NaiveSender::new(&items);
-    let mut bytes_sender = BytesSender::new(&items);
-    let mut ops = Vec::new();
-    let mut recording = Recording {
-        ours: Vec::new(),
-        mirror,
-        naive: Vec::new(),
-        bytes: Vec::new(),
-        client: agents,
-    };
-    for tick in 1..=REPLAY as u32 {
-        script.tick(&mut ops);
-        apply_ours(&mut server, &ops);
-        server.commit();
-        let mut bytes = Vec::new();
-        server
-            .write_delta(&mut conn, tick, &mut bytes)
-            .expect("write");
-        conn.on_ack(tick);
-        recording.ours.push(bytes);
-        apply_vec(&mut items, &ops);
-        let mut bytes = Vec::new();
-        sender.write(&items, &mut bytes).expect("write");
-        recording.naive.push(bytes);
-        let mut bytes = Vec::new();
-        bytes_sender.write(&items, &mut bytes);
-        recording.bytes.push(bytes);
-    }
-    recording
-}
-
 /// The client applying one tick: ours and naive, replaying a recording.
 fn client_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
-    let recording = record(workload);
+    let recording = record(workload, ITEMS, SEED, REPLAY);
     {
         let mut mirror = recording.mirror.clone();
         let mut tick = 0;

@@ -29,6 +29,8 @@ pub mod estimates;
 pub mod interest;
 /// The naive position-diffing baseline.
 pub mod naive;
+/// Recorded messages for the client benches.
+pub mod recording;
 /// Secure sessions, for the secure bench and the report.
 pub mod secure;
 /// The bit-count model of Unreal's FastArray.

@@ -16,9 +16,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, SendState};
-use fastarray_bench::bytes::{self, BytesSender};
-use fastarray_bench::{Agent, Script, Workload, apply_ours, apply_vec, caught_up, server_array};
+use fastarray::FastArray;
+use fastarray_bench::recording::{Recording, record};
+use fastarray_bench::{Agent, Workload, bytes};
 
 /// Seed of the workloads (the criterion bench's).
 const SEED: u64 = 0x5eed;
@@ -28,45 +28,6 @@ const ITEMS: usize = 10_000;
 
 /// Ticks recorded, and replayed per round (the criterion bench's).
 const REPLAY: usize = 64;
-
-/// One workload's messages, both sides', and each client before the first.
-struct Recording {
-    ours: Vec<Vec<u8>>,
-    mirror: FastArray<Agent>,
-    bytes: Vec<Vec<u8>>,
-    client: Vec<Agent>,
-}
-
-fn record(workload: Workload) -> Recording {
-    let (mut script, agents) = Script::new(workload, ITEMS, SEED);
-    let mut server = server_array(&agents);
-    let (mut conn, mirror): (SendState, _) = caught_up(&mut server, 0);
-    let mut items = agents.clone();
-    let mut sender = BytesSender::new(&items);
-    let mut ops = Vec::new();
-    let mut recording = Recording {
-        ours: Vec::new(),
-        mirror,
-        bytes: Vec::new(),
-        client: agents,
-    };
-    for tick in 1..=REPLAY as u32 {
-        script.tick(&mut ops);
-        apply_ours(&mut server, &ops);
-        server.commit();
-        let mut out = Vec::new();
-        server
-            .write_delta(&mut conn, tick, &mut out)
-            .expect("write");
-        conn.on_ack(tick);
-        recording.ours.push(out);
-        apply_vec(&mut items, &ops);
-        let mut out = Vec::new();
-        sender.write(&items, &mut out);
-        recording.bytes.push(out);
-    }
-    recording
-}
 
 /// The time our mirror takes to apply the recording, tick by tick (the
 /// copy of the mirror before the first tick is not timed).
@@ -121,7 +82,7 @@ fn main() {
             },
         };
     }
-    let recording = record(workload);
+    let recording = record(workload, ITEMS, SEED, REPLAY);
     let mut mirror = recording.mirror.clone();
     let mut client = recording.client.clone();
     let per_tick = |d: Duration| d.as_secs_f64() * 1e6 / REPLAY as f64;
