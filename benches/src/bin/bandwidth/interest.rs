@@ -304,7 +304,8 @@ impl Results {
             "\nTime on this shared machine swings by a third from run to run (runs of `interest/mmo_1000` in a row \
              have differed by half), so these rows say what a tick costs, not what a change saved. A change is \
              measured by running the `mmo` bins built before and after it in turn, `mmo 1000 8` each, eight pairs, \
-             and taking per phase the median of the pairs' ratios. Instructions do not swing: \
+             and taking per phase the median of the pairs' ratios (`cargo run --release -p fastarray-bench --bin ab \
+             -- <before> <after> 8 -- 1000 8`). Instructions do not swing: \
              `cargo run --release -p fastarray-bench --bin mmo -- 256 5` under `valgrind --tool=cachegrind`, minus \
              the same with 0 ticks, counts a tick's instructions and cache misses (see `benches/src/bin/mmo.rs`); \
              but cachegrind's cache has no misses in flight at once, so it does not see a change that makes misses \
