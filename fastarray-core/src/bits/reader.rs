@@ -225,20 +225,26 @@ impl<'a> BitReader<'a> {
         // (the writer's one-word case, values below 2^31, always fits).
         match self.varint_in_window() {
             Some(value) => Ok(value),
-            None => self.read_varint_refilled(),
+            None => self.read_code_refilled(Self::varint_in_window, Self::read_varint_bitwise),
         }
     }
 
-    /// [`read_varint`](Self::read_varint) of a code the window does not
-    /// hold all of.
+    /// An Elias code the window does not hold all of: read from a full
+    /// window (`in_window`) if the input has 64 bits left and the code
+    /// fits, else bit by bit (`bitwise`). Out of line: most codes are read
+    /// from the window as it is.
     #[inline(never)]
-    fn read_varint_refilled(&mut self) -> Result<u64, DecodeError> {
-        if self.peek_word().is_some() {
-            if let Some(value) = self.varint_in_window() {
-                return Ok(value);
-            }
+    fn read_code_refilled(
+        &mut self,
+        in_window: impl FnOnce(&mut Self) -> Option<u64>,
+        bitwise: impl FnOnce(&mut Self) -> Result<u64, DecodeError>,
+    ) -> Result<u64, DecodeError> {
+        if self.peek_word().is_some()
+            && let Some(value) = in_window(self)
+        {
+            return Ok(value);
         }
-        self.read_varint_bitwise()
+        bitwise(self)
     }
 
     /// Reads a varint if the window holds all of its code: `z` zeros, a
@@ -289,20 +295,8 @@ impl<'a> BitReader<'a> {
         // one: `z` zeros, a one, then the `z` low bits of the value plus one.
         match self.gamma_in_window() {
             Some(value) => Ok(value),
-            None => self.read_gamma_refilled(),
+            None => self.read_code_refilled(Self::gamma_in_window, Self::read_gamma_bitwise),
         }
-    }
-
-    /// [`read_gamma`](Self::read_gamma) of a code the window does not hold
-    /// all of.
-    #[inline(never)]
-    fn read_gamma_refilled(&mut self) -> Result<u64, DecodeError> {
-        if self.peek_word().is_some() {
-            if let Some(value) = self.gamma_in_window() {
-                return Ok(value);
-            }
-        }
-        self.read_gamma_bitwise()
     }
 
     /// Reads an Elias-gamma code if the window holds all of it.
