@@ -214,7 +214,6 @@ fn read_body<T: Replicate>(
                 limits,
                 decoded,
                 handles,
-                keep,
                 object,
                 frame,
                 removed: removals.iter().peekable(),
@@ -327,8 +326,6 @@ struct Checks<'a, 'r, T: Replicate> {
     decoded: &'a mut Decoded<T>,
     /// Whether the message names items by handles.
     handles: bool,
-    /// Whether its entries are kept (it is not stale).
-    keep: bool,
     /// Whether the mirror is a replicated object's.
     object: bool,
     frame: u64,
@@ -354,12 +351,14 @@ impl<T: Replicate> Checks<'_, '_, T> {
     ) -> Result<Option<ReplicationId>, DecodeError> {
         let (mirror, store, frame) = (self.mirror, self.store, self.frame);
         let decoded = &mut *self.decoded;
+        // A stale message's entries are read past, not kept.
+        let keep = !decoded.stale;
         // Checks that need no other entry.
         while self.removed.next_if(|&&r| r < wire).is_some() {}
         if self.removed.peek() == Some(&&wire) {
             return Err(DecodeError::DuplicateId { id: wire });
         }
-        if !self.keep && self.handles {
+        if !keep && self.handles {
             // A stale message is read past whole: its handles need not
             // name anything.
             skip_arrays::<T>(reader)?;
@@ -396,11 +395,11 @@ impl<T: Replicate> Checks<'_, '_, T> {
             || mirror.drops_entry(id, frame)
             || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
         let held = held.map(|slot| &slot.value);
-        if !matches!(entry, Entry::Whole(..)) && !decoded.stale && !dropped && held.is_none() {
+        if !matches!(entry, Entry::Whole(..)) && keep && !dropped && held.is_none() {
             return Err(DecodeError::UnknownItem { id });
         }
-        if !self.keep || dropped {
-            if self.keep {
+        if !keep || dropped {
+            if keep {
                 decoded.skipped += 1;
             }
             skip_arrays::<T>(reader)?;
