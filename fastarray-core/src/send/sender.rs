@@ -169,9 +169,8 @@ impl Sender {
             return Ok((self.shared.hand_out(), stats));
         }
         let mut out = Vec::new();
-        let mut writer = BitWriter::new(&mut out);
-        let stats = self.write_alone(store, state, packet, &mut writer, budget)?;
-        drop(writer);
+        let stats =
+            self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), budget)?;
         Ok((DeltaBytes::own(out), stats))
     }
 
