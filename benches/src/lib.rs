@@ -33,6 +33,8 @@ pub mod naive;
 pub mod recording;
 /// Secure sessions, for the secure bench and the report.
 pub mod secure;
+/// The medians and spreads the interleaved bins print.
+pub mod summary;
 /// The bit-count model of Unreal's FastArray.
 pub mod ue;
 

@@ -1,5 +1,5 @@
-//! Two builds of a timing bin compared in turn: runs `a` then `b` with the
-//! same arguments, `pairs` times, and prints per measure the median of
+//! Two builds of a timing bin compared in turn: runs `a` and `b` with the
+//! same arguments, `pairs` times (each pair alternating which runs first), and prints per measure the median of
 //! each side and the median and range of the pairs' ratios (a ÷ b). Time
 //! on a shared machine swings by a third from run to run; runs taken in
 //! turn swing together, so the ratio of a pair says what the change did.
@@ -15,6 +15,8 @@
 //! builds must print the same measures in the same order.
 
 use std::process::{Command, exit};
+
+use fastarray_bench::summary::summary;
 
 /// Runs `bin` with `args` and returns its measures, in order.
 fn measures(bin: &str, args: &[String]) -> Vec<(String, f64)> {
@@ -60,11 +62,6 @@ fn parse(text: &str) -> Vec<(String, f64)> {
     found
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let split = args
@@ -82,8 +79,16 @@ fn main() {
         _ => usage(),
     };
     let mut sides: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
-    for _ in 0..pairs {
-        let (x, y) = (measures(a, passed), measures(b, passed));
+    for pair in 0..pairs {
+        // Alternate which runs first, so that neither build always runs
+        // right after the other.
+        let (x, y) = if pair % 2 == 0 {
+            let x = measures(a, passed);
+            (x, measures(b, passed))
+        } else {
+            let y = measures(b, passed);
+            (measures(a, passed), y)
+        };
         let same = x.len() == y.len() && x.iter().zip(&y).all(|(x, y)| x.0 == y.0);
         if !same || x.is_empty() {
             eprintln!("ab: the two builds printed different measures: {x:?} against {y:?}");
@@ -103,14 +108,13 @@ fn main() {
     println!("{pairs} pairs, a = {a}, b = {b}");
     for (name, xs, ys) in &mut sides {
         let mut ratios: Vec<f64> = xs.iter().zip(ys.iter()).map(|(x, y)| x / y).collect();
-        let (low, high) = ratios
-            .iter()
-            .fold((f64::INFINITY, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        let ratios = summary(&mut ratios);
+        let (low, high) = ratios.range;
         println!(
             "{name:>8}: a {:9.2}  b {:9.2}  a ÷ b {:.3} (pairs {low:.3}–{high:.3})",
-            median(xs),
-            median(ys),
-            median(&mut ratios),
+            summary(xs).median,
+            summary(ys).median,
+            ratios.median,
         );
     }
 }

@@ -3,7 +3,7 @@
 //! naive differ's of `fastarray_bench::bytes`), then replayed in turns —
 //! our mirror applies the recording's ticks, then the naive client
 //! applies its own — so that a slow stretch of a shared machine slows
-//! both alike. A replay is what the criterion benches
+//! both alike (each round alternates which goes first). A replay is what the criterion benches
 //! `<workload>_10k/ours_apply` and `bytes_apply` time, tick by tick.
 //!
 //! ```sh
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use fastarray::FastArray;
 use fastarray_bench::recording::{Recording, record};
+use fastarray_bench::summary::{Summary, summary};
 use fastarray_bench::{Agent, Workload, bytes};
 
 /// Seed of the workloads (the criterion bench's).
@@ -56,11 +57,6 @@ fn replay_bytes(recording: &Recording, client: &mut Vec<Agent>) -> Duration {
     total
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
     let mut rounds = 200;
     let mut workload = Workload::Hot;
@@ -90,16 +86,27 @@ fn main() {
     replay_ours(&recording, &mut mirror);
     replay_bytes(&recording, &mut client);
     let (mut ours, mut naive, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let a = per_tick(replay_ours(&recording, &mut mirror));
-        let b = per_tick(replay_bytes(&recording, &mut client));
+    for round in 0..rounds {
+        // Alternate which goes first, so that neither always follows the
+        // other's cache footprint.
+        let (a, b) = if round % 2 == 0 {
+            let a = replay_ours(&recording, &mut mirror);
+            (a, replay_bytes(&recording, &mut client))
+        } else {
+            let b = replay_bytes(&recording, &mut client);
+            (replay_ours(&recording, &mut mirror), b)
+        };
+        let (a, b) = (per_tick(a), per_tick(b));
         ours.push(a);
         naive.push(b);
         ratios.push(a / b);
     }
-    let (ours, naive) = (median(&mut ours), median(&mut naive));
-    let ratio = median(&mut ratios);
-    let quartiles = (ratios[rounds / 4], ratios[rounds * 3 / 4]);
+    let (ours, naive) = (summary(&mut ours).median, summary(&mut naive).median);
+    let Summary {
+        median: ratio,
+        quartiles,
+        ..
+    } = summary(&mut ratios);
     println!(
         "{workload:?}, {rounds} rounds of {REPLAY} ticks: ours {ours:.1} µs a tick, \
          bytes {naive:.1} µs: {:.2}× (median of rounds {ratio:.2}×, quartiles {:.2}–{:.2}×)",

@@ -23,6 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, SendState};
+use fastarray_bench::summary::summary;
 use fastarray_bench::{Agent, Op, Script, Workload, apply_ours, caught_up_conn, server_array};
 
 /// Seed of both workloads (the criterion bench's).
@@ -85,11 +86,6 @@ impl Server {
     }
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 fn main() {
     let flag = |name: &str| std::env::args().any(|arg| arg == name);
     let (bytes, churn) = (flag("bytes"), flag("churn"));
@@ -131,9 +127,9 @@ fn main() {
         manys.push(b);
         ratios.push(b / a);
     }
-    let (one_median, many_median) = (median(&mut ones), median(&mut manys));
-    let ratio_median = median(&mut ratios);
-    let quartile = |q: usize| ratios[(ratios.len() - 1) * q / 4];
+    let (one_median, many_median) = (summary(&mut ones).median, summary(&mut manys).median);
+    let ratios = summary(&mut ratios);
+    let ratio_median = ratios.median;
     println!(
         "{} 10k, {}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
          {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
@@ -141,7 +137,7 @@ fn main() {
         if churn { "churn" } else { "sparse" },
         if bytes { "handed out" } else { "copied" },
         many_median / one_median,
-        quartile(1),
-        quartile(3),
+        ratios.quartiles.0,
+        ratios.quartiles.1,
     );
 }
