@@ -6,7 +6,7 @@ pub use fastarray_core::*;
 /// Derives [`Replicate`](trait@Replicate) and [`BitCodec`] for a struct or
 /// an enum. Its attributes (`skip`, `bits`, `varint`, `quantize`, `with`,
 /// `serde`, `flatten`, `array`, `detail`, `owner_only`, `skip_owner`,
-/// `initial_only`, `crate`) are described in the
+/// `initial_only`, `default_baseline`, `crate`) are described in the
 /// [`attributes`] module, with an example each.
 pub use fastarray_derive::Replicate;
 
@@ -41,6 +41,7 @@ pub mod wire_format {}
 /// | [`owner_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to the connection whose client owns the item; others never see it (a whole value to them says which fields it lacks: 1 + its field set) | unchanged |
 /// | [`skip_owner`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to every connection that sees the item but its owner's | unchanged |
 /// | [`initial_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | only in whole values (an add, an entry into a scope, a snapshot): 0 bits for its changes | none: not a change |
+/// | [`default_baseline`](#default_baseline) | a struct that implements `Default` | a whole value (an add, an entry into a scope, a snapshot's item) carries only the fields in which it differs from `Default::default()`: 2 bits + its field set + those fields; 1 bit more when every field differs | unchanged |
 /// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private_0_1` instead of `::fastarray::__private_0_1` | — |
 ///
 /// `flatten` was called `nested`; that spelling still works, with a
@@ -640,6 +641,74 @@ pub mod wire_format {}
 /// bob_view.apply_delta(&packet, &mut ()).unwrap();
 /// assert_eq!(bob_view.get(ann).unwrap().ammo, 30); // now Bob's
 /// assert_eq!(bob_view.get(ann).unwrap().name, "ann"); // as spawned
+/// ```
+///
+/// # `default_baseline`
+///
+/// On a struct that implements `Default`. An item the client does not
+/// hold goes whole: when it spawns, when it enters the client's scope, in
+/// a snapshot. With this attribute the whole value says which of its
+/// fields differ from the type's `Default::default()` and carries only
+/// those; the client starts from its own default and fills them in
+/// (Unreal's Iris writes initial state against the class defaults the same
+/// way). Make the default what a new item mostly is (full health, standing
+/// still, its kind's name), and a spawn costs its position and little more.
+///
+/// The cost, per whole value: `1 0` (2 bits) when it is the default; `1 1`,
+/// the set of differing fields (as a change's field set) and those fields
+/// otherwise; `0` then every field (1 bit more than without the attribute)
+/// when every field differs. Changes are not concerned: they carry the
+/// changed fields either way. A `skip` field of a decoded value is the
+/// default's, not its field type's `Default`. A whole value that withholds
+/// fields from a connection (`detail`, `owner_only`, `skip_owner`) is
+/// written as before, its withheld fields `Default`.
+///
+/// Both sides must build the same default: the schema hash records the
+/// attribute, and [`FastArray::schema_handshake`] (with snapshots and
+/// feeds) also carries the bits of the default, so peers whose defaults
+/// differ refuse each other ([`SchemaMismatch`]) rather than decode each
+/// other's values wrongly. That check reads the item type's default: a
+/// field whose own type has `default_baseline` (and is not `flatten`ed) is
+/// written against that type's default, whose values only the attribute,
+/// not the check, covers. Not on enums (a whole value starts with its
+/// variant).
+///
+/// ```
+/// use fastarray::{BitCodec, BitWriter, FastArray, Replicate, SendState};
+///
+/// #[derive(Replicate, Clone, Debug, PartialEq)]
+/// #[replicate(default_baseline)]
+/// struct Monster {
+///     #[replicate(quantize(min = -1024.0, max = 1024.0, bits = 16))]
+///     position: [f32; 3],
+///     velocity: [f32; 3],
+///     health: u8,
+///     name: String,
+/// }
+///
+/// impl Default for Monster {
+///     fn default() -> Self {
+///         Monster { position: [0.0; 3], velocity: [0.0; 3], health: 100, name: "goblin".into() }
+///     }
+/// }
+///
+/// let goblin = Monster { position: [12.0, 0.0, -3.5], ..Monster::default() };
+/// let mut bits = Vec::new();
+/// let mut writer = BitWriter::new(&mut bits);
+/// goblin.encode(&mut writer).unwrap();
+/// // The form (2), the set of one field of 4 (1 + 1 + 2), the position (48):
+/// // 104 bits fewer than every field.
+/// assert_eq!(writer.finish(), 2 + 4 + 3 * 16);
+///
+/// let mut server = FastArray::new();
+/// let id = server.push(goblin.clone());
+/// server.commit();
+/// let (mut conn, mut client) = (SendState::new(), FastArray::<Monster>::mirror());
+/// let mut packet = Vec::new();
+/// server.write_delta(&mut conn, 1, &mut packet).unwrap();
+/// client.apply_delta(&packet, &mut ()).unwrap();
+/// assert_eq!(client.get(id).unwrap().name, "goblin");
+/// assert!(client.get(id).unwrap().wire_eq(&goblin));
 /// ```
 ///
 /// # `crate = "path"`

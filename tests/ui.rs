@@ -22,6 +22,7 @@ fn ui() {
         "quantize-bad-range",
         "detail",
         "audience",
+        "baseline",
     ] {
         cases.compile_fail(format!("tests/ui/{category}/*.rs"));
     }

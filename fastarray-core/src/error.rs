@@ -69,9 +69,10 @@ pub enum DecodeError {
     SchemaMismatch {
         /// Name of the local type.
         type_name: &'static str,
-        /// Schema hash of the local type.
+        /// Schema of the local type: its `SCHEMA_HASH` (with, for a type
+        /// with `#[replicate(default_baseline)]`, the bits of its default).
         expected: u64,
-        /// Schema hash written by the sender.
+        /// Schema written by the sender.
         found: u64,
     },
     /// A replication id went past the largest id while delta-decoding.

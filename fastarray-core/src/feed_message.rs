@@ -49,7 +49,7 @@ use crate::id::ReplicationId;
 use crate::inner_array::{Follower, InnerDelta};
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
-use crate::replicate::{Replicate, encode_whole};
+use crate::replicate::{Replicate, encode_whole, wire_schema};
 use crate::send_state::audience::Owners;
 use crate::send_state::tenures::Tenures;
 use crate::shard::ShardId;
@@ -146,7 +146,7 @@ pub(crate) enum Message<T: Replicate> {
 /// message's place in it (a frame, a number).
 fn write_stream_head<T: Replicate>(writer: &mut BitWriter<'_>, kind: u64, epoch: u64, at: u64) {
     writer.write_bits(kind, KIND_BITS);
-    writer.write_bits(T::SCHEMA_HASH, 64);
+    writer.write_bits(wire_schema::<T>(), 64);
     writer.write_bits(epoch, 64);
     writer.write_varint(at);
 }
@@ -736,7 +736,7 @@ pub(crate) fn write_handoff<T: Replicate>(
     value: &T,
 ) -> Result<(), EncodeError> {
     writer.write_bits(HANDOFF, KIND_BITS);
-    writer.write_bits(T::SCHEMA_HASH, 64);
+    writer.write_bits(wire_schema::<T>(), 64);
     writer.write_varint(id.to_raw());
     writer.write_varint(count.into());
     write_owner(writer, owner);

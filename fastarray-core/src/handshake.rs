@@ -7,7 +7,7 @@ use core::fmt;
 use crate::array::FastArray;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::DecodeError;
-use crate::replicate::Replicate;
+use crate::replicate::{Replicate, wire_schema};
 
 /// Why a peer's handshake was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,9 +19,10 @@ pub enum SchemaMismatch {
         local: &'static str,
         /// The peer's type name.
         remote: String,
-        /// This build's `SCHEMA_HASH`.
+        /// This build's schema: its `SCHEMA_HASH` (with, for a type with
+        /// `#[replicate(default_baseline)]`, the bits of its default).
         local_hash: u64,
-        /// The peer's `SCHEMA_HASH`.
+        /// The peer's schema, as `local_hash`.
         remote_hash: u64,
     },
     /// The bytes are not a handshake.
@@ -44,7 +45,8 @@ impl fmt::Display for SchemaMismatch {
             } => write!(
                 f,
                 "the peer's `{remote}` (schema {remote_hash:#018x}) is not this build's `{local}` \
-                 (schema {local_hash:#018x}): fields, types, attributes or their order differ; \
+                 (schema {local_hash:#018x}): fields, types, attributes, their order or the \
+                 type's default baseline differ; \
                  build both sides from the same definition"
             ),
             Self::Malformed { local, error } => {
@@ -61,8 +63,11 @@ const MAX_NAME: usize = 256;
 
 impl<T: Replicate> FastArray<T> {
     /// The bytes that announce this build's item type: its name and
-    /// `SCHEMA_HASH`. Send them when a connection starts; the peer checks
-    /// them with [`check_schema`](Self::check_schema).
+    /// `SCHEMA_HASH`, with, for a type with `#[replicate(default_baseline)]`,
+    /// the bits of its default folded in (whole values leave out what
+    /// equals it, so both sides must build the same one). Send them when a
+    /// connection starts; the peer checks them with
+    /// [`check_schema`](Self::check_schema).
     ///
     /// ```
     /// use fastarray_core::{FastArray, SchemaMismatch};
@@ -91,7 +96,7 @@ impl<T: Replicate> FastArray<T> {
         let name = truncated(T::TYPE_NAME);
         writer.write_varint(name.len() as u64);
         writer.write_bytes(name.as_bytes());
-        writer.write_bits(T::SCHEMA_HASH, 64);
+        writer.write_bits(wire_schema::<T>(), 64);
         writer.finish();
         bytes
     }
@@ -113,13 +118,14 @@ impl<T: Replicate> FastArray<T> {
             .map_err(|_| malformed(DecodeError::InvalidUtf8 { bit_offset }))?;
         let remote_hash = reader.read_bits(64).map_err(malformed)?;
         reader.expect_end().map_err(malformed)?;
-        if remote_hash == T::SCHEMA_HASH && remote == truncated(T::TYPE_NAME) {
+        let local_hash = wire_schema::<T>();
+        if remote_hash == local_hash && remote == truncated(T::TYPE_NAME) {
             Ok(())
         } else {
             Err(SchemaMismatch::Different {
                 local: T::TYPE_NAME,
                 remote,
-                local_hash: T::SCHEMA_HASH,
+                local_hash,
                 remote_hash,
             })
         }

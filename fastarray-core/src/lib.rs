@@ -140,6 +140,7 @@ pub mod __private_0_1 {
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};
+    pub use crate::wire::baseline::{baseline_min_bits, read_baseline_form, write_baseline_form};
     #[cfg(feature = "serde")]
     pub use crate::{serde_decode, serde_encode};
     pub use ::core::default::Default;

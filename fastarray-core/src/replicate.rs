@@ -308,6 +308,19 @@ pub trait Replicate: BitCodec {
     /// Zero unless the type has such fields.
     const ARRAY_FIELDS: u32 = 0;
 
+    /// The value a whole value is written against: the type's `Default`
+    /// for a type with `#[replicate(default_baseline)]` (a whole value
+    /// then carries only the fields in which it differs from it), `None`
+    /// otherwise. Peers compare its bits with the schema
+    /// ([`FastArray::schema_handshake`](crate::FastArray::schema_handshake)).
+    #[doc(hidden)]
+    fn baseline() -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+
     /// The names of the `#[replicate(array)]` fields, in declaration order
     /// (what [`ArrayOwner::field`](crate::ArrayOwner::field) says).
     #[doc(hidden)]
@@ -392,6 +405,31 @@ pub(crate) fn audience<T: Replicate>(owners: Option<&Owners>) -> Audience<'_> {
         T::SKIP_OWNER,
         owners,
     )
+}
+
+/// What peers compare to know that they read each other's bits alike (a
+/// handshake, a snapshot's or a feed's header): the type's `SCHEMA_HASH`,
+/// and for a type with a default baseline (`#[replicate(default_baseline)]`)
+/// the bits of that default folded in. A whole value leaves out the
+/// fields equal to the default's, so both sides must build the same
+/// default, and the schema hash, made at compile time, cannot see what
+/// `Default::default()` returns.
+pub(crate) fn wire_schema<T: Replicate>() -> u64 {
+    let Some(baseline) = T::baseline() else {
+        return T::SCHEMA_HASH;
+    };
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    let hash = crate::schema::str(T::SCHEMA_HASH, "baseline");
+    // A default that cannot be encoded (an integer too wide for its
+    // `bits`) leaves no whole value to compare: its error names it.
+    let written = baseline.encode_fields(FieldMask::all(T::FIELD_COUNT), &mut writer);
+    let bits = writer.finish();
+    let hash = match written {
+        Ok(()) => crate::schema::u64(hash, bits),
+        Err(error) => crate::schema::str(hash, &error.to_string()),
+    };
+    crate::schema::bytes(hash, &bytes)
 }
 
 /// Encodes the fields `fields` of `value` as a whole value carries them:

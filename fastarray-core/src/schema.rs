@@ -17,16 +17,21 @@ pub const START: u64 = FNV_OFFSET;
 
 /// Folds the bytes of `s` into `hash` (with a terminator, so `"ab","c"` and
 /// `"a","bc"` differ).
-pub const fn str(mut hash: u64, s: &str) -> u64 {
-    let bytes = s.as_bytes();
+pub const fn str(hash: u64, s: &str) -> u64 {
+    let mut hash = bytes(hash, s.as_bytes());
+    hash ^= 0xff;
+    hash.wrapping_mul(FNV_PRIME)
+}
+
+/// Folds `bytes` into `hash` (a default baseline's encoding, at run time).
+pub const fn bytes(mut hash: u64, bytes: &[u8]) -> u64 {
     let mut i = 0;
     while i < bytes.len() {
         hash ^= bytes[i] as u64;
         hash = hash.wrapping_mul(FNV_PRIME);
         i += 1;
     }
-    hash ^= 0xff;
-    hash.wrapping_mul(FNV_PRIME)
+    hash
 }
 
 /// Folds a 64-bit value (for example a field type's hash) into `hash`.

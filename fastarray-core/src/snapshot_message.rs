@@ -22,7 +22,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::id::ReplicationId;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
-use crate::replicate::{Replicate, audience, encode_whole};
+use crate::replicate::{Replicate, audience, encode_whole, wire_schema};
 use crate::send_state::SendState;
 use crate::send_state::audience::Owners;
 use crate::store::{Slot, Store};
@@ -33,7 +33,7 @@ use crate::wire::id_list::{read_id, write_id};
 /// Writes a snapshot's kind and the item type's schema hash.
 pub(crate) fn write_header<T: Replicate>(writer: &mut BitWriter<'_>) {
     MessageKind::Snapshot.write(writer);
-    writer.write_bits(T::SCHEMA_HASH, 64);
+    writer.write_bits(wire_schema::<T>(), 64);
 }
 
 /// Reads a snapshot's kind and schema hash, refusing another item type's.
@@ -48,10 +48,11 @@ pub(crate) fn read_schema_hash<T: Replicate>(
     reader: &mut BitReader<'_>,
 ) -> Result<(), DecodeError> {
     let found = reader.read_bits(64)?;
-    if found != T::SCHEMA_HASH {
+    let expected = wire_schema::<T>();
+    if found != expected {
         return Err(DecodeError::SchemaMismatch {
             type_name: T::TYPE_NAME,
-            expected: T::SCHEMA_HASH,
+            expected,
             found,
         });
     }

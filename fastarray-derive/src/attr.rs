@@ -22,7 +22,10 @@ use value::{assigned_value, int_value, skip_value, string_value, take_value};
 type Parser<B> = fn(&Ctxt, &ParseNestedMeta, &mut B) -> syn::Result<()>;
 
 /// Attributes accepted on the type, e.g. `#[replicate(crate = "...")]`.
-const CONTAINER_ATTRS: &[(Symbol, Parser<Container>)] = &[(CRATE, parse_crate)];
+const CONTAINER_ATTRS: &[(Symbol, Parser<Container>)] = &[
+    (CRATE, parse_crate),
+    (DEFAULT_BASELINE, parse_default_baseline),
+];
 
 /// Attributes accepted on a field, e.g. `#[replicate(skip)]`.
 const FIELD_ATTRS: &[(Symbol, Parser<FieldBuilder>)] = &[
@@ -60,13 +63,18 @@ pub struct Renamed {
 pub struct Container {
     /// The path of the runtime crate, `::fastarray` unless overridden.
     crate_path: Option<syn::Path>,
+    /// `default_baseline`, as written, if it is.
+    default_baseline: Option<syn::Path>,
 }
 
 impl Container {
     /// Reads the `#[replicate(...)]` attributes of the type, recording any
     /// error in `cx`.
     pub fn from_ast(cx: &Ctxt, input: &syn::DeriveInput) -> Self {
-        let mut container = Container { crate_path: None };
+        let mut container = Container {
+            crate_path: None,
+            default_baseline: None,
+        };
         // No container attribute has been renamed, so nothing is returned.
         parse_attrs(
             cx,
@@ -84,6 +92,12 @@ impl Container {
         self.crate_path
             .clone()
             .unwrap_or_else(|| syn::parse_quote!(::fastarray))
+    }
+
+    /// `default_baseline`, as written, if it is: whole values are written
+    /// against the type's `Default`.
+    pub fn default_baseline(&self) -> Option<&syn::Path> {
+        self.default_baseline.as_ref()
     }
 }
 
@@ -572,6 +586,27 @@ fn parse_crate(cx: &Ctxt, meta: &ParseNestedMeta, container: &mut Container) -> 
         );
     } else {
         container.crate_path = Some(path);
+    }
+    Ok(())
+}
+
+/// `default_baseline`: a whole value carries only the fields in which it
+/// differs from the type's `Default`.
+fn parse_default_baseline(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    container: &mut Container,
+) -> syn::Result<()> {
+    if !bare_word(cx, meta, DEFAULT_BASELINE)? {
+        return Ok(());
+    }
+    if container.default_baseline.is_some() {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("duplicate replicate attribute `{DEFAULT_BASELINE}`"),
+        );
+    } else {
+        container.default_baseline = Some(meta.path.clone());
     }
     Ok(())
 }

@@ -18,6 +18,20 @@ pub fn check(cx: &Ctxt, cont: &Container) {
     check_variant_field_attrs(cx, cont);
     check_details(cx, cont);
     check_audiences(cx, cont);
+    check_default_baseline(cx, cont);
+}
+
+/// `default_baseline` writes a whole value as the fields in which it
+/// differs from the type's `Default`: a struct's fields, each with its
+/// mask bit (an enum's whole value starts with its variant, and its
+/// fields depend on it).
+fn check_default_baseline(cx: &Ctxt, cont: &Container) {
+    if let (Some(path), Data::Enum(_)) = (cont.attrs.default_baseline(), &cont.data) {
+        cx.error_spanned_by(
+            path,
+            "`default_baseline` is for structs: an enum's whole value starts with its variant, whose fields differ from the default's",
+        );
+    }
 }
 
 /// `owner_only`, `skip_owner` and `initial_only` say who is sent a field's

@@ -45,6 +45,9 @@ pub const SKIP_OWNER: Symbol = Symbol("skip_owner");
 /// `#[replicate(initial_only)]`: the field goes with the whole value when
 /// its item enters a connection's view, never as a change.
 pub const INITIAL_ONLY: Symbol = Symbol("initial_only");
+/// `#[replicate(default_baseline)]`: a whole value carries only the fields
+/// in which it differs from the type's `Default`.
+pub const DEFAULT_BASELINE: Symbol = Symbol("default_baseline");
 
 impl PartialEq<Symbol> for syn::Path {
     fn eq(&self, word: &Symbol) -> bool {

@@ -8,6 +8,7 @@ mod array;
 mod attributes;
 mod audience;
 mod authority_mirror;
+mod baseline;
 mod budget;
 mod connection;
 mod convergence;

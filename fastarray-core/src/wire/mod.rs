@@ -1,7 +1,7 @@
 //! Message formats (see `WIRE.md`): the kind every message starts with,
 //! the window of frames a mirror accepts, and, in the submodules, the
-//! frame, the set of changed fields, the lists of ids and which removals
-//! are scope exits.
+//! frame, the set of changed fields, the lists of ids, which removals
+//! are scope exits, and the whole value of a type with a default baseline.
 //!
 //! A message starts with its kind:
 //!
@@ -12,6 +12,7 @@
 //! | `1 1 1` | delta some of whose removals are scope exits |
 //! | `1 1 0` | full snapshot |
 
+pub(crate) mod baseline;
 pub(crate) mod exits;
 pub(crate) mod field_set;
 pub(crate) mod frame;

@@ -36,6 +36,14 @@ pub fn with_bounds(cont: &Container, private: &TokenStream) -> syn::Generics {
         }
     }
 
+    // A generic type written against its default needs one.
+    if let Some(baseline) = cont.attrs.default_baseline()
+        && cont.generics.type_params().next().is_some()
+    {
+        let (ident, (_, ty_generics, _)) = (cont.ident, cont.generics.split_for_impl());
+        let span = proc_macro2::Span::call_site().located_at(syn::spanned::Spanned::span(baseline));
+        predicates.push(parse_quote_spanned!(span=> #ident #ty_generics: ::core::default::Default));
+    }
     let mut generics = cont.generics.clone();
     generics.make_where_clause().predicates.extend(predicates);
     generics

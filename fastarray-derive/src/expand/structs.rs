@@ -12,8 +12,9 @@ use super::impls::{self, BitCodecItems, ReplicateItems, Target};
 use super::{array_fields, at_type, bound, private_path};
 use crate::ast::{Container, Field, Style};
 use crate::attr::Audience;
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned as _;
 
 /// Both impls, in an anonymous const so that nothing leaks into the caller's namespace.
 pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStream {
@@ -32,10 +33,15 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
         ident: cont.ident,
         generics: &generics,
     };
-    let bit_codec = impls::bit_codec(
-        &target,
-        bit_codec_items(&private, style, all_fields, &fields),
-    );
+    let bit_codec = impls::bit_codec(&target, {
+        let plain = bit_codec_items(&private, style, all_fields, &fields);
+        match cont.attrs.default_baseline() {
+            Some(baseline) => {
+                baseline_codec_items(&private, baseline, &fields, &patch_ident, plain)
+            }
+            None => plain,
+        }
+    });
     let items = fields.iter().map(|field| field.codec.items());
     let array_items = array_fields::expand(&target, style, all_fields);
     let replicate = impls::replicate(
@@ -172,6 +178,67 @@ fn bit_codec_items(
         same: quote! {
             #private::FieldMask::is_empty(<Self as #private::Replicate>::diff(self, __other))
         },
+    }
+}
+
+/// `Self::default()`, for a type with `#[replicate(default_baseline)]`
+/// (`baseline`, the attribute as written: a type without `Default` is
+/// reported there).
+fn default_value(baseline: &syn::Path) -> TokenStream {
+    let span = Span::call_site().located_at(baseline.span());
+    quote_spanned!(span=> <Self as ::core::default::Default>::default())
+}
+
+/// `BitCodec` for a type with `#[replicate(default_baseline)]`, from its
+/// `plain` items: whether every field follows or only those in which the
+/// value differs from the type's `Default` (`write_baseline_form`), then
+/// those fields as `encode_fields` writes them. A decoded value starts as
+/// the default, so its skipped fields are the default's too.
+fn baseline_codec_items(
+    private: &TokenStream,
+    baseline: &syn::Path,
+    fields: &[Replicated],
+    patch_ident: &syn::Ident,
+    plain: BitCodecItems,
+) -> BitCodecItems {
+    let default = default_value(baseline);
+    let encodes = fields.iter().map(|field| {
+        let member = &field.field.member;
+        field.encode_masked(quote!(&self.#member))
+    });
+    let decodes = fields.iter().map(Replicated::decode_masked);
+    let slots = fields.iter().map(|field| &field.slot);
+    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let field_count = quote!(<Self as #private::Replicate>::FIELD_COUNT);
+    let plain_min = plain.min_bits.clone();
+    BitCodecItems {
+        min_bits: quote!(#private::baseline_min_bits(#plain_min)),
+        encode: quote! {
+            #nest_writer
+            let __differs = <Self as #private::Replicate>::diff(self, &#default);
+            let __mask = if #private::write_baseline_form(__writer, __differs, #field_count) {
+                __differs
+            } else {
+                #private::FieldMask::all(#field_count)
+            };
+            #(#encodes)*
+            #private::Ok(())
+        },
+        decode: quote! {
+            #nest_reader
+            let __mask = match #private::read_baseline_form(__reader, #field_count)? {
+                #private::Some(__differs) => __differs,
+                #private::None => #private::FieldMask::all(#field_count),
+            };
+            #(#decodes)*
+            let mut __value: Self = #default;
+            let _ = <Self as #private::Replicate>::apply_patch(&mut __value, #patch_ident {
+                #(#slots,)*
+                __marker: ::core::marker::PhantomData,
+            });
+            #private::Ok(__value)
+        },
+        ..plain
     }
 }
 
@@ -416,7 +483,13 @@ fn replicate_items(
     let detail = detail_mask(private, style, all_fields, fields);
     let path = field_path(private, fields);
     let array_steps = array_fields::schema_steps(all_fields, private);
-    let schema_hash = if fields.is_empty() && array_steps.is_empty() {
+    // Whole values say how they relate to the default (the default's own
+    // bits are compared at run time: `wire_schema`).
+    let baseline_step = cont
+        .attrs
+        .default_baseline()
+        .map(|_| quote!(__hash = #private::schema::str(__hash, "default_baseline");));
+    let schema_hash = if fields.is_empty() && array_steps.is_empty() && baseline_step.is_none() {
         quote!(#private::schema::str(#private::schema::START, #name))
     } else {
         let steps = fields.iter().map(|field| field.schema(cont));
@@ -424,6 +497,7 @@ fn replicate_items(
             let mut __hash = #private::schema::str(#private::schema::START, #name);
             #(#steps)*
             #(#array_steps)*
+            #baseline_step
             // Whole entries of a type that can withhold fields say which
             // they carry.
             if <Self as #private::Replicate>::WITHHOLDS {
@@ -467,6 +541,14 @@ fn replicate_items(
     });
     let slots = fields.iter().map(|field| &field.slot);
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let baseline = cont.attrs.default_baseline().map(|baseline| {
+        let default = default_value(baseline);
+        quote! {
+            fn baseline() -> #private::Option<Self> {
+                #private::Some(#default)
+            }
+        }
+    });
     // A type with array fields makes its own pre-image (`array_fields.rs`).
     let capture = if array_items.is_empty() {
         capture_into(private, fields)
@@ -480,7 +562,7 @@ fn replicate_items(
         type_name: name,
         consts: structure.unwrap_or_default(),
         patch: quote!(#patch_ident #ty_generics),
-        extra: quote!(#array_items #capture #detail #path),
+        extra: quote!(#array_items #capture #detail #path #baseline),
         diff_attrs: TokenStream::new(),
         diff: quote! {
             #[allow(unused_mut)]
