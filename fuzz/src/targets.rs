@@ -68,8 +68,8 @@ pub use script::{describe_script, stateful};
 pub use secure::secure;
 pub use seeds::seed_corpus;
 use types::{
-    Chain, Fixture, Lobby, Member, Named, Node, ObjectFixture, Platoon, Shape, Squad, Thing, Unit,
-    World, pick,
+    Chain, Fixture, Lobby, Member, Named, Node, ObjectFixture, Platoon, Shape, Spawned, Squad,
+    Thing, Unit, World, pick,
 };
 
 // ---------------------------------------------------------------------------
@@ -252,7 +252,7 @@ pub const LOW_LIMITS: MirrorLimits = MirrorLimits {
 };
 
 /// The item types of the `delta` target, by selector byte.
-pub const DELTA_TYPES: [&str; 3] = ["Unit", "Thing", "Named"];
+pub const DELTA_TYPES: [&str; 4] = ["Unit", "Thing", "Named", "Spawned"];
 
 /// The item types of the `inner` target, by selector byte.
 pub const INNER_TYPES: [&str; 2] = ["Squad", "Platoon"];
@@ -266,7 +266,8 @@ pub fn delta(data: &[u8]) {
     match usize::from(selector) % DELTA_TYPES.len() {
         0 => delta_case::<Unit>(rest),
         1 => delta_case::<Thing>(rest),
-        _ => delta_case::<Named>(rest),
+        2 => delta_case::<Named>(rest),
+        _ => delta_case::<Spawned>(rest),
     }
 }
 

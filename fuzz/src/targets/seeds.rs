@@ -113,6 +113,7 @@ pub fn seed_corpus() -> Vec<Seed> {
     deltas("delta", 0, "unit", &Unit::history().messages);
     deltas("delta", 1, "thing", &Thing::history().messages);
     deltas("delta", 2, "named", &Named::history().messages);
+    deltas("delta", 3, "spawned", &Spawned::history().messages);
     deltas("inner", 0, "squad", &Squad::history().messages);
     deltas("inner", 1, "platoon", &Platoon::history().messages);
     deltas("object", 0, "world", World::messages());

@@ -62,6 +62,48 @@ pub struct Named {
     path: [u8; 3],
 }
 
+/// A place: the flattened field of [`Spawned`].
+#[derive(Replicate, Clone, Debug, PartialEq, Default)]
+pub struct Spot {
+    x: i8,
+    y: i8,
+}
+
+/// Whole values written against the type's default
+/// (`#[replicate(default_baseline)]`): fields often at their default, a
+/// flattened field, a skipped field (which `==` ignores).
+#[derive(Replicate, Clone, Debug)]
+#[replicate(default_baseline)]
+pub struct Spawned {
+    hp: u8,
+    #[replicate(flatten)]
+    at: Spot,
+    name: String,
+    #[replicate(bits = 3)]
+    level: u8,
+    #[replicate(skip)]
+    cache: u32,
+}
+
+impl Default for Spawned {
+    fn default() -> Self {
+        Spawned {
+            hp: 100,
+            at: Spot::default(),
+            name: "imp".to_owned(),
+            level: 1,
+            cache: 9,
+        }
+    }
+}
+
+impl PartialEq for Spawned {
+    fn eq(&self, other: &Self) -> bool {
+        let key = |s: &Spawned| (s.hp, s.at.clone(), s.name.clone(), s.level);
+        key(self) == key(other)
+    }
+}
+
 /// An item of an array inside an item.
 #[derive(Replicate, Clone, Debug, PartialEq)]
 pub struct Member {
@@ -210,6 +252,49 @@ impl Fixture for Unit {
 
     fn history() -> &'static History<Self> {
         static CELL: OnceLock<History<Unit>> = OnceLock::new();
+        CELL.get_or_init(History::build)
+    }
+}
+
+impl Fixture for Spawned {
+    fn make(seed: u8) -> Self {
+        let mut spawned = Spawned::default();
+        match seed % 4 {
+            0 => {}
+            1 => spawned.at.x = seed as i8,
+            2 => {
+                spawned.at.y = -(seed as i8);
+                spawned.name = word(seed);
+            }
+            _ => {
+                spawned.hp = seed;
+                spawned.at = Spot { x: 1, y: 2 };
+                spawned.name = word(seed);
+                spawned.level = seed % 8;
+            }
+        }
+        spawned
+    }
+
+    fn edit(&mut self, op: u8, arg: u8) {
+        match op % 6 {
+            0 => self.hp = if arg % 2 == 0 { 100 } else { arg },
+            1 => self.at.x = arg as i8,
+            2 => self.at.y = if arg % 2 == 0 { 0 } else { arg as i8 },
+            3 => {
+                self.name = if arg % 2 == 0 {
+                    "imp".to_owned()
+                } else {
+                    word(arg)
+                }
+            }
+            4 => self.level = arg % 8,
+            _ => self.cache = u32::from(arg),
+        }
+    }
+
+    fn history() -> &'static History<Self> {
+        static CELL: OnceLock<History<Spawned>> = OnceLock::new();
         CELL.get_or_init(History::build)
     }
 }
