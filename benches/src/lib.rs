@@ -55,8 +55,10 @@ pub const VELOCITY_ENCODING: &str = "3 × f32, plain: raw IEEE bits, 3 × 32 bit
 pub const POSITION_RANGE: f32 = 1000.0;
 
 /// The replicated item of every workload: a position, a velocity, health,
-/// ammo and a short name.
-#[derive(Replicate, Clone, Debug, Default, PartialEq, bitcode::Encode, bitcode::Decode)]
+/// ammo and a short name. Its whole values (adds) carry only the fields in
+/// which it differs from its `Default`, a fresh agent.
+#[derive(Replicate, Clone, Debug, PartialEq, bitcode::Encode, bitcode::Decode)]
+#[replicate(default_baseline)]
 pub struct Agent {
     /// Where the agent is: each coordinate quantized to 16 bits over
     /// `[-1024, 1024]` (steps of 1/32).
@@ -70,6 +72,20 @@ pub struct Agent {
     pub ammo: u16,
     /// A short display name.
     pub name: String,
+}
+
+/// An agent as [`spawn`] makes one, less what differs from one to the
+/// next: at the origin, standing still, at full health, no ammo, no name.
+impl Default for Agent {
+    fn default() -> Self {
+        Agent {
+            position: [0.0; 3],
+            velocity: [0.0; 3],
+            health: 100,
+            ammo: 0,
+            name: String::new(),
+        }
+    }
 }
 
 /// Replicated field index of `Agent::ammo`.

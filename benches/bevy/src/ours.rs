@@ -20,8 +20,10 @@ use crate::{Side, Summary, assert_same, catch_up, moved};
 
 /// An agent as a component: `fastarray-bench`'s `Agent`, its fields
 /// flattened (position quantized to 16 bits a coordinate, velocity
-/// 3 × f32, health u8, ammo u16, name).
-#[derive(Component, Replicate, Clone, PartialEq)]
+/// 3 × f32, health u8, ammo u16, name); a spawn carries the fields in which
+/// it differs from `Agent`'s default, a fresh agent.
+#[derive(Component, Replicate, Clone, PartialEq, Default)]
+#[replicate(default_baseline)]
 pub struct AgentState {
     /// The agent.
     #[replicate(flatten)]

@@ -131,8 +131,9 @@ fn section(rows: &[Row]) -> String {
          caught up before measuring and acknowledging every tick. Code: `benches/bevy/` \
          (package `fastarray-bench-bevy`).\n\n\
          - **fastarray-bevy**: an agent is one component holding `Agent` (its fields flattened: \
-         fastarray sends the changed fields of a component, so splitting saves nothing); \
-         clients on an in-memory transport (`benches/bevy/src/memory.rs`).\n\
+         fastarray sends the changed fields of a component, so splitting saves nothing), a \
+         spawned one carrying only the fields in which it differs from `Agent`'s `Default`, a \
+         fresh agent (`#[replicate(default_baseline)]`); clients on an in-memory transport (`benches/bevy/src/memory.rs`).\n\
          - **bevy_replicon 0.45.5**: its best layout here, an agent as five components \
          (position, velocity, health, ammo, name), since replicon sends a changed component \
          whole; position quantized to 3 × 16 bits and ammo as 2 fixed bytes (`replicate_as`), \
@@ -235,7 +236,9 @@ fn section(rows: &[Row]) -> String {
     }
     let _ = writeln!(
         md,
-        "\nChurn sends whole agents both ways (names, velocities), which no layout shortens. \
+        "\nChurn sends spawned agents whole: replicon each of their five components, fastarray \
+         the fields in which a spawn differs from the default (its position, ammo and name, and \
+         its velocity for the 30% that move). \
          Against replicon's defaults (one component, positions as 3 × f32, postcard's varint \
          ammo) the ratios would be larger, but that is not its best layout.\n\n\
          Why, for CPU: a tick's cost with one client (what every tick pays: finding the \

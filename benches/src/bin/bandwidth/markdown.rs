@@ -70,7 +70,7 @@ impl Results {
             md,
             "## What is compared\n\n\
              The item is `Agent` (`benches/src/lib.rs`): position ({}), velocity ({}), `health: u8`, \
-             `ammo: u16` and a short name (`agent1234`, a length-prefixed string). Whole, it is {} bits in our codec on average.\n\n\
+             `ammo: u16` and a short name (`agent1234`, a length-prefixed string). A whole agent carries only the fields in which it differs from its `Default`, a fresh agent at the origin, still, at full health, without ammo or name (`#[replicate(default_baseline)]`): in a snapshot, {} bits an agent on average, its id included.\n\n\
              | model | what goes on the wire | how it is counted |\n\
              |---|---|---|\n\
              | **fastarray delta** | `write_delta` per connection: ids, changed fields only (`WIRE.md`) | exact: `DeltaStats::bits` |\n\
