@@ -15,6 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::Agent;
+use crate::summary::{Summary, summary};
 
 /// Half the world's side: agents live in `[-HALF, HALF)²`.
 pub const HALF: f32 = 500.0;
@@ -114,6 +115,22 @@ pub struct Scoped {
     parallel: bool,
     /// Their packets.
     outs: Vec<Vec<u8>>,
+}
+
+/// Ticks a run of [`Scoped::write_speed_up`] serves before it times.
+pub const SETTLE: usize = 2;
+/// Ticks a run of [`Scoped::write_speed_up`] times.
+pub const RUN: usize = 3;
+
+/// [`Scoped::write_speed_up`]'s measurements, over its pairs of runs.
+#[derive(Clone, Copy, Debug)]
+pub struct SpeedUp {
+    /// Milliseconds a tick's writes took one after another.
+    pub serial: Summary,
+    /// Milliseconds a tick's writes took on every core.
+    pub parallel: Summary,
+    /// Each pair's ratio, one after another ÷ on every core.
+    pub ratio: Summary,
 }
 
 /// Where a scoped server's tick goes: the sum over the ticks served.
@@ -234,6 +251,47 @@ impl Scoped {
     /// Where the ticks served since the last call went, and resets it.
     pub fn take_phases(&mut self) -> Phases {
         core::mem::take(&mut self.phases)
+    }
+
+    /// How much faster the writes of a tick are on every core
+    /// (`write_deltas`) than one after another (`write_delta`), measured
+    /// on this world in `pairs` pairs of runs of ticks that take the two
+    /// in turn, which goes first alternating, so that the machine's drift
+    /// falls on both. A run serves [`SETTLE`] ticks, then times the writes
+    /// of [`RUN`] more: the first ticks after a switch find the
+    /// connections' states in the other core's cache. Leaves the writes
+    /// one after another.
+    pub fn write_speed_up(&mut self, pairs: usize) -> SpeedUp {
+        let mut run = |parallel: bool| {
+            self.set_parallel(parallel);
+            for tick in 0..SETTLE + RUN {
+                if tick == SETTLE {
+                    self.take_phases();
+                }
+                let changes = self.mutate();
+                self.serve(&changes);
+            }
+            self.take_phases().writes.as_secs_f64() * 1e3 / RUN as f64
+        };
+        let (mut serial, mut parallel, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+        for pair in 0..pairs {
+            let (one, every) = if pair % 2 == 0 {
+                let one = run(false);
+                (one, run(true))
+            } else {
+                let every = run(true);
+                (run(false), every)
+            };
+            serial.push(one);
+            parallel.push(every);
+            ratios.push(one / every);
+        }
+        self.set_parallel(false);
+        SpeedUp {
+            serial: summary(&mut serial),
+            parallel: summary(&mut parallel),
+            ratio: summary(&mut ratios),
+        }
     }
 
     /// The server's tick: the grid hears of the moves, commit, scopes

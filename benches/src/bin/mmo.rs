@@ -7,11 +7,16 @@
 //! and the writes (one per connection, each acknowledged).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [parallel]
+//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [parallel|both]
 //! ```
 //!
 //! With `parallel`, the writes go through `FastArray::write_deltas` on
-//! every core; else one `write_delta` after another.
+//! every core; else one `write_delta` after another. With `both`, runs
+//! of ticks take the two in turn on the same world (`ticks` pairs of
+//! runs, which goes first alternating), and the bin prints the median of
+//! the pairs' ratios of the writes' times, one after another ÷ on every
+//! core: the speed-up of the parallel writes, the machine's drift
+//! cancelled.
 //!
 //! Time on a shared machine is noisy; instructions are not. Counted by
 //! cachegrind, a tick's cost is the difference of two runs that differ in
@@ -24,16 +29,17 @@
 
 use std::time::Duration;
 
-use fastarray_bench::interest::Scoped;
+use fastarray_bench::interest::{Scoped, SpeedUp};
 
 /// Ticks served before the measured ones (the first scopes fill).
 const WARM: usize = 5;
 
 fn main() {
     let parallel = std::env::args().any(|arg| arg == "parallel");
+    let both = std::env::args().any(|arg| arg == "both");
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| arg != "parallel")
+        .filter(|arg| arg != "parallel" && arg != "both")
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
                 eprintln!("usage: mmo [connections] [ticks] (both whole numbers)");
@@ -49,6 +55,9 @@ fn main() {
         world.serve(&changes);
     }
     world.take_phases();
+    if both {
+        return speed_up(&mut world, conns, ticks);
+    }
     let mut bits = 0u64;
     for _ in 0..ticks {
         let changes = world.mutate();
@@ -71,5 +80,21 @@ fn main() {
         per_tick(phases.acks),
         per_tick(total),
         bits as f64 / 8.0 / (ticks * conns) as f64,
+    );
+}
+
+/// The writes one after another ÷ on every core, over `pairs` pairs of
+/// runs of ticks on the same world (`Scoped::write_speed_up`).
+fn speed_up(world: &mut Scoped, conns: usize, pairs: usize) {
+    let SpeedUp {
+        serial,
+        parallel,
+        ratio,
+    } = world.write_speed_up(pairs);
+    println!(
+        "{conns} connections, {pairs} pairs of runs: writes one after another {:.1} ms, \
+         on every core {:.1} ms (medians); speed-up {:.2}× (median of the pairs, \
+         quartiles {:.2}–{:.2}×)",
+        serial.median, parallel.median, ratio.median, ratio.quartiles.0, ratio.quartiles.1,
     );
 }
