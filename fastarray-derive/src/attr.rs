@@ -529,16 +529,27 @@ fn parse_initial_only(
     meta: &ParseNestedMeta,
     field: &mut FieldBuilder,
 ) -> syn::Result<()> {
-    if !bare_word(cx, meta, INITIAL_ONLY)? {
+    flag_once(cx, meta, INITIAL_ONLY, &mut field.initial_only)
+}
+
+/// A bare word written at most once: `slot` takes it as written, or a
+/// second one is reported.
+fn flag_once(
+    cx: &Ctxt,
+    meta: &ParseNestedMeta,
+    name: Symbol,
+    slot: &mut Option<syn::Path>,
+) -> syn::Result<()> {
+    if !bare_word(cx, meta, name)? {
         return Ok(());
     }
-    if field.initial_only.is_some() {
+    if slot.is_some() {
         cx.error_spanned_by(
             &meta.path,
-            format!("duplicate replicate attribute `{INITIAL_ONLY}`"),
+            format!("duplicate replicate attribute `{name}`"),
         );
     } else {
-        field.initial_only = Some(meta.path.clone());
+        *slot = Some(meta.path.clone());
     }
     Ok(())
 }
@@ -597,16 +608,5 @@ fn parse_default_baseline(
     meta: &ParseNestedMeta,
     container: &mut Container,
 ) -> syn::Result<()> {
-    if !bare_word(cx, meta, DEFAULT_BASELINE)? {
-        return Ok(());
-    }
-    if container.default_baseline.is_some() {
-        cx.error_spanned_by(
-            &meta.path,
-            format!("duplicate replicate attribute `{DEFAULT_BASELINE}`"),
-        );
-    } else {
-        container.default_baseline = Some(meta.path.clone());
-    }
-    Ok(())
+    flag_once(cx, meta, DEFAULT_BASELINE, &mut container.default_baseline)
 }
