@@ -667,11 +667,12 @@ pub mod wire_format {}
 /// attribute, and [`FastArray::schema_handshake`] (with snapshots and
 /// feeds) also carries the bits of the default, so peers whose defaults
 /// differ refuse each other ([`SchemaMismatch`]) rather than decode each
-/// other's values wrongly. That check reads the item type's default: a
-/// field whose own type has `default_baseline` (and is not `flatten`ed) is
-/// written against that type's default, whose values only the attribute,
-/// not the check, covers. Not on enums (a whole value starts with its
-/// variant).
+/// other's values wrongly. The check reads the defaults of the item type
+/// and of its `flatten`ed fields' types (the Bevy plugin's items hold their
+/// component so); a field that is not flattened, of a type with
+/// `default_baseline` of its own, is written against that type's default,
+/// whose values only the attribute, not the check, covers. Not on enums (a
+/// whole value starts with its variant).
 ///
 /// ```
 /// use fastarray::{BitCodec, BitWriter, FastArray, Replicate, SendState};

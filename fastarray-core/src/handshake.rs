@@ -63,11 +63,11 @@ const MAX_NAME: usize = 256;
 
 impl<T: Replicate> FastArray<T> {
     /// The bytes that announce this build's item type: its name and
-    /// `SCHEMA_HASH`, with, for a type with `#[replicate(default_baseline)]`,
-    /// the bits of its default folded in (whole values leave out what
-    /// equals it, so both sides must build the same one). Send them when a
-    /// connection starts; the peer checks them with
-    /// [`check_schema`](Self::check_schema).
+    /// `SCHEMA_HASH`, with, for a type with `#[replicate(default_baseline)]`
+    /// (or flattened fields of such types), the bits of those defaults
+    /// folded in (whole values leave out what equals them, so both sides
+    /// must build the same ones). Send them when a connection starts; the
+    /// peer checks them with [`check_schema`](Self::check_schema).
     ///
     /// ```
     /// use fastarray_core::{FastArray, SchemaMismatch};

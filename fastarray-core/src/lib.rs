@@ -136,7 +136,7 @@ pub mod __private_0_1 {
     pub use crate::inner_array::{ArrayField, InnerArray};
     pub use crate::mask::FieldMask;
     pub use crate::pre_image::{ByClone, CloneField, NotClone};
-    pub use crate::replicate::Replicate;
+    pub use crate::replicate::{Replicate, fold_baseline};
     pub use crate::schema;
     #[cfg(not(feature = "serde"))]
     pub use crate::serde_disabled::{serde_decode, serde_encode};

@@ -308,17 +308,15 @@ pub trait Replicate: BitCodec {
     /// Zero unless the type has such fields.
     const ARRAY_FIELDS: u32 = 0;
 
-    /// The value a whole value is written against: the type's `Default`
-    /// for a type with `#[replicate(default_baseline)]` (a whole value
-    /// then carries only the fields in which it differs from it), `None`
-    /// otherwise. Peers compare its bits with the schema
-    /// ([`FastArray::schema_handshake`](crate::FastArray::schema_handshake)).
+    /// Folds into `hash` the bits of the defaults this type's whole values
+    /// are written against: its own `Default` if it has
+    /// `#[replicate(default_baseline)]` ([`fold_baseline`]), then those of
+    /// its `flatten`ed fields' types. Peers compare the result with the
+    /// schema ([`FastArray::schema_handshake`](crate::FastArray::schema_handshake)):
+    /// a compile-time hash cannot see what `Default::default()` returns.
     #[doc(hidden)]
-    fn baseline() -> Option<Self>
-    where
-        Self: Sized,
-    {
-        None
+    fn fold_baselines(hash: u64) -> u64 {
+        hash
     }
 
     /// The names of the `#[replicate(array)]` fields, in declaration order
@@ -409,22 +407,26 @@ pub(crate) fn audience<T: Replicate>(owners: Option<&Owners>) -> Audience<'_> {
 
 /// What peers compare to know that they read each other's bits alike (a
 /// handshake, a snapshot's or a feed's header): the type's `SCHEMA_HASH`,
-/// and for a type with a default baseline (`#[replicate(default_baseline)]`)
-/// the bits of that default folded in. A whole value leaves out the
-/// fields equal to the default's, so both sides must build the same
-/// default, and the schema hash, made at compile time, cannot see what
-/// `Default::default()` returns.
+/// with the bits of the defaults its whole values are written against
+/// (`#[replicate(default_baseline)]`, its own and its flattened fields')
+/// folded in. A whole value leaves out the fields equal to the default's,
+/// so both sides must build the same default.
 pub(crate) fn wire_schema<T: Replicate>() -> u64 {
-    let Some(baseline) = T::baseline() else {
-        return T::SCHEMA_HASH;
-    };
+    T::fold_baselines(T::SCHEMA_HASH)
+}
+
+/// Folds into `hash` the bits of `default`, the value whole values of
+/// `T` are written against: every field, as
+/// [`encode_fields`](Replicate::encode_fields) writes them (or, for a
+/// default that cannot be encoded, such as an integer too wide for its
+/// `bits`, the error).
+#[doc(hidden)]
+pub fn fold_baseline<T: Replicate>(hash: u64, default: &T) -> u64 {
     let mut bytes = Vec::new();
     let mut writer = BitWriter::new(&mut bytes);
-    let hash = crate::schema::str(T::SCHEMA_HASH, "baseline");
-    // A default that cannot be encoded (an integer too wide for its
-    // `bits`) leaves no whole value to compare: its error names it.
-    let written = baseline.encode_fields(FieldMask::all(T::FIELD_COUNT), &mut writer);
+    let written = default.encode_fields(FieldMask::all(T::FIELD_COUNT), &mut writer);
     let bits = writer.finish();
+    let hash = crate::schema::str(hash, "baseline");
     let hash = match written {
         Ok(()) => crate::schema::u64(hash, bits),
         Err(error) => crate::schema::str(hash, &error.to_string()),

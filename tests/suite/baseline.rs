@@ -250,10 +250,24 @@ fn peers_whose_defaults_differ_refuse_each_others_handshake() {
             pub health: u8,
         }
     }
+    // An item holding one as a flattened field, as the Bevy plugin holds a
+    // component: its whole values write the field against its default.
+    #[derive(fastarray::Replicate, Clone, Debug, PartialEq)]
+    struct Holder<M: Replicate> {
+        tag: u8,
+        #[replicate(flatten)]
+        monster: M,
+    }
     let hello = FastArray::<goblins::Monster>::schema_handshake();
     assert_eq!(FastArray::<goblins::Monster>::check_schema(&hello), Ok(()));
     assert!(FastArray::<ogres::Monster>::check_schema(&hello).is_err());
     assert!(FastArray::<plain::Monster>::check_schema(&hello).is_err());
+    let held = FastArray::<Holder<goblins::Monster>>::schema_handshake();
+    assert_eq!(
+        FastArray::<Holder<goblins::Monster>>::check_schema(&held),
+        Ok(())
+    );
+    assert!(FastArray::<Holder<ogres::Monster>>::check_schema(&held).is_err());
     // A snapshot says so too.
     let mut server = FastArray::new();
     server.push(goblins::Monster { health: 100 });

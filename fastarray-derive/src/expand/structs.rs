@@ -541,14 +541,25 @@ fn replicate_items(
     });
     let slots = fields.iter().map(|field| &field.slot);
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
-    let baseline = cont.attrs.default_baseline().map(|baseline| {
+    // The defaults its whole values are written against: its own, then
+    // its flattened fields' types'.
+    let own_default = cont.attrs.default_baseline().map(|baseline| {
         let default = default_value(baseline);
-        quote! {
-            fn baseline() -> #private::Option<Self> {
-                #private::Some(#default)
-            }
-        }
+        quote!(__hash = #private::fold_baseline::<Self>(__hash, &#default);)
     });
+    let flattened_defaults = fields.iter().filter(|f| f.codec.is_flattened()).map(|f| {
+        let ty = f.field.ty;
+        quote_spanned!(at_type(ty)=> __hash = <#ty as #private::Replicate>::fold_baselines(__hash);)
+    });
+    let baseline = quote! {
+        fn fold_baselines(__hash: ::core::primitive::u64) -> ::core::primitive::u64 {
+            #[allow(unused_mut)]
+            let mut __hash = __hash;
+            #own_default
+            #(#flattened_defaults)*
+            __hash
+        }
+    };
     // A type with array fields makes its own pre-image (`array_fields.rs`).
     let capture = if array_items.is_empty() {
         capture_into(private, fields)
