@@ -10,6 +10,9 @@
 //!   entities marked [`Replicated`] go out.
 //! - `Entity` fields travel with [`entity`] and are mapped to the client's
 //!   entities ([`ReplicaEntities`]).
+//! - A component with `#[replicate(default_baseline)]` spawns on clients
+//!   with only the fields in which it differs from its `Default`
+//!   (`fastarray::attributes`).
 //! - The client's game hears [`ReplicaSpawned`], [`ReplicaChanged`],
 //!   [`ReplicaLeftScope`], [`ReplicaDespawned`]; the server's
 //!   [`ClientConnected`], [`ClientDisconnected`], [`FromClient`].

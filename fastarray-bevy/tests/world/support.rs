@@ -15,10 +15,22 @@ use fastarray_bevy::{
     UdpClientTransport, UdpServerTransport, VisibilityPolicy,
 };
 
+/// A unit: spawned whole with only the fields in which it differs from
+/// a fresh unit (`default_baseline`: full health, no name).
 #[derive(Component, Replicate, Clone, Debug, PartialEq)]
+#[replicate(default_baseline)]
 pub struct Unit {
     pub health: u8,
     pub name: String,
+}
+
+impl Default for Unit {
+    fn default() -> Self {
+        Unit {
+            health: 100,
+            name: String::new(),
+        }
+    }
 }
 
 #[derive(Component, Replicate, Clone, Debug, PartialEq)]
