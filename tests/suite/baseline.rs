@@ -281,6 +281,36 @@ fn peers_whose_defaults_differ_refuse_each_others_handshake() {
     ));
 }
 
+#[test]
+fn a_relay_follows_whole_values_against_the_default_and_serves_them_so() {
+    let mut server = FastArray::new();
+    for n in 0..10 {
+        server.push(spawned(n as f32));
+    }
+    server.commit();
+    let mut relay = FastArray::<Monster>::relay();
+    let mut bytes = Vec::new();
+    server.write_feed_snapshot(&mut bytes).unwrap();
+    relay.apply_feed(&bytes).unwrap();
+    // Spawns reach the relay in a frame of the feed, and its client in
+    // its delta, each against the default.
+    let mut odd = spawned(50.0);
+    odd.name = "orc".to_owned();
+    let ids = [server.push(spawned(40.0)), server.push(odd)];
+    server.commit();
+    bytes.clear();
+    server.write_feed(&mut bytes).unwrap();
+    relay.apply_feed(&bytes).unwrap();
+    assert!(relay.wire_eq(&server));
+    let (mut conn, mut client) = (SendState::new(), FastArray::mirror());
+    let mut packet = Vec::new();
+    relay.write_delta(&mut conn, 1, &mut packet).unwrap();
+    client.apply_delta(&packet, &mut ()).unwrap();
+    assert!(client.wire_eq(&server));
+    assert_eq!(client.get(ids[0]).unwrap().name, "goblin");
+    assert_eq!(client.get(ids[1]).unwrap().name, "orc");
+}
+
 #[derive(Replicate, Clone, Debug, PartialEq, Default)]
 #[replicate(default_baseline)]
 struct Tagged<T> {
