@@ -41,7 +41,7 @@ pub mod wire_format {}
 /// | [`owner_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to the connection whose client owns the item; others never see it (a whole value to them says which fields it lacks: 1 + its field set) | unchanged |
 /// | [`skip_owner`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | unchanged, to every connection that sees the item but its owner's | unchanged |
 /// | [`initial_only`](#owner_only-skip_owner-initial_only) | a replicated field of a struct, with any encoding | only in whole values (an add, an entry into a scope, a snapshot): 0 bits for its changes | none: not a change |
-/// | [`default_baseline`](#default_baseline) | a struct that implements `Default` | a whole value (an add, an entry into a scope, a snapshot's item) carries only the fields in which it differs from `Default::default()`: 2 bits + its field set + those fields; 1 bit more when every field differs | unchanged |
+/// | [`default_baseline`](#default_baseline) | a struct that implements `Default`, without `array` fields | a whole value (an add, an entry into a scope, a snapshot's item) carries only the fields in which it differs from `Default::default()`: 2 bits + its field set + those fields; 1 bit more when every field differs | unchanged |
 /// | [`crate = "path"`](#crate--path) | the type | names the runtime as `path::__private_0_1` instead of `::fastarray::__private_0_1` | — |
 ///
 /// `flatten` was called `nested`; that spelling still works, with a
@@ -672,7 +672,8 @@ pub mod wire_format {}
 /// component so); a field that is not flattened, of a type with
 /// `default_baseline` of its own, is written against that type's default,
 /// whose values only the attribute, not the check, covers. Not on enums (a
-/// whole value starts with its variant).
+/// whole value starts with its variant), nor on a type with `array` fields
+/// (their items go by id).
 ///
 /// ```
 /// use fastarray::{BitCodec, BitWriter, FastArray, Replicate, SendState};

@@ -24,12 +24,25 @@ pub fn check(cx: &Ctxt, cont: &Container) {
 /// `default_baseline` writes a whole value as the fields in which it
 /// differs from the type's `Default`: a struct's fields, each with its
 /// mask bit (an enum's whole value starts with its variant, and its
-/// fields depend on it).
+/// fields depend on it), and none of them an `array` (a decoded value
+/// starts as the default, whose arrays could hold items the sender's do
+/// not).
 fn check_default_baseline(cx: &Ctxt, cont: &Container) {
-    if let (Some(path), Data::Enum(_)) = (cont.attrs.default_baseline(), &cont.data) {
+    let Some(path) = cont.attrs.default_baseline() else {
+        return;
+    };
+    if matches!(cont.data, Data::Enum(_)) {
         cx.error_spanned_by(
             path,
             "`default_baseline` is for structs: an enum's whole value starts with its variant, whose fields differ from the default's",
+        );
+    } else if cont
+        .all_fields()
+        .any(|field| matches!(field.attrs.encoding(), Encoding::Array))
+    {
+        cx.error_spanned_by(
+            path,
+            "`default_baseline` is for types without `array` fields: an array's items go by id, not against a default's",
         );
     }
 }
