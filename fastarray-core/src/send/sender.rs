@@ -10,6 +10,8 @@
 //! kind, the frame, the removed ids, then the sent items (see `WIRE.md`;
 //! the layout is `message`'s), and the record of what the packet carries.
 
+use std::sync::{Mutex, PoisonError};
+
 use super::delta_bytes::DeltaBytes;
 use super::encode_cache::EncodeCache;
 use super::message::Message;
@@ -291,26 +293,28 @@ impl Sender {
                 &mut self.work,
             );
         } else {
-            // Then the connections' own messages, each thread a run of
-            // them with a workspace of its own (the encodings of the
-            // frame are made once per thread).
+            // Then the connections' own messages, in runs that the
+            // threads take in turn as each finishes its last, each with
+            // a workspace of its own (the encodings of the frame are made
+            // once per thread): a thread whose connections cost more, or
+            // that the machine slows, takes fewer runs.
             self.pool.resize_with(threads - 1, Workspace::default);
             let mut spaces: Vec<&mut Workspace> = Vec::with_capacity(threads);
             spaces.push(&mut self.work);
             spaces.extend(self.pool.iter_mut());
             let (store, reads): (&Store<T>, &Reads<'_>) = (store, &reads);
-            let runs = runs(writes, &mut results, &own, threads);
+            let queue =
+                Mutex::new(runs(writes, &mut results, &own, threads * RUNS_PER_THREAD).into_iter());
+            let queue = &queue;
             std::thread::scope(|scope| {
-                let mut runs = runs.into_iter().zip(spaces);
-                // This thread writes the first run; the others, one each.
-                let first = runs.next();
-                for ((writes, results), space) in runs {
-                    scope.spawn(move || {
-                        write_run(reads, Items::Shared(store), writes, results, space);
-                    });
+                let mut spaces = spaces.into_iter();
+                // This thread writes too, beside the others.
+                let first = spaces.next();
+                for space in spaces {
+                    scope.spawn(move || take_runs(queue, reads, store, space));
                 }
-                if let Some(((writes, results), space)) = first {
-                    write_run(reads, Items::Shared(store), writes, results, space);
+                if let Some(space) = first {
+                    take_runs(queue, reads, store, space);
                 }
             });
         }
@@ -355,30 +359,55 @@ struct Workspace {
     buffers: PlanBuffers,
 }
 
-/// `writes` and their `results` cut into at most `threads` runs of about
+/// Runs of connections each thread of [`Sender::write_many`] may take,
+/// on average: enough that one slowed thread leaves little to wait for,
+/// few enough that taking one costs nothing beside writing it.
+const RUNS_PER_THREAD: usize = 8;
+
+/// One run of writes and their results.
+type Run<'w, 'd> = (
+    &'w mut [DeltaWrite<'d>],
+    &'w mut [Option<Result<DeltaStats, SendError>>],
+);
+
+/// Writes the runs `queue` hands out until it has none left.
+fn take_runs<'w, 'd: 'w, T: Replicate>(
+    queue: &Mutex<std::vec::IntoIter<Run<'w, 'd>>>,
+    reads: &Reads<'_>,
+    store: &Store<T>,
+    space: &mut Workspace,
+) {
+    loop {
+        // A run is taken whole or not at all: a poisoned lock (another
+        // thread panicked) hands out what is left.
+        let next = queue.lock().unwrap_or_else(PoisonError::into_inner).next();
+        let Some((writes, results)) = next else {
+            return;
+        };
+        write_run(reads, Items::Shared(store), writes, results, space);
+    }
+}
+
+/// `writes` and their `results` cut into at most `count` runs of about
 /// as many messages of their own each (`own`): the others are written
 /// already (the frame's shared message, a refusal) and cost nothing.
-#[allow(clippy::type_complexity)]
 fn runs<'w, 'd>(
     mut writes: &'w mut [DeltaWrite<'d>],
     mut results: &'w mut [Option<Result<DeltaStats, SendError>>],
     own: &[bool],
-    threads: usize,
-) -> Vec<(
-    &'w mut [DeltaWrite<'d>],
-    &'w mut [Option<Result<DeltaStats, SendError>>],
-)> {
+    count: usize,
+) -> Vec<Run<'w, 'd>> {
     let per_run = own
         .iter()
         .filter(|&&own| own)
         .count()
-        .div_ceil(threads)
+        .div_ceil(count)
         .max(1);
-    let mut runs = Vec::with_capacity(threads);
+    let mut runs = Vec::with_capacity(count);
     let (mut start, mut counted) = (0, 0);
     for (index, _) in own.iter().enumerate().filter(|&(_, &own)| own) {
         counted += 1;
-        if counted == per_run && runs.len() + 1 < threads {
+        if counted == per_run && runs.len() + 1 < count {
             let (run, rest) = core::mem::take(&mut writes).split_at_mut(index + 1 - start);
             let (done, left) = core::mem::take(&mut results).split_at_mut(index + 1 - start);
             runs.push((run, done));
@@ -722,8 +751,8 @@ mod tests {
             .collect();
         let mut results: Vec<Option<Result<DeltaStats, SendError>>> =
             own.iter().map(|_| None).collect();
-        let mut lengths = |threads| -> Vec<usize> {
-            let runs = runs(&mut writes, &mut results, &own, threads);
+        let mut lengths = |count| -> Vec<usize> {
+            let runs = runs(&mut writes, &mut results, &own, count);
             runs.iter()
                 .map(|(writes, results)| {
                     assert_eq!(writes.len(), results.len());
@@ -735,7 +764,7 @@ mod tests {
         assert_eq!(lengths(2), [6, 4]);
         assert_eq!(lengths(3), [5, 2, 3]);
         assert_eq!(lengths(1), [10]);
-        // More threads than messages: a run each, none empty.
+        // More runs than messages: a run each, none empty.
         assert_eq!(lengths(8), [4, 1, 1, 1, 2, 1]);
     }
 }
