@@ -166,6 +166,33 @@ impl Replicated<'_> {
         }
     }
 
+    /// Statements reading the field into `place`, a field of a value that
+    /// holds the type's default, if `__mask` names it (for a flattened
+    /// field, the leaves it names, over the default's): a value written
+    /// against its default (`default_baseline`) is decoded in place, with
+    /// no patch to compare.
+    pub fn decode_into(&self, place: TokenStream) -> TokenStream {
+        let (p, offset) = (&self.private, &self.offset);
+        if self.codec.is_flattened() {
+            let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
+            return quote! {
+                let __sub = #sub;
+                if !#p::FieldMask::is_empty(__sub) {
+                    let _ = #replicate::apply_patch(
+                        &mut #place,
+                        #replicate::decode_fields(__sub, __reader)?,
+                    );
+                }
+            };
+        }
+        let decode = self.decode();
+        quote! {
+            if #p::FieldMask::contains(__mask, #offset) {
+                #place = #decode;
+            }
+        }
+    }
+
     /// An expression reading the field of a whole value of which only the
     /// fields in `__mask` (what one connection sees of the item) were
     /// written: a field a connection can be denied (`detail = N` with

@@ -36,9 +36,7 @@ pub fn expand(cont: &Container, style: Style, all_fields: &[Field]) -> TokenStre
     let bit_codec = impls::bit_codec(&target, {
         let plain = bit_codec_items(&private, style, all_fields, &fields);
         match cont.attrs.default_baseline() {
-            Some(baseline) => {
-                baseline_codec_items(&private, baseline, &fields, &patch_ident, plain)
-            }
+            Some(baseline) => baseline_codec_items(&private, baseline, &fields, plain),
             None => plain,
         }
     });
@@ -193,12 +191,12 @@ fn default_value(baseline: &syn::Path) -> TokenStream {
 /// `plain` items: whether every field follows or only those in which the
 /// value differs from the type's `Default` (`write_baseline_form`), then
 /// those fields as `encode_fields` writes them. A decoded value starts as
-/// the default, so its skipped fields are the default's too.
+/// the default and the fields that follow are read into it, so its
+/// skipped fields are the default's too.
 fn baseline_codec_items(
     private: &TokenStream,
     baseline: &syn::Path,
     fields: &[Replicated],
-    patch_ident: &syn::Ident,
     plain: BitCodecItems,
 ) -> BitCodecItems {
     let default = default_value(baseline);
@@ -206,8 +204,10 @@ fn baseline_codec_items(
         let member = &field.field.member;
         field.encode_masked(quote!(&self.#member))
     });
-    let decodes = fields.iter().map(Replicated::decode_masked);
-    let slots = fields.iter().map(|field| &field.slot);
+    let decodes = fields.iter().map(|field| {
+        let member = &field.field.member;
+        field.decode_into(quote!(__value.#member))
+    });
     let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
     let field_count = quote!(<Self as #private::Replicate>::FIELD_COUNT);
     let plain_min = plain.min_bits.clone();
@@ -230,12 +230,8 @@ fn baseline_codec_items(
                 #private::Some(__differs) => __differs,
                 #private::None => #private::FieldMask::all(#field_count),
             };
-            #(#decodes)*
             let mut __value: Self = #default;
-            let _ = <Self as #private::Replicate>::apply_patch(&mut __value, #patch_ident {
-                #(#slots,)*
-                __marker: ::core::marker::PhantomData,
-            });
+            #(#decodes)*
             #private::Ok(__value)
         },
         ..plain
