@@ -4,7 +4,8 @@
 //! `Vec<Entity>`) travels as the server's entity: its index and its
 //! generation, a varint each (a despawned entity's successor at the same
 //! index is a different value, so no reference can reach the wrong
-//! entity). A fresh entity among the first thousand takes at most 17 bits. The client plugin turns it into the client's own entity
+//! entity). An entity among the first thousand, not yet reused, takes at
+//! most 17 bits. The client plugin turns it into the client's own entity
 //! through Bevy's entity mapping: mark the field `#[entities]` too, as for
 //! any mapped component.
 //!
@@ -60,13 +61,13 @@ impl EntityField for Entity {
 
     fn __decode(reader: &mut BitReader<'_>) -> Result<Self, DecodeError> {
         let bit_offset = reader.bit_offset();
-        let not_an_entity = DecodeError::Custom {
+        let not_an_entity = || DecodeError::Custom {
             bit_offset,
             message: "not the index and generation of an Entity",
         };
-        let index = u32::try_from(reader.read_varint()?).map_err(|_| not_an_entity.clone())?;
-        let index = EntityIndex::from_raw_u32(index).ok_or_else(|| not_an_entity.clone())?;
-        let generation = u32::try_from(reader.read_varint()?).map_err(|_| not_an_entity)?;
+        let index = u32::try_from(reader.read_varint()?).map_err(|_| not_an_entity())?;
+        let index = EntityIndex::from_raw_u32(index).ok_or_else(not_an_entity)?;
+        let generation = u32::try_from(reader.read_varint()?).map_err(|_| not_an_entity())?;
         Ok(Entity::from_index_and_generation(
             index,
             EntityGeneration::from_bits(generation),

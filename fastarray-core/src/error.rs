@@ -69,8 +69,9 @@ pub enum DecodeError {
     SchemaMismatch {
         /// Name of the local type.
         type_name: &'static str,
-        /// Schema of the local type: its `SCHEMA_HASH` (with, for a type
-        /// with `#[replicate(default_baseline)]`, the bits of its default).
+        /// Schema of the local type: its `SCHEMA_HASH`, with the bits of
+        /// the defaults its whole values are written against
+        /// (`#[replicate(default_baseline)]`) folded in.
         expected: u64,
         /// Schema written by the sender.
         found: u64,

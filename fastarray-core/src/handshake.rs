@@ -19,8 +19,9 @@ pub enum SchemaMismatch {
         local: &'static str,
         /// The peer's type name.
         remote: String,
-        /// This build's schema: its `SCHEMA_HASH` (with, for a type with
-        /// `#[replicate(default_baseline)]`, the bits of its default).
+        /// This build's schema: its `SCHEMA_HASH`, with the bits of the
+        /// defaults its whole values are written against
+        /// (`#[replicate(default_baseline)]`) folded in.
         local_hash: u64,
         /// The peer's schema, as `local_hash`.
         remote_hash: u64,

@@ -543,19 +543,25 @@ fn replicate_items(
         let default = default_value(baseline);
         quote!(__hash = #private::fold_baseline::<Self>(__hash, &#default);)
     });
-    let flattened_defaults = fields.iter().filter(|f| f.codec.is_flattened()).map(|f| {
-        let ty = f.field.ty;
-        quote_spanned!(at_type(ty)=> __hash = <#ty as #private::Replicate>::fold_baselines(__hash);)
-    });
-    let baseline = quote! {
-        fn fold_baselines(__hash: ::core::primitive::u64) -> ::core::primitive::u64 {
-            #[allow(unused_mut)]
-            let mut __hash = __hash;
-            #own_default
-            #(#flattened_defaults)*
-            __hash
+    let flattened_defaults: Vec<TokenStream> = fields
+        .iter()
+        .filter(|f| f.codec.is_flattened())
+        .map(|f| {
+            let ty = f.field.ty;
+            quote_spanned!(at_type(ty)=> __hash = <#ty as #private::Replicate>::fold_baselines(__hash);)
+        })
+        .collect();
+    // A type with neither keeps the trait's, which folds nothing.
+    let baseline = (own_default.is_some() || !flattened_defaults.is_empty()).then(|| {
+        quote! {
+            fn fold_baselines(__hash: ::core::primitive::u64) -> ::core::primitive::u64 {
+                let mut __hash = __hash;
+                #own_default
+                #(#flattened_defaults)*
+                __hash
+            }
         }
-    };
+    });
     // A type with array fields makes its own pre-image (`array_fields.rs`).
     let capture = if array_items.is_empty() {
         capture_into(private, fields)
