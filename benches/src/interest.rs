@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::Agent;
-use crate::summary::{Summary, summary};
+use crate::summary::{Summary, in_turn, summary};
 
 /// Half the world's side: agents live in `[-HALF, HALF)²`.
 pub const HALF: f32 = 500.0;
@@ -275,13 +275,7 @@ impl Scoped {
         };
         let (mut serial, mut parallel, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
         for pair in 0..pairs {
-            let (one, every) = if pair % 2 == 0 {
-                let one = run(false);
-                (one, run(true))
-            } else {
-                let every = run(true);
-                (run(false), every)
-            };
+            let (one, every) = in_turn(pair, &mut run);
             serial.push(one);
             parallel.push(every);
             ratios.push(one / every);

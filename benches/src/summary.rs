@@ -1,5 +1,6 @@
-//! What the interleaved bins (`fanout`, `apply`, `ab`) print of their
-//! rounds: medians, and how far the rounds spread.
+//! How the interleaved measurements (the `fanout`, `apply`, `ab` and `mmo`
+//! bins) take their rounds, and what they print of them: medians, and how
+//! far the rounds spread.
 
 /// The median of some measurements, and their spread.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,9 +28,36 @@ pub fn summary(values: &mut [f64]) -> Summary {
     }
 }
 
+/// Measures the two sides of round `round` in turn, `false` then `true`
+/// on even rounds and the other way on odd ones, so that neither always
+/// runs right after the other (in its cache's wake, or in the machine's
+/// drift); returns `(false's, true's)`.
+pub fn in_turn<T>(round: usize, mut measure: impl FnMut(bool) -> T) -> (T, T) {
+    if round % 2 == 0 {
+        let first = measure(false);
+        (first, measure(true))
+    } else {
+        let first = measure(true);
+        (measure(false), first)
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Summary, summary};
+    use super::{Summary, in_turn, summary};
+
+    #[test]
+    fn rounds_alternate_which_side_goes_first_and_return_each_in_its_place() {
+        let mut order = Vec::new();
+        for round in 0..3 {
+            let sides = in_turn(round, |side| {
+                order.push(side);
+                side
+            });
+            assert_eq!(sides, (false, true));
+        }
+        assert_eq!(order, [false, true, true, false, false, true]);
+    }
 
     #[test]
     fn summarizes_in_order_whatever_the_order_given() {

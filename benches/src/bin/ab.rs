@@ -16,7 +16,7 @@
 
 use std::process::{Command, exit};
 
-use fastarray_bench::summary::summary;
+use fastarray_bench::summary::{in_turn, summary};
 
 /// Runs `bin` with `args` and returns its measures, in order.
 fn measures(bin: &str, args: &[String]) -> Vec<(String, f64)> {
@@ -80,15 +80,7 @@ fn main() {
     };
     let mut sides: Vec<(String, Vec<f64>, Vec<f64>)> = Vec::new();
     for pair in 0..pairs {
-        // Alternate which runs first, so that neither build always runs
-        // right after the other.
-        let (x, y) = if pair % 2 == 0 {
-            let x = measures(a, passed);
-            (x, measures(b, passed))
-        } else {
-            let y = measures(b, passed);
-            (measures(a, passed), y)
-        };
+        let (x, y) = in_turn(pair, |second| measures(if second { b } else { a }, passed));
         let same = x.len() == y.len() && x.iter().zip(&y).all(|(x, y)| x.0 == y.0);
         if !same || x.is_empty() {
             eprintln!("ab: the two builds printed different measures: {x:?} against {y:?}");

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use fastarray::FastArray;
 use fastarray_bench::recording::{Recording, record};
-use fastarray_bench::summary::{Summary, summary};
+use fastarray_bench::summary::{Summary, in_turn, summary};
 use fastarray_bench::{Agent, Workload, bytes};
 
 /// Seed of the workloads (the criterion bench's).
@@ -87,15 +87,13 @@ fn main() {
     replay_bytes(&recording, &mut client);
     let (mut ours, mut naive, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        // Alternate which goes first, so that neither always follows the
-        // other's cache footprint.
-        let (a, b) = if round % 2 == 0 {
-            let a = replay_ours(&recording, &mut mirror);
-            (a, replay_bytes(&recording, &mut client))
-        } else {
-            let b = replay_bytes(&recording, &mut client);
-            (replay_ours(&recording, &mut mirror), b)
-        };
+        let (a, b) = in_turn(round, |naive| {
+            if naive {
+                replay_bytes(&recording, &mut client)
+            } else {
+                replay_ours(&recording, &mut mirror)
+            }
+        });
         let (a, b) = (per_tick(a), per_tick(b));
         ours.push(a);
         naive.push(b);

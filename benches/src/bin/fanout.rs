@@ -23,7 +23,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, SendState};
-use fastarray_bench::summary::summary;
+use fastarray_bench::summary::{in_turn, summary};
 use fastarray_bench::{Agent, Op, Script, Workload, apply_ours, caught_up_conn, server_array};
 
 /// Seed of both workloads (the criterion bench's).
@@ -113,15 +113,12 @@ fn main() {
     }
     let (mut ones, mut manys, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        // Alternate which goes first, so that neither always follows the
-        // other's cache footprint.
-        let (a, b) = if round % 2 == 0 {
-            let a = one.tick();
-            (a, many.tick())
-        } else {
-            let b = many.tick();
-            (one.tick(), b)
-        };
+        let (a, b) = in_turn(
+            round,
+            |to_many| {
+                if to_many { many.tick() } else { one.tick() }
+            },
+        );
         let (a, b) = (a.as_secs_f64() * 1e6, b.as_secs_f64() * 1e6);
         ones.push(a);
         manys.push(b);
