@@ -1,6 +1,7 @@
 //! Two builds of a timing bin compared in turn: runs `a` and `b` with the
-//! same arguments, `pairs` times (each pair alternating which runs first), and prints per measure the median of
-//! each side and the median and range of the pairs' ratios (a ÷ b). Time
+//! same arguments, `pairs` times (each pair alternating which runs
+//! first), and prints per measure the median of each side and the median
+//! and range of the pairs' ratios (a ÷ b). Time
 //! on a shared machine swings by a third from run to run; runs taken in
 //! turn swing together, so the ratio of a pair says what the change did.
 //!
@@ -11,8 +12,8 @@
 //!
 //! A measure is a number followed by `ms` or `µs` in a run's output, named
 //! by the word before it (`grid 31.8 ms` is `grid`), or `total` when no
-//! word comes before it (the `mmo` bin's `acks 10.1 ms: 126.7 ms a tick`). Both
-//! builds must print the same measures in the same order.
+//! word comes before it (the `mmo` bin's `acks 10.1 ms: 126.7 ms a
+//! tick`). Both builds must print the same measures in the same order.
 
 use std::process::{Command, exit};
 

@@ -1,10 +1,11 @@
 //! The client's apply of issue 32 measured interleaved: one workload's
 //! messages for 10 000 items, recorded once (ours, and the byte-level
 //! naive differ's of `fastarray_bench::bytes`), then replayed in turns —
-//! our mirror applies the recording's ticks, then the naive client
-//! applies its own — so that a slow stretch of a shared machine slows
-//! both alike (each round alternates which goes first). A replay is what the criterion benches
-//! `<workload>_10k/ours_apply` and `bytes_apply` time, tick by tick.
+//! our mirror applies the recording's ticks and the naive client its
+//! own, which goes first alternating from round to round — so that a
+//! slow stretch of a shared machine slows both alike. A replay is what
+//! the criterion benches `<workload>_10k/ours_apply` and `bytes_apply`
+//! time, tick by tick.
 //!
 //! ```sh
 //! cargo run --release -p fastarray-bench --bin apply -- [rounds] [sparse|hot|churn|dense]
