@@ -120,25 +120,36 @@ impl Replicated<'_> {
         }
     }
 
+    /// `then` as a statement run if `__mask` names the field: for a
+    /// flattened field, if it names any of its leaves, which `then` finds
+    /// in `__sub` (`flattened` is `then`'s text for such a field).
+    fn if_named(&self, then: TokenStream, flattened: TokenStream) -> TokenStream {
+        let (p, offset) = (&self.private, &self.offset);
+        if self.codec.is_flattened() {
+            let sub = self.window(quote!(__mask));
+            quote! {
+                let __sub = #sub;
+                if !#p::FieldMask::is_empty(__sub) {
+                    #flattened
+                }
+            }
+        } else {
+            quote! {
+                if #p::FieldMask::contains(__mask, #offset) {
+                    #then
+                }
+            }
+        }
+    }
+
     /// Statements writing the field (`value`: a `&T`) if `__mask` names it:
     /// for a flattened field, the leaves it names.
     pub fn encode_masked(&self, value: TokenStream) -> TokenStream {
-        let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_flattened() {
-            let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
-            return quote! {
-                let __sub = #sub;
-                if !#p::FieldMask::is_empty(__sub) {
-                    #replicate::encode_fields(#value, __sub, __writer)?;
-                }
-            };
-        }
-        let encode = self.codec.encode(value);
-        quote! {
-            if #p::FieldMask::contains(__mask, #offset) {
-                #encode?;
-            }
-        }
+        let (replicate, encode) = (self.replicate(), self.codec.encode(value.clone()));
+        self.if_named(
+            quote!(#encode?;),
+            quote!(#replicate::encode_fields(#value, __sub, __writer)?;),
+        )
     }
 
     /// A statement binding the field's slot to what `__reader` holds for
@@ -172,25 +183,16 @@ impl Replicated<'_> {
     /// against its default (`default_baseline`) is decoded in place, with
     /// no patch to compare.
     pub fn decode_into(&self, place: TokenStream) -> TokenStream {
-        let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_flattened() {
-            let (replicate, sub) = (self.replicate(), self.window(quote!(__mask)));
-            return quote! {
-                let __sub = #sub;
-                if !#p::FieldMask::is_empty(__sub) {
-                    let _ = #replicate::apply_patch(
-                        &mut #place,
-                        #replicate::decode_fields(__sub, __reader)?,
-                    );
-                }
-            };
-        }
-        let decode = self.decode();
-        quote! {
-            if #p::FieldMask::contains(__mask, #offset) {
-                #place = #decode;
-            }
-        }
+        let (replicate, decode) = (self.replicate(), self.decode());
+        self.if_named(
+            quote!(#place = #decode;),
+            quote! {
+                let _ = #replicate::apply_patch(
+                    &mut #place,
+                    #replicate::decode_fields(__sub, __reader)?,
+                );
+            },
+        )
     }
 
     /// An expression reading the field of a whole value of which only the
