@@ -709,6 +709,44 @@ fn a_full_sync_leaves_nothing_per_item_once_messages_are_shared() {
     );
 }
 
+/// Issue 32: a dense frame's shared message is written with nothing
+/// allocated per item once its connection has acknowledged the last one:
+/// the list of changed fields that every connection's record shares is
+/// the last frame's, reused, and no list of the entries is gathered.
+#[test]
+fn a_dense_shared_write_reuses_its_lists() {
+    let items = 1_000u64;
+    let (mut server, ids) = small_array(items);
+    let mut conn = SendState::new();
+    let mut bytes = Vec::new();
+    let mut tick = |tick: u32, server: &mut FastArray<Small>| {
+        for &id in &ids {
+            server.get_mut(id).unwrap().v = tick as u8;
+        }
+        server.commit();
+        bytes.clear();
+        let mut stats = None;
+        let allocated =
+            allocated_by(|| stats = Some(server.write_delta(&mut conn, tick, &mut bytes)));
+        let stats = stats.unwrap().unwrap();
+        conn.on_ack(tick);
+        (stats, allocated)
+    };
+    // The first write is a full sync of the connection's own; the next
+    // ones are shared, and the first of those makes the lists.
+    for n in 1..4 {
+        tick(n, &mut server);
+    }
+    let (stats, allocated) = tick(4, &mut server);
+    assert!(stats.shared);
+    assert_eq!(stats.changed, items as usize);
+    // The list of changed fields alone would be 16 bytes per item.
+    assert!(
+        allocated < items,
+        "{allocated} bytes allocated by a shared write of {items} changes"
+    );
+}
+
 /// An item of one bit: a whole entry of it is three bits on the wire.
 #[derive(Replicate, Clone, Debug, PartialEq)]
 struct Bit {

@@ -4,7 +4,8 @@
 //! once) and its payload (see `WIRE.md`).
 
 use super::encode_cache::EncodeCache;
-use super::plan::{Planned, frame_entries};
+use super::frame_entries::FrameEntries;
+use super::plan::Planned;
 use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::changeset::Changeset;
 use crate::error::SendError;
@@ -65,16 +66,18 @@ impl Message<'_> {
         }
     }
 
-    /// Writes the frame's shared message (see [`frame_entries`]): the
-    /// head, then each entry with its payload encoded straight from the
-    /// item in `store`, no plan in between; each entry carries only the
-    /// fields in `allowed` (what the audience rule lets a connection that
-    /// owns none of the items see), and an entry left with no changed
-    /// field goes. Returns what the connections that take it record: the
-    /// record entries of the items sent whole (adds and new shapes), and
-    /// the changed fields of the others; `None` if an entry's item is not
-    /// in `store` (a broken invariant: the caller then writes per
-    /// connection), with `writer` holding a partial message.
+    /// Writes the frame's shared message (see
+    /// [`FrameEntries`](super::frame_entries)): the head, then each entry
+    /// with its payload encoded straight from the item in `store`, no plan
+    /// in between; each entry carries only the fields in `allowed` (what
+    /// the audience rule lets a connection that owns none of the items
+    /// see), and an entry left with no changed field goes. Returns what
+    /// the connections that take it record: the record entries of the
+    /// items sent whole (adds and new shapes), and the changed fields of
+    /// the others, gathered in `spare` (a list kept to reuse); `None` if an
+    /// entry's item is not in `store` (a broken invariant: the caller then
+    /// writes per connection), with `writer` holding a partial message.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn write_frame<T: Replicate>(
         &self,
         store: &Store<T>,
@@ -82,17 +85,16 @@ impl Message<'_> {
         allowed: FieldMask,
         state: &SendState,
         writer: &mut BitWriter<'_>,
+        spare: Vec<(ReplicationId, FieldMask)>,
     ) -> Result<Option<FrameRecord>, SendError> {
-        // Walked three times or more (the common fields, the id list's code,
-        // the entries): gathered once, each walk is a slice's.
-        let entries: Vec<_> = frame_entries::<T>(changes, allowed).collect();
-        let common = common_fields(entries.iter().map(|&(_, work)| work));
-        let wires = entries.iter().map(|&(id, _)| id);
+        let entries = FrameEntries::of::<T>(changes, allowed, spare);
+        let works = entries.changed.iter().map(|&(_, mask)| Work::Fields(mask));
+        let common = common_fields(works);
+        let wires = entries.iter().map(|(id, _)| id);
         let mut list = self.write_head(state, writer, wires, common);
-        let mut whole = Vec::new();
-        let mut changed = Vec::with_capacity(entries.len());
+        let mut whole = Vec::with_capacity(entries.whole.len());
         let mut near = Near::default();
-        for &(id, work) in &entries {
+        for (id, work) in entries.iter() {
             // A commit's changes name live items only, and nothing has
             // changed since the commit.
             let Some(pos) = store.locate(id, &mut near) else {
@@ -102,10 +104,7 @@ impl Message<'_> {
             let slot = store.slot(pos);
             self.write_entry_head(state, writer, &mut list, (id, id, work, allowed));
             let encoded = match work {
-                Work::Fields(mask) => {
-                    changed.push((id, mask));
-                    slot.value.encode_fields(mask, writer)
-                }
+                Work::Fields(mask) => slot.value.encode_fields(mask, writer),
                 _ => {
                     whole.push(RecordEntry::new(id, work, slot.key, self.frame, self.frame));
                     encode_whole(&slot.value, allowed, writer)
@@ -113,7 +112,7 @@ impl Message<'_> {
             };
             encoded.map_err(|error| SendError::Encode { id, error })?;
         }
-        Ok(Some((whole, changed)))
+        Ok(Some((whole, entries.changed)))
     }
 
     /// Writes the message's kind, frame and removals, then the start of

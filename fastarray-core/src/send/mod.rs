@@ -9,6 +9,7 @@
 
 pub(crate) mod delta_bytes;
 pub(crate) mod encode_cache;
+pub(crate) mod frame_entries;
 pub(crate) mod message;
 pub(crate) mod plan;
 pub(crate) mod sender;

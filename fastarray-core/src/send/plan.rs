@@ -5,7 +5,6 @@
 
 use super::encode_cache::{EncodeCache, Payload, Span};
 use crate::bits::{BitWriter, gamma_bits, varint_bits};
-use crate::changeset::Changeset;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -274,111 +273,6 @@ pub(crate) fn plan<T: Replicate>(
     }
     Ok(plan)
 }
-
-/// The message of a connection in sync with the array (see
-/// [`SendState::in_sync`]) is the newest frame's changes as they are:
-/// `changes`' removals, then its entries in id order: the changed fields
-/// of the items the client knows (a new shape, an enum's variant, whole)
-/// and its adds whole (a server's adds come after its changes, a relay's
-/// or a shard's may not), each entry with changed fields carrying those of them in
-/// `allowed` (an entry left with none goes). Nothing here depends on the
-/// connection: the frame's shared message (`send::shared_message`) is
-/// written from this.
-pub(crate) fn frame_entries<T: Replicate>(
-    changes: &Changeset,
-    allowed: FieldMask,
-) -> impl ExactSizeIterator<Item = (ReplicationId, Work)> + '_ {
-    let work = move |mask: FieldMask| {
-        if (mask & T::STRUCTURE).is_empty() {
-            let sent = mask & allowed;
-            (!sent.is_empty()).then_some(Work::Fields(sent))
-        } else {
-            Some(Work::Add { structural: true })
-        }
-    };
-    // Every entry stays unless the audience rule denies some fields.
-    let kept = if allowed == FieldMask::all(T::FIELD_COUNT) {
-        changes.changed.len()
-    } else {
-        let kept = changes
-            .changed
-            .iter()
-            .filter(|&&(_, mask)| work(mask).is_some());
-        kept.count()
-    };
-    let changed = changes
-        .changed
-        .iter()
-        .filter_map(move |&(id, mask)| Some((id, work(mask)?)));
-    let added = changes
-        .added
-        .iter()
-        .map(|&id| (id, Work::Add { structural: true }));
-    // Adds usually have the highest ids (new ones): then every change
-    // comes first, and the lists are chained with no comparison per entry.
-    let chained = match (changes.changed.last(), changes.added.first()) {
-        (Some(&(changed, _)), Some(&added)) => changed < added,
-        _ => true,
-    };
-    // The merge is not `ExactSizeIterator`: the lengths are known.
-    Counted {
-        inner: Merged {
-            a: changed.peekable(),
-            b: added.peekable(),
-            chained,
-        },
-        left: kept + changes.added.len(),
-    }
-}
-
-/// Two lists of entries ascending by id, merged (`chained`: every entry of
-/// the first comes before the second's).
-struct Merged<A: Iterator, B: Iterator> {
-    a: core::iter::Peekable<A>,
-    b: core::iter::Peekable<B>,
-    chained: bool,
-}
-
-impl<A, B> Iterator for Merged<A, B>
-where
-    A: Iterator<Item = (ReplicationId, Work)>,
-    B: Iterator<Item = (ReplicationId, Work)>,
-{
-    type Item = (ReplicationId, Work);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.chained {
-            return self.a.next().or_else(|| self.b.next());
-        }
-        match (self.a.peek(), self.b.peek()) {
-            (Some(a), Some(b)) if b.0 < a.0 => self.b.next(),
-            (Some(_), _) => self.a.next(),
-            (None, _) => self.b.next(),
-        }
-    }
-}
-
-/// An iterator whose length is known.
-struct Counted<I> {
-    inner: I,
-    left: usize,
-}
-
-impl<I: Iterator> Iterator for Counted<I> {
-    type Item = I::Item;
-
-    fn next(&mut self) -> Option<I::Item> {
-        let next = self.inner.next()?;
-        self.left -= 1;
-        Some(next)
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.left, Some(self.left))
-    }
-}
-
-impl<I: Iterator> ExactSizeIterator for Counted<I> {}
 
 impl PlanBuffers {
     /// Gives back the room of lists that no connection planned with this

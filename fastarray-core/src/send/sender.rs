@@ -655,7 +655,8 @@ impl Sender {
         bytes.clear();
         let mut out = BitWriter::new(&mut bytes);
         let allowed = audience.fields_for(false);
-        let written = message.write_frame(store, changes, allowed, state, &mut out);
+        let spare = self.shared.spare_changes();
+        let written = message.write_frame(store, changes, allowed, state, &mut out, spare);
         let bits = out.finish();
         if bytes.capacity() > 4 * bytes.len().max(64) {
             bytes.shrink_to(2 * bytes.len());

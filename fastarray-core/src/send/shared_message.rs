@@ -70,6 +70,20 @@ impl SharedMessage {
         self.excluded.clear();
     }
 
+    /// The list of the kept message's changed fields, emptied, to gather
+    /// the next frame's in, if no connection's record still holds it (a
+    /// list of a few hundred kB, allocated anew, costs a page fault per
+    /// 4 kB); else a new list. The kept message is the last frame's.
+    pub(crate) fn spare_changes(&mut self) -> Vec<(ReplicationId, FieldMask)> {
+        let spare = self
+            .changed
+            .take()
+            .and_then(|changed| Arc::try_unwrap(changed).ok());
+        let mut spare = spare.unwrap_or_default();
+        spare.clear();
+        spare
+    }
+
     /// The kept message's size, in bits.
     pub(crate) fn bits(&self) -> u64 {
         self.bits

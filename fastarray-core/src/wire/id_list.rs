@@ -180,20 +180,38 @@ struct GapCounts {
 }
 
 impl GapCounts {
+    /// Counts the gaps of the ascending `ids` by bit length, and by
+    /// whether they are all ones (their Elias-delta code is one bit
+    /// length longer): both codes' costs follow from those counts alone.
     #[inline]
     fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
+        // Four tallies, taken in turn, so that runs of gaps of one length
+        // (consecutive ids: every gap 0) do not wait on one counter.
+        let mut tallies = [[0u64; 2 * 65]; 4];
+        for (n, gap) in gaps(ids).enumerate() {
+            let length = 64 - gap.leading_zeros() as usize;
+            let ones = gap & gap.wrapping_add(1) == 0;
+            tallies[n % 4][2 * length + usize::from(ones)] += 1;
+        }
         let mut counts = Self {
             lengths: [0; 65],
             shortest: 64,
             longest: 0,
             delta: 0,
         };
-        for gap in gaps(ids) {
-            let length = (64 - gap.leading_zeros()) as usize;
-            counts.lengths[length] += 1;
+        for length in 0..65 {
+            let tally = |ones: usize| tallies.iter().map(|t| t[2 * length + ones]).sum::<u64>();
+            let (other, ones) = (tally(0), tally(1));
+            if other + ones == 0 {
+                continue;
+            }
+            counts.lengths[length] = other + ones;
             counts.shortest = counts.shortest.min(length);
             counts.longest = counts.longest.max(length);
-            counts.delta += varint_bits(gap);
+            // A gap of `length` bits codes `gap + 1`, as long unless the
+            // gap is all ones.
+            counts.delta += other * delta_bits_of_length(length as u64)
+                + ones * delta_bits_of_length(length as u64 + 1);
         }
         counts
     }
@@ -230,6 +248,13 @@ impl GapCounts {
             .min_by_key(|&order| self.estimate(order))
             .unwrap_or(0)
     }
+}
+
+/// Bits of the Elias-delta code of a number `n` bits long (`n >= 1`):
+/// what [`varint_bits`] gives for a value whose successor is that long.
+fn delta_bits_of_length(n: u64) -> u64 {
+    let len_bits = u64::from(64 - n.leading_zeros());
+    2 * len_bits - 1 + n - 1
 }
 
 /// Writes one list of ascending ids, the payload of each entry (if any)
@@ -544,6 +569,14 @@ mod tests {
             vec![0, u64::MAX],
             vec![u64::MAX],
             vec![0, 1 << 63, (1 << 63) + 1],
+            // Gaps of all ones, whose Elias-delta codes are a length longer.
+            (0..40u32)
+                .scan(0u64, |next, k| {
+                    let id = *next + (1 << k) - 1;
+                    *next = id + 1;
+                    Some(id)
+                })
+                .collect(),
         ];
         for _ in 0..2_000 {
             let len = random() % 300;
@@ -566,6 +599,12 @@ mod tests {
             let delta = 1 + delta_gap_bits(&raw);
             let counts = GapCounts::of(ids.clone());
             assert_eq!(1 + counts.delta, delta, "{raw:?}");
+            let mut lengths = [0; 65];
+            gaps(ids.clone()).for_each(|gap| lengths[64 - gap.leading_zeros() as usize] += 1);
+            assert_eq!(counts.lengths, lengths, "{raw:?}");
+            let present = || (0..65).filter(|&length| lengths[length] > 0);
+            assert_eq!(counts.shortest, present().min().unwrap(), "{raw:?}");
+            assert_eq!(counts.longest, present().max().unwrap(), "{raw:?}");
             let golomb = GapCode::Golomb(counts.best_order() as u8);
             let exact = golomb.bits() + gaps(ids.clone()).map(|g| golomb.gap_bits(g)).sum::<u64>();
             let expected = if exact < delta {
