@@ -483,7 +483,21 @@ impl<T: Replicate> FastArray<T> {
     fn commit_frame(&mut self) -> &Changeset {
         let sender = self.sender.get_or_insert_with(Box::default);
         let moved = sender.owners.commit();
-        self.store.commit(&mut sender.history, &moved);
+        // The frame's shared message is written as the items are diffed,
+        // if one is likely wanted and no change of owner adds entries.
+        let frame = self.store.frame() + 1;
+        match moved
+            .is_empty()
+            .then(|| sender.body.begin::<T>(frame))
+            .flatten()
+        {
+            Some(mut body) => {
+                let entry = |id, value: &T, mask| body.entry(id, value, mask);
+                self.store.commit(&mut sender.history, &moved, entry);
+                body.finish();
+            }
+            None => self.store.commit(&mut sender.history, &moved, |_, _, _| {}),
+        }
         // Only a shard's ids have a range (an array of one process has
         // 2^64 of them).
         if let (Some(tenures), Some(changes)) =

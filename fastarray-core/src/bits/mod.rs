@@ -45,6 +45,7 @@ pub(crate) use reader::prealloc;
 pub(crate) use varint::{gamma_bits, varint_bits};
 pub use varint::{zigzag_decode, zigzag_encode};
 pub use writer::BitWriter;
+pub(crate) use writer::{gamma_word, varint_word};
 
 /// Copies the next `bits` bits of `reader` to `writer`. The caller knows
 /// they are there (they were written by this crate); missing bits are

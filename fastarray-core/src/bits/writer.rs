@@ -84,11 +84,8 @@ impl<'a> BitWriter<'a> {
         if count == 0 {
             return;
         }
-        let value = if count >= 64 {
-            value
-        } else {
-            value & ((1u64 << count) - 1)
-        };
+        // `count` is 1..=64 here: one shift keeps its low bits.
+        let value = value & (u64::MAX >> (64 - count));
         self.bits += u64::from(count);
         self.acc |= value << self.used;
         let free = 64 - self.used;
@@ -116,20 +113,10 @@ impl<'a> BitWriter<'a> {
     /// Writes `value` as an Elias-delta code of `value + 1` (see the module docs).
     #[inline]
     pub fn write_varint(&mut self, value: u64) {
-        if value < 1 << 31 {
-            // The whole code fits in one word (at most 2·5 + 1 + 31 bits):
-            // `len_bits − 1` zeros, a one, the `len_bits − 1` bits of `n`
-            // below its leading one, then the `n − 1` bits of `x` below its.
-            let x = value + 1;
-            let n = 64 - x.leading_zeros(); // 1..=32
-            let len_bits = 32 - n.leading_zeros(); // 1..=6
-            let n_low = u64::from(n) & ((1 << (len_bits - 1)) - 1);
-            let x_low = x & ((1 << (n - 1)) - 1);
-            let word = 1 << (len_bits - 1) | n_low << len_bits | x_low << (2 * len_bits - 1);
-            self.write_bits(word, 2 * len_bits - 1 + n - 1);
-            return;
+        match varint_word(value) {
+            Some((word, bits)) => self.write_bits(word, bits),
+            None => self.write_varint_wide(value),
         }
-        self.write_varint_wide(value);
     }
 
     /// [`write_varint`](Self::write_varint) for any value, field by field.
@@ -146,16 +133,10 @@ impl<'a> BitWriter<'a> {
     /// Writes `value` as an Elias-gamma code of `value + 1` (see the module docs).
     #[inline]
     pub fn write_gamma(&mut self, value: u64) {
-        if value < 1 << 31 {
-            // The whole code fits in one word: `n − 1` zeros, the leading
-            // one, then the `n − 1` bits below it.
-            let x = value + 1;
-            let n = 64 - x.leading_zeros();
-            let low = x & ((1 << (n - 1)) - 1);
-            self.write_bits(1 << (n - 1) | low << n, 2 * n - 1);
-            return;
+        match gamma_word(value) {
+            Some((word, bits)) => self.write_bits(word, bits),
+            None => self.write_gamma_wide(value),
         }
-        self.write_gamma_wide(value);
     }
 
     /// [`write_gamma`](Self::write_gamma) of a value of 2^31 or more: out
@@ -302,6 +283,40 @@ impl<'a> BitWriter<'a> {
         };
         self.write_bits(low, count);
     }
+}
+
+/// The bits [`BitWriter::write_varint`] writes for `value`, as a word to
+/// write whole and its length, if `value` is below 2^31 (then the code
+/// fits in 42 bits): `len_bits − 1` zeros, a one, the `len_bits − 1` bits
+/// of `n` below its leading one, then the `n − 1` bits of `x = value + 1`
+/// below its.
+#[inline(always)]
+pub(crate) fn varint_word(value: u64) -> Option<(u64, u32)> {
+    if value >= 1 << 31 {
+        return None;
+    }
+    let x = value + 1;
+    let n = 64 - x.leading_zeros(); // 1..=32
+    let len_bits = 32 - n.leading_zeros(); // 1..=6
+    let n_low = u64::from(n) & ((1 << (len_bits - 1)) - 1);
+    let x_low = x & ((1 << (n - 1)) - 1);
+    let word = 1 << (len_bits - 1) | n_low << len_bits | x_low << (2 * len_bits - 1);
+    Some((word, 2 * len_bits - 1 + n - 1))
+}
+
+/// The bits [`BitWriter::write_gamma`] writes for `value`, as a word and
+/// its length, if `value` is below 2^31 (then the code fits in 63 bits):
+/// `n − 1` zeros, the leading one of `x = value + 1`, then its `n − 1`
+/// bits below it.
+#[inline(always)]
+pub(crate) fn gamma_word(value: u64) -> Option<(u64, u32)> {
+    if value >= 1 << 31 {
+        return None;
+    }
+    let x = value + 1;
+    let n = 64 - x.leading_zeros();
+    let low = x & ((1 << (n - 1)) - 1);
+    Some((1 << (n - 1) | low << n, 2 * n - 1))
 }
 
 impl Drop for BitWriter<'_> {

@@ -4,6 +4,7 @@
 //! once) and its payload (see `WIRE.md`).
 
 use super::encode_cache::EncodeCache;
+use super::frame_body::FrameBody;
 use super::frame_entries::FrameEntries;
 use super::plan::Planned;
 use crate::bits::{BitReader, BitWriter, copy_bits};
@@ -74,7 +75,8 @@ impl Message<'_> {
     /// see), and an entry left with no changed field goes. Returns what
     /// the connections that take it record: the record entries of the
     /// items sent whole (adds and new shapes), and the changed fields of
-    /// the others, gathered in `spare` (a list kept to reuse); `None` if an
+    /// the others, gathered in `spare` (a list kept to reuse). The entries
+    /// are `body`'s, if its commit wrote them. `None` if an
     /// entry's item is not in `store` (a broken invariant: the caller then
     /// writes per connection), with `writer` holding a partial message.
     #[allow(clippy::too_many_arguments)]
@@ -86,8 +88,20 @@ impl Message<'_> {
         state: &SendState,
         writer: &mut BitWriter<'_>,
         spare: Vec<(ReplicationId, FieldMask)>,
+        body: &mut FrameBody,
     ) -> Result<Option<FrameRecord>, SendError> {
         let entries = FrameEntries::of::<T>(changes, allowed, spare);
+        if allowed == FieldMask::all(self.field_count)
+            && let Some(written) = body.written(self.frame, &entries.changed, entries.whole.len())
+        {
+            // The entries were written as the commit diffed the items.
+            self.write_removals(state, writer);
+            IdWriter::write_head(writer, entries.changed.len() as u64, written.code);
+            writer.write_bool(true);
+            write_field_set(writer, written.common, self.field_count);
+            writer.write_bits_from(written.bytes, written.bits);
+            return Ok(Some((Vec::new(), entries.changed)));
+        }
         let works = entries.changed.iter().map(|&(_, mask)| Work::Fields(mask));
         let common = common_fields(works);
         let wires = entries.iter().map(|(id, _)| id);
@@ -126,6 +140,20 @@ impl Message<'_> {
         wires: impl ExactSizeIterator<Item = ReplicationId> + Clone,
         common: Option<FieldMask>,
     ) -> ItemList {
+        self.write_removals(state, writer);
+        let any = wires.len() > 0;
+        let ids = IdWriter::start(writer, wires);
+        if any {
+            writer.write_bool(common.is_some());
+            if let Some(mask) = common {
+                write_field_set(writer, mask, self.field_count);
+            }
+        }
+        ItemList { ids, common }
+    }
+
+    /// Writes the message's kind, frame and removals.
+    fn write_removals(&self, state: &SendState, writer: &mut BitWriter<'_>) {
         let exits = self.removals.iter().any(|removal| removal.exit);
         MessageKind::delta(exits, self.handles).write(writer);
         write_frame(writer, self.frame, state.acked_frame());
@@ -136,15 +164,6 @@ impl Message<'_> {
         if exits {
             write_exits(writer, self.removals.iter().map(|removal| removal.exit));
         }
-        let any = wires.len() > 0;
-        let ids = IdWriter::start(writer, wires);
-        if any {
-            writer.write_bool(common.is_some());
-            if let Some(mask) = common {
-                write_field_set(writer, mask, self.field_count);
-            }
-        }
-        ItemList { ids, common }
     }
 
     /// Writes the entry `(wire, id, work, fields)` of item `id`, named
@@ -161,9 +180,8 @@ impl Message<'_> {
         list: &mut ItemList,
         (wire, id, work, fields): (ReplicationId, ReplicationId, Work, FieldMask),
     ) {
-        list.ids.write(writer, wire);
         let whole = matches!(work, Work::Add { .. });
-        writer.write_bool(whole);
+        list.ids.write_then(writer, wire, whole);
         if whole && self.handles {
             writer.write_varint(id.to_raw());
             writer.write_gamma(state.handle_age(wire, self.frame));

@@ -3,12 +3,15 @@
 //! connection reads, this frame's encodings, the shared message of
 //! caught-up connections), and the writer, which asks a connection's
 //! [`SendState`](crate::SendState) what is due, plans a message within its
-//! budget (`plan`) and writes it (`sender`, in the layout of `message`). What a connection keeps
+//! budget (`plan`) and writes it (`sender`, in the layout of `message`).
+//! The shared message's entries are `frame_entries`; where they allow,
+//! the commit writes them as it diffs (`frame_body`). What a connection keeps
 //! between messages, which knows nothing of the items' type, is
 //! `send_state`'s, below `Replicate`.
 
 pub(crate) mod delta_bytes;
 pub(crate) mod encode_cache;
+pub(crate) mod frame_body;
 pub(crate) mod frame_entries;
 pub(crate) mod message;
 pub(crate) mod plan;

@@ -14,6 +14,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::delta_bytes::DeltaBytes;
 use super::encode_cache::EncodeCache;
+use super::frame_body::FrameBody;
 use super::message::Message;
 use super::plan::PlanBuffers;
 use super::plan::{Items, Plan, Planned, plan};
@@ -50,6 +51,9 @@ pub(crate) struct Sender {
     pool: Vec<Workspace>,
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
+    /// The entries of the newest frame's shared message, written by its
+    /// commit.
+    pub(crate) body: FrameBody,
     /// The connections with a scope, and who sees which item.
     pub(crate) scopes: Scopes,
     /// Who owns which item.
@@ -106,6 +110,7 @@ impl Sender {
             },
             pool: Vec::new(),
             shared: self.shared.clone(),
+            body: self.body.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
             epoch: std::sync::OnceLock::new(),
@@ -606,6 +611,9 @@ impl Sender {
         state: &SendState,
     ) -> Result<bool, SendError> {
         let frame = store.frame();
+        // A caught-up connection is writing: the next frame's commit
+        // writes its entries as it diffs the items.
+        self.body.want();
         let Some(changes) = self
             .history
             .newest()
@@ -656,7 +664,15 @@ impl Sender {
         let mut out = BitWriter::new(&mut bytes);
         let allowed = audience.fields_for(false);
         let spare = self.shared.spare_changes();
-        let written = message.write_frame(store, changes, allowed, state, &mut out, spare);
+        let written = message.write_frame(
+            store,
+            changes,
+            allowed,
+            state,
+            &mut out,
+            spare,
+            &mut self.body,
+        );
         let bits = out.finish();
         if bytes.capacity() > 4 * bytes.len().max(64) {
             bytes.shrink_to(2 * bytes.len());

@@ -17,12 +17,21 @@ impl<T: Replicate> Store<T> {
     /// fields alone is no change (they go only with whole values); items
     /// `moved` (ascending) changed owner, which counts as a change of their
     /// audience fields (`Replicate::OWNER_ONLY` and `SKIP_OWNER`): every
-    /// connection is sent those of them it may now see.
+    /// connection is sent those of them it may now see. Each item whose
+    /// fields changed is shown to `changed` (its id, value and the fields
+    /// sent) as it is found, in the order of the writes, while it is in
+    /// cache: the writer writes the frame's shared entries there
+    /// (`send::frame_body`).
     ///
     /// # Panics
     /// If an array inside an item written through a guard was replaced by
     /// another `FastArray` (see [`check_lineage`]).
-    pub(crate) fn commit(&mut self, history: &mut History, moved: &[ReplicationId]) {
+    pub(crate) fn commit(
+        &mut self,
+        history: &mut History,
+        moved: &[ReplicationId],
+        mut changed: impl FnMut(ReplicationId, &T, FieldMask),
+    ) {
         self.frame += 1;
         let frame = self.frame;
         let mut changes = history.next_slot(frame);
@@ -74,6 +83,7 @@ impl<T: Replicate> Store<T> {
             }
             if !sent.is_empty() {
                 changes.changed.push((id, sent));
+                changed(id, &slot.value, sent);
             }
             if arrays {
                 changes.arrays_changed.push(id);

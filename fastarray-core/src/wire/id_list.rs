@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 
 use crate::bits::{BitReader, BitWriter};
 use crate::bits::{gamma_bits, varint_bits};
+use crate::bits::{gamma_word, varint_word};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
 
@@ -78,7 +79,18 @@ impl GapCode {
     /// gaps' lengths best (estimated from how many gaps have each bit
     /// length), or Elias-delta when that is no longer, counted exactly.
     fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
-        let counts = GapCounts::of(ids.clone());
+        let mut tally = GapTally::default();
+        gaps(ids.clone()).for_each(|gap| tally.add(gap));
+        Self::choose_tallied(&tally, ids)
+    }
+
+    /// [`choose`](Self::choose) for the ascending `ids` whose gaps
+    /// `tally` counted.
+    pub(crate) fn choose_tallied(
+        tally: &GapTally,
+        ids: impl Iterator<Item = ReplicationId>,
+    ) -> Self {
+        let counts = tally.counts();
         let order = counts.best_order();
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
@@ -142,6 +154,21 @@ impl GapCode {
         }
     }
 
+    /// The bits [`write_gap`](Self::write_gap) writes for `gap`, as a
+    /// word and its length, if they fit in 63 bits.
+    #[inline(always)]
+    fn gap_word(self, gap: u64) -> Option<(u64, u32)> {
+        match self {
+            GapCode::Delta => varint_word(gap),
+            GapCode::Golomb(order) => {
+                let order = u32::from(order);
+                let (high, bits) = gamma_word(gap >> order)?;
+                let low = gap & ((1 << order) - 1);
+                (bits + order < 64).then_some((high | low << bits, bits + order))
+            }
+        }
+    }
+
     #[inline(always)]
     fn read_gap(self, reader: &mut BitReader<'_>) -> Result<u64, DecodeError> {
         let GapCode::Golomb(order) = self else {
@@ -179,28 +206,51 @@ struct GapCounts {
     delta: u64,
 }
 
-impl GapCounts {
-    /// Counts the gaps of the ascending `ids` by bit length, and by
-    /// whether they are all ones (their Elias-delta code is one bit
-    /// length longer): both codes' costs follow from those counts alone.
-    #[inline]
-    fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
-        // Four tallies, taken in turn, so that runs of gaps of one length
-        // (consecutive ids: every gap 0) do not wait on one counter.
-        let mut tallies = [[0u64; 2 * 65]; 4];
-        for (n, gap) in gaps(ids).enumerate() {
-            let length = 64 - gap.leading_zeros() as usize;
-            let ones = gap & gap.wrapping_add(1) == 0;
-            tallies[n % 4][2 * length + usize::from(ones)] += 1;
+/// The gaps of a list counted as they are written, by bit length and by
+/// whether they are all ones (their Elias-delta code is one bit length
+/// longer): both codes' costs follow from those counts alone
+/// ([`GapCode::choose_tallied`]).
+#[derive(Clone, Debug)]
+pub(crate) struct GapTally {
+    /// Four tallies, taken in turn, so that runs of gaps of one length
+    /// (consecutive ids: every gap 0) do not wait on one counter.
+    tallies: [[u64; 2 * 65]; 4],
+    /// Gaps counted.
+    count: usize,
+}
+
+impl Default for GapTally {
+    fn default() -> Self {
+        Self {
+            tallies: [[0; 2 * 65]; 4],
+            count: 0,
         }
-        let mut counts = Self {
+    }
+}
+
+impl GapTally {
+    /// Counts one more gap.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, gap: u64) {
+        let length = 64 - gap.leading_zeros() as usize;
+        let ones = gap & gap.wrapping_add(1) == 0;
+        self.tallies[self.count % 4][2 * length + usize::from(ones)] += 1;
+        self.count += 1;
+    }
+
+    /// What the gaps counted so far cost.
+    fn counts(&self) -> GapCounts {
+        let mut counts = GapCounts {
             lengths: [0; 65],
             shortest: 64,
             longest: 0,
             delta: 0,
         };
         for length in 0..65 {
-            let tally = |ones: usize| tallies.iter().map(|t| t[2 * length + ones]).sum::<u64>();
+            let tally = |ones: usize| {
+                let tallies = self.tallies.iter();
+                tallies.map(|t| t[2 * length + ones]).sum::<u64>()
+            };
             let (other, ones) = (tally(0), tally(1));
             if other + ones == 0 {
                 continue;
@@ -215,7 +265,9 @@ impl GapCounts {
         }
         counts
     }
+}
 
+impl GapCounts {
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
     /// gap `b` bits long costs `k + 1` bits at order `k >= b`; below, its
     /// high part `b − k` bits long costs 3 bits if that is 1, else
@@ -281,6 +333,42 @@ impl IdWriter {
             code
         };
         Self { code, next: 0 }
+    }
+
+    /// Writes the count and gap code of a list of `count` ids, which the
+    /// caller wrote already, in `code` (see [`resume`](Self::resume)).
+    pub(crate) fn write_head(writer: &mut BitWriter<'_>, count: u64, code: GapCode) {
+        write_count(writer, count);
+        if count > 0 {
+            code.write(writer);
+        }
+    }
+
+    /// Writes a list's ids in `code`, ahead of its head
+    /// ([`write_head`](Self::write_head)), after the ids up to `next`
+    /// (the last one written plus one; 0 for none).
+    pub(crate) fn resume(code: GapCode, next: u64) -> Self {
+        Self { code, next }
+    }
+
+    /// The last id written plus one (0 for none).
+    pub(crate) fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Writes the next id of the list (ascending), then the bit `then`
+    /// (an entry's first): one write where the two fit in a word.
+    #[inline(always)]
+    pub(crate) fn write_then(&mut self, writer: &mut BitWriter<'_>, id: ReplicationId, then: bool) {
+        let gap = id.to_raw() - self.next;
+        self.next = id.to_raw() + 1;
+        match self.code.gap_word(gap) {
+            Some((word, bits)) => writer.write_bits(word | u64::from(then) << bits, bits + 1),
+            None => {
+                self.code.write_gap(writer, gap);
+                writer.write_bool(then);
+            }
+        }
     }
 
     /// Writes the next id of the list (ascending).
@@ -560,6 +648,33 @@ mod tests {
     /// cheaper of Elias-delta and the best estimated Golomb order, both
     /// counted gap by gap: runs of consecutive ids (a dense tick), spread
     /// and clustered ids, and gaps up to the largest.
+    /// An id and the bit after it, written at once where they fit a word,
+    /// are the bits of the two written one after the other, in every code.
+    #[test]
+    fn an_id_and_the_bit_after_it_are_written_as_two_writes_would() {
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut gaps: Vec<u64> = vec![0, 1, 2, 3, 7, (1 << 31) - 2, (1 << 31) - 1, 1 << 31];
+        gaps.extend([u64::MAX / 4, u64::MAX - 1]);
+        gaps.extend((0..2_000).map(|_| random() >> (random() % 64)));
+        let codes = [GapCode::Delta, GapCode::Golomb(0), GapCode::Golomb(6)];
+        for code in codes.into_iter().chain([GapCode::Golomb(15)]) {
+            for &gap in &gaps {
+                for then in [false, true] {
+                    let id = ReplicationId::from_raw(gap);
+                    let (mut one, mut two) = (Vec::new(), Vec::new());
+                    let mut writer = BitWriter::new(&mut one);
+                    IdWriter::resume(code, 0).write_then(&mut writer, id, then);
+                    let bits = writer.finish();
+                    let mut writer = BitWriter::new(&mut two);
+                    IdWriter::resume(code, 0).write(&mut writer, id);
+                    writer.write_bool(then);
+                    assert_eq!(writer.finish(), bits, "{code:?} {gap}");
+                    assert_eq!(one, two, "{code:?} {gap} {then}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_gap_code_is_the_cheaper_counted_exactly() {
         let mut random = xorshift(0x2545_f491_4f6c_dd1du64);
@@ -597,7 +712,9 @@ mod tests {
             }
             let ids = raw.iter().map(|&id| ReplicationId::from_raw(id));
             let delta = 1 + delta_gap_bits(&raw);
-            let counts = GapCounts::of(ids.clone());
+            let mut tally = GapTally::default();
+            gaps(ids.clone()).for_each(|gap| tally.add(gap));
+            let counts = tally.counts();
             assert_eq!(1 + counts.delta, delta, "{raw:?}");
             let mut lengths = [0; 65];
             gaps(ids.clone()).for_each(|gap| lengths[64 - gap.leading_zeros() as usize] += 1);
