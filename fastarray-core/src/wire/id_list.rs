@@ -78,19 +78,8 @@ impl GapCode {
     /// its own bits included: the exponential-Golomb order that suits the
     /// gaps' lengths best (estimated from how many gaps have each bit
     /// length), or Elias-delta when that is no longer, counted exactly.
-    fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
-        let mut tally = GapTally::default();
-        gaps(ids.clone()).for_each(|gap| tally.add(gap));
-        Self::choose_tallied(&tally, ids)
-    }
-
-    /// [`choose`](Self::choose) for the ascending `ids` whose gaps
-    /// `tally` counted.
-    pub(crate) fn choose_tallied(
-        tally: &GapTally,
-        ids: impl Iterator<Item = ReplicationId>,
-    ) -> Self {
-        let counts = tally.counts();
+    pub(crate) fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
+        let counts = GapCounts::of(ids.clone());
         let order = counts.best_order();
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
@@ -206,58 +195,45 @@ struct GapCounts {
     delta: u64,
 }
 
-/// The gaps of a list counted as they are written, by bit length and by
-/// whether they are all ones (their Elias-delta code is one bit length
-/// longer): both codes' costs follow from those counts alone
-/// ([`GapCode::choose_tallied`]).
-#[derive(Clone, Debug)]
-pub(crate) struct GapTally {
-    /// Four tallies, taken in turn, so that runs of gaps of one length
-    /// (consecutive ids: every gap 0) do not wait on one counter.
-    tallies: [[u64; 2 * 65]; 4],
-    /// Gaps counted.
-    count: usize,
-}
-
-impl Default for GapTally {
-    fn default() -> Self {
-        Self {
-            tallies: [[0; 2 * 65]; 4],
-            count: 0,
+impl GapCounts {
+    /// Counts the gaps of the ascending `ids` by bit length, and by
+    /// whether they are all ones (their Elias-delta code is one bit
+    /// length longer): both codes' costs follow from those counts alone.
+    /// A run of gaps of one kind (consecutive ids: every gap 0) is counted
+    /// in a register, not by one counter in memory after another.
+    #[inline]
+    fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
+        // Per bit length, gaps that are not all ones, then those that are.
+        let mut tallies = [0u64; 2 * 65];
+        let (mut kind, mut run) = (0, 0);
+        let (mut shortest, mut longest) = (64, 0);
+        let mut flush = |kind: usize, run: u64| {
+            tallies[kind] += run;
+            shortest = shortest.min(kind / 2);
+            longest = longest.max(kind / 2);
+        };
+        for gap in gaps(ids) {
+            let length = 64 - gap.leading_zeros() as usize;
+            let this = 2 * length + usize::from(gap & gap.wrapping_add(1) == 0);
+            if this != kind && run > 0 {
+                flush(kind, run);
+                run = 0;
+            }
+            kind = this;
+            run += 1;
         }
-    }
-}
-
-impl GapTally {
-    /// Counts one more gap.
-    #[inline(always)]
-    pub(crate) fn add(&mut self, gap: u64) {
-        let length = 64 - gap.leading_zeros() as usize;
-        let ones = gap & gap.wrapping_add(1) == 0;
-        self.tallies[self.count % 4][2 * length + usize::from(ones)] += 1;
-        self.count += 1;
-    }
-
-    /// What the gaps counted so far cost.
-    fn counts(&self) -> GapCounts {
-        let mut counts = GapCounts {
+        if run > 0 {
+            flush(kind, run);
+        }
+        let mut counts = Self {
             lengths: [0; 65],
-            shortest: 64,
-            longest: 0,
+            shortest,
+            longest,
             delta: 0,
         };
-        for length in 0..65 {
-            let tally = |ones: usize| {
-                let tallies = self.tallies.iter();
-                tallies.map(|t| t[2 * length + ones]).sum::<u64>()
-            };
-            let (other, ones) = (tally(0), tally(1));
-            if other + ones == 0 {
-                continue;
-            }
+        for length in shortest..=longest {
+            let (other, ones) = (tallies[2 * length], tallies[2 * length + 1]);
             counts.lengths[length] = other + ones;
-            counts.shortest = counts.shortest.min(length);
-            counts.longest = counts.longest.max(length);
             // A gap of `length` bits codes `gap + 1`, as long unless the
             // gap is all ones.
             counts.delta += other * delta_bits_of_length(length as u64)
@@ -265,9 +241,7 @@ impl GapTally {
         }
         counts
     }
-}
 
-impl GapCounts {
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
     /// gap `b` bits long costs `k + 1` bits at order `k >= b`; below, its
     /// high part `b − k` bits long costs 3 bits if that is 1, else
@@ -712,9 +686,7 @@ mod tests {
             }
             let ids = raw.iter().map(|&id| ReplicationId::from_raw(id));
             let delta = 1 + delta_gap_bits(&raw);
-            let mut tally = GapTally::default();
-            gaps(ids.clone()).for_each(|gap| tally.add(gap));
-            let counts = tally.counts();
+            let counts = GapCounts::of(ids.clone());
             assert_eq!(1 + counts.delta, delta, "{raw:?}");
             let mut lengths = [0; 65];
             gaps(ids.clone()).for_each(|gap| lengths[64 - gap.leading_zeros() as usize] += 1);
