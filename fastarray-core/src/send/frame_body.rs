@@ -9,14 +9,15 @@
 //! ascending id order (as `iter_mut` writes). The head states what the
 //! entries were written for — how many, the ids' gap code, the common
 //! fields — so the code must be chosen before the first id: it is the
-//! last frame's, and the frame's own choice must agree. Any other frame writes its message from the items as
+//! last frame's, and the frame's own choice, counted as the ids go by,
+//! must agree. Any other frame writes its message from the items as
 //! before (`Message::write_frame`), byte for byte what this gives.
 
 use crate::bits::BitWriter;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
-use crate::wire::id_list::{GapCode, IdWriter};
+use crate::wire::id_list::{GapCode, GapTally, IdWriter};
 
 /// The newest frame's entries, written at its commit, and whether the
 /// next commit should write them.
@@ -38,6 +39,8 @@ struct BodyState {
     bits: u64,
     /// The code the ids went in: the last frame's choice.
     code: GapCode,
+    /// The ids' gaps, counted as they went in.
+    tally: GapTally,
     /// The fields every entry carries (the first one's).
     common: Option<FieldMask>,
     count: usize,
@@ -54,6 +57,7 @@ impl Default for FrameBody {
                 frame: 0,
                 bits: 0,
                 code: GapCode::Delta,
+                tally: GapTally::default(),
                 common: None,
                 count: 0,
                 fits: false,
@@ -88,6 +92,7 @@ impl FrameBody {
             return None;
         }
         state.frame = frame;
+        state.tally = GapTally::default();
         state.common = None;
         state.count = 0;
         state.fits = true;
@@ -128,7 +133,8 @@ impl FrameBody {
         }
         // The code this frame's list would choose; the next body's ids go
         // in it.
-        let chosen = GapCode::choose(changed.iter().map(|&(id, _)| id));
+        let ids = changed.iter().map(|&(id, _)| id);
+        let chosen = GapCode::choose_tallied(&mut state.tally, ids);
         let code = core::mem::replace(&mut state.code, chosen);
         (code == chosen).then_some(Written {
             bytes: &self.bytes,
@@ -165,6 +171,7 @@ impl BodyWriter<'_> {
             state.fits = false;
             return;
         }
+        state.tally.add(id.to_raw() - next);
         self.ids.write_then(&mut self.writer, id, false);
         state.fits = value.encode_fields(mask, &mut self.writer).is_ok();
         state.count += 1;

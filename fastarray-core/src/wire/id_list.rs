@@ -78,8 +78,19 @@ impl GapCode {
     /// its own bits included: the exponential-Golomb order that suits the
     /// gaps' lengths best (estimated from how many gaps have each bit
     /// length), or Elias-delta when that is no longer, counted exactly.
-    pub(crate) fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
-        let counts = GapCounts::of(ids.clone());
+    fn choose(ids: impl Iterator<Item = ReplicationId> + Clone) -> Self {
+        let mut tally = GapTally::default();
+        gaps(ids.clone()).for_each(|gap| tally.add(gap));
+        Self::choose_tallied(&mut tally, ids)
+    }
+
+    /// [`choose`](Self::choose) for the ascending `ids`, whose gaps
+    /// `tally` counted as they were written.
+    pub(crate) fn choose_tallied(
+        tally: &mut GapTally,
+        ids: impl Iterator<Item = ReplicationId>,
+    ) -> Self {
+        let counts = tally.counts();
         let order = counts.best_order();
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
@@ -195,44 +206,69 @@ struct GapCounts {
     delta: u64,
 }
 
-impl GapCounts {
-    /// Counts the gaps of the ascending `ids` by bit length, and by
-    /// whether they are all ones (their Elias-delta code is one bit
-    /// length longer): both codes' costs follow from those counts alone.
-    /// A run of gaps of one kind (consecutive ids: every gap 0) is counted
-    /// in a register, not by one counter in memory after another.
-    #[inline]
-    fn of(ids: impl Iterator<Item = ReplicationId>) -> Self {
-        // Per bit length, gaps that are not all ones, then those that are.
-        let mut tallies = [0u64; 2 * 65];
-        let (mut kind, mut run) = (0, 0);
-        let (mut shortest, mut longest) = (64, 0);
-        let mut flush = |kind: usize, run: u64| {
-            tallies[kind] += run;
-            shortest = shortest.min(kind / 2);
-            longest = longest.max(kind / 2);
-        };
-        for gap in gaps(ids) {
-            let length = 64 - gap.leading_zeros() as usize;
-            let this = 2 * length + usize::from(gap & gap.wrapping_add(1) == 0);
-            if this != kind && run > 0 {
-                flush(kind, run);
-                run = 0;
-            }
-            kind = this;
-            run += 1;
+/// The gaps of a list counted as they go by, by bit length and by
+/// whether they are all ones (their Elias-delta code is one bit length
+/// longer): both codes' costs follow from those counts alone. A run of
+/// gaps of one kind (consecutive ids: every gap 0) is counted in one
+/// place, not by one counter in memory after another.
+#[derive(Clone, Debug)]
+pub(crate) struct GapTally {
+    /// Per bit length, gaps that are not all ones, then those that are.
+    tallies: [u64; 2 * 65],
+    /// The kind of the run being counted, and its gaps so far.
+    kind: usize,
+    run: u64,
+    /// The shortest and longest bit lengths counted.
+    shortest: usize,
+    longest: usize,
+}
+
+impl Default for GapTally {
+    fn default() -> Self {
+        Self {
+            tallies: [0; 2 * 65],
+            kind: 0,
+            run: 0,
+            shortest: 64,
+            longest: 0,
         }
-        if run > 0 {
-            flush(kind, run);
+    }
+}
+
+impl GapTally {
+    /// Counts one more gap.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, gap: u64) {
+        let length = 64 - gap.leading_zeros() as usize;
+        let kind = 2 * length + usize::from(gap & gap.wrapping_add(1) == 0);
+        if kind != self.kind {
+            self.end_run();
+            self.kind = kind;
         }
-        let mut counts = Self {
+        self.run += 1;
+    }
+
+    /// Adds the run being counted to the tallies.
+    fn end_run(&mut self) {
+        if self.run > 0 {
+            self.tallies[self.kind] += self.run;
+            self.shortest = self.shortest.min(self.kind / 2);
+            self.longest = self.longest.max(self.kind / 2);
+            self.run = 0;
+        }
+    }
+
+    /// What the gaps counted so far cost.
+    fn counts(&mut self) -> GapCounts {
+        self.end_run();
+        let mut counts = GapCounts {
             lengths: [0; 65],
-            shortest,
-            longest,
+            shortest: self.shortest,
+            longest: self.longest,
             delta: 0,
         };
-        for length in shortest..=longest {
-            let (other, ones) = (tallies[2 * length], tallies[2 * length + 1]);
+        for length in self.shortest..=self.longest {
+            let (other, ones) = (self.tallies[2 * length], self.tallies[2 * length + 1]);
             counts.lengths[length] = other + ones;
             // A gap of `length` bits codes `gap + 1`, as long unless the
             // gap is all ones.
@@ -241,7 +277,9 @@ impl GapCounts {
         }
         counts
     }
+}
 
+impl GapCounts {
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
     /// gap `b` bits long costs `k + 1` bits at order `k >= b`; below, its
     /// high part `b − k` bits long costs 3 bits if that is 1, else
@@ -686,7 +724,9 @@ mod tests {
             }
             let ids = raw.iter().map(|&id| ReplicationId::from_raw(id));
             let delta = 1 + delta_gap_bits(&raw);
-            let counts = GapCounts::of(ids.clone());
+            let mut tally = GapTally::default();
+            gaps(ids.clone()).for_each(|gap| tally.add(gap));
+            let counts = tally.counts();
             assert_eq!(1 + counts.delta, delta, "{raw:?}");
             let mut lengths = [0; 65];
             gaps(ids.clone()).for_each(|gap| lengths[64 - gap.leading_zeros() as usize] += 1);
