@@ -272,8 +272,11 @@ impl GapTally {
             counts.lengths[length] = other + ones;
             // A gap of `length` bits codes `gap + 1`, as long unless the
             // gap is all ones.
-            counts.delta += other * delta_bits_of_length(length as u64)
-                + ones * delta_bits_of_length(length as u64 + 1);
+            // (A gap of no bits, 0, is all ones: no other gap is 0 bits.)
+            if other > 0 {
+                counts.delta += other * delta_bits_of_length(length as u64);
+            }
+            counts.delta += ones * delta_bits_of_length(length as u64 + 1);
         }
         counts
     }
