@@ -98,7 +98,7 @@ impl FrameBody {
         state.fits = true;
         self.bytes.clear();
         Some(BodyWriter {
-            ids: IdWriter::resume(state.code, 0),
+            ids: IdWriter::with_code(state.code),
             writer: BitWriter::new(&mut self.bytes),
             state,
         })

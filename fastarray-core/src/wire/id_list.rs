@@ -90,18 +90,18 @@ impl GapCode {
         tally: &mut GapTally,
         ids: impl Iterator<Item = ReplicationId>,
     ) -> Self {
-        let counts = tally.counts();
-        let order = counts.best_order();
+        tally.end_run();
+        let order = tally.best_order();
         let golomb = GapCode::Golomb(order as u8);
         // The estimate is exact when no gap is longer than the order (each
         // then costs `k + 1`); otherwise count exactly.
-        let total = if counts.longest as u64 <= order {
-            golomb.bits() + counts.estimate(order)
+        let total = if tally.longest as u64 <= order {
+            golomb.bits() + tally.estimate(order)
         } else {
             golomb.bits() + gaps(ids).map(|gap| golomb.gap_bits(gap)).sum::<u64>()
         };
         // Ties go to Elias-delta.
-        if total < GapCode::Delta.bits() + counts.delta {
+        if total < GapCode::Delta.bits() + tally.delta() {
             golomb
         } else {
             GapCode::Delta
@@ -194,18 +194,6 @@ fn gaps(ids: impl Iterator<Item = ReplicationId>) -> impl Iterator<Item = u64> {
     })
 }
 
-/// What choosing a list's gap code needs of its gaps, counted in one pass.
-struct GapCounts {
-    /// Gaps of each bit length (0 for a gap of 0).
-    lengths: [u64; 65],
-    /// The shortest and longest bit lengths among the gaps: the estimates
-    /// look only between them (a short list's gaps have few lengths).
-    shortest: usize,
-    longest: usize,
-    /// The gaps' bits in Elias-delta, exactly.
-    delta: u64,
-}
-
 /// The gaps of a list counted as they go by, by bit length and by
 /// whether they are all ones (their Elias-delta code is one bit length
 /// longer): both codes' costs follow from those counts alone. A run of
@@ -258,31 +246,29 @@ impl GapTally {
         }
     }
 
-    /// What the gaps counted so far cost.
-    fn counts(&mut self) -> GapCounts {
-        self.end_run();
-        let mut counts = GapCounts {
-            lengths: [0; 65],
-            shortest: self.shortest,
-            longest: self.longest,
-            delta: 0,
-        };
-        for length in self.shortest..=self.longest {
-            let (other, ones) = (self.tallies[2 * length], self.tallies[2 * length + 1]);
-            counts.lengths[length] = other + ones;
-            // A gap of `length` bits codes `gap + 1`, as long unless the
-            // gap is all ones.
-            // (A gap of no bits, 0, is all ones: no other gap is 0 bits.)
-            if other > 0 {
-                counts.delta += other * delta_bits_of_length(length as u64);
-            }
-            counts.delta += ones * delta_bits_of_length(length as u64 + 1);
-        }
-        counts
+    /// Gaps of bit length `length` in the runs ended so far.
+    fn length(&self, length: usize) -> u64 {
+        self.tallies[2 * length] + self.tallies[2 * length + 1]
     }
-}
 
-impl GapCounts {
+    /// The gaps' bits in Elias-delta, exactly, for the runs ended so far:
+    /// a gap of `length` bits codes `gap + 1`, as long unless the gap is
+    /// all ones.
+    fn delta(&self) -> u64 {
+        // The bits of a gap of `length` bits: all ones, or not (a lone one).
+        let bits = |length: usize, ones: bool| match (length, ones) {
+            (0, _) => varint_bits(0),
+            (_, true) => varint_bits(u64::MAX >> (64 - length)),
+            (_, false) => varint_bits(1 << (length - 1)),
+        };
+        (self.shortest..=self.longest)
+            .map(|length| {
+                self.tallies[2 * length] * bits(length, false)
+                    + self.tallies[2 * length + 1] * bits(length, true)
+            })
+            .sum()
+    }
+
     /// The gaps' bits at exponential-Golomb order `order`, estimated: a
     /// gap `b` bits long costs `k + 1` bits at order `k >= b`; below, its
     /// high part `b − k` bits long costs 3 bits if that is 1, else
@@ -290,14 +276,10 @@ impl GapCounts {
     /// the estimate's only error).
     #[inline]
     fn estimate(&self, order: u64) -> u64 {
-        let lengths = self.lengths.get(self.shortest..=self.longest);
-        let lengths = lengths
-            .unwrap_or_default()
-            .iter()
-            .zip(self.shortest as u64..);
-        lengths
-            .map(|(&n, length)| {
-                let high = length.saturating_sub(order);
+        (self.shortest..=self.longest)
+            .map(|length| {
+                let n = self.length(length);
+                let high = (length as u64).saturating_sub(order);
                 let gamma = match high {
                     0 => 1,
                     1 => 3,
@@ -317,13 +299,6 @@ impl GapCounts {
     }
 }
 
-/// Bits of the Elias-delta code of a number `n` bits long (`n >= 1`):
-/// what [`varint_bits`] gives for a value whose successor is that long.
-fn delta_bits_of_length(n: u64) -> u64 {
-    let len_bits = u64::from(64 - n.leading_zeros());
-    2 * len_bits - 1 + n - 1
-}
-
 /// Writes one list of ascending ids, the payload of each entry (if any)
 /// following its id.
 pub(crate) struct IdWriter {
@@ -339,19 +314,17 @@ impl IdWriter {
         ids: impl ExactSizeIterator<Item = ReplicationId> + Clone,
     ) -> Self {
         let count = ids.len() as u64;
-        write_count(writer, count);
         let code = if count == 0 {
             GapCode::Delta
         } else {
-            let code = GapCode::choose(ids);
-            code.write(writer);
-            code
+            GapCode::choose(ids)
         };
+        Self::write_head(writer, count, code);
         Self { code, next: 0 }
     }
 
     /// Writes the count and gap code of a list of `count` ids, which the
-    /// caller wrote already, in `code` (see [`resume`](Self::resume)).
+    /// caller wrote already, in `code` (see [`with_code`](Self::with_code)).
     pub(crate) fn write_head(writer: &mut BitWriter<'_>, count: u64, code: GapCode) {
         write_count(writer, count);
         if count > 0 {
@@ -360,10 +333,9 @@ impl IdWriter {
     }
 
     /// Writes a list's ids in `code`, ahead of its head
-    /// ([`write_head`](Self::write_head)), after the ids up to `next`
-    /// (the last one written plus one; 0 for none).
-    pub(crate) fn resume(code: GapCode, next: u64) -> Self {
-        Self { code, next }
+    /// ([`write_head`](Self::write_head)).
+    pub(crate) fn with_code(code: GapCode) -> Self {
+        Self { code, next: 0 }
     }
 
     /// The last id written plus one (0 for none).
@@ -659,10 +631,6 @@ mod tests {
         }
     }
 
-    /// The choice of a list's gap code, counted in one pass, is the
-    /// cheaper of Elias-delta and the best estimated Golomb order, both
-    /// counted gap by gap: runs of consecutive ids (a dense tick), spread
-    /// and clustered ids, and gaps up to the largest.
     /// An id and the bit after it, written at once where they fit a word,
     /// are the bits of the two written one after the other, in every code.
     #[test]
@@ -678,10 +646,10 @@ mod tests {
                     let id = ReplicationId::from_raw(gap);
                     let (mut one, mut two) = (Vec::new(), Vec::new());
                     let mut writer = BitWriter::new(&mut one);
-                    IdWriter::resume(code, 0).write_then(&mut writer, id, then);
+                    IdWriter::with_code(code).write_then(&mut writer, id, then);
                     let bits = writer.finish();
                     let mut writer = BitWriter::new(&mut two);
-                    IdWriter::resume(code, 0).write(&mut writer, id);
+                    IdWriter::with_code(code).write(&mut writer, id);
                     writer.write_bool(then);
                     assert_eq!(writer.finish(), bits, "{code:?} {gap}");
                     assert_eq!(one, two, "{code:?} {gap} {then}");
@@ -690,6 +658,11 @@ mod tests {
         }
     }
 
+    /// The choice of a list's gap code, tallied in runs, is the
+    /// cheaper of Elias-delta and the best estimated Golomb order, both
+    /// counted gap by gap: runs of consecutive ids (a dense tick), spread
+    /// and clustered ids, and gaps up to the largest.
+    /// Its tally's lengths and Elias-delta bits are exact.
     #[test]
     fn the_gap_code_is_the_cheaper_counted_exactly() {
         let mut random = xorshift(0x2545_f491_4f6c_dd1du64);
@@ -729,15 +702,15 @@ mod tests {
             let delta = 1 + delta_gap_bits(&raw);
             let mut tally = GapTally::default();
             gaps(ids.clone()).for_each(|gap| tally.add(gap));
-            let counts = tally.counts();
-            assert_eq!(1 + counts.delta, delta, "{raw:?}");
+            tally.end_run();
+            assert_eq!(1 + tally.delta(), delta, "{raw:?}");
             let mut lengths = [0; 65];
             gaps(ids.clone()).for_each(|gap| lengths[64 - gap.leading_zeros() as usize] += 1);
-            assert_eq!(counts.lengths, lengths, "{raw:?}");
+            assert!((0..65).all(|l| tally.length(l) == lengths[l]), "{raw:?}");
             let present = || (0..65).filter(|&length| lengths[length] > 0);
-            assert_eq!(counts.shortest, present().min().unwrap(), "{raw:?}");
-            assert_eq!(counts.longest, present().max().unwrap(), "{raw:?}");
-            let golomb = GapCode::Golomb(counts.best_order() as u8);
+            assert_eq!(tally.shortest, present().min().unwrap(), "{raw:?}");
+            assert_eq!(tally.longest, present().max().unwrap(), "{raw:?}");
+            let golomb = GapCode::Golomb(tally.best_order() as u8);
             let exact = golomb.bits() + gaps(ids.clone()).map(|g| golomb.gap_bits(g)).sum::<u64>();
             let expected = if exact < delta {
                 golomb
