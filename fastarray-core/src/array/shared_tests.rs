@@ -34,10 +34,11 @@ fn write(
     (bytes, stats.shared)
 }
 
-#[test]
-fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it_takes_it() {
+/// A server of `units` units and the state of a connection whose client
+/// holds them all, acknowledged.
+fn caught_up(units: u16) -> (FastArray<Unit>, Vec<crate::id::ReplicationId>, SendState) {
     let mut server = FastArray::new();
-    let ids: Vec<_> = (0..500u16)
+    let ids = (0..units)
         .map(|n| {
             server.push(Unit {
                 hp: n,
@@ -50,6 +51,12 @@ fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it
     let mut state = SendState::new();
     write(&mut server, &mut state, 0, None, true);
     state.on_ack(0);
+    (server, ids, state)
+}
+
+#[test]
+fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it_takes_it() {
+    let (mut server, ids, mut state) = caught_up(500);
 
     for round in 1..6u32 {
         for &id in ids.iter().skip(round as usize).step_by(37) {
@@ -87,20 +94,7 @@ fn the_shared_message_is_what_a_connection_would_plan_and_a_budget_that_holds_it
 /// itself, frame after frame, as the gap code and the fields change.
 #[test]
 fn entries_written_by_the_commit_are_the_message_a_connection_would_plan() {
-    let mut server = FastArray::new();
-    let ids: Vec<_> = (0..3_000u16)
-        .map(|n| {
-            server.push(Unit {
-                hp: n,
-                team: (n % 4) as u8,
-                name: format!("u{n}"),
-            })
-        })
-        .collect();
-    server.commit();
-    let mut state = SendState::new();
-    write(&mut server, &mut state, 0, None, true);
-    state.on_ack(0);
+    let (mut server, ids, mut state) = caught_up(3_000);
 
     let mut by_commit = 0;
     for round in 1..40u32 {
