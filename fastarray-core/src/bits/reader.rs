@@ -120,18 +120,6 @@ impl<'a> BitReader<'a> {
         self.total - self.bit_offset()
     }
 
-    #[inline]
-    fn need(&self, count: u32) -> Result<(), DecodeError> {
-        if self.remaining_bits() < u64::from(count) {
-            Err(DecodeError::UnexpectedEnd {
-                bit_offset: self.bit_offset(),
-                wanted: count,
-            })
-        } else {
-            Ok(())
-        }
-    }
-
     /// Reads one bit.
     #[inline]
     pub fn read_bool(&mut self) -> Result<bool, DecodeError> {
@@ -151,42 +139,49 @@ impl<'a> BitReader<'a> {
 
     /// Loads the window from the reader's offset for a read of `count`
     /// bits that it does not hold, refusing the read if the input has
-    /// fewer left. Out of line: most reads take bits the window holds.
-    #[cold]
+    /// fewer left. Out of line: most reads take bits the window holds
+    /// (a delta's entry is read with about one refill).
+    #[inline(never)]
     fn refill(&mut self, count: u32) -> Result<(), DecodeError> {
         let pos = self.bit_offset();
-        if count > 64 {
+        let left = self.total - pos;
+        if count > 64 || left < u64::from(count) {
             return Err(DecodeError::UnexpectedEnd {
                 bit_offset: pos,
                 wanted: count,
             });
         }
-        self.need(count)?;
         let byte = (pos / 8) as usize;
         let shift = (pos % 8) as u32;
         // Up to 9 bytes hold the next 64 bits. Away from the end of the
-        // input, the word at `byte` and the byte after it, loaded directly.
-        let word = if let Some(word) = self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<8>) {
-            let low = u64::from_le_bytes(*word);
-            if shift == 0 {
-                low
-            } else {
-                let high = self.bytes.get(byte + 8).copied().unwrap_or(0);
-                (low >> shift) | (u64::from(high) << (64 - shift))
+        // input, loaded directly: the word at `byte`, and the bits of the
+        // byte after it that the shift leaves room for (none when it is 0).
+        let word = match self.bytes.get(byte..).and_then(<[u8]>::first_chunk::<9>) {
+            Some(nine) => {
+                let (low, high) = nine.split_at(8);
+                let low = u64::from_le_bytes(low.try_into().unwrap_or_default());
+                (low >> shift) | (u64::from(high[0]) << 1 << (63 - shift))
             }
-        } else {
-            // Near the end: the fewer than 8 bytes left, zero past the end.
-            let tail = self.bytes.get(byte..).unwrap_or_default();
-            let low = tail
-                .iter()
-                .rev()
-                .fold(0u64, |word, &b| word << 8 | u64::from(b));
-            low >> shift
+            None => self.tail_word(byte, shift),
         };
-        self.held = self.remaining_bits().min(64) as u32;
+        self.held = left.min(64) as u32;
         self.window = mask_low(word, self.held);
         self.end = pos + u64::from(self.held);
         Ok(())
+    }
+
+    /// The next 64 bits from bit `shift` of byte `byte`, near the end of
+    /// the input: zero past it.
+    #[cold]
+    fn tail_word(&self, byte: usize, shift: u32) -> u64 {
+        let tail = self.bytes.get(byte..).unwrap_or_default();
+        let (low, high) = tail.split_at(tail.len().min(8));
+        let low = low
+            .iter()
+            .rev()
+            .fold(0u64, |word, &b| word << 8 | u64::from(b));
+        let high = u64::from(high.first().copied().unwrap_or(0));
+        (low >> shift) | (high << 1 << (63 - shift))
     }
 
     /// Moves past `count` bits the window holds.
