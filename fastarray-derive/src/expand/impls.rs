@@ -133,6 +133,10 @@ pub fn replicate(target: &Target, items: ReplicateItems) -> TokenStream {
                 #diff
             }
 
+            // In line: a commit writes the entries of every changed item
+            // through it (`send::frame_body`), and a call per item cost a
+            // dense frame 7% of its instructions.
+            #[inline]
             fn encode_fields(
                 &self,
                 __mask: #private::FieldMask,
