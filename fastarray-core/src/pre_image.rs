@@ -185,14 +185,20 @@ impl<T> PreImages<T> {
     /// then returns `true` (see [`Buffer::holds`]); then starts the next
     /// frame, keeping these pre-images' buffers for reuse.
     pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &mut T) -> bool) {
+        let mut written = 0;
         for (cell, buffer) in self.cells.iter().zip(&mut self.buffers) {
             let committed = match (cell.written, &mut buffer.value) {
                 (true, Some(before)) => visit(cell.id, before),
                 _ => false,
             };
             buffer.holds = committed.then_some(cell.id);
+            written += usize::from(cell.written);
         }
-        let written = self.keep_written();
+        // Lent cells left unwritten give their place to the written ones'
+        // buffers (when every cell was written, they are in place).
+        if written < self.cells.len() {
+            self.keep_written();
+        }
         self.cells.clear();
         // As many spare buffers as this frame used: what the next frame
         // of the same kind needs, and no more.
@@ -269,6 +275,23 @@ mod tests {
             [(9, "nine".into()), (1, "v0".into()), (3, "v2".into())]
         );
         assert!(!images.any());
+    }
+
+    #[test]
+    fn a_drain_keeps_the_buffers_of_written_cells_past_unwritten_ones() {
+        let mut images = PreImages::default();
+        copy(&"nine".to_string(), images.record(id(9)));
+        for (cell, buffer) in images.lend([4, 5].into_iter().map(id)) {
+            if cell.id == id(5) {
+                cell.mark_written();
+                copy(&"five".to_string(), buffer);
+            }
+        }
+        assert_eq!(seen(&mut images), [(9, "nine".into()), (5, "five".into())]);
+        // Cell 4, lent and never written, gives its place to cell 5's
+        // buffer: the next frame reuses both written buffers.
+        let kept: Vec<_> = images.buffers.iter().map(|b| b.value.clone()).collect();
+        assert_eq!(kept, [Some("nine".into()), Some("five".into())]);
     }
 
     #[test]
