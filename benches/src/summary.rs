@@ -1,5 +1,5 @@
-//! How the interleaved measurements (the `fanout`, `apply`, `ab` and `mmo`
-//! bins) take their rounds, and what they print of them: medians, and how
+//! How the interleaved measurements (the `fanout`, `encode`, `apply`, `ab` and
+//! `mmo` bins) take their rounds, and what they print of them: medians, and how
 //! far the rounds spread.
 
 /// The median of some measurements, and their spread.

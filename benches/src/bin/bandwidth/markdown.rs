@@ -41,12 +41,14 @@ impl Results {
              ```\n\n\
              `cargo bench -p fastarray-bench --bench workloads -- sparse` runs one group. Without criterion results the CPU \
              sections below say so; the bits and memory sections need only the second command.\n\n\
-             Three ratios are also measured with the compared workloads taking turns, tick by tick, in one process, so \
+             Four ratios are also measured with the compared workloads taking turns, tick by tick, in one process, so \
              that a slow stretch of this shared machine slows both alike: `cargo run --release -p fastarray-bench --bin \
              fanout -- 20000 256 bytes` (the fan-out to 256 caught-up connections against 1; `churn` for the churn \
-             workload), `cargo run --release -p fastarray-bench --bin apply -- 100 hot` (the client's apply against \
-             the byte-level naive client's; `sparse`, `churn`, `dense` for the others) and `cargo run --release -p \
-             fastarray-bench --bin mmo -- 1000 20` (the MMO tick, phase by phase).\n\n\
+             workload), `cargo run --release -p fastarray-bench --bin encode -- 100 dense` (the server's commit and \
+             write against bitcode's full encode; `sparse`, `hot`, `churn` for the others), `cargo run --release -p \
+             fastarray-bench --bin apply -- 100 hot` (the client's apply against the byte-level naive client's; \
+             `sparse`, `churn`, `dense` for the others) and `cargo run --release -p fastarray-bench --bin mmo -- 1000 \
+             20` (the MMO tick, phase by phase).\n\n\
              ## Machine\n\n\
              - {cores} cores (`std::thread::available_parallelism`), CPU: {cpu_model}\n\
              - {} / {}\n\

@@ -1,0 +1,176 @@
+//! The server's tick against bitcode's full encode, measured interleaved
+//! (issue 32's "dense ÷ bitcode" target): our commit and one caught-up
+//! connection's `write_delta`, and bitcode encoding the whole array,
+//! tick by tick in one process, taking turns — which goes first
+//! alternates from round to round — so that a slow stretch of a shared
+//! machine slows both alike. Each side runs the same workload on its own
+//! copy: our server array, and a `Vec` of the same agents. The criterion
+//! benches `<workload>_10k/ours_commit`, `ours_write` and
+//! `bitcode_encode` time the same work in separate groups.
+//!
+//! ```sh
+//! cargo run --release -p fastarray-bench --bin encode -- [rounds] [sparse|hot|churn|dense]
+//! ```
+//!
+//! Prints the median time of a tick on each side (ours split into commit
+//! and write), and the median and quartiles of the rounds' ratios (ours ÷
+//! bitcode).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use fastarray::{FastArray, SendState};
+use fastarray_bench::summary::{Summary, in_turn, summary};
+use fastarray_bench::{
+    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array,
+};
+
+/// Seed of the workloads (the criterion bench's).
+const SEED: u64 = 0x5eed;
+
+/// Items in the array.
+const ITEMS: usize = 10_000;
+
+/// Ticks per round on each side.
+const TICKS: usize = 16;
+
+/// Our side: a server array, its caught-up connection, and its script.
+struct Ours {
+    script: Script,
+    server: FastArray<Agent>,
+    conn: SendState,
+    packet: u32,
+    ops: Vec<Op>,
+    out: Vec<u8>,
+}
+
+impl Ours {
+    /// `TICKS` ticks: the time of the commits and of the writes (applying
+    /// the script's mutations is not timed).
+    fn round(&mut self) -> (Duration, Duration) {
+        let (mut commit, mut write) = (Duration::ZERO, Duration::ZERO);
+        for _ in 0..TICKS {
+            self.script.tick(&mut self.ops);
+            apply_ours(&mut self.server, &self.ops);
+            let start = Instant::now();
+            self.server.commit();
+            let committed = Instant::now();
+            self.out.clear();
+            let stats = self
+                .server
+                .write_delta(&mut self.conn, self.packet, &mut self.out);
+            write += committed.elapsed();
+            commit += committed - start;
+            black_box(stats.expect("write"));
+            self.conn.on_ack(self.packet);
+            self.packet = self.packet.wrapping_add(1);
+        }
+        (commit, write)
+    }
+}
+
+/// Bitcode's side: the same workload on a `Vec`, encoded whole.
+struct Bitcode {
+    script: Script,
+    items: Vec<Agent>,
+    ops: Vec<Op>,
+    buffer: bitcode::Buffer,
+}
+
+impl Bitcode {
+    /// `TICKS` ticks: the time of the encodes.
+    fn round(&mut self) -> Duration {
+        let mut total = Duration::ZERO;
+        for _ in 0..TICKS {
+            self.script.tick(&mut self.ops);
+            apply_vec(&mut self.items, &self.ops);
+            let start = Instant::now();
+            let bytes = self.buffer.encode(&self.items).len();
+            total += start.elapsed();
+            black_box(bytes);
+        }
+        total
+    }
+}
+
+fn main() {
+    let mut rounds = 200;
+    let mut workload = Workload::Dense;
+    for arg in std::env::args().skip(1) {
+        workload = match arg.as_str() {
+            "sparse" => Workload::Sparse,
+            "hot" => Workload::Hot,
+            "churn" => Workload::Churn,
+            "dense" => Workload::Dense,
+            _ => match arg.parse() {
+                Ok(n) if n > 0 => {
+                    rounds = n;
+                    continue;
+                }
+                _ => {
+                    eprintln!("usage: encode [rounds] [sparse|hot|churn|dense]");
+                    std::process::exit(2)
+                }
+            },
+        };
+    }
+    let (script, agents) = Script::new(workload, ITEMS, SEED);
+    let mut server = server_array(&agents);
+    let (conn, _) = caught_up(&mut server, 0);
+    let mut ours = Ours {
+        script: script.clone(),
+        server,
+        conn,
+        packet: 1,
+        ops: Vec::new(),
+        out: Vec::new(),
+    };
+    let mut bitcode = Bitcode {
+        script,
+        items: agents,
+        ops: Vec::new(),
+        buffer: bitcode::Buffer::new(),
+    };
+    let per_tick = |d: Duration| d.as_secs_f64() * 1e6 / TICKS as f64;
+    // A round to warm up, not counted.
+    ours.round();
+    bitcode.round();
+    let (mut commits, mut writes, mut encodes, mut ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        // Each side returns (commit, write, encode); the other's are zero.
+        let (mine, theirs) = in_turn(round, |encode| {
+            if encode {
+                (Duration::ZERO, Duration::ZERO, bitcode.round())
+            } else {
+                let (commit, write) = ours.round();
+                (commit, write, Duration::ZERO)
+            }
+        });
+        let ((commit, write, _), (_, _, encode)) = (mine, theirs);
+        let (commit, write, encode) = (per_tick(commit), per_tick(write), per_tick(encode));
+        commits.push(commit);
+        writes.push(write);
+        encodes.push(encode);
+        ratios.push((commit + write) / encode);
+    }
+    let median = |values: &mut Vec<f64>| summary(values).median;
+    let (commit, write, encode) = (
+        median(&mut commits),
+        median(&mut writes),
+        median(&mut encodes),
+    );
+    let Summary {
+        median: ratio,
+        quartiles,
+        ..
+    } = summary(&mut ratios);
+    println!(
+        "{workload:?}, {rounds} rounds of {TICKS} ticks: ours {:.1} µs a tick (commit {commit:.1}, \
+         write {write:.1}), bitcode {encode:.1} µs: median of rounds {ratio:.2}× (quartiles \
+         {:.2}–{:.2}×)",
+        commit + write,
+        quartiles.0,
+        quartiles.1,
+    );
+}
