@@ -292,6 +292,11 @@ impl<'a> BitWriter<'a> {
 /// below its.
 #[inline(always)]
 pub(crate) fn varint_word(value: u64) -> Option<(u64, u32)> {
+    if value == 0 {
+        // The gap between consecutive ids, which a dense frame's body
+        // writes for every entry: a lone one.
+        return Some((1, 1));
+    }
     if value >= 1 << 31 {
         return None;
     }
