@@ -189,6 +189,7 @@ impl Mirror {
     /// Whether an entry of `frame` for `id` is dropped unread: `id` was
     /// removed recently, or left the scope at `frame` or later (the entry
     /// was written before it left).
+    #[inline]
     pub(crate) fn drops_entry(&self, id: ReplicationId, frame: u64) -> bool {
         self.tombstones.contains(id) || self.tombstones.exit(id).is_some_and(|exit| frame <= exit)
     }
