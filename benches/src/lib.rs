@@ -182,6 +182,27 @@ impl Workload {
         }
     }
 
+    /// The command line of an interleaved bin, `[rounds] [sparse|hot|churn|dense]`
+    /// in either order: the rounds and the workload, `rounds` and
+    /// `workload` when not given. Prints `usage` and exits on anything else.
+    pub fn rounds_from_args(rounds: usize, workload: Workload, usage: &str) -> (usize, Workload) {
+        let (mut rounds, mut workload) = (rounds, workload);
+        for arg in std::env::args().skip(1) {
+            match (
+                Workload::TABLE.iter().find(|w| w.name() == arg),
+                arg.parse(),
+            ) {
+                (Some(&named), _) if named != Workload::Shuffle => workload = named,
+                (_, Ok(n)) if n > 0 => rounds = n,
+                _ => {
+                    eprintln!("usage: {usage}");
+                    std::process::exit(2)
+                }
+            }
+        }
+        (rounds, workload)
+    }
+
     /// One line saying what happens per tick.
     pub fn describe(self) -> &'static str {
         match self {

@@ -59,26 +59,11 @@ fn replay_bytes(recording: &Recording, client: &mut Vec<Agent>) -> Duration {
 }
 
 fn main() {
-    let mut rounds = 200;
-    let mut workload = Workload::Hot;
-    for arg in std::env::args().skip(1) {
-        workload = match arg.as_str() {
-            "sparse" => Workload::Sparse,
-            "hot" => Workload::Hot,
-            "churn" => Workload::Churn,
-            "dense" => Workload::Dense,
-            _ => match arg.parse() {
-                Ok(n) if n > 0 => {
-                    rounds = n;
-                    continue;
-                }
-                _ => {
-                    eprintln!("usage: apply [rounds] [sparse|hot|churn|dense]");
-                    std::process::exit(2)
-                }
-            },
-        };
-    }
+    let (rounds, workload) = Workload::rounds_from_args(
+        200,
+        Workload::Hot,
+        "apply [rounds] [sparse|hot|churn|dense]",
+    );
     let recording = record(workload, ITEMS, SEED, REPLAY);
     let mut mirror = recording.mirror.clone();
     let mut client = recording.client.clone();

@@ -94,26 +94,11 @@ impl Bitcode {
 }
 
 fn main() {
-    let mut rounds = 200;
-    let mut workload = Workload::Dense;
-    for arg in std::env::args().skip(1) {
-        workload = match arg.as_str() {
-            "sparse" => Workload::Sparse,
-            "hot" => Workload::Hot,
-            "churn" => Workload::Churn,
-            "dense" => Workload::Dense,
-            _ => match arg.parse() {
-                Ok(n) if n > 0 => {
-                    rounds = n;
-                    continue;
-                }
-                _ => {
-                    eprintln!("usage: encode [rounds] [sparse|hot|churn|dense]");
-                    std::process::exit(2)
-                }
-            },
-        };
-    }
+    let (rounds, workload) = Workload::rounds_from_args(
+        200,
+        Workload::Dense,
+        "encode [rounds] [sparse|hot|churn|dense]",
+    );
     let (script, agents) = Script::new(workload, ITEMS, SEED);
     let mut server = server_array(&agents);
     let (conn, _) = caught_up(&mut server, 0);
