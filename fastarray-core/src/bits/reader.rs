@@ -170,18 +170,17 @@ impl<'a> BitReader<'a> {
         Ok(())
     }
 
-    /// The next 64 bits from bit `shift` of byte `byte`, near the end of
-    /// the input: zero past it.
+    /// The bits from bit `shift` of byte `byte` on, near the end of the
+    /// input (fewer than 9 bytes left there): zero past it.
     #[cold]
     fn tail_word(&self, byte: usize, shift: u32) -> u64 {
         let tail = self.bytes.get(byte..).unwrap_or_default();
-        let (low, high) = tail.split_at(tail.len().min(8));
-        let low = low
+        let word = tail
             .iter()
+            .take(8)
             .rev()
             .fold(0u64, |word, &b| word << 8 | u64::from(b));
-        let high = u64::from(high.first().copied().unwrap_or(0));
-        (low >> shift) | (high << 1 << (63 - shift))
+        word >> shift
     }
 
     /// Moves past `count` bits the window holds.
