@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::FastArray;
 use fastarray_bench::{
-    POSITION_RANGE, Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_writes,
+    POSITION_RANGE, Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_ticks,
 };
 
 /// Seed of every workload.
@@ -63,7 +63,7 @@ fn scale(c: &mut Criterion) {
         let mut out = Vec::new();
         group.bench_function(format!("write_{}", label(items)), |b| {
             b.iter_custom(|iters| {
-                time_writes(
+                time_ticks(
                     iters,
                     &mut script,
                     &mut ops,
@@ -72,6 +72,7 @@ fn scale(c: &mut Criterion) {
                     &mut packet,
                     &mut out,
                 )
+                .write
             })
         });
         group.bench_function(format!("commit_{}", label(items)), |b| {
@@ -96,7 +97,7 @@ fn scale(c: &mut Criterion) {
     let mut out = Vec::new();
     group.bench_function("write_100k_grown", |b| {
         b.iter_custom(|iters| {
-            time_writes(
+            time_ticks(
                 iters,
                 &mut script,
                 &mut ops,
@@ -105,6 +106,7 @@ fn scale(c: &mut Criterion) {
                 &mut packet,
                 &mut out,
             )
+            .write
         })
     });
     group.finish();

@@ -40,7 +40,7 @@ use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
 use fastarray_bench::recording::record;
 use fastarray_bench::{
-    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_writes,
+    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_ticks,
 };
 
 /// Items of every group here.
@@ -132,21 +132,16 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         let mut out = Vec::new();
         group.bench_function("ours_commit", |b| {
             b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    script.tick(&mut ops);
-                    apply_ours(&mut server, &ops);
-                    let start = Instant::now();
-                    black_box(server.commit());
-                    total += start.elapsed();
-                    out.clear();
-                    server
-                        .write_delta(&mut conn, packet, &mut out)
-                        .expect("write");
-                    conn.on_ack(packet);
-                    packet = packet.wrapping_add(1);
-                }
-                total
+                time_ticks(
+                    iters,
+                    &mut script,
+                    &mut ops,
+                    &mut server,
+                    &mut conn,
+                    &mut packet,
+                    &mut out,
+                )
+                .commit
             })
         });
     }
@@ -158,7 +153,7 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         let mut out = Vec::new();
         group.bench_function("ours_write", |b| {
             b.iter_custom(|iters| {
-                time_writes(
+                time_ticks(
                     iters,
                     &mut script,
                     &mut ops,
@@ -167,6 +162,7 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
                     &mut packet,
                     &mut out,
                 )
+                .write
             })
         });
     }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use fastarray::{FastArray, SendState};
 use fastarray_bench::summary::{Summary, in_turn, summary};
 use fastarray_bench::{
-    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array,
+    Agent, Op, Script, TickTimes, Workload, apply_vec, caught_up, server_array, time_ticks,
 };
 
 /// Seed of the workloads (the criterion bench's).
@@ -45,27 +45,17 @@ struct Ours {
 }
 
 impl Ours {
-    /// `TICKS` ticks: the time of the commits and of the writes (applying
-    /// the script's mutations is not timed).
-    fn round(&mut self) -> (Duration, Duration) {
-        let (mut commit, mut write) = (Duration::ZERO, Duration::ZERO);
-        for _ in 0..TICKS {
-            self.script.tick(&mut self.ops);
-            apply_ours(&mut self.server, &self.ops);
-            let start = Instant::now();
-            self.server.commit();
-            let committed = Instant::now();
-            self.out.clear();
-            let stats = self
-                .server
-                .write_delta(&mut self.conn, self.packet, &mut self.out);
-            write += committed.elapsed();
-            commit += committed - start;
-            black_box(stats.expect("write"));
-            self.conn.on_ack(self.packet);
-            self.packet = self.packet.wrapping_add(1);
-        }
-        (commit, write)
+    /// `TICKS` ticks: the time of the commits and of the writes.
+    fn round(&mut self) -> TickTimes {
+        time_ticks(
+            TICKS as u64,
+            &mut self.script,
+            &mut self.ops,
+            &mut self.server,
+            &mut self.conn,
+            &mut self.packet,
+            &mut self.out,
+        )
     }
 }
 
@@ -123,16 +113,15 @@ fn main() {
     let (mut commits, mut writes, mut encodes, mut ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
-        // Each side returns (commit, write, encode); the other's are zero.
-        let (mine, theirs) = in_turn(round, |encode| {
+        // Each side fills in its own times.
+        let ((ticks, _), (_, encode)) = in_turn(round, |encode| {
             if encode {
-                (Duration::ZERO, Duration::ZERO, bitcode.round())
+                (TickTimes::default(), bitcode.round())
             } else {
-                let (commit, write) = ours.round();
-                (commit, write, Duration::ZERO)
+                (ours.round(), Duration::ZERO)
             }
         });
-        let ((commit, write, _), (_, _, encode)) = (mine, theirs);
+        let TickTimes { commit, write } = ticks;
         let (commit, write, encode) = (per_tick(commit), per_tick(write), per_tick(encode));
         commits.push(commit);
         writes.push(write);
