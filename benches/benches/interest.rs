@@ -39,11 +39,10 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::{FastArray, InterestGrid, ReplicationId, SendState};
 use fastarray_bench::interest::{Scoped, Separate};
-use fastarray_bench::{Agent, spawn};
+use fastarray_bench::{Agent, SEED, spawn};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-const SEED: u64 = 0x5eed;
 const CONNS: usize = 256;
 
 fn config() -> Criterion {

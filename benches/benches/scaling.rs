@@ -34,11 +34,9 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::FastArray;
 use fastarray_bench::{
-    POSITION_RANGE, Script, Workload, apply_ours, caught_up_conn, grown, server_array, time_ticks,
+    POSITION_RANGE, SEED, Script, Workload, apply_ours, caught_up_conn, grown, server_array,
+    time_ticks,
 };
-
-/// Seed of every workload.
-const SEED: u64 = 0x5eed;
 
 fn config() -> Criterion {
     Criterion::default()

@@ -40,13 +40,11 @@ use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
 use fastarray_bench::recording::record;
 use fastarray_bench::{
-    Agent, Op, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_ticks,
+    Agent, Op, SEED, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_ticks,
 };
 
 /// Items of every group here.
 const ITEMS: usize = 10_000;
-/// Seed of every workload.
-const SEED: u64 = 0x5eed;
 /// Ticks recorded for the client benches, replayed in a loop.
 const REPLAY: usize = 64;
 

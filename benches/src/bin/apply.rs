@@ -20,10 +20,7 @@ use std::time::{Duration, Instant};
 use fastarray::FastArray;
 use fastarray_bench::recording::{Recording, record};
 use fastarray_bench::summary::{Summary, in_turn, summary};
-use fastarray_bench::{Agent, Workload, bytes};
-
-/// Seed of the workloads (the criterion bench's).
-const SEED: u64 = 0x5eed;
+use fastarray_bench::{Agent, SEED, Workload, bytes};
 
 /// Items in the array.
 const ITEMS: usize = 10_000;

@@ -22,11 +22,8 @@ use std::time::{Duration, Instant};
 use fastarray::{FastArray, SendState};
 use fastarray_bench::summary::{Summary, in_turn, summary};
 use fastarray_bench::{
-    Agent, Op, Script, TickTimes, Workload, apply_vec, caught_up, server_array, time_ticks,
+    Agent, Op, SEED, Script, TickTimes, Workload, apply_vec, caught_up, server_array, time_ticks,
 };
-
-/// Seed of the workloads (the criterion bench's).
-const SEED: u64 = 0x5eed;
 
 /// Items in the array.
 const ITEMS: usize = 10_000;

@@ -24,10 +24,9 @@ use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, SendState};
 use fastarray_bench::summary::{in_turn, summary};
-use fastarray_bench::{Agent, Op, Script, Workload, apply_ours, caught_up_conn, server_array};
-
-/// Seed of both workloads (the criterion bench's).
-const SEED: u64 = 0x5eed;
+use fastarray_bench::{
+    Agent, Op, SEED, Script, Workload, apply_ours, caught_up_conn, server_array,
+};
 
 /// Items in each array.
 const ITEMS: usize = 10_000;

@@ -48,7 +48,7 @@ fn main() {
         });
     let conns = args.next().unwrap_or(1_000);
     let ticks = args.next().unwrap_or(30);
-    let mut world = Scoped::mmo(100_000, conns, 0.01, 0x5eed);
+    let mut world = Scoped::mmo(100_000, conns, 0.01, fastarray_bench::SEED);
     world.set_parallel(parallel);
     for _ in 0..WARM {
         let changes = world.mutate();

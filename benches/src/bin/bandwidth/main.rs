@@ -56,7 +56,7 @@ mod secure;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use fastarray_bench::Workload;
+use fastarray_bench::{SEED, Workload};
 
 use crate::bits::run_bits;
 use crate::chart::charts;
@@ -81,8 +81,6 @@ const LOSS_ITEMS: usize = 10_000;
 const LOSS_TICKS: u32 = 200;
 /// Loss rates of the loss runs.
 const LOSS_RATES: [f64; 4] = [0.0, 0.05, 0.2, 0.5];
-/// Seed of every workload and link.
-const SEED: u64 = 0x5eed;
 /// The chart of which field costs what.
 const FIELD_COSTS_CHART: &str = "docs/field-costs.svg";
 
