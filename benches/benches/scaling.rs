@@ -34,8 +34,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::FastArray;
 use fastarray_bench::{
-    POSITION_RANGE, SEED, Script, Workload, apply_ours, caught_up_conn, grown, server_array,
-    time_ticks,
+    POSITION_RANGE, SEED, Script, Served, Workload, apply_ours, caught_up_conn, grown, server_array,
 };
 
 fn config() -> Criterion {
@@ -52,27 +51,20 @@ fn label(items: usize) -> String {
 fn scale(c: &mut Criterion) {
     let mut group = c.benchmark_group("scale");
     for items in [1_000, 10_000, 100_000] {
-        let (mut script, agents) = Script::new(Workload::Ten, items, SEED);
+        let (script, agents) = Script::new(Workload::Ten, items, SEED);
         let mut server = server_array(&agents);
         drop(agents);
-        let mut conn = caught_up_conn(&mut server, 0);
-        let mut packet = 1u32;
-        let mut ops = Vec::new();
-        let mut out = Vec::new();
+        let conn = caught_up_conn(&mut server, 0);
+        let mut served = Served::new(script, server, conn, 1);
         group.bench_function(format!("write_{}", label(items)), |b| {
-            b.iter_custom(|iters| {
-                time_ticks(
-                    iters,
-                    &mut script,
-                    &mut ops,
-                    &mut server,
-                    &mut conn,
-                    &mut packet,
-                    &mut out,
-                )
-                .write
-            })
+            b.iter_custom(|iters| served.ticks(iters).write)
         });
+        let Served {
+            mut script,
+            mut server,
+            ..
+        } = served;
+        let mut ops = Vec::new();
         group.bench_function(format!("commit_{}", label(items)), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -87,25 +79,12 @@ fn scale(c: &mut Criterion) {
             })
         });
     }
-    let (mut script, agents) = Script::new(Workload::Ten, 100_000, SEED);
-    let (mut server, mut conn) = grown(&agents, 1_000);
+    let (script, agents) = Script::new(Workload::Ten, 100_000, SEED);
+    let (server, conn) = grown(&agents, 1_000);
     drop(agents);
-    let mut packet = 1_000_000u32;
-    let mut ops = Vec::new();
-    let mut out = Vec::new();
+    let mut served = Served::new(script, server, conn, 1_000_000);
     group.bench_function("write_100k_grown", |b| {
-        b.iter_custom(|iters| {
-            time_ticks(
-                iters,
-                &mut script,
-                &mut ops,
-                &mut server,
-                &mut conn,
-                &mut packet,
-                &mut out,
-            )
-            .write
-        })
+        b.iter_custom(|iters| served.ticks(iters).write)
     });
     group.finish();
 }

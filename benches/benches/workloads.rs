@@ -40,7 +40,7 @@ use fastarray_bench::bytes::{self, BytesSender};
 use fastarray_bench::naive::{self, NaiveSender};
 use fastarray_bench::recording::record;
 use fastarray_bench::{
-    Agent, Op, SEED, Script, Workload, apply_ours, apply_vec, caught_up, server_array, time_ticks,
+    Agent, Op, SEED, Script, Served, Workload, apply_ours, apply_vec, caught_up, server_array,
 };
 
 /// Items of every group here.
@@ -123,45 +123,19 @@ fn server_side(group: &mut BenchmarkGroup<'_, WallTime>, workload: Workload) {
         // after each: the commit then writes the frame's shared entries as
         // it diffs (what `ours_write` no longer does), and that is timed
         // here.
-        let mut script = script.clone();
         let mut server = server_array(&agents);
-        let (mut conn, _) = caught_up(&mut server, 0);
-        let mut packet = 1u32;
-        let mut out = Vec::new();
+        let (conn, _) = caught_up(&mut server, 0);
+        let mut served = Served::new(script.clone(), server, conn, 1);
         group.bench_function("ours_commit", |b| {
-            b.iter_custom(|iters| {
-                time_ticks(
-                    iters,
-                    &mut script,
-                    &mut ops,
-                    &mut server,
-                    &mut conn,
-                    &mut packet,
-                    &mut out,
-                )
-                .commit
-            })
+            b.iter_custom(|iters| served.ticks(iters).commit)
         });
     }
     {
-        let mut script = script.clone();
         let mut server = server_array(&agents);
-        let (mut conn, _) = caught_up(&mut server, 0);
-        let mut packet = 1u32;
-        let mut out = Vec::new();
+        let (conn, _) = caught_up(&mut server, 0);
+        let mut served = Served::new(script.clone(), server, conn, 1);
         group.bench_function("ours_write", |b| {
-            b.iter_custom(|iters| {
-                time_ticks(
-                    iters,
-                    &mut script,
-                    &mut ops,
-                    &mut server,
-                    &mut conn,
-                    &mut packet,
-                    &mut out,
-                )
-                .write
-            })
+            b.iter_custom(|iters| served.ticks(iters).write)
         });
     }
     {

@@ -537,33 +537,58 @@ pub struct TickTimes {
     pub write: std::time::Duration,
 }
 
-/// Runs `iters` ticks of `script` on `server`: each is committed, then
-/// written for `conn` (acknowledged at once, a caught-up client). Times
-/// the commits and the writes apart (applying the script's mutations is
-/// not timed): the criterion benches keep the one they measure.
-pub fn time_ticks(
-    iters: u64,
-    script: &mut Script,
-    ops: &mut Vec<Op>,
-    server: &mut FastArray<Agent>,
-    conn: &mut SendState,
-    packet: &mut u32,
-    out: &mut Vec<u8>,
-) -> TickTimes {
-    let mut times = TickTimes::default();
-    for _ in 0..iters {
-        script.tick(ops);
-        apply_ours(server, ops);
-        let start = std::time::Instant::now();
-        server.commit();
-        let committed = std::time::Instant::now();
-        out.clear();
-        let stats = server.write_delta(conn, *packet, out);
-        times.write += committed.elapsed();
-        times.commit += committed - start;
-        std::hint::black_box(stats.expect("write"));
-        conn.on_ack(*packet);
-        *packet = packet.wrapping_add(1);
+/// A server serving one caught-up client: the array, the connection, the
+/// script that mutates the array each tick and the buffers its ticks reuse.
+/// The benches and bins that time a server's ticks share it.
+pub struct Served {
+    /// The workload's mutations.
+    pub script: Script,
+    /// The server's array.
+    pub server: FastArray<Agent>,
+    /// Its connection, acknowledged after every write.
+    pub conn: SendState,
+    /// The next packet number.
+    pub packet: u32,
+    ops: Vec<Op>,
+    out: Vec<u8>,
+}
+
+impl Served {
+    /// `server` serving `conn`, whose next packet is `packet`, mutated by
+    /// `script`.
+    pub fn new(script: Script, server: FastArray<Agent>, conn: SendState, packet: u32) -> Self {
+        Self {
+            script,
+            server,
+            conn,
+            packet,
+            ops: Vec::new(),
+            out: Vec::new(),
+        }
     }
-    times
+
+    /// Runs `iters` ticks: each applies the script's mutations (not timed),
+    /// commits, and writes for the connection, acknowledged at once (a
+    /// caught-up client). Times the commits and the writes apart: the
+    /// criterion benches keep the one they measure.
+    pub fn ticks(&mut self, iters: u64) -> TickTimes {
+        let mut times = TickTimes::default();
+        for _ in 0..iters {
+            self.script.tick(&mut self.ops);
+            apply_ours(&mut self.server, &self.ops);
+            let start = std::time::Instant::now();
+            self.server.commit();
+            let committed = std::time::Instant::now();
+            self.out.clear();
+            let stats = self
+                .server
+                .write_delta(&mut self.conn, self.packet, &mut self.out);
+            times.write += committed.elapsed();
+            times.commit += committed - start;
+            std::hint::black_box(stats.expect("write"));
+            self.conn.on_ack(self.packet);
+            self.packet = self.packet.wrapping_add(1);
+        }
+        times
+    }
 }

@@ -19,10 +19,9 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use fastarray::{FastArray, SendState};
 use fastarray_bench::summary::{Summary, in_turn, summary};
 use fastarray_bench::{
-    Agent, Op, SEED, Script, TickTimes, Workload, apply_vec, caught_up, server_array, time_ticks,
+    Agent, Op, SEED, Script, Served, TickTimes, Workload, apply_vec, caught_up, server_array,
 };
 
 /// Items in the array.
@@ -30,31 +29,6 @@ const ITEMS: usize = 10_000;
 
 /// Ticks per round on each side.
 const TICKS: usize = 16;
-
-/// Our side: a server array, its caught-up connection, and its script.
-struct Ours {
-    script: Script,
-    server: FastArray<Agent>,
-    conn: SendState,
-    packet: u32,
-    ops: Vec<Op>,
-    out: Vec<u8>,
-}
-
-impl Ours {
-    /// `TICKS` ticks: the time of the commits and of the writes.
-    fn round(&mut self) -> TickTimes {
-        time_ticks(
-            TICKS as u64,
-            &mut self.script,
-            &mut self.ops,
-            &mut self.server,
-            &mut self.conn,
-            &mut self.packet,
-            &mut self.out,
-        )
-    }
-}
 
 /// Bitcode's side: the same workload on a `Vec`, encoded whole.
 struct Bitcode {
@@ -89,14 +63,8 @@ fn main() {
     let (script, agents) = Script::new(workload, ITEMS, SEED);
     let mut server = server_array(&agents);
     let (conn, _) = caught_up(&mut server, 0);
-    let mut ours = Ours {
-        script: script.clone(),
-        server,
-        conn,
-        packet: 1,
-        ops: Vec::new(),
-        out: Vec::new(),
-    };
+    // Our side: the server, its caught-up connection and its script.
+    let mut ours = Served::new(script.clone(), server, conn, 1);
     let mut bitcode = Bitcode {
         script,
         items: agents,
@@ -105,7 +73,7 @@ fn main() {
     };
     let per_tick = |d: Duration| d.as_secs_f64() * 1e6 / TICKS as f64;
     // A round to warm up, not counted.
-    ours.round();
+    ours.ticks(TICKS as u64);
     bitcode.round();
     let (mut commits, mut writes, mut encodes, mut ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -115,7 +83,7 @@ fn main() {
             if encode {
                 (TickTimes::default(), bitcode.round())
             } else {
-                (ours.round(), Duration::ZERO)
+                (ours.ticks(TICKS as u64), Duration::ZERO)
             }
         });
         let TickTimes { commit, write } = ticks;
