@@ -22,6 +22,23 @@ struct Node {
     kids: Vec<Node>,
 }
 
+/// A value of numbers and a string: it cannot recurse, so its level does
+/// not count against `MAX_DEPTH`.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Leaf {
+    hp: u16,
+    tag: String,
+    #[replicate(quantize(min = 0.0, max = 1.0, bits = 8))]
+    share: f32,
+}
+
+/// A chain that holds a [`Leaf`] at every level.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct LeafChain {
+    leaf: Leaf,
+    next: Option<Box<LeafChain>>,
+}
+
 /// A chain of `depth` values (`depth` ≥ 1), built without recursion.
 fn chain(depth: u32) -> Chain {
     (1..depth).fold(Chain { next: None }, |inner, _| Chain {
@@ -225,6 +242,47 @@ fn values_at_the_limit_round_trip_and_drop_on_a_small_stack() {
         let client = FastArray::<Node>::from_snapshot(&bytes).unwrap();
         assert_eq!(client, server);
         drop((server, client));
+    });
+}
+
+#[test]
+fn a_level_that_cannot_recurse_does_not_count() {
+    let leaf = |n: u16| Leaf {
+        hp: n,
+        tag: format!("#{n}"),
+        share: 1.0,
+    };
+    let chain = move |depth: u16| {
+        (1..depth).fold(
+            LeafChain {
+                leaf: leaf(0),
+                next: None,
+            },
+            |inner, n| LeafChain {
+                leaf: leaf(n),
+                next: Some(Box::new(inner)),
+            },
+        )
+    };
+    let limit = MAX_DEPTH as u16;
+    on_small_stack(move || {
+        // Each `LeafChain` counts; the `Leaf` inside the deepest one would
+        // be level 129 if it counted.
+        let mut server = FastArray::new();
+        server.push(chain(limit));
+        server.commit();
+        let mut mirror = FastArray::new();
+        let mut conn = SendState::new();
+        let mut bytes = Vec::new();
+        server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+        mirror.apply_delta(&bytes, &mut ()).unwrap();
+        assert_eq!(mirror, server);
+        // A chain one deeper is still refused, by both sides.
+        let mut bytes = Vec::new();
+        assert_eq!(
+            chain(limit + 1).encode(&mut BitWriter::new(&mut bytes)),
+            Err(EncodeError::TooDeep { limit: MAX_DEPTH })
+        );
     });
 }
 

@@ -26,13 +26,26 @@ impl<'a> BitWriter<'a> {
     /// calls at the start of `encode` and `encode_fields`, writing through
     /// the returned guard, which leaves the level when dropped (on every
     /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    ///
+    /// `counts` is `false` for a type none of whose fields can reach
+    /// derived code ([`BitCodec::NESTS`](crate::BitCodec::NESTS)): it
+    /// cannot be on a cycle of recursion, so its level is not counted, and
+    /// the check and the count cost nothing once inlined. The reader's
+    /// [`nest`](BitReader::nest) is given the same, so a sender still
+    /// refuses exactly what a receiver would.
     #[doc(hidden)]
-    pub fn nest(&mut self) -> Result<NestedWriter<'_, 'a>, EncodeError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
+    #[inline]
+    pub fn nest(&mut self, counts: bool) -> Result<NestedWriter<'_, 'a>, EncodeError> {
+        if counts {
+            if self.depth >= MAX_DEPTH {
+                return Err(EncodeError::TooDeep { limit: MAX_DEPTH });
+            }
+            self.depth += 1;
         }
-        self.depth += 1;
-        Ok(NestedWriter { writer: self })
+        Ok(NestedWriter {
+            writer: self,
+            counted: counts,
+        })
     }
 }
 
@@ -40,17 +53,24 @@ impl<'a> BitReader<'a> {
     /// Enters one more level of derived value: what `#[derive(Replicate)]`
     /// calls at the start of `decode` and `decode_fields`, reading through
     /// the returned guard, which leaves the level when dropped (on every
-    /// path, errors included). Refuses a level past [`MAX_DEPTH`].
+    /// path, errors included). Refuses a level past [`MAX_DEPTH`]. See
+    /// [`BitWriter::nest`] for `counts`.
     #[doc(hidden)]
-    pub fn nest(&mut self) -> Result<NestedReader<'_, 'a>, DecodeError> {
-        if self.depth >= MAX_DEPTH {
-            return Err(DecodeError::TooDeep {
-                bit_offset: self.bit_offset(),
-                limit: MAX_DEPTH,
-            });
+    #[inline]
+    pub fn nest(&mut self, counts: bool) -> Result<NestedReader<'_, 'a>, DecodeError> {
+        if counts {
+            if self.depth >= MAX_DEPTH {
+                return Err(DecodeError::TooDeep {
+                    bit_offset: self.bit_offset(),
+                    limit: MAX_DEPTH,
+                });
+            }
+            self.depth += 1;
         }
-        self.depth += 1;
-        Ok(NestedReader { reader: self })
+        Ok(NestedReader {
+            reader: self,
+            counted: counts,
+        })
     }
 }
 
@@ -58,25 +78,32 @@ impl<'a> BitReader<'a> {
 #[doc(hidden)]
 pub struct NestedWriter<'r, 'a> {
     pub(super) writer: &'r mut BitWriter<'a>,
+    /// Whether the level was counted.
+    counted: bool,
 }
 
 impl<'a> Deref for NestedWriter<'_, 'a> {
     type Target = BitWriter<'a>;
 
+    #[inline]
     fn deref(&self) -> &BitWriter<'a> {
         self.writer
     }
 }
 
 impl<'a> DerefMut for NestedWriter<'_, 'a> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut BitWriter<'a> {
         self.writer
     }
 }
 
 impl Drop for NestedWriter<'_, '_> {
+    #[inline]
     fn drop(&mut self) {
-        self.writer.depth -= 1;
+        if self.counted {
+            self.writer.depth -= 1;
+        }
     }
 }
 
@@ -84,24 +111,31 @@ impl Drop for NestedWriter<'_, '_> {
 #[doc(hidden)]
 pub struct NestedReader<'r, 'a> {
     pub(super) reader: &'r mut BitReader<'a>,
+    /// Whether the level was counted.
+    counted: bool,
 }
 
 impl<'a> Deref for NestedReader<'_, 'a> {
     type Target = BitReader<'a>;
 
+    #[inline]
     fn deref(&self) -> &BitReader<'a> {
         self.reader
     }
 }
 
 impl<'a> DerefMut for NestedReader<'_, 'a> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut BitReader<'a> {
         self.reader
     }
 }
 
 impl Drop for NestedReader<'_, '_> {
+    #[inline]
     fn drop(&mut self) {
-        self.reader.depth -= 1;
+        if self.counted {
+            self.reader.depth -= 1;
+        }
     }
 }

@@ -160,7 +160,7 @@ fn unaligned_bytes_round_trip() {
 #[test]
 fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
     fn enter(reader: &mut BitReader<'_>, levels: u32) -> Result<(), DecodeError> {
-        let mut nested = reader.nest()?;
+        let mut nested = reader.nest(true)?;
         if levels > 1 {
             enter(&mut nested, levels - 1)?;
         }
@@ -180,7 +180,7 @@ fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
     assert_eq!(r.depth, 0, "left on the error path too");
 
     fn write(writer: &mut BitWriter<'_>, levels: u32) -> Result<(), EncodeError> {
-        let mut nested = writer.nest()?;
+        let mut nested = writer.nest(true)?;
         nested.write_bool(true);
         if levels > 1 {
             write(&mut nested, levels - 1)?;
@@ -196,6 +196,33 @@ fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
     );
     assert_eq!(w.depth, 0);
     assert_eq!(w.bits_written(), 2 * u64::from(MAX_DEPTH));
+}
+
+#[test]
+fn a_level_that_does_not_count_is_neither_counted_nor_refused() {
+    let mut out = Vec::new();
+    let mut w = BitWriter::new(&mut out);
+    w.depth = MAX_DEPTH;
+    {
+        let mut leaf = w.nest(false).expect("an uncounted level is not refused");
+        assert_eq!(leaf.depth, MAX_DEPTH);
+        leaf.write_bool(true);
+        assert_eq!(
+            leaf.nest(true).err(),
+            Some(EncodeError::TooDeep { limit: MAX_DEPTH })
+        );
+    }
+    assert_eq!(w.depth, MAX_DEPTH, "dropping it leaves the count as it was");
+    w.depth = 0;
+    w.finish();
+    let mut r = BitReader::new(&out);
+    r.depth = MAX_DEPTH;
+    {
+        let mut leaf = r.nest(false).expect("an uncounted level is not refused");
+        assert_eq!(leaf.read_bool(), Ok(true));
+        assert!(leaf.nest(true).is_err());
+    }
+    assert_eq!(r.depth, MAX_DEPTH);
 }
 
 #[test]

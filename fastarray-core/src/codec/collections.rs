@@ -8,6 +8,7 @@ use crate::schema;
 impl BitCodec for String {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("String", &[]);
+    const NESTS: bool = false;
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         writer.write_varint(self.len() as u64);
@@ -58,6 +59,7 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 impl<T: BitCodec> BitCodec for Vec<T> {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("Vec", &[T::TYPE_HASH]);
+    const NESTS: bool = T::NESTS;
 
     /// # Errors
     /// A non-empty vector of an element type that can encode to zero bits
@@ -125,6 +127,7 @@ pub(super) fn read_len(
 impl<T: BitCodec> BitCodec for Option<T> {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("Option", &[T::TYPE_HASH]);
+    const NESTS: bool = T::NESTS;
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         writer.write_bool(self.is_some());
@@ -154,6 +157,7 @@ impl<T: BitCodec> BitCodec for Option<T> {
 impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
     const MIN_BITS: u64 = T::MIN_BITS.saturating_mul(N as u64);
     const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
+    const NESTS: bool = T::NESTS;
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         self.iter().try_for_each(|item| item.encode(writer))
@@ -188,6 +192,7 @@ pub(crate) fn try_array<T, E, const N: usize>(
 impl<T: BitCodec> BitCodec for Box<T> {
     const MIN_BITS: u64 = T::MIN_BITS;
     const TYPE_HASH: u64 = T::TYPE_HASH;
+    const NESTS: bool = T::NESTS;
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         (**self).encode(writer)
@@ -205,6 +210,7 @@ impl<T: BitCodec> BitCodec for Box<T> {
 impl BitCodec for () {
     const MIN_BITS: u64 = 0;
     const TYPE_HASH: u64 = schema::named("()", &[]);
+    const NESTS: bool = false;
 
     fn encode(&self, _writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         Ok(())
@@ -224,6 +230,7 @@ macro_rules! tuple {
         impl<$($name: BitCodec),+> BitCodec for ($($name,)+) {
             const MIN_BITS: u64 = 0u64 $(.saturating_add($name::MIN_BITS))+;
             const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
+            const NESTS: bool = false $(|| $name::NESTS)+;
 
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
                 $(self.$index.encode(writer)?;)+

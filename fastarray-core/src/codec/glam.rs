@@ -28,6 +28,7 @@ macro_rules! glam_codec {
         impl BitCodec for $ty {
             const MIN_BITS: u64 = <[$float; $n] as BitCodec>::MIN_BITS;
             const TYPE_HASH: u64 = schema::named($name, &[]);
+            const NESTS: bool = false;
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {

@@ -13,6 +13,7 @@ use crate::schema;
 impl BitCodec for ReplicationId {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("ReplicationId", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {

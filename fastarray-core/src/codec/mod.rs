@@ -83,6 +83,16 @@ pub trait BitCodec: Sized {
     /// A stable hash of this type's wire layout (see [`crate::schema`]).
     const TYPE_HASH: u64;
 
+    /// Whether encoding or decoding a value can run the code of a
+    /// `#[derive(Replicate)]` type, and so recurse through one
+    /// ([`MAX_DEPTH`](crate::MAX_DEPTH) bounds that recursion). `true`, the
+    /// default, is always correct. A type whose codec never reaches derived
+    /// code (a number, a `String`, a `Vec` of those) says `false`: a derived
+    /// type whose fields all say so cannot be on a cycle of recursion, and
+    /// skips its depth guard, one check and count per value written or read.
+    #[doc(hidden)]
+    const NESTS: bool = true;
+
     /// Writes the value.
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
 

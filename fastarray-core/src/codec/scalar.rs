@@ -8,6 +8,7 @@ use crate::schema;
 impl BitCodec for bool {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("bool", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -31,6 +32,7 @@ macro_rules! fixed_width_int {
         impl BitCodec for $ty {
             const MIN_BITS: u64 = <$ty>::BITS as u64;
             const TYPE_HASH: u64 = schema::named(stringify!($ty), &[]);
+            const NESTS: bool = false;
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -61,6 +63,7 @@ macro_rules! wide_int {
         impl BitCodec for $ty {
             const MIN_BITS: u64 = 128;
             const TYPE_HASH: u64 = schema::named(stringify!($ty), &[]);
+            const NESTS: bool = false;
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -90,6 +93,7 @@ wide_int!(u128, i128);
 impl BitCodec for usize {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("usize", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -115,6 +119,7 @@ impl BitCodec for usize {
 impl BitCodec for isize {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("isize", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -140,6 +145,7 @@ impl BitCodec for isize {
 impl BitCodec for f32 {
     const MIN_BITS: u64 = 32;
     const TYPE_HASH: u64 = schema::named("f32", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -161,6 +167,7 @@ impl BitCodec for f32 {
 impl BitCodec for f64 {
     const MIN_BITS: u64 = 64;
     const TYPE_HASH: u64 = schema::named("f64", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -182,6 +189,7 @@ impl BitCodec for f64 {
 impl BitCodec for char {
     const MIN_BITS: u64 = 21;
     const TYPE_HASH: u64 = schema::named("char", &[]);
+    const NESTS: bool = false;
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {

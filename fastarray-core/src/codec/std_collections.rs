@@ -38,6 +38,7 @@ use crate::schema;
 impl<T: BitCodec> BitCodec for VecDeque<T> {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = <Vec<T> as BitCodec>::TYPE_HASH;
+    const NESTS: bool = T::NESTS;
 
     /// # Errors
     /// As for `Vec`: a non-empty deque of zero-bit elements is refused.
@@ -68,6 +69,7 @@ const fn entry_bits<K: BitCodec, V: BitCodec>() -> u64 {
 impl<K: BitCodec + Ord, V: BitCodec> BitCodec for BTreeMap<K, V> {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("map", &[K::TYPE_HASH, V::TYPE_HASH]);
+    const NESTS: bool = K::NESTS || V::NESTS;
 
     /// # Errors
     /// Besides the keys' and values' errors: a non-empty map whose entries
@@ -112,6 +114,7 @@ where
 {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("map", &[K::TYPE_HASH, V::TYPE_HASH]);
+    const NESTS: bool = K::NESTS || V::NESTS;
 
     /// Entries sorted by their keys' encodings (see the module docs).
     ///
@@ -149,6 +152,7 @@ where
 impl<T: BitCodec + Ord> BitCodec for BTreeSet<T> {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("set", &[T::TYPE_HASH]);
+    const NESTS: bool = T::NESTS;
 
     /// # Errors
     /// Besides the elements' errors: a non-empty set of zero-bit elements
@@ -182,6 +186,7 @@ where
 {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("set", &[T::TYPE_HASH]);
+    const NESTS: bool = T::NESTS;
 
     /// Elements sorted by their encodings (see the module docs).
     ///

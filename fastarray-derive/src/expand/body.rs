@@ -451,9 +451,12 @@ fn replace_self(tokens: TokenStream, container: &TokenStream) -> TokenStream {
 /// more level of derived value (an error past `MAX_DEPTH`, so a recursive
 /// type cannot recurse without bound on a hostile message) and read through
 /// the guard, which leaves the level on every return path.
-pub fn nest_reader(private: &TokenStream) -> TokenStream {
+///
+/// `counts` is a `bool` expression: whether the level counts (see
+/// [`counts`]).
+pub fn nest_reader(private: &TokenStream, counts: &TokenStream) -> TokenStream {
     quote! {
-        let mut __nested = #private::BitReader::nest(__reader)?;
+        let mut __nested = #private::BitReader::nest(__reader, #counts)?;
         let __reader: &mut #private::BitReader<'_> = &mut __nested;
     }
 }
@@ -461,9 +464,19 @@ pub fn nest_reader(private: &TokenStream) -> TokenStream {
 /// The first statements of a derived `encode` or `encode_fields`: the
 /// writer's side of [`nest_reader`], so a sender refuses what a receiver
 /// would.
-pub fn nest_writer(private: &TokenStream) -> TokenStream {
+pub fn nest_writer(private: &TokenStream, counts: &TokenStream) -> TokenStream {
     quote! {
-        let mut __nested = #private::BitWriter::nest(__writer)?;
+        let mut __nested = #private::BitWriter::nest(__writer, #counts)?;
         let __writer: &mut #private::BitWriter<'_> = &mut __nested;
     }
+}
+
+/// Whether a struct's level of nesting counts: a `bool` constant
+/// expression, `true` when one of its `fields` can reach derived code
+/// (`BitCodec::NESTS`), and so recurse. A struct made of numbers, strings
+/// and quantized floats cannot be on a cycle of recursion: its guard then
+/// neither checks nor counts, on the writer's side and the reader's alike.
+pub fn counts(private: &TokenStream, fields: &[Replicated]) -> TokenStream {
+    let nests = fields.iter().filter_map(|field| field.codec.nests(private));
+    quote!(false #(|| #nests)*)
 }

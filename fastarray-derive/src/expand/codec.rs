@@ -226,6 +226,24 @@ impl<'a> FieldCodec<'a> {
         }
     }
 
+    /// Whether writing or reading the field can reach derived code, as a
+    /// `bool` constant expression; `None` when it cannot (numbers in bits
+    /// or varints, quantized floats, a skipped field).
+    pub fn nests(&self, p: &TokenStream) -> Option<TokenStream> {
+        let (ty, span) = (self.ty, self.span);
+        match self.encoding {
+            Encoding::Natural => Some(quote_spanned!(span=> <#ty as #p::BitCodec>::NESTS)),
+            Encoding::Skip
+            | Encoding::Bits(..)
+            | Encoding::Varint
+            | Encoding::Quantize { .. }
+            | Encoding::Rotation { .. } => None,
+            Encoding::Flatten | Encoding::Array | Encoding::With(_) | Encoding::Serde => {
+                Some(quote!(true))
+            }
+        }
+    }
+
     /// Whether the field's own fields are leaves of the parent's mask.
     pub fn is_flattened(&self) -> bool {
         matches!(self.encoding, Encoding::Flatten)

@@ -193,7 +193,10 @@ fn bit_codec_items(private: &TokenStream, arms: &[Arm], tag_bits: u32) -> BitCod
         .reduce(|a, b| quote!(#private::schema::min_bits(#a, #b)))
         .unwrap_or_else(|| quote!(0u64));
 
-    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let (nest_writer, nest_reader) = (
+        nest_writer(private, &quote!(true)),
+        nest_reader(private, &quote!(true)),
+    );
     BitCodecItems {
         min_bits: quote!((#tag_bits as ::core::primitive::u64).saturating_add(#min_bits)),
         type_hash: quote!(<Self as #private::Replicate>::SCHEMA_HASH),
@@ -363,7 +366,10 @@ fn replicate_items(
         })
     });
 
-    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let (nest_writer, nest_reader) = (
+        nest_writer(private, &quote!(true)),
+        nest_reader(private, &quote!(true)),
+    );
     ReplicateItems {
         field_count: quote!(#field_count),
         schema_hash: quote!({

@@ -160,7 +160,10 @@ fn bit_codec_items(
     let decoded = body::construct_sent(quote!(Self), style, all_fields, fields, |field| {
         field.decode()
     });
-    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let (nest_writer, nest_reader) = {
+        let counts = body::counts(private, fields);
+        (nest_writer(private, &counts), nest_reader(private, &counts))
+    };
     BitCodecItems {
         min_bits: body::min_bits(fields),
         type_hash: quote!(<Self as #private::Replicate>::SCHEMA_HASH),
@@ -208,7 +211,10 @@ fn baseline_codec_items(
         let member = &field.field.member;
         field.decode_into(quote!(__value.#member))
     });
-    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let (nest_writer, nest_reader) = {
+        let counts = body::counts(private, fields);
+        (nest_writer(private, &counts), nest_reader(private, &counts))
+    };
     let field_count = quote!(<Self as #private::Replicate>::FIELD_COUNT);
     let plain_min = plain.min_bits.clone();
     BitCodecItems {
@@ -329,7 +335,7 @@ fn detail_mask(
     let visible = body::construct_sent(quote!(Self), style, all_fields, fields, |field| {
         field.decode_visible()
     });
-    let nest_reader = nest_reader(private);
+    let nest_reader = nest_reader(private, &body::counts(private, fields));
     let audience = audience_masks(private, fields);
     quote! {
         fn detail_mask(__level: ::core::primitive::u8) -> #private::FieldMask {
@@ -536,7 +542,10 @@ fn replicate_items(
         field.apply(quote!(__patch.#slot), quote!(self.#member))
     });
     let slots = fields.iter().map(|field| &field.slot);
-    let (nest_writer, nest_reader) = (nest_writer(private), nest_reader(private));
+    let (nest_writer, nest_reader) = {
+        let counts = body::counts(private, fields);
+        (nest_writer(private, &counts), nest_reader(private, &counts))
+    };
     // The defaults its whole values are written against: its own, then
     // its flattened fields' types'.
     let own_default = cont.attrs.default_baseline().map(|baseline| {
