@@ -7,7 +7,10 @@ use super::{BitReader, BitWriter};
 use crate::error::{DecodeError, EncodeError};
 
 /// How deeply values of `#[derive(Replicate)]` types may nest in one value:
-/// 128 levels, the item itself counting as the first.
+/// 128 levels, the item itself counting as the first. A struct none of whose
+/// fields can reach derived code (numbers, strings, quantized floats,
+/// collections of those) does not count: it cannot be on a cycle of
+/// recursion.
 ///
 /// A recursive type (`struct Chain { next: Option<Box<Chain>> }`, or
 /// `struct Node { kids: Vec<Node> }`) takes as little as one bit per level
