@@ -19,7 +19,7 @@ use crate::send_state::{Removal, SendState};
 use crate::store::{Near, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::write_exits;
-use crate::wire::field_set::write_field_set;
+use crate::wire::field_set::{FieldSetCode, write_field_set};
 use crate::wire::frame::write_frame;
 use crate::wire::id_list::IdWriter;
 
@@ -149,7 +149,11 @@ impl Message<'_> {
                 write_field_set(writer, mask, self.field_count);
             }
         }
-        ItemList { ids, common }
+        ItemList {
+            ids,
+            common,
+            sets: FieldSetCode::NONE,
+        }
     }
 
     /// Writes the message's kind, frame and removals.
@@ -190,7 +194,7 @@ impl Message<'_> {
             let withheld = fields != FieldMask::all(self.field_count);
             writer.write_bool(withheld);
             if withheld {
-                write_field_set(writer, fields, self.field_count);
+                list.sets.write(writer, fields, self.field_count);
             }
         }
         if let Work::Fields(mask) = work {
@@ -200,7 +204,7 @@ impl Message<'_> {
                 writer.write_bool(!mask.is_empty());
             }
             if !mask.is_empty() && list.common.is_none() {
-                write_field_set(writer, mask, self.field_count);
+                list.sets.write(writer, mask, self.field_count);
             }
         }
     }
@@ -216,6 +220,8 @@ type FrameRecord = (Vec<RecordEntry>, Vec<(ReplicationId, FieldMask)>);
 struct ItemList {
     ids: IdWriter,
     common: Option<FieldMask>,
+    /// The code of the last field set an entry carried.
+    sets: FieldSetCode,
 }
 
 /// The field set every entry with changed fields carries, if there are two

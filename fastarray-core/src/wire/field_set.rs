@@ -1,7 +1,7 @@
 //! The set of changed fields of an entry: a mask, or a count and one
 //! index per field, whichever is shorter.
 
-use crate::bits::{BitReader, BitWriter, gamma_bits};
+use crate::bits::{BitReader, BitWriter, gamma_bits, gamma_word};
 use crate::error::DecodeError;
 use crate::mask::FieldMask;
 
@@ -34,6 +34,37 @@ pub(crate) fn field_set_bits(mask: FieldMask, field_count: u32) -> u64 {
 /// `1` + count − 1 (Elias-gamma) + one ⌈log2 field_count⌉-bit index per
 /// field, ascending. Ties go to the mask.
 pub(crate) fn write_field_set(writer: &mut BitWriter<'_>, mask: FieldMask, field_count: u32) {
+    match field_set_word(mask, field_count) {
+        Some((word, bits)) => writer.write_bits(word, bits),
+        None => write_field_set_parts(writer, mask, field_count),
+    }
+}
+
+/// [`write_field_set`]'s code as one word, first bit lowest, and its
+/// length: `None` past 64 bits (a mask of 64 fields, many handles).
+fn field_set_word(mask: FieldMask, field_count: u32) -> Option<(u64, u32)> {
+    let (as_mask, as_handles) = field_set_costs(mask, field_count);
+    if as_mask <= as_handles {
+        return (field_count < 64).then(|| (mask.bits() << 1, field_count + 1));
+    }
+    let bits = 1 + as_handles;
+    if bits > 64 {
+        return None;
+    }
+    let (gamma, gamma_bits) = gamma_word(u64::from(mask.len()) - 1)?;
+    let handle = handle_bits(field_count);
+    let mut word = 1 | gamma << 1;
+    let mut at = 1 + gamma_bits;
+    for index in mask.iter() {
+        word |= u64::from(index) << at;
+        at += handle;
+    }
+    Some((word, bits as u32))
+}
+
+/// [`write_field_set`] piece by piece, for a code longer than a word.
+#[cold]
+fn write_field_set_parts(writer: &mut BitWriter<'_>, mask: FieldMask, field_count: u32) {
     let (as_mask, as_handles) = field_set_costs(mask, field_count);
     if as_mask <= as_handles {
         writer.write_bool(false);
@@ -44,6 +75,43 @@ pub(crate) fn write_field_set(writer: &mut BitWriter<'_>, mask: FieldMask, field
         let bits = handle_bits(field_count);
         for index in mask.iter() {
             writer.write_bits(u64::from(index), bits);
+        }
+    }
+}
+
+/// A field set's code, worked out once and written as often as the set
+/// repeats: the entries of a message mostly carry the same few sets (a
+/// move, a hit), and working out the cheaper form costs more than
+/// writing it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FieldSetCode {
+    /// The set coded (empty: none yet, as no written set is).
+    mask: FieldMask,
+    word: u64,
+    /// The code's length; 0 when it is longer than a word.
+    bits: u32,
+}
+
+impl FieldSetCode {
+    /// No set coded yet.
+    pub(crate) const NONE: Self = Self {
+        mask: FieldMask::EMPTY,
+        word: 0,
+        bits: 0,
+    };
+
+    /// Writes `mask` as [`write_field_set`] does, coding it first unless
+    /// it is the set coded last.
+    #[inline]
+    pub(crate) fn write(&mut self, writer: &mut BitWriter<'_>, mask: FieldMask, field_count: u32) {
+        if mask != self.mask {
+            let (word, bits) = field_set_word(mask, field_count).unwrap_or((0, 0));
+            *self = Self { mask, word, bits };
+        }
+        if self.bits > 0 {
+            writer.write_bits(self.word, self.bits);
+        } else {
+            write_field_set_parts(writer, mask, field_count);
         }
     }
 }
@@ -122,6 +190,26 @@ mod tests {
         assert_eq!(field_set_bits(FieldMask::single(3), 5), 5);
         // Every field of five: the mask is cheaper.
         assert_eq!(field_set_bits(FieldMask::all(5), 5), 6);
+    }
+
+    #[test]
+    fn a_coded_set_writes_what_write_field_set_does_as_sets_repeat_and_change() {
+        for field_count in [1u32, 5, 13, 40, 63, 64] {
+            let all = FieldMask::all(field_count).bits();
+            let masks = [1u64, 1, all, all & 0xaaaa_aaaa_aaaa_aaaa, 1, all, all];
+            let masks = masks.map(|m| m & all).into_iter().filter(|&m| m != 0);
+            let (mut coded, mut plain) = (Vec::new(), Vec::new());
+            let mut code = FieldSetCode::NONE;
+            let (mut a, mut b) = (BitWriter::new(&mut coded), BitWriter::new(&mut plain));
+            for mask in masks.map(FieldMask::from_bits) {
+                code.write(&mut a, mask, field_count);
+                write_field_set(&mut b, mask, field_count);
+                assert_eq!(a.bits_written(), b.bits_written());
+            }
+            a.finish();
+            b.finish();
+            assert_eq!(coded, plain, "{field_count} fields");
+        }
     }
 
     #[test]
