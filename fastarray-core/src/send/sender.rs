@@ -539,7 +539,7 @@ fn write_own<T: Replicate>(
         return Ok(stats);
     }
     removals.sort_unstable_by_key(|removal| removal.wire);
-    items.sort_unstable_by_key(|p| p.wire);
+    work.buffers.sort_by_wire(&mut items);
     let message = Message {
         frame,
         field_count: T::FIELD_COUNT,
