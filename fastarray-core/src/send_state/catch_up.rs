@@ -3,7 +3,7 @@
 //! or by comparing with the items when the ring no longer reaches back.
 
 use super::pending::Work;
-use super::view::{Holding, View};
+use super::view::{Holding, View, fields_work};
 use super::{Holdings, LOOKAHEAD, SendState};
 use crate::error::SendError;
 use crate::history::History;
@@ -186,19 +186,16 @@ impl SendState {
         let Some(scope) = self.scope.as_deref_mut() else {
             return;
         };
-        let frozen = scope.is_frozen(id);
-        if self.views.seen(id).is_none() && !frozen {
+        // One lookup of the view for all that follows.
+        let (seen, holding) = self.views.look(id);
+        if seen.is_none() && !scope.is_frozen(id) {
             return;
         }
         if work == Work::Remove {
             self.lose_scoped(id, frame);
             return;
         }
-        if self
-            .views
-            .get(id)
-            .is_some_and(|view| view.holding == Holding::RemoveInFlight)
-        {
+        if holding == Some(Holding::RemoveInFlight) {
             // Back in scope while its exit is in flight: it returns whole.
             return;
         }
@@ -206,7 +203,7 @@ impl SendState {
             Work::Fields(mask) if !(mask & structure).is_empty() => Work::Add { structural: true },
             // Only its arrays changed: an entry with no fields.
             Work::Fields(mask) if mask.is_empty() => work,
-            Work::Fields(mask) => self.views.fields_work(id, mask),
+            Work::Fields(mask) => fields_work(holding, mask),
             work => work,
         };
         self.queue_seen(id, work, frame);

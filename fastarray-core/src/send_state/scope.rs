@@ -34,6 +34,10 @@ pub(crate) struct Scope {
     /// Per detail level, the fields sent at it (the item type's
     /// `Replicate::detail_mask`).
     masks: [FieldMask; LEVELS],
+    /// The fields sent at every level, if every level sends the same (a
+    /// type without detail levels): then what an item's level lets
+    /// through needs no look at its view.
+    uniform: Option<FieldMask>,
     /// Per detail level, the fewest frames between two writes of an item's
     /// changed fields.
     intervals: [u32; LEVELS],
@@ -82,6 +86,7 @@ impl Scope {
             len: 0,
             returning: Vec::new(),
             masks,
+            uniform: masks.iter().all(|&mask| mask == masks[0]).then_some(masks[0]),
             intervals: [1; LEVELS],
             withheld: HashMap::new(),
             exit: ScopeExit::Despawn,
@@ -201,6 +206,8 @@ impl Scope {
     ) -> FieldMask {
         let allowed = if self.is_frozen(id) {
             FieldMask::EMPTY
+        } else if let Some(every) = self.uniform {
+            every
         } else {
             self.visible(views.seen(id))
         };

@@ -134,6 +134,14 @@ impl Views {
         })
     }
 
+    /// How the connection sees `id` and what its client holds of it, in
+    /// one lookup (what [`seen`](Self::seen) and [`get`](Self::get) say).
+    pub(crate) fn look(&self, id: ReplicationId) -> (Option<Seen>, Option<Holding>) {
+        self.map
+            .get(&id)
+            .map_or((None, None), |rest| (rest.seen(), rest.holding()))
+    }
+
     /// Reads the entries of `ids` and does nothing with them, so that
     /// their cache misses overlap: called on a run of ids before a loop
     /// that looks each up and works on it in turn, whose work between
