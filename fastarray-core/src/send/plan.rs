@@ -382,9 +382,14 @@ impl<T: Replicate> Chooser<'_, T> {
                     }
                 }
             }
-            let name = self.name_bits(&d, work);
-            let framing = framing_bits::<T>(work, d.whole);
-            let own = 1 + name + framing + span.bits + arrays;
+            // The entry's bits, counted only against a budget.
+            let own = match fill {
+                Some(_) => {
+                    let name = self.name_bits(&d, work);
+                    1 + name + framing_bits::<T>(work, d.whole) + span.bits + arrays
+                }
+                None => 0,
+            };
             let mut inner = None;
             if let Some(fill) = fill.as_deref() {
                 let cost = fill.items.cost(d.wire) + own;
@@ -435,7 +440,7 @@ impl<T: Replicate> Chooser<'_, T> {
             }
             if let Some(fill) = fill.as_deref_mut() {
                 fill.items.insert(d.wire);
-                fill.entries += 1 + name + framing + span.bits + deltas.1;
+                fill.entries += own - arrays + deltas.1;
             }
             plan.items.push(Planned {
                 id: d.id,
