@@ -86,7 +86,10 @@ impl Scope {
             len: 0,
             returning: Vec::new(),
             masks,
-            uniform: masks.iter().all(|&mask| mask == masks[0]).then_some(masks[0]),
+            uniform: masks
+                .iter()
+                .all(|&mask| mask == masks[0])
+                .then_some(masks[0]),
             intervals: [1; LEVELS],
             withheld: HashMap::new(),
             exit: ScopeExit::Despawn,
