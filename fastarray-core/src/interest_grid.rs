@@ -691,10 +691,18 @@ impl InterestGrid {
                         check_zones(contents, viewer, &zones, whole, epoch);
                     }
                     if let Zone::Rim = whole {
-                        let listed = contents.items.iter().zip(&contents.positions);
-                        for ((&id, &position), &stamp) in listed.zip(&contents.stamps) {
-                            if stamp != epoch && matches!(zones.of(position), Zone::Rim) {
-                                test(id, position, Known::Nothing);
+                        let (positions, stamps) = (&contents.positions, &contents.stamps);
+                        for (run, (places, stamps)) in
+                            positions.chunks(64).zip(stamps.chunks(64)).enumerate()
+                        {
+                            // Which of a run of 64 lie on the rim: flagged
+                            // without a branch, which the compiler can do
+                            // several at a time; only those are tested.
+                            let mut rim = zones.rim_of(places, stamps, epoch);
+                            while rim != 0 {
+                                let at = 64 * run + rim.trailing_zeros() as usize;
+                                rim &= rim - 1;
+                                test(contents.items[at], positions[at], Known::Nothing);
                             }
                         }
                     }
@@ -913,6 +921,24 @@ impl Zones {
                 _ => Zone::Rim,
             },
         }
+    }
+
+    /// Which of `positions` (64 at most), of items whose stamps are
+    /// `stamps`, did not move in update `epoch` and lie on the rim, as
+    /// bits: what [`of`](Self::of) says, item by item, with no branch.
+    fn rim_of(&self, positions: &[[f32; 2]], stamps: &[u32], epoch: u32) -> u64 {
+        debug_assert!(positions.len() <= 64 && positions.len() == stamps.len());
+        let mut rim = 0u64;
+        for (at, (&[x, y], &stamp)) in positions.iter().zip(stamps).enumerate() {
+            let (dx, dy) = (x - self.center[0], y - self.center[1]);
+            let distance = dx * dx + dy * dy;
+            // As `of_squared`: neither surely inside nor surely outside (a
+            // NaN distance is neither).
+            let (inside, outside) = (distance <= self.inside, distance > self.outside);
+            let on = !inside & !outside & (stamp != epoch);
+            rim |= u64::from(on) << at;
+        }
+        rim
     }
 
     fn of_squared(&self, distance: f32) -> Zone {

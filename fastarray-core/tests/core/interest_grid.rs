@@ -178,6 +178,52 @@ proptest! {
 }
 
 #[test]
+fn a_viewer_walking_across_a_crowded_cell_agrees_with_brute_force() {
+    // 256 items in one cell (and a few beside it), so a refresh scans its
+    // lists in several runs of 64; some move each update, and two viewers
+    // walk through with their rims across the crowd.
+    let mut grid = InterestGrid::new(25.0);
+    let mut reference = Reference::default();
+    let (mut moved, mut most) = (0u32, 0);
+    let place = |i: u8, shift: f32| {
+        let (a, b) = (f32::from(i % 16), f32::from(i / 16));
+        [1.0 + 1.5 * a + shift, 1.0 + 1.5 * b - shift]
+    };
+    for i in 0..=u8::MAX {
+        grid.set_item(id(i), place(i, 0.0));
+        reference.items.insert(i, place(i, 0.0));
+    }
+    grid.set_leave_margin(0.5);
+    reference.margin = 0.5;
+    for step in 0..60u8 {
+        for v in 0..2u8 {
+            let center = [-12.0 + f32::from(step) * 0.8, 12.0 + f32::from(v) * 3.0];
+            let radius = 9.0 + f32::from(v) * 4.0;
+            grid.set_viewer(key(v), center, radius);
+            reference.viewers.insert(v, (center, radius));
+        }
+        for _ in 0..7 {
+            moved = (moved + 37) % 256;
+            let i = moved as u8;
+            let p = place(i, f32::from(step % 3) * 0.3);
+            grid.set_item(id(i), p);
+            reference.items.insert(i, p);
+        }
+        let mut events = BTreeSet::new();
+        grid.update(|v, item, relevance| {
+            events.insert((unkey(v), item.to_raw() as u8, relevance == Relevance::Enter));
+        });
+        assert_eq!(events, reference.update(), "step {step}");
+        for (&v, seen) in &reference.seen {
+            let grid_seen: BTreeSet<u8> = grid.visible(key(v)).map(|i| i.to_raw() as u8).collect();
+            assert_eq!(&grid_seen, seen, "step {step}, viewer {v}");
+            most = most.max(seen.len());
+        }
+    }
+    assert!(most > 64, "a viewer saw {most} at most");
+}
+
+#[test]
 fn an_update_with_nothing_moved_reports_nothing() {
     let mut grid = InterestGrid::new(10.0);
     for i in 0..100u8 {
