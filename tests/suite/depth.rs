@@ -92,6 +92,19 @@ fn on_small_stack<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> 
         .unwrap()
 }
 
+/// A mirror brought up to `server` by one delta to a new connection,
+/// checked equal to it.
+fn synced<T: Replicate + PartialEq + std::fmt::Debug>(server: &mut FastArray<T>) -> FastArray<T> {
+    let mut mirror = FastArray::new();
+    let mut bytes = Vec::new();
+    server
+        .write_delta(&mut SendState::new(), 0, &mut bytes)
+        .unwrap();
+    mirror.apply_delta(&bytes, &mut ()).unwrap();
+    assert_eq!(&mirror, server);
+    mirror
+}
+
 /// A snapshot at frame 1 of one item, id 0, whose payload `payload`
 /// writes; and the bit offset where the payload starts.
 fn snapshot<T: Replicate>(payload: impl FnOnce(&mut BitWriter<'_>)) -> (Vec<u8>, u64) {
@@ -226,12 +239,7 @@ fn values_at_the_limit_round_trip_and_drop_on_a_small_stack() {
         let snapshot = FastArray::<Chain>::from_snapshot(&bytes).unwrap();
         assert_eq!(snapshot, server);
 
-        let mut mirror = FastArray::new();
-        let mut conn = SendState::new();
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-        mirror.apply_delta(&bytes, &mut ()).unwrap();
-        assert_eq!(mirror, server);
+        let mirror = synced(&mut server);
         drop((server, snapshot, mirror));
 
         let mut server = FastArray::new();
@@ -271,12 +279,7 @@ fn a_level_that_cannot_recurse_does_not_count() {
         let mut server = FastArray::new();
         server.push(chain(limit));
         server.commit();
-        let mut mirror = FastArray::new();
-        let mut conn = SendState::new();
-        let mut bytes = Vec::new();
-        server.write_delta(&mut conn, 0, &mut bytes).unwrap();
-        mirror.apply_delta(&bytes, &mut ()).unwrap();
-        assert_eq!(mirror, server);
+        synced(&mut server);
         // A chain one deeper is still refused, by both sides.
         let mut bytes = Vec::new();
         assert_eq!(
