@@ -51,10 +51,10 @@ fn field_set_word(mask: FieldMask, field_count: u32) -> Option<(u64, u32)> {
     if bits > 64 {
         return None;
     }
-    let (gamma, gamma_bits) = gamma_word(u64::from(mask.len()) - 1)?;
+    let (gamma, gamma_len) = gamma_word(u64::from(mask.len()) - 1)?;
     let handle = handle_bits(field_count);
     let mut word = 1 | gamma << 1;
-    let mut at = 1 + gamma_bits;
+    let mut at = 1 + gamma_len;
     for index in mask.iter() {
         word |= u64::from(index) << at;
         at += handle;
