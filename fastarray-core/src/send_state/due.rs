@@ -44,19 +44,21 @@ impl SendState {
         let mut withheld = Vec::new();
         let mut waiting = 0;
         let all = self.pending.as_slice();
+        // The places of the run being worked on, looked up ahead.
+        let mut places = [None; LOOKAHEAD];
         for (i, &(id, ref pending)) in all.iter().enumerate() {
             if i % LOOKAHEAD == 0 {
                 // The view's entries and the items' places of the next
                 // run, read ahead so that their cache misses overlap.
                 let ahead = &all[i..all.len().min(i + LOOKAHEAD)];
                 self.views.warm(ahead.iter().map(|&(id, _)| id));
-                for &(id, _) in ahead {
-                    core::hint::black_box(position(id));
+                for (place, &(id, _)) in places.iter_mut().zip(ahead) {
+                    *place = position(id);
                 }
             }
             let entry = self.views.for_write(id, frame);
             let held = entry.holding.is_some();
-            let pos = match position(id) {
+            let pos = match places[i % LOOKAHEAD] {
                 Some(pos) if !pending.work.drops() => pos,
                 pos => {
                     if held {
