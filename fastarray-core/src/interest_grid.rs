@@ -893,9 +893,14 @@ impl Zones {
         }
     }
 
-    fn of(&self, [x, y]: [f32; 2]) -> Zone {
+    fn of(&self, position: [f32; 2]) -> Zone {
+        self.of_squared(self.squared_distance(position))
+    }
+
+    /// The squared distance of `position` from the centre.
+    fn squared_distance(&self, [x, y]: [f32; 2]) -> f32 {
         let (dx, dy) = (x - self.center[0], y - self.center[1]);
-        self.of_squared(dx * dx + dy * dy)
+        dx * dx + dy * dy
     }
 
     /// The zone every point of cell `cell` (`size` wide) lies in, if one.
@@ -929,9 +934,8 @@ impl Zones {
     fn rim_of(&self, positions: &[[f32; 2]], stamps: &[u32], epoch: u32) -> u64 {
         debug_assert!(positions.len() <= 64 && positions.len() == stamps.len());
         let mut rim = 0u64;
-        for (at, (&[x, y], &stamp)) in positions.iter().zip(stamps).enumerate() {
-            let (dx, dy) = (x - self.center[0], y - self.center[1]);
-            let distance = dx * dx + dy * dy;
+        for (at, (&position, &stamp)) in positions.iter().zip(stamps).enumerate() {
+            let distance = self.squared_distance(position);
             // As `of_squared`: neither surely inside nor surely outside (a
             // NaN distance is neither).
             let (inside, outside) = (distance <= self.inside, distance > self.outside);
