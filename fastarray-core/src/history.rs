@@ -68,6 +68,13 @@ impl History {
         self.slots.front().map(|c| c.frame)
     }
 
+    /// The changeset of frame `frame`, if the ring holds it.
+    pub(crate) fn at(&self, frame: u64) -> Option<&Changeset> {
+        let oldest = self.oldest_frame()?;
+        let index = usize::try_from(frame.checked_sub(oldest)?).ok()?;
+        self.slots.get(index)
+    }
+
     /// The fields of item `id` that frames `after + 1 .. before` changed,
     /// or `None` if the ring no longer holds frame `after + 1`.
     pub(crate) fn changed_between(

@@ -205,6 +205,108 @@ fn a_lost_shared_message_is_resent_and_nothing_else() {
     assert!(room.server.is_settled(&room.conns[2]));
 }
 
+/// A record of a shared message names none of the items whose fields it
+/// carried: a loss reads them from the frame's changeset in the history
+/// ring at the next write. If the ring no longer holds that frame by then,
+/// the connection compares with the array, and every item changed since
+/// the lost frame may have been in it: those go whole, the others not —
+/// even one whose later change the client acknowledged (its acknowledged
+/// key is current, but the lost message's field is not in the client).
+#[test]
+fn a_shared_message_lost_after_its_frame_left_the_ring_is_resent_by_comparing() {
+    let mut room = Room::new(500, 1);
+    let (server, conn, client) = (&mut room.server, &mut room.conns[0], &mut room.clients[0]);
+    let write = |server: &mut FastArray<Unit>, conn: &mut SendState, packet| {
+        let mut bytes = Vec::new();
+        let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
+        (bytes, stats)
+    };
+    // Packet 6, shared, carries item 1's change; packet 7, shared too,
+    // the three `lost` items'.
+    server.get_mut(room.ids[1]).unwrap().hp = 7_777;
+    server.commit();
+    let (six, stats) = write(server, conn, 6);
+    assert!(stats.shared);
+    let lost = [room.ids[10], room.ids[200], room.ids[499]];
+    for &id in &lost {
+        server.get_mut(id).unwrap().hp = 4_242;
+    }
+    server.commit();
+    let (_, stats) = write(server, conn, 7);
+    assert!(stats.shared);
+    // Packet 6 is lost: packet 8 is the connection's own message, with
+    // item 1's repair and a later change of the first lost item, which
+    // arrives (its key, acknowledged, is then the item's current key).
+    assert!(conn.on_loss(6));
+    server.get_mut(lost[0]).unwrap().team = 99;
+    server.commit();
+    let (eight, stats) = write(server, conn, 8);
+    assert!(!stats.shared);
+    assert_eq!(stats.changed, 2);
+    client.apply_delta(&six, &mut ()).ok();
+    client.apply_delta(&eight, &mut ()).unwrap();
+    assert!(conn.on_ack(8));
+    // Packet 7 is lost, and 70 commits go by before the next write; 7
+    // other items change meanwhile.
+    assert!(conn.on_loss(7));
+    assert_eq!(conn.pending_items(), 3, "the three items it carried");
+    for n in 0..70 {
+        if n % 10 == 0 {
+            server.get_mut(room.ids[300 + n / 10]).unwrap().team = 200;
+        }
+        server.commit();
+    }
+    let (bytes, stats) = write(server, conn, 9);
+    assert!(stats.resynced);
+    assert_eq!(
+        (stats.added, stats.changed, stats.removed),
+        (10, 0, 0),
+        "the three the lost message carried and the seven changed since, whole"
+    );
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    conn.on_ack(9);
+    assert_eq!(client, server);
+    assert!(server.is_settled(conn));
+}
+
+/// A shared message lost after its connection was given a scope: the
+/// scoped catch-up reads what the array routed to the scope, not the
+/// history ring, so it compares the items in scope instead, and the
+/// connection settles.
+#[test]
+fn a_shared_message_lost_once_the_connection_has_a_scope_is_resent() {
+    let mut room = Room::new(200, 1);
+    room.server.get_mut(room.ids[5]).unwrap().hp = 999;
+    room.server.get_mut(room.ids[150]).unwrap().team = 77;
+    room.server.commit();
+    let mut bytes = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[0], 7, &mut bytes)
+        .unwrap();
+    assert!(stats.shared);
+    {
+        let mut scope = room.server.scope(&mut room.conns[0]).unwrap();
+        for &id in &room.ids {
+            scope.include(id);
+        }
+    }
+    assert!(room.conns[0].on_loss(7));
+    room.server.commit();
+    let mut repair = Vec::new();
+    let stats = room
+        .server
+        .write_delta(&mut room.conns[0], 8, &mut repair)
+        .unwrap();
+    // Every item went whole anyway, as included items do; what matters
+    // is that the loss is resolved, not left waiting for a history read.
+    assert!(stats.resynced);
+    room.clients[0].apply_delta(&repair, &mut ()).unwrap();
+    room.conns[0].on_ack(8);
+    assert_eq!(room.clients[0], room.server);
+    assert!(room.server.is_settled(&room.conns[0]));
+}
+
 /// A connection that followed shared messages for a while, then fell more
 /// than `HISTORY_LEN` commits behind, is compared against the array: only
 /// the items that changed while it was away are sent, although none of the

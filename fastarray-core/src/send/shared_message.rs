@@ -6,9 +6,11 @@
 //! adds and changed fields. The first of them writes it straight from the
 //! frame's changeset (`plan::frame_entries`) and the bits are kept here; every
 //! one of them, the first included, copies them (or is handed the same
-//! bytes, [`DeltaBytes`]) and records the packet in O(adds + removals),
-//! sharing one list of the changed fields instead of one record entry and
-//! view update per changed item.
+//! bytes, [`DeltaBytes`]) and records the packet in O(adds + removals):
+//! its record counts the changed items and names none, since the frame's
+//! changeset in the history ring names them (a loss reads them there), so
+//! no record entry, view update or shared list is touched per changed item
+//! or per connection.
 
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use super::delta_bytes::DeltaBytes;
 use crate::bits::BitWriter;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
-use crate::send_state::retirement::{RecordEntry, SharedChanges};
+use crate::send_state::retirement::RecordEntry;
 use crate::send_state::stats::DeltaStats;
 use crate::send_state::{Removal, SendState};
 
@@ -32,9 +34,10 @@ pub(crate) struct SharedMessage {
     /// The entries that change what a client may hold (adds, whole values,
     /// removals): recorded per connection as usual.
     entries: Vec<RecordEntry>,
-    /// The changed fields of items the client knows: one list for every
-    /// connection's record.
-    changed: Option<SharedChanges>,
+    /// The changed fields of items the client knows. A record counts them
+    /// and names none (the history ring holds the frame's changes); the
+    /// list is kept to gather the next frame's in.
+    changed: Vec<(ReplicationId, FieldMask)>,
     /// What writing it counts.
     stats: DeltaStats,
     /// The clients that own an item whose entry is not theirs (see
@@ -66,20 +69,15 @@ impl SharedMessage {
         self.handed = None;
         self.bits = 0;
         self.entries.clear();
-        self.changed = None;
+        self.changed.clear();
         self.excluded.clear();
     }
 
     /// The list of the kept message's changed fields, emptied, to gather
-    /// the next frame's in, if no connection's record still holds it (a
-    /// list of a few hundred kB, allocated anew, costs a page fault per
-    /// 4 kB); else a new list. The kept message is the last frame's.
+    /// the next frame's in (a list of a few hundred kB, allocated anew,
+    /// costs a page fault per 4 kB). The kept message is the last frame's.
     pub(crate) fn spare_changes(&mut self) -> Vec<(ReplicationId, FieldMask)> {
-        let spare = self
-            .changed
-            .take()
-            .and_then(|changed| Arc::try_unwrap(changed).ok());
-        let mut spare = spare.unwrap_or_default();
+        let mut spare = core::mem::take(&mut self.changed);
         spare.clear();
         spare
     }
@@ -116,7 +114,7 @@ impl SharedMessage {
                 .map(|removal| RecordEntry::new(removal.id, removal.work(), key, frame, frame)),
         );
         self.entries.extend_from_slice(whole);
-        self.changed = (!changed.is_empty()).then(|| changed.into());
+        self.changed = changed;
         // The next frame's message may be far smaller (after a burst).
         if self.entries.capacity() > 4 * self.entries.len().max(64) {
             self.entries.shrink_to(2 * self.entries.len());
@@ -141,7 +139,7 @@ impl SharedMessage {
             packet,
             self.frame,
             &self.entries,
-            self.changed.clone(),
+            self.changed.len(),
             all_fields,
         );
         self.stats

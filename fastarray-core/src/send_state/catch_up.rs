@@ -64,16 +64,19 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        // Losses first, as if reported at the last write.
+        let lost_resolved = self.resolve_lost_shared(history, structure);
         let resynced = match history.since(self.cursor) {
-            Some(frames) => {
+            Some(frames) if lost_resolved => {
                 frames.for_each(|changes| self.merge_frame(changes, structure));
                 false
             }
-            None => {
+            _ => {
                 self.resync(items);
                 true
             }
         };
+        self.lost_shared.clear();
         self.cursor = frame + 1;
         self.resolve_lost_fields((!resynced).then_some(history));
         resynced
@@ -93,6 +96,10 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        // A lost shared message (taken before the scope was set) names
+        // its changes only in the history ring, which this path does not
+        // read: compare instead.
+        let routed = routed.filter(|_| self.lost_shared.is_empty());
         let resynced = match routed {
             Some(entries) => {
                 for chunk in entries.chunks(LOOKAHEAD) {
@@ -108,6 +115,7 @@ impl SendState {
                 true
             }
         };
+        self.lost_shared.clear();
         self.cursor = frame + 1;
         self.resolve_lost_fields(None);
         if let Some(scope) = self.scope.as_deref_mut() {
@@ -218,16 +226,21 @@ impl SendState {
         // What this finds became due at the oldest frame not merged, or
         // later: so `delivered_through` stays behind it until it is acked.
         let due = self.cursor;
+        // A lost shared message whose frame left the ring names none of
+        // the items it changed: any item changed since then may be one.
+        let lost = self.lost_shared.iter().map(|lost| lost.frame).min();
         // Up to date: the client knows the item, and either acknowledged
         // a record with its current key, or has everything committed up
         // to a frame at or after its last change (which covers changes
-        // sent in shared messages, whose acks touch no view entry).
+        // sent in shared messages, whose acks touch no view entry); and
+        // no lost shared message may have carried its last change.
         let up_to_date = |view: Option<View>, key: ReplicationKey, changed: u64| {
-            view.is_some_and(|v| {
-                v.holding == Holding::Known
-                    && ((v.acked && v.acked_key == key)
-                        || delivered.is_some_and(|delivered| changed <= delivered))
-            })
+            lost.is_none_or(|lost| changed < lost)
+                && view.is_some_and(|v| {
+                    v.holding == Holding::Known
+                        && ((v.acked && v.acked_key == key)
+                            || delivered.is_some_and(|delivered| changed <= delivered))
+                })
         };
         if let Some(scope) = self.scope.as_deref_mut() {
             // Only the items in scope: the others are the client's only

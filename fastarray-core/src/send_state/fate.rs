@@ -3,9 +3,9 @@
 //! a loss putting its work back (and the arrays' inside its items).
 
 use super::pending::Work;
-use super::retirement::{Record, RecordEntry, SharedChanges};
+use super::retirement::{Record, RecordEntry};
 use super::view::Holding;
-use super::{LOOKAHEAD, LostFields, SendState};
+use super::{LOOKAHEAD, LostFields, LostShared, SendState};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -115,27 +115,30 @@ impl SendState {
                 self.pending.remove(&entry.id);
             }
         }
-        self.record(packet, frame, oldest_due, entries, None, all_fields);
+        self.record(packet, frame, oldest_due, entries, 0, all_fields);
         for (id, since) in unfinished {
             self.queue_inner_work(id, since);
         }
     }
 
     /// Records that `packet` carries frame `frame`'s shared message:
-    /// `entries` for its adds and removals, and `changes`, the changed
-    /// fields of known items, which update nothing here (the connection was
-    /// caught up, so nothing is pending).
+    /// `entries` for its adds and removals, and the changed fields of
+    /// `changed` known items, which update nothing here (the connection
+    /// was caught up, so nothing is pending) and are not listed: they are
+    /// the frame's changes in the history ring.
     pub(crate) fn record_shared(
         &mut self,
         packet: u32,
         frame: u64,
         entries: &[RecordEntry],
-        changes: Option<SharedChanges>,
+        changed: usize,
         all_fields: FieldMask,
     ) {
         let mut record = self.retirement.entry_buffer(entries.len());
         record.extend_from_slice(entries);
-        self.record(packet, frame, frame, record, changes, all_fields);
+        // At most one entry per item, and items are counted in `usize`.
+        let changed = u32::try_from(changed).unwrap_or(u32::MAX);
+        self.record(packet, frame, frame, record, changed, all_fields);
         self.cursor = frame + 1;
         // Nothing is pending; its capacity goes back to that (after a
         // first full sync written per item, say).
@@ -194,6 +197,51 @@ impl SendState {
         }
     }
 
+    /// Puts back the changed fields that lost records of frames' shared
+    /// messages carried, read from the frames' changesets in `history`
+    /// (every connection that took a frame's message carried the same
+    /// fields; the records name none of them), except what a later record
+    /// carried (see [`Views::lost_work`](super::view::Views::lost_work)).
+    /// A change of shape went whole, as an entry of its own record, and is
+    /// left to that record's fate. Returns `false`, putting nothing back,
+    /// if the ring no longer holds one of those frames: the caller then
+    /// compares with the items instead ([`resync`](Self::resync), which
+    /// counts them as undelivered). Call before merging frames into the
+    /// pending work, as a loss reported then would have been.
+    pub(super) fn resolve_lost_shared(&mut self, history: &History, structure: FieldMask) -> bool {
+        if self.lost_shared.is_empty() {
+            return true;
+        }
+        if !self
+            .lost_shared
+            .iter()
+            .all(|lost| history.at(lost.frame).is_some())
+        {
+            return false;
+        }
+        for lost in core::mem::take(&mut self.lost_shared) {
+            let Some(changes) = history.at(lost.frame) else {
+                continue;
+            };
+            for &(id, mask) in &changes.changed {
+                if mask.intersects(structure) {
+                    continue;
+                }
+                let entry = RecordEntry::new(
+                    id,
+                    Work::Fields(mask),
+                    ReplicationKey::default(),
+                    lost.frame,
+                    lost.frame,
+                );
+                if let Some(work) = self.views.lost_work(&entry, lost.seq, self.all_fields) {
+                    self.repair(id, work, lost.frame, lost.oldest_due);
+                }
+            }
+        }
+        true
+    }
+
     /// The newest frame up to which everything committed has been
     /// delivered: merged, written, and acknowledged (or, if lost, repaired
     /// and acknowledged). `None` before anything is.
@@ -207,21 +255,25 @@ impl SendState {
     pub(super) fn delivered_through(&self) -> Option<u64> {
         let pending = self.pending.iter().map(|(_, p)| p.since);
         let in_flight = self.retirement.oldest_dues();
-        let undelivered = pending.chain(in_flight).fold(self.cursor, u64::min);
+        let lost = self.lost_shared.iter().map(|lost| lost.oldest_due);
+        let undelivered = pending
+            .chain(in_flight)
+            .chain(lost)
+            .fold(self.cursor, u64::min);
         undelivered.checked_sub(1)
     }
 
     /// Records a packet about to be written with `entries`, and updates
-    /// what the client may hold. `shared` is the changed fields of known
-    /// items that a frame's shared message carried besides `entries`: they
-    /// update nothing here.
+    /// what the client may hold. `shared` counts the known items whose
+    /// changed fields a frame's shared message carried besides `entries`:
+    /// they update nothing here.
     pub(super) fn record(
         &mut self,
         packet: u32,
         frame: u64,
         oldest_due: u64,
         entries: Vec<RecordEntry>,
-        shared: Option<SharedChanges>,
+        shared: u32,
         all_fields: FieldMask,
     ) {
         let seq = self.retirement.next_seq();
@@ -323,18 +375,15 @@ impl SendState {
                 self.repair(entry.id, work, record.frame, since);
             }
         }
-        for &(id, mask) in record.shared.iter().flat_map(|changes| changes.iter()) {
-            // A frame's shared message carries that frame's changes only.
-            let entry = RecordEntry::new(
-                id,
-                Work::Fields(mask),
-                ReplicationKey::default(),
-                record.frame,
-                record.frame,
-            );
-            if let Some(work) = self.views.lost_work(&entry, record.seq, self.all_fields) {
-                self.repair(id, work, record.frame, record.oldest_due);
-            }
+        if record.shared > 0 {
+            // Which fields those were is in the history ring, which the
+            // next catch-up reads.
+            self.lost_shared.push(LostShared {
+                frame: record.frame,
+                seq: record.seq,
+                oldest_due: record.oldest_due,
+                items: record.shared,
+            });
         }
         self.retirement.recycle(record);
     }

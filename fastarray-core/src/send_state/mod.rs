@@ -70,11 +70,11 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// Per item the client may hold (or, with a scope, in scope), one 16-byte
 /// hash map entry (id, state, acknowledged key, records in flight, the
 /// scope's priority and detail level), and 48 bytes more while two or more
-/// packets that carried it are in flight; per packet in flight, 64 bytes plus 32 per item it carried (a frame's shared message
+/// packets that carried it are in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and a 16-byte map entry; per item with
 /// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (344 bytes before its own entries) per array field. Hash
+/// `SendState` (368 bytes before its own entries) per array field. Hash
 /// maps add one control byte per bucket and keep between 1 and 2 buckets
 /// per entry; the pending list, like them, shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
@@ -93,6 +93,10 @@ pub struct SendState {
     /// here for the next catch-up (see
     /// [`resolve_lost_fields`](Self::resolve_lost_fields)).
     lost_fields: Vec<LostFields>,
+    /// Lost records of frames' shared messages, whose changed fields the
+    /// next catch-up reads from the history ring (see
+    /// [`resolve_lost_shared`](Self::resolve_lost_shared)).
+    lost_shared: Vec<LostShared>,
     /// The newest frame carried by a packet the client acknowledged.
     acked_frame: Option<u64>,
     /// The newest frame a message was written for.
@@ -121,6 +125,17 @@ struct LostFields {
     fields: FieldMask,
     frame: u64,
     since: u64,
+}
+
+/// A lost record of frame `frame`'s shared message (sequence number `seq`,
+/// its work due since `oldest_due`), which carried the changed fields of
+/// `items` items (see [`SendState::resolve_lost_shared`]).
+#[derive(Clone, Copy, Debug)]
+struct LostShared {
+    frame: u64,
+    seq: u64,
+    oldest_due: u64,
+    items: u32,
 }
 
 /// The items of an array as a resynchronisation compares them: what the
@@ -210,6 +225,7 @@ impl SendState {
             cursor: 1,
             retirement: Retirement::default(),
             lost_fields: Vec::new(),
+            lost_shared: Vec::new(),
             acked_frame: None,
             written_frame: 0,
             all_fields: FieldMask::EMPTY,
@@ -277,13 +293,14 @@ impl SendState {
     /// counting once each field set a lost packet carried that waits for
     /// the next write to tell whether a later packet carried it too.
     pub fn pending_items(&self) -> usize {
-        self.pending.len() + self.lost_fields.len()
+        let shared = self.lost_shared.iter().map(|lost| lost.items as usize);
+        self.pending.len() + self.lost_fields.len() + shared.sum::<usize>()
     }
 
     /// Whether something is due that no packet in flight carries: work
     /// pending, or fields of lost records waiting to be resolved.
     fn has_work_due(&self) -> bool {
-        !(self.pending.is_empty() && self.lost_fields.is_empty())
+        !(self.pending.is_empty() && self.lost_fields.is_empty() && self.lost_shared.is_empty())
     }
 
     /// Items the client may hold (known, or with an add or removal in flight).
@@ -310,10 +327,10 @@ mod tests {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
-        assert_eq!(core::mem::size_of::<Record>(), 64);
+        assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            344,
+            368,
             "per array inside an item"
         );
     }

@@ -3,23 +3,24 @@
 //! client and a loss puts exactly that back.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use super::pending::Work;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::mask::FieldMask;
 use crate::wire::WINDOW;
-
-/// The changed fields of the items of one frame's shared message (see
-/// [`SendState::record`]), shared by the records of every connection that
-/// took it. A `Vec` behind the `Arc`, so that the list the frame's writer
-/// built moves in without a copy (a dense frame's is 160 KB).
-pub(crate) type SharedChanges = Arc<Vec<(ReplicationId, FieldMask)>>;
 
 /// What one packet in flight carried.
 #[derive(Clone, Debug)]
 pub(crate) struct Record {
     pub(crate) packet: u32,
+    /// How many items of its frame's shared message the record carried
+    /// the changed fields of, besides `entries` (0: none, or not a shared
+    /// message). Those fields are the frame's changes in the history ring:
+    /// the record names none of them, so that every connection that took
+    /// the message records it in O(adds + removals) without sharing a list
+    /// (whose reference count every record would touch). An ack has
+    /// nothing to do for them; a loss puts them back at the next catch-up
+    /// (`SendState::resolve_lost_shared`).
+    pub(crate) shared: u32,
     pub(crate) seq: u64,
     pub(crate) frame: u64,
     /// The oldest frame at which any work this record carried became due:
@@ -27,10 +28,6 @@ pub(crate) struct Record {
     /// at or after it counts as delivered until it is repaired.
     pub(crate) oldest_due: u64,
     pub(crate) entries: Vec<RecordEntry>,
-    /// Changed fields of items the client knows, carried by a frame's
-    /// shared message: kept once for all connections, and left out of
-    /// `view` (an ack has nothing to do for them; a loss puts them back).
-    pub(crate) shared: Option<SharedChanges>,
 }
 
 /// One item in a record: what was sent, the item's key at the time, and
@@ -158,17 +155,17 @@ impl Retirement {
         frame: u64,
         oldest_due: u64,
         entries: Vec<RecordEntry>,
-        shared: Option<SharedChanges>,
+        shared: u32,
     ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.records.push_back(Record {
             packet,
+            shared,
             seq,
             frame,
             oldest_due,
             entries,
-            shared,
         });
         seq
     }
