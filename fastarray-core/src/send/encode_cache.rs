@@ -72,6 +72,7 @@ impl EncodeCache {
     /// message is the shared one (which encodes straight into itself) does
     /// not keep the encodings of the last frame written per connection (a
     /// first full sync's) for good.
+    #[inline]
     pub(crate) fn begin(&mut self, frame: u64) {
         if self.frame != frame {
             self.start_frame(frame);

@@ -155,9 +155,9 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
-        if let Some(stats) = self.prepare(store, state, packet, budget, share)? {
+        if self.prepare(store, state, packet, budget, share)? {
             self.shared.copy(writer);
-            return Ok(stats);
+            return Ok(self.shared.stats());
         }
         self.write_alone(store, state, packet, writer, budget)
     }
@@ -172,8 +172,8 @@ impl Sender {
         packet: u32,
         budget: Option<Budget>,
     ) -> Result<(DeltaBytes, DeltaStats), SendError> {
-        if let Some(stats) = self.prepare(store, state, packet, budget, true)? {
-            return Ok((self.shared.hand_out(), stats));
+        if self.prepare(store, state, packet, budget, true)? {
+            return Ok((self.shared.hand_out(), self.shared.stats()));
         }
         let mut out = Vec::new();
         let stats =
@@ -209,9 +209,10 @@ impl Sender {
 
     /// What every write does first: refuses what it must, starts the
     /// frame, and records the frame's shared message for a caught-up
-    /// connection (composing it if no connection did yet), returning its
-    /// stats (the caller copies or hands out its bytes); `None` if the
-    /// connection writes a message of its own.
+    /// connection (composing it if no connection did yet), returning
+    /// `true` (the caller copies or hands out its bytes, and returns its
+    /// [stats](SharedMessage::stats)); `false` if the connection writes a
+    /// message of its own.
     fn prepare<T: Replicate>(
         &mut self,
         store: &Store<T>,
@@ -219,7 +220,7 @@ impl Sender {
         packet: u32,
         budget: Option<Budget>,
         share: bool,
-    ) -> Result<Option<DeltaStats>, SendError> {
+    ) -> Result<bool, SendError> {
         if self.has_uncommitted_work(store) {
             return Err(SendError::Uncommitted);
         }
@@ -249,9 +250,10 @@ impl Sender {
             && self.shared.serves(state.client())
             && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
         {
-            return Ok(Some(self.shared.record(state, packet, all_fields)));
+            self.shared.record(state, packet, all_fields);
+            return Ok(true);
         }
-        Ok(None)
+        Ok(false)
     }
 
     /// [`write`](Self::write) for each of `writes` in turn, with the
@@ -270,11 +272,15 @@ impl Sender {
             Vec::with_capacity(writes.len());
         for write in writes.iter_mut() {
             let budget = write.max_bits.map(Budget::of);
-            let prepared = self.prepare(store, write.state, write.packet, budget, true);
-            if let Ok(Some(_)) = prepared {
-                self.shared.copy(&mut BitWriter::new(write.out));
-            }
-            results.push(prepared.transpose());
+            let prepared = match self.prepare(store, write.state, write.packet, budget, true) {
+                Ok(true) => {
+                    self.shared.copy(&mut BitWriter::new(write.out));
+                    Some(Ok(self.shared.stats()))
+                }
+                Ok(false) => None,
+                Err(error) => Some(Err(error)),
+            };
+            results.push(prepared);
         }
         // The writes of messages of their own.
         let own: Vec<bool> = results.iter().map(Option::is_none).collect();

@@ -53,11 +53,13 @@ pub(crate) struct SharedMessage {
 
 impl SharedMessage {
     /// Whether frame `frame`'s message is kept.
+    #[inline]
     pub(crate) fn holds(&self, frame: u64) -> bool {
         self.frame == frame
     }
 
     /// Whether the connection serving `client` may take the kept message.
+    #[inline]
     pub(crate) fn serves(&self, client: Option<u64>) -> bool {
         !self.none && client.is_none_or(|client| self.excluded.binary_search(&client).is_err())
     }
@@ -129,12 +131,8 @@ impl SharedMessage {
     /// connection: O(adds + removals) for the connection, whatever the
     /// number of changed items. The caller then [copies](Self::copy) or
     /// [hands out](Self::hand_out) its bytes.
-    pub(crate) fn record(
-        &self,
-        state: &mut SendState,
-        packet: u32,
-        all_fields: FieldMask,
-    ) -> DeltaStats {
+    #[inline]
+    pub(crate) fn record(&self, state: &mut SendState, packet: u32, all_fields: FieldMask) {
         state.record_shared(
             packet,
             self.frame,
@@ -142,6 +140,12 @@ impl SharedMessage {
             self.changed.len(),
             all_fields,
         );
+    }
+
+    /// What writing the kept message counts, for every connection that
+    /// takes it.
+    #[inline]
+    pub(crate) fn stats(&self) -> DeltaStats {
         self.stats
     }
 
@@ -152,6 +156,7 @@ impl SharedMessage {
 
     /// The kept message as a message of its own, the same bytes for every
     /// connection this frame: copied once, at the frame's first hand-out.
+    #[inline]
     pub(crate) fn hand_out(&mut self) -> DeltaBytes {
         let bytes = self.bits.div_ceil(8) as usize;
         let handed = self

@@ -43,6 +43,7 @@ impl SendState {
     /// client knows every one of the `live_before` items the array held
     /// before `frame` and nothing else, and the frame goes in short form.
     /// Such a connection's message is the same bits as every other one's.
+    #[inline]
     pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
         self.cursor == frame
             && !self.has_work_due()

@@ -134,6 +134,7 @@ impl SendState {
     /// it names items on the wire: by handles if it has a scope (see
     /// `handles`), by ids otherwise. Once anything was written (or the
     /// client joined with a snapshot) that choice stays.
+    #[inline]
     pub(crate) fn start_write(&mut self, frame: u64) {
         while let Some(record) = self.retirement.take_expired(frame) {
             self.retire_lost(record);

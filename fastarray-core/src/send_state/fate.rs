@@ -64,6 +64,7 @@ impl SendState {
     // What the writer asks, in the order of a write.
 
     /// Whether `packet` names a packet in flight.
+    #[inline]
     pub(crate) fn has_in_flight(&self, packet: u32) -> bool {
         self.retirement.contains(packet)
     }
@@ -126,6 +127,7 @@ impl SendState {
     /// `changed` known items, which update nothing here (the connection
     /// was caught up, so nothing is pending) and are not listed: they are
     /// the frame's changes in the history ring.
+    #[inline]
     pub(crate) fn record_shared(
         &mut self,
         packet: u32,

@@ -123,6 +123,7 @@ impl PendingMap {
     /// Forgets all work. The map's capacity follows what recent writes
     /// needed, so clearing it stays proportional to the work, not to a
     /// past burst (a first full sync).
+    #[inline]
     pub(crate) fn clear(&mut self) {
         let used = self.entries.len();
         let oversized = self.positions.capacity() > 4 * used.max(64);

@@ -99,6 +99,7 @@ impl Retirement {
     }
 
     /// Whether `packet` names a packet in flight.
+    #[inline]
     pub(crate) fn contains(&self, packet: u32) -> bool {
         self.records.iter().any(|r| r.packet == packet)
     }
@@ -114,6 +115,7 @@ impl Retirement {
     }
 
     /// Takes out the record of `packet`.
+    #[inline]
     pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
         // Acks come in order on a good link: the oldest record, usually.
         if self.records.front().is_some_and(|r| r.packet == packet) {
@@ -125,6 +127,7 @@ impl Retirement {
 
     /// Takes out the oldest record if it is a whole window older than
     /// `frame`: the mirror ignores it if it ever arrives.
+    #[inline]
     pub(crate) fn take_expired(&mut self, frame: u64) -> Option<Record> {
         let oldest = self.records.front()?;
         if oldest.frame + WINDOW > frame {
@@ -137,6 +140,7 @@ impl Retirement {
     /// record's, if any). A record of none needs no buffer: a caught-up
     /// connection's record of a frame that only changed fields takes none,
     /// and touches none of the spare ones.
+    #[inline]
     pub(crate) fn entry_buffer(&mut self, entries: usize) -> Vec<RecordEntry> {
         if entries == 0 {
             return Vec::new();
@@ -149,6 +153,7 @@ impl Retirement {
 
     /// Appends the record of a packet being written; returns its sequence
     /// number.
+    #[inline]
     pub(crate) fn push(
         &mut self,
         packet: u32,
@@ -172,6 +177,7 @@ impl Retirement {
 
     /// The sequence number of the oldest record in flight (the next
     /// record's, if none is).
+    #[inline]
     pub(crate) fn oldest_seq(&self) -> u64 {
         self.records
             .front()
@@ -179,6 +185,7 @@ impl Retirement {
     }
 
     /// The sequence number the next record will get.
+    #[inline]
     pub(crate) fn next_seq(&self) -> u64 {
         self.next_seq
     }
@@ -187,6 +194,7 @@ impl Retirement {
     /// large (a first full sync): that memory would otherwise stay with the
     /// connection for good. A buffer far larger than its record needed (one
     /// kept from a larger write) gives the room back.
+    #[inline]
     pub(crate) fn recycle(&mut self, record: Record) {
         const KEEP_CAPACITY: usize = 1024;
         let mut entries = record.entries;

@@ -176,6 +176,7 @@ impl Views {
     }
 
     /// Whether the client knows every item it may hold.
+    #[inline]
     pub(crate) fn all_known(&self) -> bool {
         self.known == self.held
     }
@@ -412,7 +413,18 @@ impl Views {
     ///
     /// Also ends the guards of entries born before `oldest`, the oldest
     /// record in flight: no record of an earlier stay is left.
+    #[inline]
     pub(crate) fn trim(&mut self, oldest: u64) {
+        let (len, capacity) = (self.flights.len(), self.flights.capacity());
+        // Neither, on a caught-up connection's every write.
+        if self.first_guard <= oldest || capacity > 8 * len.max(128) {
+            self.trim_flights(oldest);
+        }
+    }
+
+    /// [`trim`](Self::trim)'s work, when there is some.
+    #[cold]
+    fn trim_flights(&mut self, oldest: u64) {
         if self.first_guard <= oldest {
             let (map, mut first) = (&mut self.map, u64::MAX);
             self.flights.retain(|id, flight| {
