@@ -55,6 +55,38 @@ impl Room {
         self.send()
     }
 
+    /// Connection `conn`'s message for packet `packet`, written and not
+    /// yet delivered, with what writing it counted.
+    fn write(&mut self, conn: usize, packet: u32) -> (Vec<u8>, DeltaStats) {
+        let mut bytes = Vec::new();
+        let stats = self
+            .server
+            .write_delta(&mut self.conns[conn], packet, &mut bytes)
+            .unwrap();
+        (bytes, stats)
+    }
+
+    /// Delivers `bytes`, packet `packet`, to connection `conn`'s client
+    /// and acknowledges it; the client then holds what the server does,
+    /// and the connection has nothing left to send.
+    fn deliver_and_settle(&mut self, conn: usize, bytes: &[u8], packet: u32) {
+        self.clients[conn].apply_delta(bytes, &mut ()).unwrap();
+        assert!(self.conns[conn].on_ack(packet));
+        assert_eq!(self.clients[conn], self.server);
+        assert!(self.server.is_settled(&self.conns[conn]));
+    }
+
+    /// 70 commits, more than the history ring holds, with no write; seven
+    /// items (ids 300 to 306) change meanwhile.
+    fn commit_while_away(&mut self) {
+        for n in 0..70 {
+            if n % 10 == 0 {
+                self.server.get_mut(self.ids[300 + n / 10]).unwrap().team = 200;
+            }
+            self.server.commit();
+        }
+    }
+
     /// Writes one packet per connection, delivers and acks them all;
     /// returns each connection's bytes and what writing them counted.
     fn send(&mut self) -> Vec<(Vec<u8>, DeltaStats)> {
@@ -199,10 +231,7 @@ fn a_lost_shared_message_is_resent_and_nothing_else() {
         (3, 0),
         "the same three fields"
     );
-    room.clients[2].apply_delta(&repair, &mut ()).unwrap();
-    room.conns[2].on_ack(8);
-    assert_eq!(room.clients[2], room.server);
-    assert!(room.server.is_settled(&room.conns[2]));
+    room.deliver_and_settle(2, &repair, 8);
 }
 
 /// A record of a shared message names none of the items whose fields it
@@ -215,58 +244,46 @@ fn a_lost_shared_message_is_resent_and_nothing_else() {
 #[test]
 fn a_shared_message_lost_after_its_frame_left_the_ring_is_resent_by_comparing() {
     let mut room = Room::new(500, 1);
-    let (server, conn, client) = (&mut room.server, &mut room.conns[0], &mut room.clients[0]);
-    let write = |server: &mut FastArray<Unit>, conn: &mut SendState, packet| {
-        let mut bytes = Vec::new();
-        let stats = server.write_delta(conn, packet, &mut bytes).unwrap();
-        (bytes, stats)
-    };
     // Packet 6, shared, carries item 1's change; packet 7, shared too,
     // the three `lost` items'.
-    server.get_mut(room.ids[1]).unwrap().hp = 7_777;
-    server.commit();
-    let (six, stats) = write(server, conn, 6);
+    room.server.get_mut(room.ids[1]).unwrap().hp = 7_777;
+    room.server.commit();
+    let (six, stats) = room.write(0, 6);
     assert!(stats.shared);
     let lost = [room.ids[10], room.ids[200], room.ids[499]];
     for &id in &lost {
-        server.get_mut(id).unwrap().hp = 4_242;
+        room.server.get_mut(id).unwrap().hp = 4_242;
     }
-    server.commit();
-    let (_, stats) = write(server, conn, 7);
-    assert!(stats.shared);
+    room.server.commit();
+    assert!(room.write(0, 7).1.shared);
     // Packet 6 is lost: packet 8 is the connection's own message, with
     // item 1's repair and a later change of the first lost item, which
     // arrives (its key, acknowledged, is then the item's current key).
-    assert!(conn.on_loss(6));
-    server.get_mut(lost[0]).unwrap().team = 99;
-    server.commit();
-    let (eight, stats) = write(server, conn, 8);
+    assert!(room.conns[0].on_loss(6));
+    room.server.get_mut(lost[0]).unwrap().team = 99;
+    room.server.commit();
+    let (eight, stats) = room.write(0, 8);
     assert!(!stats.shared);
     assert_eq!(stats.changed, 2);
-    client.apply_delta(&six, &mut ()).ok();
-    client.apply_delta(&eight, &mut ()).unwrap();
-    assert!(conn.on_ack(8));
-    // Packet 7 is lost, and 70 commits go by before the next write; 7
-    // other items change meanwhile.
-    assert!(conn.on_loss(7));
-    assert_eq!(conn.pending_items(), 3, "the three items it carried");
-    for n in 0..70 {
-        if n % 10 == 0 {
-            server.get_mut(room.ids[300 + n / 10]).unwrap().team = 200;
-        }
-        server.commit();
-    }
-    let (bytes, stats) = write(server, conn, 9);
+    room.clients[0].apply_delta(&six, &mut ()).ok();
+    room.clients[0].apply_delta(&eight, &mut ()).unwrap();
+    assert!(room.conns[0].on_ack(8));
+    // Packet 7 is lost, and the ring moves past it before the next write.
+    assert!(room.conns[0].on_loss(7));
+    assert_eq!(
+        room.conns[0].pending_items(),
+        3,
+        "the three items it carried"
+    );
+    room.commit_while_away();
+    let (bytes, stats) = room.write(0, 9);
     assert!(stats.resynced);
     assert_eq!(
         (stats.added, stats.changed, stats.removed),
         (10, 0, 0),
         "the three the lost message carried and the seven changed since, whole"
     );
-    client.apply_delta(&bytes, &mut ()).unwrap();
-    conn.on_ack(9);
-    assert_eq!(client, server);
-    assert!(server.is_settled(conn));
+    room.deliver_and_settle(0, &bytes, 9);
 }
 
 /// A shared message lost after its connection was given a scope: the
@@ -279,12 +296,7 @@ fn a_shared_message_lost_once_the_connection_has_a_scope_is_resent() {
     room.server.get_mut(room.ids[5]).unwrap().hp = 999;
     room.server.get_mut(room.ids[150]).unwrap().team = 77;
     room.server.commit();
-    let mut bytes = Vec::new();
-    let stats = room
-        .server
-        .write_delta(&mut room.conns[0], 7, &mut bytes)
-        .unwrap();
-    assert!(stats.shared);
+    assert!(room.write(0, 7).1.shared);
     {
         let mut scope = room.server.scope(&mut room.conns[0]).unwrap();
         for &id in &room.ids {
@@ -293,18 +305,11 @@ fn a_shared_message_lost_once_the_connection_has_a_scope_is_resent() {
     }
     assert!(room.conns[0].on_loss(7));
     room.server.commit();
-    let mut repair = Vec::new();
-    let stats = room
-        .server
-        .write_delta(&mut room.conns[0], 8, &mut repair)
-        .unwrap();
+    let (repair, stats) = room.write(0, 8);
     // Every item went whole anyway, as included items do; what matters
     // is that the loss is resolved, not left waiting for a history read.
     assert!(stats.resynced);
-    room.clients[0].apply_delta(&repair, &mut ()).unwrap();
-    room.conns[0].on_ack(8);
-    assert_eq!(room.clients[0], room.server);
-    assert!(room.server.is_settled(&room.conns[0]));
+    room.deliver_and_settle(0, &repair, 8);
 }
 
 /// A connection that followed shared messages for a while, then fell more
@@ -322,17 +327,8 @@ fn resync_after_shared_messages_sends_only_what_changed_while_away() {
         assert!(sent[1].1.shared, "connection 1 takes the shared message");
     }
     // Connection 1 goes quiet for 70 commits; 7 items change meanwhile.
-    for n in 0..70 {
-        if n % 10 == 0 {
-            room.server.get_mut(room.ids[300 + n / 10]).unwrap().team = 200;
-        }
-        room.server.commit();
-    }
-    let mut bytes = Vec::new();
-    let stats = room
-        .server
-        .write_delta(&mut room.conns[1], 1_000, &mut bytes)
-        .unwrap();
+    room.commit_while_away();
+    let (bytes, stats) = room.write(1, 1_000);
     assert!(stats.resynced);
     assert_eq!(
         (stats.added, stats.changed, stats.removed),
