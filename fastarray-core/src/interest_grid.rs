@@ -144,6 +144,9 @@ struct Item {
     slot: usize,
 }
 
+/// How many moved items ahead [`InterestGrid::update`] reads the entry of.
+const AHEAD: usize = 8;
+
 #[derive(Clone, Debug, Default)]
 struct CellContents {
     items: Vec<ReplicationId>,
@@ -491,7 +494,17 @@ impl InterestGrid {
             }
         }
         let mut near: Vec<usize> = Vec::new();
+        // The items' entries are read a few items ahead, so that their
+        // cache misses (a large grid's map is far bigger than the caches)
+        // overlap instead of taking turns.
+        let mut ahead = moved.keys();
+        for id in ahead.by_ref().take(AHEAD) {
+            core::hint::black_box(self.items.get(id).map(|item| item.slot));
+        }
         for (&id, &was) in &moved {
+            if let Some(next) = ahead.next() {
+                core::hint::black_box(self.items.get(next).map(|item| item.slot));
+            }
             // Read once, written once: the item's place in its cell's lists
             // (others' places move as items leave those lists).
             let item = self.items.get(&id).copied();
