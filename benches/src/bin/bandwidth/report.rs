@@ -225,7 +225,8 @@ impl Results {
                          ticks were byte-identical for all of them, so the first caught-up connection writes the \
                          frame's message straight from the frame's changes and keeps it, and the others copy its \
                          bits: each records the packet with entries for \
-                         its adds and removals only and one list of the changed fields that every record shares, \
+                         its adds and removals only and a count of the items whose changed fields it carried \
+                         (the frame's changeset in the history ring names them, for a loss to read), \
                          and its ack does nothing per changed item. Before this (last session's report) each \
                          connection redid the whole write and ack, O(changes) each: 215×.",
                         time(one),
