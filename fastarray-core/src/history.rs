@@ -70,9 +70,7 @@ impl History {
 
     /// The changeset of frame `frame`, if the ring holds it.
     pub(crate) fn at(&self, frame: u64) -> Option<&Changeset> {
-        let oldest = self.oldest_frame()?;
-        let index = usize::try_from(frame.checked_sub(oldest)?).ok()?;
-        self.slots.get(index)
+        self.since(frame)?.next()
     }
 
     /// The fields of item `id` that frames `after + 1 .. before` changed,

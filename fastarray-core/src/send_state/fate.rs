@@ -214,18 +214,12 @@ impl SendState {
         if self.lost_shared.is_empty() {
             return true;
         }
-        if !self
-            .lost_shared
-            .iter()
-            .all(|lost| history.at(lost.frame).is_some())
-        {
+        let held = |lost: &LostShared| history.at(lost.frame).map(|changes| &changes.changed);
+        if !self.lost_shared.iter().all(|lost| held(lost).is_some()) {
             return false;
         }
         for lost in core::mem::take(&mut self.lost_shared) {
-            let Some(changes) = history.at(lost.frame) else {
-                continue;
-            };
-            for &(id, mask) in &changes.changed {
+            for &(id, mask) in held(&lost).into_iter().flatten() {
                 if mask.intersects(structure) {
                     continue;
                 }
@@ -237,7 +231,7 @@ impl SendState {
                     lost.frame,
                 );
                 if let Some(work) = self.views.lost_work(&entry, lost.seq, self.all_fields) {
-                    self.repair(id, work, lost.frame, lost.oldest_due);
+                    self.repair(id, work, lost.frame, lost.frame);
                 }
             }
         }
@@ -257,7 +251,7 @@ impl SendState {
     pub(super) fn delivered_through(&self) -> Option<u64> {
         let pending = self.pending.iter().map(|(_, p)| p.since);
         let in_flight = self.retirement.oldest_dues();
-        let lost = self.lost_shared.iter().map(|lost| lost.oldest_due);
+        let lost = self.lost_shared.iter().map(|lost| lost.frame);
         let undelivered = pending
             .chain(in_flight)
             .chain(lost)
@@ -383,7 +377,6 @@ impl SendState {
             self.lost_shared.push(LostShared {
                 frame: record.frame,
                 seq: record.seq,
-                oldest_due: record.oldest_due,
                 items: record.shared,
             });
         }

@@ -127,14 +127,14 @@ struct LostFields {
     since: u64,
 }
 
-/// A lost record of frame `frame`'s shared message (sequence number `seq`,
-/// its work due since `oldest_due`), which carried the changed fields of
-/// `items` items (see [`SendState::resolve_lost_shared`]).
+/// A lost record of frame `frame`'s shared message (sequence number `seq`),
+/// which carried the changed fields of `items` items (see
+/// [`SendState::resolve_lost_shared`]). Its work was that frame's changes,
+/// so it was due since that frame.
 #[derive(Clone, Copy, Debug)]
 struct LostShared {
     frame: u64,
     seq: u64,
-    oldest_due: u64,
     items: u32,
 }
 
