@@ -176,7 +176,12 @@ impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
 ///
 /// A plain loop over `Option`s rather than `core::array::from_fn`: that
 /// one calls its closure out of line for every element, which cost a
-/// mirror's decode of a quantized `[f32; 3]` a tenth of its time.
+/// mirror's decode of a quantized `[f32; 3]` a tenth of its time. The
+/// values then leave their `Option`s through `from_fn`, whose closure is
+/// trivial enough to inline: `[Option<T>; N]::map` is a call to
+/// `try_map`, whose result, stored in pieces, the caller loaded whole
+/// (perf put a third of a mirror's apply on that load, a store-forwarding
+/// stall).
 #[inline]
 pub(crate) fn try_array<T, E, const N: usize>(
     mut next: impl FnMut() -> Result<T, E>,
@@ -186,7 +191,11 @@ pub(crate) fn try_array<T, E, const N: usize>(
         *item = Some(next()?);
     }
     // Every slot is `Some`: the loop filled each or returned.
-    Ok(items.map(|item| item.unwrap_or_else(|| unreachable!("array element decoded"))))
+    Ok(core::array::from_fn(|i| {
+        items[i]
+            .take()
+            .unwrap_or_else(|| unreachable!("array element decoded"))
+    }))
 }
 
 impl<T: BitCodec> BitCodec for Box<T> {
