@@ -370,6 +370,36 @@ pub trait Replicate: BitCodec {
         false
     }
 
+    /// Reads the fields in `sent`, as [`encode_fields`](Self::encode_fields)
+    /// wrote them, straight into `self`, keeping only those in `keep` (the
+    /// others are read past) and returning those whose value changed, as
+    /// [`apply_patch`](Self::apply_patch) does with the same fields. A
+    /// mirror applies an entry's changed fields through it, from a message
+    /// already checked whole: no patch is built and moved, and a field's
+    /// value is written once, where it lives.
+    ///
+    /// On an error, fields before the one that failed may have been
+    /// written: callers read the same bits with `decode_fields` first. The
+    /// default does exactly that and applies the patch; the derive writes
+    /// each field in place.
+    #[doc(hidden)]
+    #[inline]
+    fn apply_fields(
+        &mut self,
+        sent: FieldMask,
+        keep: FieldMask,
+        reader: &mut BitReader<'_>,
+    ) -> Result<FieldMask, DecodeError>
+    where
+        Self: Sized,
+    {
+        let mut patch = Self::decode_fields(sent, reader)?;
+        if keep != sent {
+            Self::retain_fields(&mut patch, keep);
+        }
+        Ok(self.apply_patch(patch))
+    }
+
     /// Calls `visit` with each array field, in declaration order.
     #[doc(hidden)]
     fn for_each_array(&self, visit: &mut dyn FnMut(&dyn InnerArray)) {

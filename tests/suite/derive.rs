@@ -533,6 +533,143 @@ fn wire_eq(a: &Everything, b: &Everything) -> bool {
     a.diff(b).is_empty()
 }
 
+/// Reads the fields of `new` in `sent` into a copy of `old`, keeping
+/// those in `keep`, both ways a mirror can: through a patch
+/// (`decode_fields`, `retain_fields`, `apply_patch`) and in place
+/// (`apply_fields`, what a mirror applies a delta's changed fields with).
+/// Both must leave the same item, name the same changed fields and read
+/// the same bits. Returns the item.
+fn in_place_matches_patch<T: Replicate + Clone + core::fmt::Debug>(
+    new: &T,
+    old: &T,
+    sent: FieldMask,
+    keep: FieldMask,
+) -> T {
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    new.encode_fields(sent, &mut writer).unwrap();
+    let written = writer.finish();
+
+    let mut reader = BitReader::new(&bytes);
+    let mut patch = T::decode_fields(sent, &mut reader).unwrap();
+    assert_eq!(reader.bit_offset(), written, "patch: bits written vs read");
+    T::retain_fields(&mut patch, keep);
+    let mut patched = old.clone();
+    let patch_changed = patched.apply_patch(patch);
+
+    let mut reader = BitReader::new(&bytes);
+    let mut in_place = old.clone();
+    let changed = in_place.apply_fields(sent, keep, &mut reader).unwrap();
+    assert_eq!(
+        reader.bit_offset(),
+        written,
+        "in place: bits written vs read"
+    );
+    assert_eq!(
+        changed, patch_changed,
+        "changed fields, sent {sent:?} keep {keep:?}"
+    );
+    // Compared as printed: exact, and a NaN equals itself.
+    assert_eq!(
+        format!("{in_place:?}"),
+        format!("{patched:?}"),
+        "sent {sent:?} keep {keep:?}"
+    );
+    in_place
+}
+
+/// A type with every kind of field `apply_fields` reads differently: a
+/// quantized array, a raw float array, a string, a flattened struct
+/// (whose type reads its own leaves) and a skipped field.
+#[derive(Replicate, Clone, Debug, PartialEq)]
+struct Mover {
+    #[replicate(quantize(min = -64.0, max = 64.0, bits = 12))]
+    position: [f32; 3],
+    velocity: [f32; 2],
+    name: String,
+    #[replicate(flatten)]
+    colour: Rgb,
+    #[replicate(skip)]
+    local: u32,
+    hp: u8,
+}
+
+fn mover(seed: u8) -> Mover {
+    let f = f32::from(seed);
+    Mover {
+        position: [f - 40.0, f / 3.0, -f],
+        velocity: [f * 0.25, -f],
+        name: format!("m{seed}"),
+        colour: Rgb(seed, seed / 2, 255 - seed),
+        local: u32::from(seed) * 7,
+        hp: seed / 5,
+    }
+}
+
+/// An item read in place takes exactly what a patch would give it, for
+/// every pair of sent and kept fields: values, changed fields and bits.
+#[test]
+fn fields_applied_in_place_match_a_patch() {
+    let all = FieldMask::all(Mover::FIELD_COUNT);
+    assert_eq!(Mover::FIELD_COUNT, 7, "the colour's three leaves count");
+    let (old, new) = (mover(10), mover(200));
+    for sent in 0..=all.bits() {
+        for keep in 0..=all.bits() {
+            let (sent, keep) = (FieldMask::from_bits(sent), FieldMask::from_bits(keep));
+            let item = in_place_matches_patch(&new, &old, sent, keep);
+            assert_eq!(item.local, old.local, "a skipped field is not read");
+            // What is sent and kept arrives; everything else stays.
+            assert_eq!(new.diff(&item) & (sent & keep), FieldMask::EMPTY);
+            let moved = FieldMask::from_bits(old.diff(&item).bits() & !(sent & keep).bits());
+            assert_eq!(moved, FieldMask::EMPTY);
+        }
+    }
+    // The value an item holds changes nothing: a quantized field compares
+    // as its step, and takes the step's value.
+    let mut same = new.clone();
+    let mut bytes = Vec::new();
+    let mut writer = BitWriter::new(&mut bytes);
+    new.encode_fields(all, &mut writer).unwrap();
+    writer.finish();
+    for _ in 0..2 {
+        let changed = same
+            .apply_fields(all, all, &mut BitReader::new(&bytes))
+            .unwrap();
+        assert_eq!(changed, FieldMask::EMPTY);
+    }
+    assert_eq!(same.position, [64.0, 64.0, -64.0], "clamped to the range");
+}
+
+/// An enum reads its fields in place through the trait's default: the
+/// patch, for a variant change and within one.
+#[test]
+fn an_enum_applies_fields_in_place_as_a_patch() {
+    #[derive(Replicate, Clone, Debug, PartialEq)]
+    enum Shape {
+        Dot,
+        Circle { r: u16, filled: bool },
+        Line(i32, i32),
+    }
+    let shapes = [
+        Shape::Dot,
+        Shape::Circle { r: 3, filled: true },
+        Shape::Circle {
+            r: 9,
+            filled: false,
+        },
+        Shape::Line(-4, 4),
+    ];
+    let all = FieldMask::all(Shape::FIELD_COUNT);
+    for old in &shapes {
+        for new in &shapes {
+            let mask = new.diff(old);
+            for keep in 0..=all.bits() {
+                in_place_matches_patch(new, old, mask, FieldMask::from_bits(keep));
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 512,
@@ -559,6 +696,10 @@ proptest! {
         // Sending the diff makes the copies equal.
         let synced = send_fields(&value, &other, value.diff(&other));
         prop_assert!(wire_eq(&synced, &value));
+
+        // Read in place, keeping some of the sent fields: as a patch.
+        let keep = FieldMask::from_bits(bits.rotate_left(5) & ((1 << 14) - 1));
+        in_place_matches_patch(&value, &other, mask, keep);
     }
 }
 

@@ -74,6 +74,25 @@ impl<'a> BitReader<'a> {
         reader
     }
 
+    /// The whole bytes that hold the input's bits `start..end` (clamped to
+    /// the input): for a copy of part of a message, read again later from
+    /// bit `start % 8` of the copy.
+    pub(crate) fn bytes_between(&self, start: u64, end: u64) -> &'a [u8] {
+        let end = end.min(self.total);
+        let first = usize::try_from(start.min(end) / 8).unwrap_or(usize::MAX);
+        let last = usize::try_from(end.div_ceil(8)).unwrap_or(usize::MAX);
+        self.bytes.get(first..last).unwrap_or_default()
+    }
+
+    /// Moves to bit `at` of the input (its end, if it is shorter), forward
+    /// or back.
+    #[inline]
+    pub(crate) fn seek(&mut self, at: u64) {
+        self.end = at.min(self.total);
+        self.window = 0;
+        self.held = 0;
+    }
+
     /// Bits consumed so far.
     #[inline]
     pub fn bit_offset(&self) -> u64 {

@@ -84,6 +84,7 @@ impl Mirror {
         let mut later = Vec::new();
         let mut inner = decoded.inner.into_iter().peekable();
         let mut near = Near::default();
+        let mut fields = decoded.fields.reader();
         for (index, (id, entry)) in decoded.entries.into_iter().enumerate() {
             let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
             let Some(pos) = store.locate(id, &mut near) else {
@@ -117,8 +118,9 @@ impl Mirror {
             let (slot, frames) = store.slot_and_frames_mut(pos);
             // Every item a mirror holds came whole, with its fields' frames.
             debug_assert_eq!(frames.len(), T::FIELD_COUNT as usize);
-            // What the entry sends, read in place: the patch moves once, into
-            // `apply_patch`.
+            // What the entry sends, looked at in place: a whole value moves
+            // once, into `apply_patch`; changed fields are read into the
+            // item from the message's bits.
             let (sent, reshapes) = match &entry {
                 Entry::Whole(value, fields) => {
                     // Only a change of shape (enum variant) has to be known
@@ -147,10 +149,10 @@ impl Mirror {
                 }
             }
             // Newer is not different: a field that went A → B → A while the
-            // packet with B was lost arrives newer and unchanged. The patch
-            // keeps only the newer fields: it holds every field for a whole
-            // value (a field withheld from it holds its `Default`, not
-            // sent), the sent fields otherwise.
+            // packet with B was lost arrives newer and unchanged. Only the
+            // newer fields are kept: a whole value's patch holds every
+            // field (a field withheld from it holds its `Default`, not
+            // sent), and changed fields are read past when not newer.
             let whole = matches!(entry, Entry::Whole(..));
             let changed = match entry {
                 _ if newer.is_empty() => FieldMask::EMPTY,
@@ -170,12 +172,7 @@ impl Mirror {
                     }
                     slot.value.apply_patch(patch)
                 }
-                Entry::Fields(_, mut patch) => {
-                    if newer != sent {
-                        T::retain_fields(&mut patch, newer);
-                    }
-                    slot.value.apply_patch(patch)
-                }
+                Entry::Fields(_, at) => fields.apply(at, &mut slot.value, sent, newer),
                 Entry::Arrays => FieldMask::EMPTY,
             };
             held.push((id, pos, changed, whole));

@@ -29,8 +29,10 @@ pub(crate) enum Entry<T: Replicate> {
     /// detail level lets the receiver see (the others hold their
     /// `Default` in a new item, and stay as they are in a held one).
     Whole(Box<T>, FieldMask),
-    /// Some of its plain fields.
-    Fields(FieldMask, T::Patch),
+    /// Some of its plain fields: which, and the message's bit they start
+    /// at. They were read once, to check them; the apply reads them again
+    /// from [`Decoded::fields`], straight into the item.
+    Fields(FieldMask, u64),
     /// None of its plain fields: only its arrays changed.
     Arrays,
 }
@@ -57,6 +59,66 @@ pub(crate) struct Decoded<T: Replicate> {
     pub(crate) bindings: Vec<(u64, ReplicationId, u64)>,
     /// Handles removals named while they named nothing.
     pub(crate) vacated: Vec<u64>,
+    /// The bits of the kept entries' changed fields.
+    pub(crate) fields: FieldBits,
+}
+
+/// The part of a checked message that holds its kept entries' changed
+/// fields, copied whole bytes at a time: a decoded message outlives the
+/// bytes it was read from (a connection decodes every section of a packet
+/// before applying any), and the fields are read from here a second time,
+/// straight into the items, rather than kept as decoded patches.
+#[derive(Default)]
+pub(crate) struct FieldBits {
+    bytes: Vec<u8>,
+    /// The message's bit that the copy's first bit is.
+    base: u64,
+}
+
+impl FieldBits {
+    /// The bytes holding the message's bits from `start` to `end`, read by
+    /// `reader`.
+    fn copy(reader: &BitReader<'_>, start: u64, end: u64) -> Self {
+        Self {
+            bytes: reader.bytes_between(start, end).to_vec(),
+            base: start - start % 8,
+        }
+    }
+
+    /// A reader of the copy, for [`FieldReader::apply`].
+    pub(crate) fn reader(&self) -> FieldReader<'_> {
+        FieldReader {
+            reader: BitReader::new(&self.bytes),
+            base: self.base,
+        }
+    }
+}
+
+/// Reads the changed fields of a message's entries into their items.
+pub(crate) struct FieldReader<'a> {
+    reader: BitReader<'a>,
+    base: u64,
+}
+
+impl FieldReader<'_> {
+    /// Reads the fields `sent` of the entry whose fields start at the
+    /// message's bit `at`, storing those in `keep` into `item`; returns
+    /// those whose value changed ([`Replicate::apply_fields`]). The same
+    /// bits were decoded with the same mask when the message was checked,
+    /// so they decode again.
+    #[inline]
+    pub(crate) fn apply<T: Replicate>(
+        &mut self,
+        at: u64,
+        item: &mut T,
+        sent: FieldMask,
+        keep: FieldMask,
+    ) -> FieldMask {
+        self.reader.seek(at - self.base);
+        let applied = item.apply_fields(sent, keep, &mut self.reader);
+        debug_assert!(applied.is_ok(), "checked fields failed to decode again");
+        applied.unwrap_or(FieldMask::EMPTY)
+    }
 }
 
 /// How a delta is laid out, from its kind.
@@ -89,6 +151,7 @@ impl<T: Replicate> Decoded<T> {
             skipped: 0,
             bindings: Vec::new(),
             vacated: Vec::new(),
+            fields: FieldBits::default(),
         }
     }
 
@@ -223,16 +286,24 @@ fn read_body<T: Replicate>(
         }
         _ => None,
     };
+    // Where the first kept entry's changed fields start.
+    let mut first_fields = None;
     for _ in 0..count {
         let (wire, carried, entry) = read_entry::<T>(reader, &mut ids, handles, frame, common)?;
         match checks.as_mut() {
             Some(checks) => {
                 if let Some(id) = checks.entry(wire, carried, &entry, reader)? {
+                    if let Entry::Fields(_, at) = entry {
+                        first_fields.get_or_insert(at);
+                    }
                     checks.decoded.entries.push((id, entry));
                 }
             }
             None => skip_arrays::<T>(reader)?,
         }
+    }
+    if let (Some(start), Some(checks)) = (first_fields, checks.as_mut()) {
+        checks.decoded.fields = FieldBits::copy(reader, start, reader.bit_offset());
     }
     let room = checks.and_then(|checks| checks.room);
     if let (Some(decoded), Some((mirror, store))) = (into, mirror) {
@@ -312,7 +383,10 @@ fn read_entry<T: Replicate>(
             Some(mask) => mask,
             None => read_field_set(reader, T::FIELD_COUNT)?,
         };
-        Entry::Fields(mask, T::decode_fields(mask, reader)?)
+        // Checked here, and read again into the item when applied.
+        let at = reader.bit_offset();
+        T::decode_fields(mask, reader)?;
+        Entry::Fields(mask, at)
     };
     Ok((wire, carried, entry))
 }

@@ -301,6 +301,41 @@ impl Replicated<'_> {
         }
     }
 
+    /// Statements reading the field from `__reader` if `__sent` names it
+    /// and, if `__keep` names it too, storing it into `place` (the field,
+    /// a place of type `T`) and adding its bit to `__changed` if the value
+    /// changed: `decode_masked` and `apply` in one, with no patch between
+    /// them. A flattened field's type does the same with its leaves.
+    pub fn apply_read(&self, place: TokenStream) -> TokenStream {
+        let (p, offset) = (&self.private, &self.offset);
+        if self.codec.is_flattened() {
+            let replicate = self.replicate();
+            let (sent, keep) = (self.window(quote!(__sent)), self.window(quote!(__keep)));
+            return quote! {
+                let __sub = #sent;
+                if !#p::FieldMask::is_empty(__sub) {
+                    __changed |= #p::FieldMask::shifted_up(
+                        #replicate::apply_fields(&mut #place, __sub, #keep, __reader)?,
+                        #offset,
+                    );
+                }
+            };
+        }
+        let decode = self.decode();
+        let unchanged = self.codec.same(quote!(&#place), quote!(&__value));
+        quote! {
+            if #p::FieldMask::contains(__sent, #offset) {
+                let __value = #decode;
+                if #p::FieldMask::contains(__keep, #offset) {
+                    if !#unchanged {
+                        __changed = #p::FieldMask::with(__changed, #offset);
+                    }
+                    #place = __value;
+                }
+            }
+        }
+    }
+
     /// An expression: whether `mask` names any of the field's leaves.
     pub fn named_in(&self, mask: TokenStream) -> TokenStream {
         let (p, offset) = (&self.private, &self.offset);

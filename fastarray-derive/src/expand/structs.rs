@@ -541,6 +541,10 @@ fn replicate_items(
         let (member, slot) = (member(field), &field.slot);
         field.apply(quote!(__patch.#slot), quote!(self.#member))
     });
+    let apply_read = fields.iter().map(|field| {
+        let member = member(field);
+        field.apply_read(quote!(self.#member))
+    });
     let slots = fields.iter().map(|field| &field.slot);
     let (nest_writer, nest_reader) = {
         let counts = body::counts(private, fields);
@@ -571,6 +575,23 @@ fn replicate_items(
             }
         }
     });
+    // Each sent field read where it lives (see `Replicate::apply_fields`).
+    let apply_fields = quote! {
+        #[inline]
+        fn apply_fields(
+            &mut self,
+            __sent: #private::FieldMask,
+            __keep: #private::FieldMask,
+            __reader: &mut #private::BitReader<'_>,
+        ) -> #private::Result<#private::FieldMask, #private::DecodeError> {
+            #nest_reader
+            let _ = (&__sent, &__keep, &__reader);
+            #[allow(unused_mut)]
+            let mut __changed = #private::FieldMask::EMPTY;
+            #(#apply_read)*
+            #private::Ok(__changed)
+        }
+    };
     // A type with array fields makes its own pre-image (`array_fields.rs`).
     let capture = if array_items.is_empty() {
         capture_into(private, fields)
@@ -584,7 +605,7 @@ fn replicate_items(
         type_name: name,
         consts: structure.unwrap_or_default(),
         patch: quote!(#patch_ident #ty_generics),
-        extra: quote!(#array_items #capture #detail #path #baseline),
+        extra: quote!(#array_items #capture #detail #path #baseline #apply_fields),
         diff_attrs: TokenStream::new(),
         diff: quote! {
             #[allow(unused_mut)]
