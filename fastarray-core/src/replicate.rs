@@ -370,6 +370,23 @@ pub trait Replicate: BitCodec {
         false
     }
 
+    /// Reads past the fields in `mask`, as [`encode_fields`](Self::encode_fields)
+    /// wrote them, checking them as [`decode_fields`](Self::decode_fields)
+    /// would: the same bits, and the same errors. A mirror checks a delta's
+    /// changed fields with it before reading them into the items
+    /// ([`apply_fields`](Self::apply_fields)). The default decodes them;
+    /// the derive skips the bits of a field every pattern of whose bits
+    /// decodes (a number, a raw or quantized float, arrays of those), and
+    /// decodes the others.
+    #[doc(hidden)]
+    #[inline]
+    fn check_fields(mask: FieldMask, reader: &mut BitReader<'_>) -> Result<(), DecodeError>
+    where
+        Self: Sized,
+    {
+        Self::decode_fields(mask, reader).map(drop)
+    }
+
     /// Reads the fields in `sent`, as [`encode_fields`](Self::encode_fields)
     /// wrote them, straight into `self`, keeping only those in `keep` (the
     /// others are read past) and returning those whose value changed, as
@@ -379,7 +396,8 @@ pub trait Replicate: BitCodec {
     /// value is written once, where it lives.
     ///
     /// On an error, fields before the one that failed may have been
-    /// written: callers read the same bits with `decode_fields` first. The
+    /// written: callers check the same bits with
+    /// [`check_fields`](Self::check_fields) first. The
     /// default does exactly that and applies the patch; the derive writes
     /// each field in place.
     #[doc(hidden)]

@@ -536,9 +536,10 @@ fn wire_eq(a: &Everything, b: &Everything) -> bool {
 /// Reads the fields of `new` in `sent` into a copy of `old`, keeping
 /// those in `keep`, both ways a mirror can: through a patch
 /// (`decode_fields`, `retain_fields`, `apply_patch`) and in place
-/// (`apply_fields`, what a mirror applies a delta's changed fields with).
-/// Both must leave the same item, name the same changed fields and read
-/// the same bits. Returns the item.
+/// (`apply_fields`, what a mirror applies a delta's changed fields with,
+/// once `check_fields` has checked them). Both must leave the same item,
+/// name the same changed fields and read the same bits, and the check
+/// must refuse what decoding refuses. Returns the item.
 fn in_place_matches_patch<T: Replicate + Clone + core::fmt::Debug>(
     new: &T,
     old: &T,
@@ -556,6 +557,19 @@ fn in_place_matches_patch<T: Replicate + Clone + core::fmt::Debug>(
     T::retain_fields(&mut patch, keep);
     let mut patched = old.clone();
     let patch_changed = patched.apply_patch(patch);
+
+    // Checked without the values: the same bits, and on every cut of the
+    // input the same error, as decoding them.
+    for cut in 0..=bytes.len() {
+        let (mut checked, mut decoded) =
+            (BitReader::new(&bytes[..cut]), BitReader::new(&bytes[..cut]));
+        let check = T::check_fields(sent, &mut checked);
+        let decode = T::decode_fields(sent, &mut decoded).map(drop);
+        assert_eq!(check, decode, "check vs decode, {cut} bytes of {sent:?}");
+        if check.is_ok() {
+            assert_eq!(checked.bit_offset(), written, "check: bits written vs read");
+        }
+    }
 
     let mut reader = BitReader::new(&bytes);
     let mut in_place = old.clone();

@@ -133,6 +133,32 @@ impl<'a> BitReader<'a> {
         (result, cut)
     }
 
+    /// Moves past the next `bits` bits if the input holds that many, and
+    /// says whether it did (a reader that could not stays where it was):
+    /// for values whose bits need no reading to be known good.
+    ///
+    /// ```
+    /// use fastarray_core::BitReader;
+    ///
+    /// let mut reader = BitReader::new(&[0xab, 0xcd]);
+    /// assert!(reader.skip_bits(12));
+    /// assert!(!reader.skip_bits(5));
+    /// assert_eq!(reader.read_bits(4).unwrap(), 0xc);
+    /// ```
+    #[inline]
+    pub fn skip_bits(&mut self, bits: u64) -> bool {
+        if bits <= u64::from(self.held) {
+            // At most 64: the window holds them.
+            self.consume(bits as u32);
+            true
+        } else if bits <= self.remaining_bits() {
+            self.skip(bits);
+            true
+        } else {
+            false
+        }
+    }
+
     /// Bits left in the input.
     #[inline]
     pub fn remaining_bits(&self) -> u64 {

@@ -158,6 +158,10 @@ impl<T: BitCodec, const N: usize> BitCodec for [T; N] {
     const MIN_BITS: u64 = T::MIN_BITS.saturating_mul(N as u64);
     const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
     const NESTS: bool = T::NESTS;
+    const FIXED_BITS: Option<u64> = match T::FIXED_BITS {
+        Some(bits) => bits.checked_mul(N as u64),
+        None => None,
+    };
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         self.iter().try_for_each(|item| item.encode(writer))
@@ -202,6 +206,7 @@ impl<T: BitCodec> BitCodec for Box<T> {
     const MIN_BITS: u64 = T::MIN_BITS;
     const TYPE_HASH: u64 = T::TYPE_HASH;
     const NESTS: bool = T::NESTS;
+    const FIXED_BITS: Option<u64> = T::FIXED_BITS;
 
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         (**self).encode(writer)
@@ -220,6 +225,7 @@ impl BitCodec for () {
     const MIN_BITS: u64 = 0;
     const TYPE_HASH: u64 = schema::named("()", &[]);
     const NESTS: bool = false;
+    const FIXED_BITS: Option<u64> = Some(0);
 
     fn encode(&self, _writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
         Ok(())
@@ -234,12 +240,31 @@ impl BitCodec for () {
     }
 }
 
+/// The bits of values made of parts of these fixed widths, if every part
+/// has one.
+const fn fixed_sum(parts: &[Option<u64>]) -> Option<u64> {
+    let mut sum = 0u64;
+    let mut i = 0;
+    while i < parts.len() {
+        match parts[i] {
+            Some(bits) => match sum.checked_add(bits) {
+                Some(next) => sum = next,
+                None => return None,
+            },
+            None => return None,
+        }
+        i += 1;
+    }
+    Some(sum)
+}
+
 macro_rules! tuple {
     ($($name:ident $index:tt),+) => {
         impl<$($name: BitCodec),+> BitCodec for ($($name,)+) {
             const MIN_BITS: u64 = 0u64 $(.saturating_add($name::MIN_BITS))+;
             const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
             const NESTS: bool = false $(|| $name::NESTS)+;
+            const FIXED_BITS: Option<u64> = fixed_sum(&[$($name::FIXED_BITS),+]);
 
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
                 $(self.$index.encode(writer)?;)+

@@ -29,6 +29,7 @@ macro_rules! glam_codec {
             const MIN_BITS: u64 = <[$float; $n] as BitCodec>::MIN_BITS;
             const TYPE_HASH: u64 = schema::named($name, &[]);
             const NESTS: bool = false;
+            const FIXED_BITS: Option<u64> = <[$float; $n] as BitCodec>::FIXED_BITS;
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -55,6 +56,7 @@ macro_rules! glam_vector {
         impl Quantize for $ty {
             const FLOATS: u32 = $n;
             const TYPE_HASH: u64 = schema::named($name, &[]);
+            const EVERY_STEP_DECODES: bool = true;
 
             fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
                 self.to_array().write_quantized(axes, writer);

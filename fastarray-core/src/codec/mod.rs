@@ -93,6 +93,14 @@ pub trait BitCodec: Sized {
     #[doc(hidden)]
     const NESTS: bool = true;
 
+    /// The bits every value encodes to, if every value encodes to the
+    /// same number and every pattern of that many bits decodes (numbers,
+    /// floats sent raw, `bool`, and arrays and tuples of them): checking
+    /// such a value on the wire is skipping its bits. `None`, the
+    /// default, is always correct: the check decodes the value.
+    #[doc(hidden)]
+    const FIXED_BITS: Option<u64> = None;
+
     /// Writes the value.
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError>;
 

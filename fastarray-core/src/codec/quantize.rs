@@ -390,11 +390,21 @@ pub trait Quantize: Sized {
     /// Whether both quantize to the same steps: the change test, so jitter
     /// below the resolution is not a change.
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool;
+
+    /// Whether [`read_quantized`](Self::read_quantized) reads any
+    /// pattern of its quantizers' bits as a value, as the impls of this
+    /// crate do (a step past a range's last reads as its end): checking a
+    /// sent value is then skipping its bits
+    /// ([`Quantizers::bits_for`]). `false`, the default, is always
+    /// correct.
+    #[doc(hidden)]
+    const EVERY_STEP_DECODES: bool = false;
 }
 
 impl Quantize for f32 {
     const FLOATS: u32 = 1;
     const TYPE_HASH: u64 = schema::named("f32", &[]);
+    const EVERY_STEP_DECODES: bool = true;
 
     #[inline]
     fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
@@ -420,6 +430,7 @@ impl Quantize for f32 {
 impl Quantize for f64 {
     const FLOATS: u32 = 1;
     const TYPE_HASH: u64 = schema::named("f64", &[]);
+    const EVERY_STEP_DECODES: bool = true;
 
     fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
         axes.at(0).write(*self, writer);
@@ -440,6 +451,7 @@ impl Quantize for f64 {
 impl<T: Quantize, const N: usize> Quantize for [T; N] {
     const FLOATS: u32 = T::FLOATS * N as u32;
     const TYPE_HASH: u64 = schema::named("array", &[T::TYPE_HASH, N as u64]);
+    const EVERY_STEP_DECODES: bool = T::EVERY_STEP_DECODES;
 
     #[inline]
     fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {
@@ -477,6 +489,7 @@ macro_rules! quantize_tuple {
         impl<$($name: Quantize),+> Quantize for ($($name,)+) {
             const FLOATS: u32 = 0 $(+ $name::FLOATS)+;
             const TYPE_HASH: u64 = schema::named("tuple", &[$($name::TYPE_HASH),+]);
+            const EVERY_STEP_DECODES: bool = true $(&& $name::EVERY_STEP_DECODES)+;
 
             #[allow(unused_assignments)]
             fn write_quantized(&self, axes: Quantizers<'_>, writer: &mut BitWriter<'_>) {

@@ -9,6 +9,7 @@ impl BitCodec for bool {
     const MIN_BITS: u64 = 1;
     const TYPE_HASH: u64 = schema::named("bool", &[]);
     const NESTS: bool = false;
+    const FIXED_BITS: Option<u64> = Some(1);
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -33,6 +34,7 @@ macro_rules! fixed_width_int {
             const MIN_BITS: u64 = <$ty>::BITS as u64;
             const TYPE_HASH: u64 = schema::named(stringify!($ty), &[]);
             const NESTS: bool = false;
+            const FIXED_BITS: Option<u64> = Some(<$ty>::BITS as u64);
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -64,6 +66,7 @@ macro_rules! wide_int {
             const MIN_BITS: u64 = 128;
             const TYPE_HASH: u64 = schema::named(stringify!($ty), &[]);
             const NESTS: bool = false;
+            const FIXED_BITS: Option<u64> = Some(128);
 
             #[inline]
             fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -146,6 +149,7 @@ impl BitCodec for f32 {
     const MIN_BITS: u64 = 32;
     const TYPE_HASH: u64 = schema::named("f32", &[]);
     const NESTS: bool = false;
+    const FIXED_BITS: Option<u64> = Some(32);
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {
@@ -168,6 +172,7 @@ impl BitCodec for f64 {
     const MIN_BITS: u64 = 64;
     const TYPE_HASH: u64 = schema::named("f64", &[]);
     const NESTS: bool = false;
+    const FIXED_BITS: Option<u64> = Some(64);
 
     #[inline]
     fn encode(&self, writer: &mut BitWriter<'_>) -> Result<(), EncodeError> {

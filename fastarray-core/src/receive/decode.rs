@@ -104,8 +104,8 @@ impl FieldReader<'_> {
     /// Reads the fields `sent` of the entry whose fields start at the
     /// message's bit `at`, storing those in `keep` into `item`; returns
     /// those whose value changed ([`Replicate::apply_fields`]). The same
-    /// bits were decoded with the same mask when the message was checked,
-    /// so they decode again.
+    /// bits were checked with the same mask ([`Replicate::check_fields`])
+    /// when the message was, so they decode.
     #[inline]
     pub(crate) fn apply<T: Replicate>(
         &mut self,
@@ -385,7 +385,7 @@ fn read_entry<T: Replicate>(
         };
         // Checked here, and read again into the item when applied.
         let at = reader.bit_offset();
-        T::decode_fields(mask, reader)?;
+        T::check_fields(mask, reader)?;
         Entry::Fields(mask, at)
     };
     Ok((wire, carried, entry))

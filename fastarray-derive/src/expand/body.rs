@@ -301,6 +301,17 @@ impl Replicated<'_> {
         }
     }
 
+    /// Statements reading past the field on `__reader` if `__mask` names
+    /// it, checked as `decode_masked` would read it (for a flattened
+    /// field, its type checks the leaves `__mask` names).
+    pub fn check_masked(&self) -> TokenStream {
+        let replicate = self.replicate();
+        self.if_named(
+            self.codec.check(),
+            quote!(#replicate::check_fields(__sub, __reader)?;),
+        )
+    }
+
     /// Statements reading the field from `__reader` if `__sent` names it
     /// and, if `__keep` names it too, storing it into `place` (the field,
     /// a place of type `T`) and adding its bit to `__changed` if the value

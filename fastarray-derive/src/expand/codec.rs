@@ -151,6 +151,44 @@ impl<'a> FieldCodec<'a> {
         }
     }
 
+    /// A statement reading past a value on `__reader`, checked as
+    /// [`decode`](Self::decode) checks it: skipping its bits when every
+    /// pattern of them decodes and the input holds them, decoding it
+    /// otherwise (the errors are then `decode`'s own).
+    pub fn check(&self) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        // Typed: a `with` module's `decode` is generic over what it returns.
+        let decode = {
+            let decode = self.decode();
+            quote_spanned!(span=> let _: #ty = #decode?;)
+        };
+        let width = match self.encoding {
+            Encoding::Natural | Encoding::Skip | Encoding::Flatten | Encoding::Array => {
+                quote_spanned!(span=> <#ty as #p::BitCodec>::FIXED_BITS)
+            }
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned! {span=>
+                    if <#ty as #p::Quantize>::EVERY_STEP_DECODES {
+                        #p::Some(#p::Quantizers::new(&#q).bits_for(<#ty as #p::Quantize>::FLOATS))
+                    } else {
+                        #p::None
+                    }
+                }
+            }
+            _ => return decode,
+        };
+        quote! {
+            let __skipped = match #width {
+                #p::Some(__bits) => #p::BitReader::skip_bits(__reader, __bits),
+                #p::None => false,
+            };
+            if !__skipped {
+                #decode
+            }
+        }
+    }
+
     /// A `bool` expression: whether `*#a` and `*#b` would be sent the same.
     pub fn same(&self, a: TokenStream, b: TokenStream) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);

@@ -541,6 +541,7 @@ fn replicate_items(
         let (member, slot) = (member(field), &field.slot);
         field.apply(quote!(__patch.#slot), quote!(self.#member))
     });
+    let checks = fields.iter().map(Replicated::check_masked);
     let apply_read = fields.iter().map(|field| {
         let member = member(field);
         field.apply_read(quote!(self.#member))
@@ -575,8 +576,21 @@ fn replicate_items(
             }
         }
     });
-    // Each sent field read where it lives (see `Replicate::apply_fields`).
+    // Each sent field checked without its value where its bits are enough
+    // (`Replicate::check_fields`), then read where it lives
+    // (`Replicate::apply_fields`).
     let apply_fields = quote! {
+        #[inline]
+        fn check_fields(
+            __mask: #private::FieldMask,
+            __reader: &mut #private::BitReader<'_>,
+        ) -> #private::Result<(), #private::DecodeError> {
+            #nest_reader
+            let _ = (&__mask, &__reader);
+            #(#checks)*
+            #private::Ok(())
+        }
+
         #[inline]
         fn apply_fields(
             &mut self,
