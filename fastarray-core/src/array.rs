@@ -481,7 +481,7 @@ impl<T: Replicate> FastArray<T> {
     /// Commits the frame's work: [`commit`](Self::commit) without the
     /// check (a relay commits what its feed brought).
     fn commit_frame(&mut self) -> &Changeset {
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         let moved = sender.owners.commit();
         // The frame's shared message is written as the items are diffed,
         // if one is likely wanted and no change of owner adds entries.

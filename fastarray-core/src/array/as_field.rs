@@ -17,6 +17,7 @@ use crate::receive::decode::{Decoded, skip_delta};
 use crate::receive_state::events::{ApplyReport, ArrayPath, Forward, InnerChange, InnerEvent};
 use crate::receive_state::mirror_state::MirrorState;
 use crate::replicate::Replicate;
+use crate::send::sender::Sender;
 use crate::send_state::SendState;
 use crate::send_state::stats::{Budget, DeltaStats};
 use crate::snapshot_message;
@@ -164,7 +165,7 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         limits: ArrayLimits,
     ) -> Result<(), DecodeError> {
         let (next_id, items) = feed_message::read_array::<U>(reader, follower, limits)?;
-        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        let owners = &mut Sender::made(&mut self.sender).owners;
         for (id, owner, value) in items {
             take(&mut self.store, owners, id, owner, value);
         }
@@ -182,7 +183,7 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
             self.store.remove(id);
         }
         let ids: Vec<ReplicationId> = copy.ids().collect();
-        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        let owners = &mut Sender::made(&mut self.sender).owners;
         for id in ids {
             let owner = copy.owner(id);
             let Some(value) = copy.store.remove(id) else {
@@ -225,7 +226,7 @@ impl<U: Replicate + 'static> InnerArray for FastArray<U> {
         for id in changes.removed {
             self.store.remove(id);
         }
-        let owners = &mut self.sender.get_or_insert_with(Box::default).owners;
+        let owners = &mut Sender::made(&mut self.sender).owners;
         for (id, owner, value) in changes.added {
             take(&mut self.store, owners, id, owner, value);
         }

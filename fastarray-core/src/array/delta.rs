@@ -13,6 +13,7 @@ use crate::receive_state::events::{ApplyReport, ArrayPath, Callbacks};
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
 use crate::send::delta_bytes::DeltaBytes;
+use crate::send::sender::Sender;
 use crate::send_state::SendState;
 use crate::send_state::stats::{Budget, DeltaStats};
 
@@ -169,7 +170,7 @@ impl<T: Replicate> FastArray<T> {
         budget: Option<Budget>,
     ) -> Result<(DeltaBytes, DeltaStats), SendError> {
         self.expect_client_writer()?;
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.write_bytes(&mut self.store, state, packet, budget)
     }
 
@@ -247,7 +248,7 @@ impl<T: Replicate> FastArray<T> {
         budget: Option<Budget>,
     ) -> Result<DeltaStats, SendError> {
         self.expect_client_writer()?;
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.write(&mut self.store, state, packet, writer, budget)
     }
 

@@ -6,6 +6,7 @@ use super::FastArray;
 use crate::error::SendError;
 use crate::id::ReplicationId;
 use crate::replicate::Replicate;
+use crate::send::sender::Sender;
 use crate::send_state::audience::Owners;
 
 impl<T: Replicate> FastArray<T> {
@@ -74,7 +75,7 @@ impl<T: Replicate> FastArray<T> {
         if self.store.position(id).is_none() {
             return Ok(false);
         }
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.owners.stage(id, owner);
         Ok(true)
     }

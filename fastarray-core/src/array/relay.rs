@@ -223,7 +223,7 @@ impl<T: Replicate> FastArray<T> {
         self.check_feed()?;
         // The stream is named from now on, whether or not the array ever
         // committed.
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         let (store, owners, stream) = (&self.store, &sender.owners, sender.stream());
         let handoffs = Handoffs {
             tenures: sender.tenures.as_deref(),

@@ -89,7 +89,7 @@ impl<T: Replicate> FastArray<T> {
         exit: ScopeExit,
     ) -> Result<ScopeMut<'a, T>, SendError> {
         self.expect_client_writer()?;
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.check_scope(&self.store, state)?;
         // Scope changes apply after everything committed so far; a new
         // connection, which holds nothing, needs none of it (its join then

@@ -82,7 +82,7 @@ impl<T> FastArray<T> {
         for (id, count, frame) in departed {
             restored.restore_departed(id, count, frame);
         }
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.tenures = Some(Box::new(restored));
     }
 

@@ -4,7 +4,7 @@
 use super::FastArray;
 use crate::error::SendError;
 use crate::replicate::Replicate;
-use crate::send::sender::DeltaWrite;
+use crate::send::sender::{DeltaWrite, Sender};
 use crate::send_state::stats::DeltaStats;
 
 impl<T: Replicate + Sync> FastArray<T> {
@@ -60,7 +60,7 @@ impl<T: Replicate + Sync> FastArray<T> {
         if let Err(error) = self.expect_client_writer() {
             return writes.iter().map(|_| Err(error.clone())).collect();
         }
-        let sender = self.sender.get_or_insert_with(Box::default);
+        let sender = Sender::made(&mut self.sender);
         sender.write_many(&mut self.store, writes, threads())
     }
 }
