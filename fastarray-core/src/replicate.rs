@@ -397,9 +397,8 @@ pub trait Replicate: BitCodec {
     ///
     /// On an error, fields before the one that failed may have been
     /// written: callers check the same bits with
-    /// [`check_fields`](Self::check_fields) first. The
-    /// default does exactly that and applies the patch; the derive writes
-    /// each field in place.
+    /// [`check_fields`](Self::check_fields) first. The default decodes a
+    /// patch and applies it; the derive writes each field in place.
     #[doc(hidden)]
     #[inline]
     fn apply_fields(
