@@ -337,7 +337,8 @@ impl Results {
              group, run back to back. Two naive baselines: position diffing in our bit codec (`benches/src/naive.rs`, \
              what the bytes tables count), and the byte-level differ a programmer writes for speed \
              (`benches/src/bytes.rs`: a shadow `Vec` compared position by position, each differing item appended as \
-             raw little-endian bytes, the shadow refreshed with `clone_from`; its client writes into the slot). \
+             raw little-endian bytes, the shadow refreshed with `clone_from`; its client writes into the slot, and \
+             leaves a name it holds already as it is). \
              \"÷ naive\" divides by the faster of the two.\n"
         );
         for (name, file) in charts.iter().filter(|c| c.1.contains("cpu")) {
