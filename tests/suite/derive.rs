@@ -654,36 +654,6 @@ fn fields_applied_in_place_match_a_patch() {
     assert_eq!(same.position, [64.0, 64.0, -64.0], "clamped to the range");
 }
 
-/// An enum reads its fields in place through the trait's default: the
-/// patch, for a variant change and within one.
-#[test]
-fn an_enum_applies_fields_in_place_as_a_patch() {
-    #[derive(Replicate, Clone, Debug, PartialEq)]
-    enum Shape {
-        Dot,
-        Circle { r: u16, filled: bool },
-        Line(i32, i32),
-    }
-    let shapes = [
-        Shape::Dot,
-        Shape::Circle { r: 3, filled: true },
-        Shape::Circle {
-            r: 9,
-            filled: false,
-        },
-        Shape::Line(-4, 4),
-    ];
-    let all = FieldMask::all(Shape::FIELD_COUNT);
-    for old in &shapes {
-        for new in &shapes {
-            let mask = new.diff(old);
-            for keep in 0..=all.bits() {
-                in_place_matches_patch(new, old, mask, FieldMask::from_bits(keep));
-            }
-        }
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig {
         cases: 512,

@@ -94,7 +94,11 @@ impl FieldBits {
     }
 }
 
-/// Reads the changed fields of a message's entries into their items.
+/// Reads the changed fields of a message's entries into their items: one
+/// reader for all of them, moved to each entry's bits. A reader made anew
+/// per entry ([`BitReader::at`]) made a hot tick's apply 1.44× slower
+/// (ab, 4 pairs of `apply 60 hot`; callgrind: 41 instructions more an
+/// entry).
 pub(crate) struct FieldReader<'a> {
     reader: BitReader<'a>,
     base: u64,

@@ -312,30 +312,17 @@ impl Replicated<'_> {
         )
     }
 
-    /// Statements reading the field from `__reader` if `__sent` names it
-    /// and, if `__keep` names it too, storing it into `place` (the field,
+    /// Statements reading the field from `__reader` if `__mask` (the
+    /// fields sent) names it and, if `__keep` names it too, storing it into `place` (the field,
     /// a place of type `T`) and adding its bit to `__changed` if the value
     /// changed: `decode_masked` and `apply` in one, with no patch between
     /// them. A flattened field's type does the same with its leaves.
     pub fn apply_read(&self, place: TokenStream) -> TokenStream {
-        let (p, offset) = (&self.private, &self.offset);
-        if self.codec.is_flattened() {
-            let replicate = self.replicate();
-            let (sent, keep) = (self.window(quote!(__sent)), self.window(quote!(__keep)));
-            return quote! {
-                let __sub = #sent;
-                if !#p::FieldMask::is_empty(__sub) {
-                    __changed |= #p::FieldMask::shifted_up(
-                        #replicate::apply_fields(&mut #place, __sub, #keep, __reader)?,
-                        #offset,
-                    );
-                }
-            };
-        }
-        let decode = self.decode();
+        let (p, offset, replicate) = (&self.private, &self.offset, self.replicate());
+        let (decode, keep) = (self.decode(), self.window(quote!(__keep)));
         let unchanged = self.codec.same(quote!(&#place), quote!(&__value));
-        quote! {
-            if #p::FieldMask::contains(__sent, #offset) {
+        self.if_named(
+            quote! {
                 let __value = #decode;
                 if #p::FieldMask::contains(__keep, #offset) {
                     if !#unchanged {
@@ -343,8 +330,14 @@ impl Replicated<'_> {
                     }
                     #place = __value;
                 }
-            }
-        }
+            },
+            quote! {
+                __changed |= #p::FieldMask::shifted_up(
+                    #replicate::apply_fields(&mut #place, __sub, #keep, __reader)?,
+                    #offset,
+                );
+            },
+        )
     }
 
     /// An expression: whether `mask` names any of the field's leaves.

@@ -594,12 +594,12 @@ fn replicate_items(
         #[inline]
         fn apply_fields(
             &mut self,
-            __sent: #private::FieldMask,
+            __mask: #private::FieldMask,
             __keep: #private::FieldMask,
             __reader: &mut #private::BitReader<'_>,
         ) -> #private::Result<#private::FieldMask, #private::DecodeError> {
             #nest_reader
-            let _ = (&__sent, &__keep, &__reader);
+            let _ = (&__mask, &__keep, &__reader);
             #[allow(unused_mut)]
             let mut __changed = #private::FieldMask::EMPTY;
             #(#apply_read)*
