@@ -4,8 +4,9 @@
 //! * `interest/scoped_100k`: 100 000 agents on a 1 000 × 1 000 world, 256
 //!   connections each seeing about 1% of them (an `InterestGrid` feeding
 //!   their scopes); per tick 10% of the agents move and 1% lose health.
-//!   Timed: the grid hearing of the moves, `commit`, the grid's update
-//!   into the scopes, and 256 `write_delta`s (each acknowledged).
+//!   Timed: the grid hearing of the moves, `commit`, the grid's update,
+//!   and per connection its scope taking its events and its
+//!   `write_delta` (each acknowledged).
 //! * `interest/separate_1k`: 256 unscoped arrays of 1 000 agents, one per
 //!   connection, with the same rates of change. Timed: per array, `commit`
 //!   and one `write_delta` (acknowledged).
@@ -16,8 +17,9 @@
 //!   connections whose viewers walk (up to a unit per axis per tick), and
 //!   0.1% of the agents despawned and respawned elsewhere per tick. Timed
 //!   as `scoped_100k` (the grid also hears of the viewers, the births and
-//!   the deaths). `interest/mmo_1000_parallel`: the same, its writes on
-//!   every core (`write_deltas`, the `parallel` feature).
+//!   the deaths). `interest/mmo_1000_parallel`: the same, every scope
+//!   first, then the writes on every core (`write_deltas`, the `parallel`
+//!   feature).
 //! * `interest/grid_walking_100k`: the `InterestGrid` alone, with the
 //!   viewers walking: 100 000 agents, 256 viewers each seeing about 1% of
 //!   them; per tick 10% of the agents and every viewer move by up to a
@@ -38,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::{FastArray, InterestGrid, ReplicationId, SendState};
-use fastarray_bench::interest::{Scoped, Separate};
+use fastarray_bench::interest::{Drive, Scoped, Separate};
 use fastarray_bench::{Agent, SEED, spawn};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -82,11 +84,16 @@ fn interest(c: &mut Criterion) {
         });
     });
     drop(separate);
-    // The MMO workload: 1 000 walking viewers, churn; the writes one
-    // after another, then on every core (`write_deltas`).
+    // The MMO workload: 1 000 walking viewers, churn; per connection its
+    // scope then its write, then every scope and the writes on every
+    // core (`write_deltas`).
     let mut mmo = Scoped::mmo(100_000, 1_000, 0.01, SEED);
     for (name, parallel) in [("mmo_1000", false), ("mmo_1000_parallel", true)] {
-        mmo.set_parallel(parallel);
+        mmo.set_drive(if parallel {
+            Drive::Parallel
+        } else {
+            Drive::Interleaved
+        });
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let mut spent = Duration::ZERO;

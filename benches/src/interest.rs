@@ -111,10 +111,25 @@ pub struct Scoped {
     serial: u64,
     /// Time spent per phase since [`Scoped::take_phases`].
     phases: Phases,
-    /// Whether the writes go through `write_deltas` (on every core).
-    parallel: bool,
+    /// How the scopes and writes of a tick are driven.
+    drive: Drive,
     /// Their packets.
     outs: Vec<Vec<u8>>,
+}
+
+/// How [`Scoped::serve`] drives the scopes and writes of a tick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Drive {
+    /// Per connection, its scope takes its events and then its delta is
+    /// written, as the README shows: the connection's state is read once
+    /// into the cache for both.
+    Interleaved,
+    /// Every scope takes its events, then one `write_delta` after another:
+    /// the same passes as [`Parallel`](Self::Parallel), on one core.
+    Passes,
+    /// Every scope takes its events, then `FastArray::write_deltas` writes
+    /// on every core (the bench crate has the `parallel` feature).
+    Parallel,
 }
 
 /// Ticks a run of [`Scoped::write_speed_up`] serves before it times.
@@ -143,6 +158,8 @@ pub struct Phases {
     /// The grid's events into the connections' scopes.
     pub scopes: std::time::Duration,
     /// One `write_delta` per connection (or `write_deltas` for all).
+    /// Interleaved with the scopes ([`Drive::Interleaved`]), each
+    /// connection's scope goes to `scopes` and its write here.
     pub writes: std::time::Duration,
     /// Each connection's packet acknowledged.
     pub acks: std::time::Duration,
@@ -191,7 +208,7 @@ impl Scoped {
             churn: 0.0,
             serial: items as u64,
             phases: Phases::default(),
-            parallel: false,
+            drive: Drive::Interleaved,
             outs: Vec::new(),
         };
         world.serve(&TickChanges::default());
@@ -241,11 +258,10 @@ impl Scoped {
         changes
     }
 
-    /// Writes the connections' deltas with `FastArray::write_deltas`, on
-    /// every core (the bench crate has the `parallel` feature), if
-    /// `parallel`; else one `write_delta` after another.
-    pub fn set_parallel(&mut self, parallel: bool) {
-        self.parallel = parallel;
+    /// How the ticks served from now on drive the scopes and writes
+    /// ([`Drive::Interleaved`] unless set).
+    pub fn set_drive(&mut self, drive: Drive) {
+        self.drive = drive;
     }
 
     /// Where the ticks served since the last call went, and resets it.
@@ -259,11 +275,17 @@ impl Scoped {
     /// in turn, which goes first alternating, so that the machine's drift
     /// falls on both. A run serves [`SETTLE`] ticks, then times the writes
     /// of [`RUN`] more: the first ticks after a switch find the
-    /// connections' states in the other core's cache. Leaves the writes
-    /// one after another.
+    /// connections' states in the other core's cache. Both take the same
+    /// passes (every scope, then every write: [`Drive::Passes`] against
+    /// [`Drive::Parallel`]). Leaves the drive as it found it.
     pub fn write_speed_up(&mut self, pairs: usize) -> SpeedUp {
+        let drive = self.drive;
         let mut run = |parallel: bool| {
-            self.set_parallel(parallel);
+            self.set_drive(if parallel {
+                Drive::Parallel
+            } else {
+                Drive::Passes
+            });
             for tick in 0..SETTLE + RUN {
                 if tick == SETTLE {
                     self.take_phases();
@@ -280,7 +302,7 @@ impl Scoped {
             parallel.push(every);
             ratios.push(one / every);
         }
-        self.set_parallel(false);
+        self.set_drive(drive);
         SpeedUp {
             serial: summary(&mut serial),
             parallel: summary(&mut parallel),
@@ -313,13 +335,6 @@ impl Scoped {
         self.grid
             .update(|viewer, id, relevance| events[viewer as usize].push((id, relevance)));
         let scoping = Instant::now();
-        for (conn, events) in self.conns.iter_mut().zip(&self.events) {
-            if !events.is_empty() {
-                let mut scope = self.server.scope(conn).expect("the server's array");
-                scope.update(events.iter().copied());
-            }
-        }
-        let writing = Instant::now();
         self.packet += 1;
         let mut bits = Vec::with_capacity(self.conns.len());
         // Each connection's packet in a buffer of its own, as a server
@@ -327,28 +342,57 @@ impl Scoped {
         let packet = self.packet;
         self.outs.resize_with(self.conns.len(), Vec::new);
         self.outs.iter_mut().for_each(Vec::clear);
-        if self.parallel {
-            let mut writes: Vec<DeltaWrite<'_>> = (self.conns.iter_mut().zip(&mut self.outs))
-                .map(|(state, out)| DeltaWrite {
-                    state,
-                    packet,
-                    out,
-                    max_bits: None,
-                })
-                .collect();
-            let results = self.server.write_deltas(&mut writes);
-            drop(writes);
-            bits.extend(
-                results
-                    .into_iter()
-                    .map(|result| result.expect("a write").bits),
-            );
-        } else {
-            for (conn, out) in self.conns.iter_mut().zip(&mut self.outs) {
-                let stats = self.server.write_delta(conn, packet, out).expect("a write");
-                bits.push(stats.bits);
+        let server = &mut self.server;
+        let scope = |server: &mut FastArray<Agent>, conn: &mut SendState, events: &[_]| {
+            if !events.is_empty() {
+                let mut scope = server.scope(conn).expect("the server's array");
+                scope.update(events.iter().copied());
             }
-        }
+        };
+        let (conns, outs, events) = (&mut self.conns, &mut self.outs, &self.events);
+        let writing = match self.drive {
+            Drive::Interleaved => {
+                // The scopes' share of the pass, timed per connection.
+                let mut scopes = std::time::Duration::ZERO;
+                for ((conn, out), events) in conns.iter_mut().zip(outs.iter_mut()).zip(events) {
+                    let start = Instant::now();
+                    scope(server, conn, events);
+                    scopes += start.elapsed();
+                    let stats = server.write_delta(conn, packet, out).expect("a write");
+                    bits.push(stats.bits);
+                }
+                scoping + scopes
+            }
+            Drive::Passes | Drive::Parallel => {
+                for (conn, events) in conns.iter_mut().zip(events) {
+                    scope(server, conn, events);
+                }
+                let writing = Instant::now();
+                if self.drive == Drive::Parallel {
+                    let mut writes: Vec<DeltaWrite<'_>> = (conns.iter_mut().zip(outs.iter_mut()))
+                        .map(|(state, out)| DeltaWrite {
+                            state,
+                            packet,
+                            out,
+                            max_bits: None,
+                        })
+                        .collect();
+                    let results = server.write_deltas(&mut writes);
+                    drop(writes);
+                    bits.extend(
+                        results
+                            .into_iter()
+                            .map(|result| result.expect("a write").bits),
+                    );
+                } else {
+                    for (conn, out) in conns.iter_mut().zip(outs.iter_mut()) {
+                        let stats = server.write_delta(conn, packet, out).expect("a write");
+                        bits.push(stats.bits);
+                    }
+                }
+                writing
+            }
+        };
         let acking = Instant::now();
         for conn in &mut self.conns {
             conn.on_ack(self.packet);

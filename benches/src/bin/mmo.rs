@@ -7,11 +7,13 @@
 //! and the writes (one per connection, each acknowledged).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [parallel|both]
+//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [passes|parallel|both]
 //! ```
 //!
-//! With `parallel`, the writes go through `FastArray::write_deltas` on
-//! every core; else one `write_delta` after another. With `both`, runs
+//! By default each connection's scope takes its events and its delta is
+//! written in turn (`Drive::Interleaved`). With `passes`, every scope
+//! first, then one `write_delta` after another; with `parallel`, every
+//! scope, then `FastArray::write_deltas` on every core. With `both`, runs
 //! of ticks take the two in turn on the same world (`ticks` pairs of
 //! runs, which goes first alternating), and the bin prints the median of
 //! the pairs' ratios of the writes' times, one after another ÷ on every
@@ -29,17 +31,18 @@
 
 use std::time::Duration;
 
-use fastarray_bench::interest::{Scoped, SpeedUp};
+use fastarray_bench::interest::{Drive, Scoped, SpeedUp};
 
 /// Ticks served before the measured ones (the first scopes fill).
 const WARM: usize = 5;
 
 fn main() {
     let parallel = std::env::args().any(|arg| arg == "parallel");
+    let passes = std::env::args().any(|arg| arg == "passes");
     let both = std::env::args().any(|arg| arg == "both");
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| arg != "parallel" && arg != "both")
+        .filter(|arg| !["parallel", "passes", "both"].contains(&arg.as_str()))
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
                 eprintln!("usage: mmo [connections] [ticks] (both whole numbers)");
@@ -49,7 +52,11 @@ fn main() {
     let conns = args.next().unwrap_or(1_000);
     let ticks = args.next().unwrap_or(30);
     let mut world = Scoped::mmo(100_000, conns, 0.01, fastarray_bench::SEED);
-    world.set_parallel(parallel);
+    world.set_drive(match (parallel, passes) {
+        (true, _) => Drive::Parallel,
+        (false, true) => Drive::Passes,
+        (false, false) => Drive::Interleaved,
+    });
     for _ in 0..WARM {
         let changes = world.mutate();
         world.serve(&changes);
@@ -72,7 +79,11 @@ fn main() {
     println!(
         "{conns} connections{}, {ticks} ticks: grid {:.1} ms, commit {:.1} ms, scopes {:.1} ms, \
          writes {:.1} ms, acks {:.1} ms: {:.1} ms a tick; {:.0} bytes per connection per tick",
-        if parallel { " (parallel writes)" } else { "" },
+        match (parallel, passes) {
+            (true, _) => " (parallel writes)",
+            (false, true) => " (scopes, then writes)",
+            (false, false) => "",
+        },
         per_tick(phases.grid),
         per_tick(phases.commit),
         per_tick(phases.scopes),
