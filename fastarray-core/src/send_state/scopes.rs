@@ -7,6 +7,7 @@
 
 use std::sync::{Arc, Weak};
 
+use super::LOOKAHEAD;
 use super::pending::Work;
 use super::scope::{MAX_DETAIL, Scope};
 use super::watchers::Watchers;
@@ -132,8 +133,11 @@ impl Scopes {
                 slot.inbox.push((id, work, frame));
             }
         };
-        for &(id, mask) in &changes.changed {
-            watchers.for_each(id, |slot| hand(slots, slot, id, Work::Fields(mask)));
+        for run in changes.changed.chunks(LOOKAHEAD) {
+            watchers.warm(run.iter().map(|&(id, _)| id));
+            for &(id, mask) in run {
+                watchers.for_each(id, |slot| hand(slots, slot, id, Work::Fields(mask)));
+            }
         }
         for &id in &changes.arrays_changed {
             let work = Work::Fields(FieldMask::EMPTY);

@@ -20,6 +20,7 @@
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
 
+use super::LOOKAHEAD;
 use crate::id::ReplicationId;
 
 /// The end of a chain, or no block.
@@ -110,14 +111,6 @@ impl Watchers {
         }
     }
 
-    /// Reads the lists of `ids` and does nothing with them, so that the
-    /// cache misses of a run of adds and removes overlap.
-    pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
-        for id in ids {
-            core::hint::black_box(self.heads.get(&id).map(|head| head.at));
-        }
-    }
-
     /// `slot` no longer sees `id`.
     pub(crate) fn remove(&mut self, id: ReplicationId, slot: u32) {
         let Some(head) = self.heads.get_mut(&id) else {
@@ -158,6 +151,33 @@ impl Watchers {
             let emptied = head.at;
             head.at = self.blocks[emptied as usize].next;
             give_block(&mut self.blocks, &mut self.free, emptied);
+        }
+    }
+
+    /// Reads the lists of a run of `ids` (the first [`LOOKAHEAD`] of
+    /// them) and does nothing with them, so that the calls on them that
+    /// follow find them in the cache. A list is a chain of blocks, each
+    /// block's place read from the one before: the run's chains are
+    /// walked side by side, a block of each at a time, so that the misses
+    /// of each step overlap instead of taking turns. A commit routes each
+    /// change to some ten watchers at 1 000 connections (four blocks, far
+    /// apart in a large world): reading them so made `mmo 1000`'s commit
+    /// 2.3 times as fast as reading each list as it was walked (ab, 4
+    /// pairs).
+    pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
+        let (mut at, mut blocks) = ([NONE; LOOKAHEAD], 0);
+        for (at, id) in at.iter_mut().zip(ids) {
+            if let Some(head) = self.heads.get(&id).filter(|head| head.len > 1) {
+                *at = head.at;
+                blocks = blocks.max((head.len as usize).div_ceil(PER_BLOCK));
+            }
+        }
+        for _ in 0..blocks {
+            for block in &mut at {
+                if let Some(here) = self.blocks.get(*block as usize) {
+                    *block = core::hint::black_box(here).next;
+                }
+            }
         }
     }
 
