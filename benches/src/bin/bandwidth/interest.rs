@@ -234,7 +234,9 @@ impl Results {
             "### MMO scale: 1 000 walking viewers\n\n\
              Issue 32's workload (`Scoped::mmo` in `benches/src/interest.rs`): the world above with {MMO_CONNS} \
              connections whose viewers walk up to a unit per axis per tick, and 0.1% of the agents despawned and \
-             respawned elsewhere per tick. The grid's cells are half a view radius wide. Target: the whole tick \
+             respawned elsewhere per tick. The grid's cells are half a view radius wide. Each connection's \
+             scope takes its events right before its delta is written (`Drive::Interleaved`, as the README \
+             shows); the parallel row takes every scope first, then `write_deltas`. Target: the whole tick \
              on one core in 33 ms (30 Hz).\n\n\
              | measure | fastarray | target |\n|---|---|---|"
         );
