@@ -268,16 +268,16 @@ impl SendState {
         packet: u32,
         frame: u64,
         oldest_due: u64,
-        entries: Vec<RecordEntry>,
+        mut entries: Vec<RecordEntry>,
         shared: u32,
         all_fields: FieldMask,
     ) {
         let seq = self.retirement.next_seq();
         self.all_fields = all_fields;
         self.written_frame = self.written_frame.max(frame);
-        for entry in &entries {
-            self.views.written(entry.id, entry.work, seq, all_fields);
-            if let (Work::Add { .. }, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+        for entry in &mut entries {
+            entry.place = self.views.written(entry.id, entry.work(), seq, all_fields);
+            if let (Work::Add { .. }, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
                 scope.sent_whole(&self.views, entry.id, all_fields, frame);
             }
         }
@@ -295,7 +295,8 @@ impl SendState {
         for (i, entry) in record.entries.iter().enumerate() {
             if i % LOOKAHEAD == 0 {
                 let ahead = record.entries[i..].iter().take(LOOKAHEAD);
-                self.views.warm(ahead.map(|entry| entry.id));
+                self.views
+                    .warm_at(ahead.map(|entry| (entry.id, entry.place)));
             }
             // Late acks can retire the arrays' own old records as lost.
             let inner_due = self.route(entry.id, record.packet, true);
@@ -308,14 +309,14 @@ impl SendState {
                 self.queue_inner_work(entry.id, record.frame);
             }
             if self.views.acknowledged(
-                entry.id,
-                entry.work,
+                (entry.id, entry.place),
+                entry.work(),
                 entry.key,
                 record.seq,
                 self.written_frame,
             ) {
                 self.inner.remove(&entry.id);
-                if let (Work::Exit, Some(scope)) = (entry.work, self.scope.as_deref_mut()) {
+                if let (Work::Exit, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
                     scope.exit_acknowledged(entry.id, record.frame);
                 }
             }

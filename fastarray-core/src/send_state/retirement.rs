@@ -6,6 +6,8 @@ use std::collections::VecDeque;
 
 use super::pending::Work;
 use crate::id::{ReplicationId, ReplicationKey};
+use crate::id_map::Place;
+use crate::mask::FieldMask;
 use crate::wire::WINDOW;
 
 /// What one packet in flight carried.
@@ -31,17 +33,25 @@ pub(crate) struct Record {
 }
 
 /// One item in a record: what was sent, the item's key at the time, and
-/// how long its work had waited.
+/// how long its work had waited. Its work is kept as a kind and a field
+/// mask, not as a [`Work`], whose tag would take a word of its own: an
+/// entry stays 32 bytes with the place of the item's view entry.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecordEntry {
     pub(crate) id: ReplicationId,
-    pub(crate) work: Work,
+    /// The changed fields of `Work::Fields`; empty for any other work.
+    fields: FieldMask,
     pub(crate) key: ReplicationKey,
     /// The record's frame minus the frame this work first became due
     /// (`u32::MAX`: longer ago than that; then the record's `oldest_due`
     /// stands for it). A lost entry's work is due again since then, so
     /// it keeps its place among the work a budget serves oldest first.
     age: u32,
+    /// Where the connection's view put the item's entry when the record
+    /// was written (see `IdTable`): its acknowledgement reads it there.
+    pub(crate) place: Place,
+    /// Which work: see [`work`](Self::work).
+    kind: u8,
 }
 
 impl RecordEntry {
@@ -54,7 +64,33 @@ impl RecordEntry {
         since: u64,
     ) -> Self {
         let age = u32::try_from(frame.saturating_sub(since)).unwrap_or(u32::MAX);
-        Self { id, work, key, age }
+        let (kind, fields) = match work {
+            Work::Add { structural: false } => (0, FieldMask::EMPTY),
+            Work::Add { structural: true } => (1, FieldMask::EMPTY),
+            Work::Fields(fields) => (2, fields),
+            Work::Remove => (3, FieldMask::EMPTY),
+            Work::Exit => (4, FieldMask::EMPTY),
+        };
+        Self {
+            id,
+            fields,
+            key,
+            age,
+            place: Place::MAX,
+            kind,
+        }
+    }
+
+    /// The work it carried.
+    #[inline]
+    pub(crate) fn work(&self) -> Work {
+        match self.kind {
+            0 => Work::Add { structural: false },
+            1 => Work::Add { structural: true },
+            2 => Work::Fields(self.fields),
+            3 => Work::Remove,
+            _ => Work::Exit,
+        }
     }
 
     /// The frame its work first became due, in a record written at

@@ -14,7 +14,7 @@ use super::pending::Work;
 use super::retirement::RecordEntry;
 use super::seen::Seen;
 use crate::id::{ReplicationId, ReplicationKey};
-use crate::id_map::IdMap;
+use crate::id_map::{IdMap, IdTable, Place};
 use crate::mask::FieldMask;
 
 mod flight;
@@ -106,7 +106,7 @@ fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
     /// An entry per item the client may hold or the scope holds.
-    map: IdMap<Rest>,
+    map: IdTable<Rest>,
     flights: IdMap<Flight>,
     /// The oldest record that made an entry still guarded (see
     /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
@@ -126,7 +126,7 @@ pub(crate) struct Views {
 impl Views {
     /// The view of `id`, if the client may hold it.
     pub(crate) fn get(&self, id: ReplicationId) -> Option<View> {
-        let rest = self.map.get(&id)?;
+        let rest = self.map.get(id)?;
         Some(View {
             holding: rest.holding()?,
             acked: rest.flags & ACKED != 0,
@@ -138,7 +138,7 @@ impl Views {
     /// one lookup (what [`seen`](Self::seen) and [`get`](Self::get) say).
     pub(crate) fn look(&self, id: ReplicationId) -> (Option<Seen>, Option<Holding>) {
         self.map
-            .get(&id)
+            .get(id)
             .map_or((None, None), |rest| (rest.seen(), rest.holding()))
     }
 
@@ -150,7 +150,15 @@ impl Views {
     /// at a thousand connections nearly every lookup misses.
     pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
         for id in ids {
-            core::hint::black_box(self.map.get(&id).map(|rest| rest.flags));
+            core::hint::black_box(self.map.get(id).map(|rest| rest.flags));
+        }
+    }
+
+    /// [`warm`](Self::warm) for entries whose places are known: reads
+    /// only the bucket of each.
+    pub(crate) fn warm_at(&self, entries: impl IntoIterator<Item = (ReplicationId, Place)>) {
+        for (id, place) in entries {
+            core::hint::black_box(self.map.get_at(id, place).map(|rest| rest.flags));
         }
     }
 
@@ -166,7 +174,7 @@ impl Views {
     /// Whether the client may hold `id`.
     pub(crate) fn contains(&self, id: ReplicationId) -> bool {
         self.map
-            .get(&id)
+            .get(id)
             .is_some_and(|rest| rest.holding().is_some())
     }
 
@@ -186,20 +194,20 @@ impl Views {
         self.map
             .iter()
             .filter(|(_, rest)| rest.holding().is_some())
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
     }
 
     // The scope's marks (its rules are `send_state::scope`'s).
 
     /// How the connection sees `id`, if it is in its scope.
     pub(crate) fn seen(&self, id: ReplicationId) -> Option<Seen> {
-        self.map.get(&id)?.seen()
+        self.map.get(id)?.seen()
     }
 
     /// Sets how the connection sees `id`, if it is in its scope; returns
     /// whether it is.
     pub(crate) fn set_seen(&mut self, id: ReplicationId, seen: Seen) -> bool {
-        match self.map.get_mut(&id) {
+        match self.map.get_mut(id) {
             Some(rest) if rest.flags & IN_SCOPE != 0 => {
                 rest.set_seen(seen);
                 true
@@ -212,7 +220,7 @@ impl Views {
     /// (an item in scope already keeps how it is seen).
     pub(crate) fn enter_scope(&mut self, id: ReplicationId, seen: Seen) -> bool {
         self.scoped = true;
-        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        let rest = self.map.or_insert_with(id, Rest::absent).1;
         let entered = rest.flags & IN_SCOPE == 0;
         if entered {
             rest.set_seen(seen);
@@ -222,7 +230,7 @@ impl Views {
 
     /// Takes `id` out of the scope; returns whether it was in.
     pub(crate) fn leave_scope(&mut self, id: ReplicationId) -> bool {
-        let Some(rest) = self.map.get_mut(&id) else {
+        let Some(rest) = self.map.get_mut(id) else {
             return false;
         };
         if rest.flags & IN_SCOPE == 0 {
@@ -232,7 +240,7 @@ impl Views {
         if rest.holding().is_none() {
             // Its handle, if it took one, was never written.
             give_back(&mut self.handles, rest, None);
-            self.map.remove(&id);
+            self.map.remove(id);
         }
         true
     }
@@ -277,7 +285,7 @@ impl Views {
         self.map
             .iter()
             .filter(|(_, rest)| rest.flags & IN_SCOPE != 0)
-            .map(|(&id, _)| id)
+            .map(|(id, _)| id)
     }
 
     /// The one rule for changed fields: they go only to a client that
@@ -292,7 +300,7 @@ impl Views {
     /// `frame` (taking a handle for an item in scope or held that has
     /// none).
     pub(crate) fn for_write(&mut self, id: ReplicationId, frame: u64) -> ForWrite {
-        let Some(rest) = self.map.get_mut(&id) else {
+        let Some(rest) = self.map.get_mut(id) else {
             return ForWrite {
                 holding: None,
                 seen: None,
@@ -317,7 +325,7 @@ impl Views {
 
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
-        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+        let rest = self.map.or_insert_with(id, Rest::absent).1;
         match rest.holding() {
             None => self.held += 1,
             Some(Holding::Known) => self.known -= 1,
@@ -335,15 +343,16 @@ impl Views {
     /// Updates the view of `id` for record `seq`, which carried `work`
     /// (`all_fields` being every field of a whole value). Every call is
     /// answered by one [`acknowledged`](Self::acknowledged) or
-    /// [`lost`](Self::lost) for the same record.
+    /// [`lost`](Self::lost) for the same record. Returns where the entry
+    /// is kept, for the record to find it again.
     pub(crate) fn written(
         &mut self,
         id: ReplicationId,
         work: Work,
         seq: u64,
         all_fields: FieldMask,
-    ) {
-        let rest = self.map.entry(id).or_insert_with(Rest::absent);
+    ) -> Place {
+        let (place, rest) = self.map.or_insert_with(id, Rest::absent);
         let new = rest.holding().is_none();
         // A whole value of a new shape (an enum's variant) for an item the
         // client knows supersedes whatever older records carried, as an add
@@ -404,6 +413,7 @@ impl Views {
         if was_known && !rest.is(Holding::Known) {
             self.known -= 1;
         }
+        place
     }
 
     /// Gives back room for flights far beyond what a record needs: a join
@@ -436,7 +446,7 @@ impl Views {
                     return true;
                 }
                 flight.born = 0;
-                match map.get_mut(id) {
+                match map.get_mut(*id) {
                     Some(rest) if rest.in_flight == 0 => {
                         rest.flags &= !FLIGHT;
                         false
@@ -464,13 +474,13 @@ impl Views {
     /// entry keeps the handle instead): it resynchronises by frames only.
     pub(crate) fn acknowledged(
         &mut self,
-        id: ReplicationId,
+        (id, place): (ReplicationId, Place),
         work: Work,
         key: ReplicationKey,
         seq: u64,
         written: u64,
     ) -> bool {
-        let Some(rest) = self.map.get_mut(&id) else {
+        let Some(rest) = self.map.get_at_mut(id, place) else {
             return false;
         };
         if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
@@ -486,7 +496,7 @@ impl Views {
             self.held -= 1;
             give_back(&mut self.handles, rest, Some(written));
             if rest.flags & IN_SCOPE == 0 {
-                self.map.remove(&id);
+                self.map.remove(id);
             } else {
                 // Back in scope meanwhile: it waits to be sent again.
                 rest.clear_view();
@@ -533,7 +543,7 @@ impl Views {
     /// the last record that carried the item (call after
     /// [`lost_work`](Self::lost_work)).
     pub(crate) fn lost(&mut self, id: ReplicationId, seq: u64) {
-        let Some(rest) = self.map.get_mut(&id) else {
+        let Some(rest) = self.map.get_mut(id) else {
             return;
         };
         if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
@@ -558,19 +568,19 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) -> Option<Work> {
-        let rest = self.map.get(&entry.id)?;
+        let rest = self.map.get(entry.id)?;
         let holding = rest.holding()?;
         if is_stale(&self.flights, entry.id, rest, seq) {
             // The id's earlier stay: the client dropped that copy.
             return None;
         }
         let flight = self.flight(entry.id, rest);
-        if !entry.work.drops() && holding == Holding::RemoveInFlight {
+        if !entry.work().drops() && holding == Holding::RemoveInFlight {
             // A removal or exit written since supersedes it: the client
             // drops the item (and gets it whole if it comes back).
             return None;
         }
-        if !entry.work.drops() && flight.structural_seq > seq {
+        if !entry.work().drops() && flight.structural_seq > seq {
             // A whole value written after this record carries everything
             // it did, in the item's current shape; its own fate decides.
             return None;
@@ -581,11 +591,11 @@ impl Views {
         } else {
             FieldMask::EMPTY
         };
-        match entry.work {
+        match entry.work() {
             Work::Remove | Work::Exit if later => None,
             work @ (Work::Remove | Work::Exit) => Some(work),
             Work::Add { .. } | Work::Fields(_) => {
-                let lost = match entry.work {
+                let lost = match entry.work() {
                     Work::Fields(mask) => mask,
                     _ => all_fields,
                 };
@@ -593,7 +603,7 @@ impl Views {
                 if missing.is_empty() {
                     return None;
                 }
-                Some(match entry.work {
+                Some(match entry.work() {
                     // A lost whole value is resent whole: which fields
                     // exist depends on the item's shape (an enum's variant).
                     add @ Work::Add { .. } if holding != Holding::Known => add,
@@ -617,6 +627,9 @@ mod tests {
         assert_eq!(core::mem::size_of::<(ReplicationId, Flight)>(), 48);
     }
 
+    /// No place known: the view looks the id up.
+    const UNKNOWN: Place = Place::MAX;
+
     fn id(n: u64) -> ReplicationId {
         ReplicationId::from_raw(n)
     }
@@ -634,7 +647,7 @@ mod tests {
         views.written(id(1), Work::Fields(FieldMask::EMPTY), 2, all);
         assert_eq!(views.flights.len(), 1);
         let add = Work::Add { structural: true };
-        let dropped = views.acknowledged(id(1), add, ReplicationKey::default(), 1, 0);
+        let dropped = views.acknowledged((id(1), UNKNOWN), add, ReplicationKey::default(), 1, 0);
         assert!(!dropped, "an add leaves the item held");
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert_eq!(views.flights.len(), 1, "record 2 is still in flight");
@@ -648,7 +661,7 @@ mod tests {
         assert!(views.flights.is_empty());
         let view = views.get(id(1)).unwrap();
         assert!(view.acked && view.holding == Holding::Known);
-        assert_eq!(views.map[&id(1)].in_flight, 0);
+        assert_eq!(views.map.get(id(1)).expect("an entry").in_flight, 0);
     }
 
     /// Without a scope an id never comes back: an add has no earlier stay
@@ -661,7 +674,7 @@ mod tests {
         views.written(id(1), Work::Add { structural: true }, 1, all);
         assert!(views.flights.is_empty());
         views.acknowledged(
-            id(1),
+            (id(1), UNKNOWN),
             Work::Add { structural: true },
             ReplicationKey::default(),
             1,
@@ -694,7 +707,7 @@ mod tests {
                 views.lost(id(3), seq);
             } else {
                 views.acknowledged(
-                    id(3),
+                    (id(3), UNKNOWN),
                     Work::Fields(fields),
                     ReplicationKey::default(),
                     seq,
@@ -703,7 +716,7 @@ mod tests {
             }
         }
         assert!(views.get(id(3)).unwrap().acked);
-        assert_eq!(views.map[&id(3)].in_flight, 0);
+        assert_eq!(views.map.get(id(3)).expect("an entry").in_flight, 0);
     }
 
     /// An item that left and came back: the records of its earlier stay
@@ -720,22 +733,22 @@ mod tests {
         views.written(id(9), Work::Add { structural: true }, 1, all);
         views.written(id(9), Work::Exit, 2, all);
         assert!(
-            views.acknowledged(id(9), Work::Exit, key, 2, 0),
+            views.acknowledged((id(9), UNKNOWN), Work::Exit, key, 2, 0),
             "the exit drops it"
         );
         // Back in scope while record 1 is still in flight.
         views.written(id(9), Work::Add { structural: true }, 3, all);
-        assert!(!views.acknowledged(id(9), Work::Add { structural: true }, key, 1, 0));
+        assert!(!views.acknowledged((id(9), UNKNOWN), Work::Add { structural: true }, key, 1, 0));
         assert_eq!(views.get(id(9)).unwrap().holding, Holding::AddInFlight);
         let entry = RecordEntry::new(id(9), Work::Add { structural: true }, key, 1, 1);
         assert_eq!(views.lost_work(&entry, 1, all), None);
         views.lost(id(9), 1);
         assert_eq!(
-            views.map[&id(9)].in_flight,
+            views.map.get(id(9)).expect("an entry").in_flight,
             1,
             "record 3 is still in flight"
         );
-        views.acknowledged(id(9), Work::Add { structural: true }, key, 3, 0);
+        views.acknowledged((id(9), UNKNOWN), Work::Add { structural: true }, key, 3, 0);
         assert_eq!(views.get(id(9)).unwrap().holding, Holding::Known);
         views.trim(4);
         assert!(views.flights.is_empty());
@@ -763,16 +776,16 @@ mod tests {
 
         views.written(id(4), Work::Add { structural: true }, 1, all);
         assert_eq!(views.len(), 1);
-        views.acknowledged(id(4), Work::Add { structural: true }, key, 1, 0);
+        views.acknowledged((id(4), UNKNOWN), Work::Add { structural: true }, key, 1, 0);
         assert!(views.all_known());
         views.written(id(4), Work::Remove, 2, all);
-        assert!(views.acknowledged(id(4), Work::Remove, key, 2, 0));
+        assert!(views.acknowledged((id(4), UNKNOWN), Work::Remove, key, 2, 0));
         assert_eq!(views.seen(id(4)), Some(far), "still in scope");
         assert!(views.get(id(4)).is_none());
         assert_eq!((views.len(), views.map.len()), (0, 1));
         // A record of the stay that ended changes nothing.
         views.lost(id(4), 1);
-        assert!(!views.acknowledged(id(4), Work::Fields(all), key, 1, 0));
+        assert!(!views.acknowledged((id(4), UNKNOWN), Work::Fields(all), key, 1, 0));
         assert!(views.get(id(4)).is_none());
 
         assert!(views.leave_scope(id(4)));
@@ -805,7 +818,7 @@ mod tests {
         views.written(id(1), Work::Add { structural: true }, 1, all);
         views.written(id(1), Work::Exit, 2, all);
         views.leave_scope(id(1));
-        assert!(views.acknowledged(id(1), Work::Exit, key, 2, 5));
+        assert!(views.acknowledged((id(1), UNKNOWN), Work::Exit, key, 2, 5));
         // Handle 0 waits for frame 6. Item 2 takes handle 1, is never
         // written, and leaves.
         views.enter_scope(id(2), Seen::default());
