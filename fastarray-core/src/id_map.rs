@@ -136,14 +136,13 @@ impl<V> IdTable<V> {
     /// The value of `id`, to change, read at `place` if it is still there.
     #[inline]
     pub(crate) fn get_at_mut(&mut self, id: ReplicationId, place: Place) -> Option<&mut V> {
-        let here = matches!(self.table.get_bucket(place as usize), Some((key, _)) if *key == id);
-        if here {
-            return self
-                .table
-                .get_bucket_mut(place as usize)
-                .map(|(_, value)| value);
-        }
-        self.get_mut(id)
+        let table = match self.table.get_bucket_entry(place as usize) {
+            Ok(entry) if entry.get().0 == id => return Some(&mut entry.into_mut().1),
+            Ok(entry) => entry.into_table(),
+            Err(absent) => absent.into_table(),
+        };
+        let (_, value) = table.find_mut(hash_of(id), |&(key, _)| key == id)?;
+        Some(value)
     }
 
     /// The value of `id`, made by `make` if it has none, and its place.
@@ -167,6 +166,17 @@ impl<V> IdTable<V> {
     /// Takes out the value of `id`.
     pub(crate) fn remove(&mut self, id: ReplicationId) -> Option<V> {
         let entry = self.table.find_entry(hash_of(id), |&(key, _)| key == id);
+        entry.ok().map(|entry| entry.remove().0.1)
+    }
+
+    /// Takes out the value of `id`, found at `place` if it is still there.
+    pub(crate) fn remove_at(&mut self, id: ReplicationId, place: Place) -> Option<V> {
+        let table = match self.table.get_bucket_entry(place as usize) {
+            Ok(entry) if entry.get().0 == id => return Some(entry.remove().0.1),
+            Ok(entry) => entry.into_table(),
+            Err(absent) => absent.into_table(),
+        };
+        let entry = table.find_entry(hash_of(id), |&(key, _)| key == id);
         entry.ok().map(|entry| entry.remove().0.1)
     }
 
@@ -229,7 +239,8 @@ mod tests {
         *table.get_at_mut(id(4), places[4]).expect("held") += 1;
         assert_eq!(table.get(id(4)), Some(&41));
         // Removed, then another id put where it was.
-        assert_eq!(table.remove(id(5)), Some(50));
+        assert_eq!(table.remove_at(id(5), places[6]), Some(50), "by the lookup");
+        assert_eq!(table.remove_at(id(5), places[5]), None);
         assert_eq!(table.get_at(id(5), places[5]), None);
         assert_eq!(table.get_at_mut(id(5), places[5]), None);
         let (again, _) = table.or_insert_with(id(1_000), || 7);
@@ -243,9 +254,12 @@ mod tests {
             let expected = if n == 4 { 41 } else { n * 10 };
             assert_eq!(table.get_at(id(n), places[n as usize]), Some(&expected));
         }
+        assert_eq!(table.remove_at(id(7), places[7]), Some(70), "at its place");
+        assert_eq!(table.get(id(7)), None);
+        assert_eq!(table.remove(id(8)), Some(80));
         table.retain(|id, _| id.to_raw() < 20);
-        assert_eq!(table.len(), 19);
-        assert_eq!(table.iter().count(), 19);
+        assert_eq!(table.len(), 17);
+        assert_eq!(table.iter().count(), 17);
         assert!(!table.is_empty());
     }
 

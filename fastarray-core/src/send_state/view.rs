@@ -496,7 +496,7 @@ impl Views {
             self.held -= 1;
             give_back(&mut self.handles, rest, Some(written));
             if rest.flags & IN_SCOPE == 0 {
-                self.map.remove(id);
+                self.map.remove_at(id, place);
             } else {
                 // Back in scope meanwhile: it waits to be sent again.
                 rest.clear_view();
