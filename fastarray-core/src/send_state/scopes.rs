@@ -134,10 +134,9 @@ impl Scopes {
             }
         };
         for run in changes.changed.chunks(LOOKAHEAD) {
-            watchers.warm(run.iter().map(|&(id, _)| id));
-            for &(id, mask) in run {
-                watchers.for_each(id, |slot| hand(slots, slot, id, Work::Fields(mask)));
-            }
+            watchers.for_each_of_run(run, |id, mask, slot| {
+                hand(slots, slot, id, Work::Fields(mask));
+            });
         }
         for &id in &changes.arrays_changed {
             let work = Work::Fields(FieldMask::EMPTY);
