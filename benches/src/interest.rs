@@ -349,6 +349,9 @@ impl Scoped {
                 scope.update(events.iter().copied());
             }
         };
+        let write = |server: &mut FastArray<Agent>, conn: &mut SendState, out: &mut Vec<u8>| {
+            server.write_delta(conn, packet, out).expect("a write").bits
+        };
         let (conns, outs, events) = (&mut self.conns, &mut self.outs, &self.events);
         let writing = match self.drive {
             Drive::Interleaved => {
@@ -358,8 +361,7 @@ impl Scoped {
                     let start = Instant::now();
                     scope(server, conn, events);
                     scopes += start.elapsed();
-                    let stats = server.write_delta(conn, packet, out).expect("a write");
-                    bits.push(stats.bits);
+                    bits.push(write(server, conn, out));
                 }
                 scoping + scopes
             }
@@ -386,8 +388,7 @@ impl Scoped {
                     );
                 } else {
                     for (conn, out) in conns.iter_mut().zip(outs.iter_mut()) {
-                        let stats = server.write_delta(conn, packet, out).expect("a write");
-                        bits.push(stats.bits);
+                        bits.push(write(server, conn, out));
                     }
                 }
                 writing

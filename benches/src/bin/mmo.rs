@@ -52,11 +52,12 @@ fn main() {
     let conns = args.next().unwrap_or(1_000);
     let ticks = args.next().unwrap_or(30);
     let mut world = Scoped::mmo(100_000, conns, 0.01, fastarray_bench::SEED);
-    world.set_drive(match (parallel, passes) {
+    let drive = match (parallel, passes) {
         (true, _) => Drive::Parallel,
         (false, true) => Drive::Passes,
         (false, false) => Drive::Interleaved,
-    });
+    };
+    world.set_drive(drive);
     for _ in 0..WARM {
         let changes = world.mutate();
         world.serve(&changes);
@@ -79,10 +80,10 @@ fn main() {
     println!(
         "{conns} connections{}, {ticks} ticks: grid {:.1} ms, commit {:.1} ms, scopes {:.1} ms, \
          writes {:.1} ms, acks {:.1} ms: {:.1} ms a tick; {:.0} bytes per connection per tick",
-        match (parallel, passes) {
-            (true, _) => " (parallel writes)",
-            (false, true) => " (scopes, then writes)",
-            (false, false) => "",
+        match drive {
+            Drive::Parallel => " (parallel writes)",
+            Drive::Passes => " (scopes, then writes)",
+            Drive::Interleaved => "",
         },
         per_tick(phases.grid),
         per_tick(phases.commit),

@@ -313,10 +313,11 @@ impl Replicated<'_> {
     }
 
     /// Statements reading the field from `__reader` if `__mask` (the
-    /// fields sent) names it and, if `__keep` names it too, storing it into `place` (the field,
-    /// a place of type `T`) and adding its bit to `__changed` if the value
-    /// changed: `decode_masked` and `apply` in one, with no patch between
-    /// them. A flattened field's type does the same with its leaves.
+    /// fields sent) names it and, if `__keep` names it too, storing it
+    /// into `place` (the field, a place of type `T`) and adding its bit
+    /// to `__changed` if the value changed: `decode_masked` and `apply`
+    /// in one, with no patch between them. A flattened field's type does
+    /// the same with its leaves.
     pub fn apply_read(&self, place: TokenStream) -> TokenStream {
         let (p, offset, replicate) = (&self.private, &self.offset, self.replicate());
         let (decode, keep) = (self.decode(), self.window(quote!(__keep)));
