@@ -31,11 +31,15 @@ pub enum Relevance {
 /// each viewer's area since the last update. An update costs, per item
 /// moved, a distance test against the viewers whose area covers its old or
 /// new cell; and per viewer moved, a pass over the cells its area covers,
-/// in which an item is looked up in the viewer's set only if the step can
-/// change whether it is seen (it lies on the rim, or it moved from near
-/// the rim), and a cell wholly inside or outside the area is passed over
-/// with only its moved items tested. Items and viewers that did not move
-/// cost nothing. Choose a cell size near half the typical radius (in the
+/// in which an item is tested only if the step can change whether it is
+/// seen (it lies on the rim, or it moved), and a cell wholly inside or
+/// outside the area is passed over with only its moved items tested.
+/// Items and viewers that did not move cost nothing. Whether a viewer saw
+/// an item is told by where the item was listed and where the viewer stood
+/// at the last update, not looked up: a viewer keeps a set only of the
+/// items it sees beyond its radius, within the
+/// [leave margin](Self::set_leave_margin) (none with the default margin of
+/// 0). Choose a cell size near half the typical radius (in the
 /// `grid_walking_100k` workload, cells a radius wide cost about 1.2× more,
 /// and a quarter of it about 1.07×: counted by cachegrind).
 ///
@@ -48,8 +52,9 @@ pub enum Relevance {
 ///
 /// Memory: per item, a 24-byte entry and a place (20 bytes) in its cell's
 /// lists, and 16 bytes more in the update it moved in; per
-/// viewer, a hash set of the ids it sees (8 bytes each and the set's
-/// overhead) and a place in the viewer list of each cell its area covers.
+/// viewer, a place in the viewer list of each cell its area covers, and a
+/// hash set of the ids it sees within the leave margin beyond its radius
+/// (8 bytes each and the set's overhead; empty with no margin).
 /// A viewer whose area spans more than 4 096 cells is listed in none: it
 /// is tested against every item that moves, and refreshing it (when it
 /// moves) visits every item.
@@ -119,9 +124,9 @@ pub struct InterestGrid {
     /// Viewers whose area spans more than [`WIDE_CELLS`] cells: listed in
     /// no cell, tested against every item that moves.
     wide: Vec<usize>,
-    /// The items entering or leaving the viewer being refreshed (a list
-    /// kept from refresh to refresh).
-    changes: Vec<ReplicationId>,
+    /// The items whose state changes for the viewer being refreshed (a
+    /// list kept from refresh to refresh): what it had of each, and has.
+    changes: Vec<(ReplicationId, Had, Had)>,
     /// Counts updates: an item moved in this one is stamped with it in its
     /// cell's lists (see [`CellContents::stamps`]).
     epoch: u32,
@@ -155,7 +160,7 @@ struct CellContents {
     positions: Vec<[f32; 2]>,
     /// The update each item last moved in (or was listed in), in the same
     /// order. A refresh tests an item stamped with the current update
-    /// whole; any other is where the viewer's set last saw it, which lets
+    /// whole; any other is where the viewers last tested it, which lets
     /// the refresh of a viewer that moved a little skip it (see
     /// [`Viewer::basis`]). A stamp that matches after the counter wraps
     /// costs a test, never a wrong answer.
@@ -228,34 +233,81 @@ struct Viewer {
     /// When it moved, the cells its area covers now (those it is listed
     /// in are [`listed`](Self::listed) until its refresh).
     next: Option<CellRect>,
-    visible: HashSet<ReplicationId>,
+    /// The items it saw at the last update that were listed beyond its
+    /// radius (within the margin, then): where an item was listed and its
+    /// basis tell whether it saw any other (see [`Basis::had`]). Exactly
+    /// those: an item leaves the set when it leaves the band or the area.
+    sticky: HashSet<ReplicationId>,
 }
 
-/// A viewer's centre, radius and leave margin at its last refresh, and
-/// what they say of its set (made once per refresh, read for every item
-/// that moves near it).
+/// A viewer's centre, radius and leave margin at its last refresh: every
+/// test of what it sees until its next is made with these, so that they
+/// tell again, exactly, what an earlier test found.
 #[derive(Clone, Copy, Debug)]
 struct Basis {
     center: [f32; 2],
     radius: f32,
     margin: f32,
-    /// Inside: the set holds an unmoved item there; outside: it does not.
-    held: Zones,
+}
+
+/// What a viewer saw of an item at the last update.
+#[derive(Clone, Copy, Debug, Default)]
+struct Had {
+    seen: bool,
+    /// Seen, and listed beyond the radius: in the viewer's `sticky` set.
+    sticky: bool,
 }
 
 impl Basis {
     fn new(center: [f32; 2], radius: f32, margin: f32) -> Self {
-        let held = if valid(center, radius) {
-            let slack = slack(radius + margin + center[0].abs() + center[1].abs());
-            Zones::new(center, radius - slack, radius + margin + slack)
-        } else {
-            Zones::UNKNOWN
-        };
         Self {
             center,
             radius,
             margin,
-            held,
+        }
+    }
+
+    /// Whether a viewer with this basis sees an item at `position`, given
+    /// whether it saw it (then it keeps it within the margin): the one
+    /// test of the grid.
+    fn sees(&self, [x, y]: [f32; 2], seen: bool) -> bool {
+        if !valid(self.center, self.radius) {
+            return false;
+        }
+        let (dx, dy) = (x - self.center[0], y - self.center[1]);
+        let reach = if seen {
+            self.radius + self.margin
+        } else {
+            self.radius
+        };
+        dx * dx + dy * dy <= reach * reach
+    }
+
+    /// What a viewer with this basis sees of an item at `position`, given
+    /// whether it saw it.
+    fn has(&self, position: [f32; 2], seen: bool) -> Had {
+        let seen = self.sees(position, seen);
+        Had {
+            seen,
+            sticky: seen && self.margin > 0.0 && !self.sees(position, false),
+        }
+    }
+
+    /// What a viewer with this basis and this `sticky` set saw of item
+    /// `id` listed at `position`: within the radius, seen; beyond the
+    /// radius and the margin, not; in between, seen if the set has it
+    /// (only then is the set asked, so never with no margin).
+    fn had(&self, sticky: &HashSet<ReplicationId>, id: ReplicationId, position: [f32; 2]) -> Had {
+        if self.sees(position, false) {
+            return Had {
+                seen: true,
+                sticky: false,
+            };
+        }
+        let banded = self.margin > 0.0 && self.sees(position, true) && sticky.contains(&id);
+        Had {
+            seen: banded,
+            sticky: banded,
         }
     }
 }
@@ -394,7 +446,7 @@ impl InterestGrid {
                     listed: None,
                     basis: None,
                     next: None,
-                    visible: HashSet::new(),
+                    sticky: HashSet::new(),
                 });
             }
         }
@@ -432,15 +484,53 @@ impl InterestGrid {
 
     /// Whether the viewer keyed `viewer` saw item `id` at the last update.
     pub fn is_visible(&self, viewer: u64, id: ReplicationId) -> bool {
-        self.viewer(viewer).is_some_and(|v| v.visible.contains(&id))
+        let Some((viewer, basis)) = self.viewer(viewer).and_then(|v| Some((v, v.basis?))) else {
+            return false;
+        };
+        self.listed_position(id)
+            .is_some_and(|position| basis.had(&viewer.sticky, id, position).seen)
     }
 
     /// The items the viewer keyed `viewer` saw at the last update, in no
-    /// order.
+    /// order: those of the cells its area covered then (every cell, for a
+    /// wide area), tested where they were listed.
     pub fn visible(&self, viewer: u64) -> impl Iterator<Item = ReplicationId> + '_ {
-        self.viewer(viewer)
-            .into_iter()
-            .flat_map(|v| v.visible.iter().copied())
+        let seen = self
+            .viewer(viewer)
+            .and_then(|v| Some((v, v.basis?, v.listed?)));
+        let wide = seen.filter(|&(_, _, rect)| rect.is_wide());
+        let narrow = seen.filter(|&(_, _, rect)| !rect.is_wide());
+        let every = wide.into_iter().flat_map(|(v, basis, _)| {
+            self.cells
+                .values()
+                .map(move |contents| (v, basis, contents))
+        });
+        let some = narrow.into_iter().flat_map(|(v, basis, rect)| {
+            rect.cells()
+                .filter_map(|cell| self.cells.get(&cell))
+                .map(move |contents| (v, basis, contents))
+        });
+        every.chain(some).flat_map(|(v, basis, contents)| {
+            contents
+                .items
+                .iter()
+                .zip(&contents.positions)
+                .filter(move |&(&id, &position)| basis.had(&v.sticky, id, position).seen)
+                .map(|(&id, _)| id)
+        })
+    }
+
+    /// Where item `id` was listed at the last update, if it was: its cell
+    /// then is the one it left since, if it moved or went, else its own.
+    fn listed_position(&self, id: ReplicationId) -> Option<[f32; 2]> {
+        let item = self.items.get(&id);
+        let cell = match self.moved.get(&id) {
+            Some(&was) => was,
+            None => item.and_then(|item| item.cell),
+        }?;
+        let contents = self.cells.get(&cell)?;
+        let slot = contents.place_of(id, item, cell)?;
+        Some(contents.positions[slot])
     }
 
     /// Items on the grid.
@@ -453,8 +543,8 @@ impl InterestGrid {
         self.items.is_empty()
     }
 
-    /// Brings every viewer's set up to date with what was set and removed
-    /// since the last update, calling `events` with each item that entered
+    /// Brings what every viewer sees up to date with what was set and
+    /// removed since the last update, calling `events` with each item that entered
     /// or left each viewer's area: (viewer, item, what happened). A
     /// viewer's events come in no particular order; an item that left and
     /// came back between two updates reports nothing.
@@ -572,32 +662,29 @@ impl InterestGrid {
                 if moved && cell == was {
                     continue;
                 }
-                let (margin, Some(viewer)) = (self.leave_margin, self.viewers[v].as_mut()) else {
+                let Some(viewer) = self.viewers[v].as_mut() else {
                     continue;
                 };
+                let had = viewer.had(id, was_at);
                 if moved {
                     // Its refresh visits the cells of the area it had and
                     // of the one it has: an item it saw that is in neither
                     // now (or is gone) leaves here.
                     let areas = [viewer.listed, viewer.next];
                     let visited = |cell| areas.iter().flatten().any(|area| area.holds(cell));
-                    if !cell.is_some_and(visited) && viewer.saw(id, was_at) {
-                        viewer.visible.remove(&id);
-                        events(v, id, Relevance::Leave);
+                    if !cell.is_some_and(visited) && had.seen {
+                        viewer.change(id, had, Had::default(), &mut |relevance| {
+                            events(v, id, relevance);
+                        });
                     }
                     continue;
                 }
-                let seen = viewer.saw(id, was_at);
-                let sees = now.is_some_and(|p| viewer.sees(p, seen, margin));
-                if sees != seen {
-                    if sees {
-                        viewer.visible.insert(id);
-                        events(v, id, Relevance::Enter);
-                    } else {
-                        viewer.visible.remove(&id);
-                        events(v, id, Relevance::Leave);
-                    }
-                }
+                // A viewer that did not move stands where its basis says.
+                let has = match (viewer.basis, now) {
+                    (Some(basis), Some(now)) => basis.has(now, had.seen),
+                    _ => Had::default(),
+                };
+                viewer.change(id, had, has, &mut |relevance| events(v, id, relevance));
             }
             // A removed item may be seen by a viewer whose area no longer
             // covers its last cell (it moved away, then the item went):
@@ -612,10 +699,10 @@ impl InterestGrid {
         self.moved_viewers = viewers;
     }
 
-    /// Brings viewer `v`'s set up to date with the items of the cells its
-    /// area covers (tested at the positions the cells list, with no lookup
-    /// per item), changing only what enters or leaves, and relists it in
-    /// them.
+    /// Brings what viewer `v` sees up to date with the items of the cells
+    /// its area covers (tested at the positions the cells list, with no
+    /// lookup per item), reporting what enters or leaves, and relists it
+    /// in them.
     fn refresh_viewer(
         &mut self,
         v: usize,
@@ -657,97 +744,81 @@ impl InterestGrid {
         };
         viewer.listed = rect;
         let zones = viewer.zones(margin);
-        let basis = viewer.basis;
-        viewer.basis = Some(Basis::new(viewer.center, viewer.radius, margin));
-        // The set is diffed in place: each item of the area's cells is
-        // tested once, and only those that enter or leave touch the set.
-        // An item that did not move since the viewer's last refresh and
-        // lies well inside (or well outside) what it saw then and sees now
-        // is known to stay seen (or unseen) without looking in the set.
+        let (basis, next) = (
+            viewer.basis,
+            Basis::new(viewer.center, viewer.radius, margin),
+        );
+        viewer.basis = Some(next);
+        // Each item of the area's cells is tested once, and only those
+        // whose state changes are listed. An item that did not move since
+        // the viewer's last refresh and lies well inside (or well outside)
+        // what it saw then and sees now is known to stay seen (or unseen)
+        // with no test.
         let (epoch, mut changes) = (self.epoch, core::mem::take(&mut self.changes));
-        // Tests an item on the rim (its zone does not say), or one that
-        // moved: known seen or not from where it was, if that was well
-        // inside or outside the basis.
-        let mut test = |id: ReplicationId, position: [f32; 2], known: Known| {
-            let seen = match known {
-                Known::Moved { was } => saw(basis, &viewer.visible, id, was),
-                Known::Nothing => viewer.visible.contains(&id),
+        // Tests an item at `position`, listed at `was` at the last update
+        // (`None`: nowhere): what the old basis saw there, what the new one
+        // sees here.
+        let mut test = |id: ReplicationId, position: [f32; 2], was: Option<[f32; 2]>| {
+            let had = match (basis, was) {
+                (Some(basis), Some(was)) => basis.had(&viewer.sticky, id, was),
+                _ => Had::default(),
             };
-            if viewer.sees(position, seen, margin) != seen {
-                changes.push(id);
+            let has = next.has(position, had.seen);
+            if (has.seen, has.sticky) != (had.seen, had.sticky) {
+                changes.push((id, had, has));
             }
         };
-        match rect {
-            Some(rect) if rect.is_wide() => {
-                // No list of what moved here: every item is looked up.
-                for (&id, item) in &self.items {
-                    test(id, item.position, Known::Nothing);
-                }
+        let mut visit = |cell: Cell, contents: &CellContents| {
+            // A cell wholly inside or outside: its items that did not move
+            // are known, the others are tested alone. Elsewhere, most
+            // unmoved items lie well inside or outside too: passed over
+            // here, with no call.
+            let whole = zones.of_cell(cell, self.cell_size);
+            if cfg!(debug_assertions) {
+                check_zones(contents, basis, next, &zones, whole, epoch);
             }
-            rect => {
-                // The area's cells, and those of the area it had that it
-                // left (their items it saw leave, unless they moved into
-                // the area, where they are found).
-                let left = listed.filter(|old| !old.is_wide());
-                let left = left.into_iter().flat_map(CellRect::cells);
-                let left = left.filter(|&cell| rect.is_none_or(|rect| !rect.contains(cell)));
-                for cell in rect.into_iter().flat_map(CellRect::cells).chain(left) {
-                    let Some(contents) = self.cells.get(&cell) else {
-                        continue;
-                    };
-                    // A cell wholly inside or outside: its items that did
-                    // not move are known, the others are tested alone.
-                    // Elsewhere, most unmoved items lie well inside or
-                    // outside too: passed over here, with no call.
-                    let whole = zones.of_cell(cell, self.cell_size);
-                    if cfg!(debug_assertions) {
-                        check_zones(contents, viewer, &zones, whole, epoch);
-                    }
-                    if let Zone::Rim = whole {
-                        let (positions, stamps) = (&contents.positions, &contents.stamps);
-                        for (run, (places, stamps)) in
-                            positions.chunks(64).zip(stamps.chunks(64)).enumerate()
-                        {
-                            // Which of a run of 64 lie on the rim: flagged
-                            // without a branch, which the compiler can do
-                            // several at a time; only those are tested.
-                            let mut rim = zones.rim_of(places, stamps, epoch);
-                            while rim != 0 {
-                                let at = 64 * run + rim.trailing_zeros() as usize;
-                                rim &= rim - 1;
-                                test(contents.items[at], positions[at], Known::Nothing);
-                            }
-                        }
-                    }
-                    for fresh in contents.fresh(epoch) {
-                        test(fresh.id, fresh.position, Known::Moved { was: fresh.was });
+            if let Zone::Rim = whole {
+                let (positions, stamps) = (&contents.positions, &contents.stamps);
+                for (run, (places, stamps)) in
+                    positions.chunks(64).zip(stamps.chunks(64)).enumerate()
+                {
+                    // Which of a run of 64 lie on the rim: flagged without
+                    // a branch, which the compiler can do several at a
+                    // time; only those are tested.
+                    let mut rim = zones.rim_of(places, stamps, epoch);
+                    while rim != 0 {
+                        let at = 64 * run + rim.trailing_zeros() as usize;
+                        rim &= rim - 1;
+                        test(contents.items[at], positions[at], Some(positions[at]));
                     }
                 }
             }
-        }
-        // Every item it saw is in the cells just scanned (of the area it
-        // has or of the one it left), or left at the items' pass (removed,
-        // or moved out of both areas), unless the area it had was wide,
-        // whose cells are not scanned: then those it saw outside the area
-        // it has now leave.
-        let scanned = |id: &ReplicationId| {
-            let cell = self.items.get(id).and_then(|item| item.cell);
-            let areas = [rect, listed.filter(|old| !old.is_wide())];
-            cell.is_some_and(|cell| areas.iter().flatten().any(|area| area.holds(cell)))
-        };
-        if listed.is_some_and(|old| old.is_wide()) && !rect.is_some_and(|new| new.is_wide()) {
-            changes.extend(viewer.visible.iter().filter(|id| !scanned(id)));
-        } else if cfg!(debug_assertions) {
-            let unscanned = viewer.visible.iter().find(|id| !scanned(id));
-            assert!(unscanned.is_none(), "{unscanned:?} seen, never scanned");
-        }
-        for id in changes.drain(..) {
-            if viewer.visible.remove(&id) {
-                events(v, id, Relevance::Leave);
-            } else {
-                viewer.visible.insert(id);
-                events(v, id, Relevance::Enter);
+            for fresh in contents.fresh(epoch) {
+                test(fresh.id, fresh.position, fresh.was);
             }
+        };
+        // Every item it saw is in the cells of the area it has or of the
+        // one it had, or left at the items' pass (removed, or moved out of
+        // both areas). A wide area is listed in no cell: every cell is
+        // visited then.
+        if rect.is_some_and(|new| new.is_wide()) || listed.is_some_and(|old| old.is_wide()) {
+            for (&cell, contents) in &self.cells {
+                visit(cell, contents);
+            }
+        } else {
+            // The area's cells, and those of the area it had that it left
+            // (their items it saw leave, unless they moved into the area,
+            // where they are found).
+            let left = listed.into_iter().flat_map(CellRect::cells);
+            let left = left.filter(|&cell| rect.is_none_or(|rect| !rect.contains(cell)));
+            for cell in rect.into_iter().flat_map(CellRect::cells).chain(left) {
+                if let Some(contents) = self.cells.get(&cell) {
+                    visit(cell, contents);
+                }
+            }
+        }
+        for (id, had, has) in changes.drain(..) {
+            viewer.change(id, had, has, &mut |relevance| events(v, id, relevance));
         }
         self.changes = changes;
     }
@@ -809,9 +880,18 @@ impl InterestGrid {
 
 /// Checks (in debug builds) what a refresh passes over in a cell, whose
 /// zone is `whole`: each item of `contents` that did not move in update
-/// `epoch` is in `viewer`'s set if its zone (or the cell's) is inside, and
-/// not if outside.
-fn check_zones(contents: &CellContents, viewer: &Viewer, zones: &Zones, whole: Zone, epoch: u32) {
+/// `epoch` lies, if its zone (or the cell's) is inside, within the radius
+/// of both the viewer's old basis and its new one, `next` (seen, and in
+/// neither sticky set); if outside, beyond the old radius and margin and
+/// the new radius (unseen, and staying so).
+fn check_zones(
+    contents: &CellContents,
+    basis: Option<Basis>,
+    next: Basis,
+    zones: &Zones,
+    whole: Zone,
+    epoch: u32,
+) {
     let listed = contents.items.iter().zip(&contents.positions);
     for ((id, &position), _) in listed
         .zip(&contents.stamps)
@@ -821,48 +901,19 @@ fn check_zones(contents: &CellContents, viewer: &Viewer, zones: &Zones, whole: Z
             Zone::Rim => zones.of(position),
             whole => whole,
         };
+        let old = |seen| basis.is_some_and(|basis| basis.sees(position, seen));
         match zone {
-            Zone::Inside => assert!(viewer.visible.contains(id), "{id} inside, unseen"),
-            Zone::Outside => assert!(!viewer.visible.contains(id), "{id} outside, seen"),
+            Zone::Inside => assert!(
+                old(false) && next.sees(position, false),
+                "{id} inside, not within both radii"
+            ),
+            Zone::Outside => assert!(
+                !old(true) && !next.sees(position, false),
+                "{id} outside, within reach"
+            ),
             Zone::Rim => {}
         }
     }
-}
-
-/// What a refresh knows of an item before it tests it.
-enum Known {
-    /// It moved in this update, from where the grid listed it (`None`:
-    /// nowhere).
-    Moved { was: Option<[f32; 2]> },
-    /// Nothing: the viewer's set is asked.
-    Nothing,
-}
-
-/// Whether a viewer whose last refresh had `basis` (`None`: none yet),
-/// and whose set is `visible`, saw item `id` listed at `was` at the last
-/// update (`None`: not listed, so seen by none). Told by where it was if
-/// that is well within the basis's radius or beyond its margin; else
-/// asked of the set.
-fn saw(
-    basis: Option<Basis>,
-    visible: &HashSet<ReplicationId>,
-    id: ReplicationId,
-    was: Option<[f32; 2]>,
-) -> bool {
-    let Some(was) = was else {
-        debug_assert!(!visible.contains(&id), "{id} seen, never listed");
-        return false;
-    };
-    let known = basis.and_then(|basis| match basis.held.of(was) {
-        Zone::Inside => Some(true),
-        Zone::Outside => Some(false),
-        Zone::Rim => None,
-    });
-    debug_assert!(
-        known.is_none_or(|known| known == visible.contains(&id)),
-        "{id} seen: {known:?}"
-    );
-    known.unwrap_or_else(|| visible.contains(&id))
 }
 
 /// Where an item that did not move lies for a viewer that did: known
@@ -874,10 +925,9 @@ enum Zone {
     Rim,
 }
 
-/// Squared distances from a centre within which an item is surely in a
-/// viewer's set, and beyond which it is surely not: for a refresh, of the
-/// unmoved items around the new centre (from [`Viewer::zones`]); for a
-/// [`Basis`], of where items were at the last refresh.
+/// Squared distances from a centre within which an item is surely seen,
+/// and beyond which it is surely not: for a refresh, of the unmoved items
+/// around the new centre (from [`Viewer::zones`]).
 #[derive(Clone, Copy, Debug)]
 struct Zones {
     center: [f32; 2],
@@ -998,10 +1048,32 @@ fn area_at(size: f32, center: [f32; 2], radius: f32) -> Option<CellRect> {
 }
 
 impl Viewer {
-    /// Whether it saw item `id`, listed at `was` at the last update (see
-    /// [`saw`]).
-    fn saw(&self, id: ReplicationId, was: Option<[f32; 2]>) -> bool {
-        saw(self.basis, &self.visible, id, was)
+    /// What it saw of item `id`, listed at `was` at the last update
+    /// (`None`: not listed, so seen by none).
+    fn had(&self, id: ReplicationId, was: Option<[f32; 2]>) -> Had {
+        match (self.basis, was) {
+            (Some(basis), Some(was)) => basis.had(&self.sticky, id, was),
+            _ => Had::default(),
+        }
+    }
+
+    /// Item `id` goes from what it had to what it has: its set follows,
+    /// and `event` hears if it entered or left.
+    fn change(&mut self, id: ReplicationId, had: Had, has: Had, event: &mut impl FnMut(Relevance)) {
+        if has.sticky != had.sticky {
+            if has.sticky {
+                self.sticky.insert(id);
+            } else {
+                self.sticky.remove(&id);
+            }
+        }
+        if has.seen != had.seen {
+            event(if has.seen {
+                Relevance::Enter
+            } else {
+                Relevance::Leave
+            });
+        }
     }
 
     /// The zones of a refresh under leave margin `margin`, from its basis:
@@ -1010,11 +1082,12 @@ impl Viewer {
     ///
     /// With `d` the distance moved, an item at distance `x` from the new
     /// centre was at most `x + d` and at least `x - d` from the old one.
-    /// So if `x + d <= r0`, the set has it (it was within the old radius),
-    /// and it stays if `x <= r1 + m1`; if `x - d > r0 + m0` the set does
-    /// not have it (beyond the old radius and margin), and it stays out if
-    /// `x > r1`. A slack far above `f32` rounding keeps an item on either
-    /// bound tested.
+    /// So if `x + d <= r0`, it was seen (within the old radius), and if
+    /// also `x <= r1` it stays seen, within the new radius (neither then
+    /// nor now in the sticky set); if `x - d > r0 + m0` it was not seen
+    /// (beyond the old radius and margin), and it stays out if `x > r1`.
+    /// A slack far above `f32` rounding keeps an item on either bound
+    /// tested.
     fn zones(&self, margin: f32) -> Zones {
         let Some(basis) = self.basis else {
             return Zones::UNKNOWN;
@@ -1029,23 +1102,8 @@ impl Viewer {
         let moved = (dx * dx + dy * dy).sqrt();
         let scale = basis.radius + self.radius + basis.margin + margin + moved;
         let slack = slack(scale + self.center[0].abs() + self.center[1].abs());
-        let inside = (basis.radius - moved).min(self.radius + margin) - slack;
+        let inside = (basis.radius - moved).min(self.radius) - slack;
         let outside = (basis.radius + basis.margin + moved).max(self.radius) + slack;
         Zones::new(self.center, inside, outside)
-    }
-
-    /// Whether the viewer sees an item at `position`, given whether it saw
-    /// it (then it keeps it within the leave margin).
-    fn sees(&self, [x, y]: [f32; 2], seen: bool, margin: f32) -> bool {
-        if !valid(self.center, self.radius) {
-            return false;
-        }
-        let (dx, dy) = (x - self.center[0], y - self.center[1]);
-        let reach = if seen {
-            self.radius + margin
-        } else {
-            self.radius
-        };
-        dx * dx + dy * dy <= reach * reach
     }
 }

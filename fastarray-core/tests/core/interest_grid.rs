@@ -1,7 +1,8 @@
 //! `InterestGrid` against a brute-force reference: after every update,
 //! each viewer's set is what testing every item against every viewer
 //! gives, and the events are exactly the difference from the previous
-//! sets.
+//! sets; between updates, `visible` and `is_visible` still say what the
+//! last update saw.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -165,11 +166,17 @@ proptest! {
                         assert!(fresh, "event reported twice");
                     });
                     prop_assert_eq!(&events, &reference.update());
-                    for (&v, seen) in &reference.seen {
-                        let grid_seen: BTreeSet<u8> =
-                            grid.visible(key(v)).map(|i| i.to_raw() as u8).collect();
-                        prop_assert_eq!(&grid_seen, seen);
-                    }
+                }
+            }
+            // After every step, not only at updates: what each viewer saw
+            // at the last update, whatever moved or went since.
+            for v in 0..5 {
+                let seen = reference.seen.get(&v).cloned().unwrap_or_default();
+                let grid_seen: Vec<u8> = grid.visible(key(v)).map(|i| i.to_raw() as u8).collect();
+                prop_assert_eq!(grid_seen.len(), seen.len(), "an item listed twice");
+                prop_assert_eq!(&grid_seen.into_iter().collect::<BTreeSet<u8>>(), &seen);
+                for i in 0..40 {
+                    prop_assert_eq!(grid.is_visible(key(v), id(i)), seen.contains(&i));
                 }
             }
         }
