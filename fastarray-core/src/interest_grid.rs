@@ -40,8 +40,8 @@ pub enum Relevance {
 /// items it sees beyond its radius, within the
 /// [leave margin](Self::set_leave_margin) (none with the default margin of
 /// 0). Choose a cell size near half the typical radius (in the
-/// `grid_walking_100k` workload, cells a radius wide cost about 1.2× more,
-/// and a quarter of it about 1.07×: counted by cachegrind).
+/// `grid_walking_100k` workload, cells a radius wide cost about 1.25× more,
+/// and a quarter of it about 1.03×: instructions counted by callgrind).
 ///
 /// Viewers are keyed by the caller's `u64` (the transport's client id,
 /// say), each in a slot of its own, reused after
