@@ -72,11 +72,12 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// scope's priority and detail level), and 48 bytes more while two or more
 /// packets that carried it are in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
-/// work, a 32-byte list entry and a 16-byte map entry; per item with
-/// `#[replicate(array)]` fields that the client may hold, one inner
-/// `SendState` (368 bytes before its own entries) per array field. Hash
-/// maps add one control byte per bucket and keep between 1 and 2 buckets
-/// per entry; the pending list, like them, shrinks back after a burst.
+/// work, a 32-byte list entry and two to four 4-byte slots of the table
+/// that finds it; per item with `#[replicate(array)]` fields that the
+/// client may hold, one inner `SendState` (360 bytes before its own
+/// entries) per array field. Hash maps add one control byte per bucket and
+/// keep between 1 and 2 buckets per entry; the pending list, like them,
+/// shrinks back after a burst.
 /// Nothing here grows with items the client does not hold.
 #[derive(Clone, Debug)]
 pub struct SendState {
@@ -326,11 +327,10 @@ mod tests {
     fn documented_sizes_hold() {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
-        assert_eq!(core::mem::size_of::<(ReplicationId, usize)>(), 16);
         assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            368,
+            360,
             "per array inside an item"
         );
     }
