@@ -642,28 +642,17 @@ impl InterestGrid {
                 item.cell = cell;
                 item.slot = slot;
             }
-            near.clear();
-            near.extend(&self.wide);
-            for c in [was, cell.filter(|&cell| Some(cell) != was)]
-                .into_iter()
-                .flatten()
-            {
-                if let Some(contents) = self.cells.get(&c) {
-                    near.extend(&contents.viewers);
-                }
-            }
-            near.sort_unstable();
-            near.dedup();
-            for &v in &near {
+            let (flags, viewers) = (&self.moved_flags, &mut self.viewers);
+            let mut visit = |v: usize| {
                 // Listed in `cell` (or wide), a viewer that moved visits
                 // it in its refresh: only an item that changed cells may
                 // need more.
-                let moved = self.moved_flags.get(v).copied().unwrap_or(false);
+                let moved = flags.get(v).copied().unwrap_or(false);
                 if moved && cell == was {
-                    continue;
+                    return;
                 }
-                let Some(viewer) = self.viewers[v].as_mut() else {
-                    continue;
+                let Some(viewer) = viewers[v].as_mut() else {
+                    return;
                 };
                 let had = viewer.had(id, was_at);
                 if moved {
@@ -677,7 +666,7 @@ impl InterestGrid {
                             events(v, id, relevance);
                         });
                     }
-                    continue;
+                    return;
                 }
                 // A viewer that did not move stands where its basis says.
                 let has = match (viewer.basis, now) {
@@ -685,6 +674,31 @@ impl InterestGrid {
                     _ => Had::default(),
                 };
                 viewer.change(id, had, has, &mut |relevance| events(v, id, relevance));
+            };
+            // The viewers listed in the cell it was in or is in (or wide).
+            // An item that stayed in its cell, as most do, has one list,
+            // which names each viewer once: walked in place.
+            let cells = [was, cell.filter(|&cell| Some(cell) != was)];
+            match cells {
+                [Some(one), None] | [None, Some(one)] if self.wide.is_empty() => {
+                    if let Some(contents) = self.cells.get(&one) {
+                        contents.viewers.iter().for_each(|&v| visit(v));
+                    }
+                }
+                _ => {
+                    near.clear();
+                    near.extend(&self.wide);
+                    for contents in cells
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| self.cells.get(&c))
+                    {
+                        near.extend(&contents.viewers);
+                    }
+                    near.sort_unstable();
+                    near.dedup();
+                    near.iter().for_each(|&v| visit(v));
+                }
             }
             // A removed item may be seen by a viewer whose area no longer
             // covers its last cell (it moved away, then the item went):
