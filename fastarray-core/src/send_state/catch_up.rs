@@ -69,7 +69,6 @@ impl SendState {
         let lost_resolved = self.resolve_lost_shared(history, structure);
         let resynced = match history.since(self.cursor) {
             Some(frames) if lost_resolved => {
-                self.pending.warm();
                 frames.for_each(|changes| self.merge_frame(changes, structure));
                 false
             }
@@ -104,7 +103,7 @@ impl SendState {
         let routed = routed.filter(|_| self.lost_shared.is_empty());
         let resynced = match routed {
             Some(entries) => {
-                self.pending.warm();
+                self.pending.warm(entries.len());
                 for chunk in entries.chunks(LOOKAHEAD) {
                     self.views.warm(chunk.iter().map(|&(id, _, _)| id));
                     for &(id, work, at) in chunk {

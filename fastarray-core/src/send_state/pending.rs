@@ -104,10 +104,16 @@ impl PendingMap {
     }
 
     /// Reads the table, a cache line at a time, and does nothing with it:
-    /// called before work is queued id by id, so that its misses overlap
-    /// rather than come one per id.
+    /// called before about `expected` ids are queued one by one, so that
+    /// their misses overlap rather than come one per id. Not if the table
+    /// has more lines than that (kept from a burst, as a first full sync
+    /// leaves it until the next write clears it): reading it would cost
+    /// more than the misses it saves.
     #[inline]
-    pub(crate) fn warm(&self) {
+    pub(crate) fn warm(&self, expected: usize) {
+        if self.slots.len() > 16 * expected {
+            return;
+        }
         for line in self.slots.chunks(16) {
             core::hint::black_box(line[0]);
         }
