@@ -82,6 +82,9 @@ pub(crate) struct PendingMap {
 /// The fewest slots a table that holds anything has.
 const MIN_SLOTS: usize = 64;
 
+/// Slots in a 64-byte cache line.
+const SLOTS_PER_LINE: usize = 16;
+
 impl PendingMap {
     /// Ids with work.
     pub(crate) fn len(&self) -> usize {
@@ -111,101 +114,92 @@ impl PendingMap {
     /// more than the misses it saves.
     #[inline]
     pub(crate) fn warm(&self, expected: usize) {
-        if self.slots.len() > 16 * expected {
+        if self.slots.len() > SLOTS_PER_LINE * expected {
             return;
         }
-        for line in self.slots.chunks(16) {
+        for line in self.slots.chunks(SLOTS_PER_LINE) {
             core::hint::black_box(line[0]);
         }
     }
 
-    /// The slot `id` is filed in, if it has work.
+    /// Where `id` is filed: its slot and its position in `entries`, or,
+    /// if it has no work, the free slot that ends its probe. The table
+    /// must have slots.
     #[inline]
-    fn find(&self, id: ReplicationId) -> Option<usize> {
-        if self.slots.is_empty() {
-            return None;
-        }
+    fn probe(&self, id: ReplicationId) -> (usize, Option<usize>) {
         let mask = self.slots.len() - 1;
         let mut slot = home(id, mask);
         loop {
             match self.slots[slot] {
-                0 => return None,
-                filed if self.entries[filed as usize - 1].0 == id => return Some(slot),
+                0 => return (slot, None),
+                filed if self.entries[filed as usize - 1].0 == id => {
+                    return (slot, Some(filed as usize - 1));
+                }
                 _ => slot = (slot + 1) & mask,
             }
         }
     }
 
-    /// Files the last entry (at `pos`) in the first free slot from its
-    /// id's home, growing the table first if it would be over half full.
-    fn file(&mut self, pos: usize) {
-        if 2 * self.entries.len() > self.slots.len() {
-            self.rebuild((2 * self.entries.len()).next_power_of_two().max(MIN_SLOTS));
-            return;
+    /// The slot and position of `id`, if it has work.
+    #[inline]
+    fn find(&self, id: ReplicationId) -> Option<(usize, usize)> {
+        if self.slots.is_empty() {
+            return None;
         }
-        let mask = self.slots.len() - 1;
-        let mut slot = home(self.entries[pos].0, mask);
-        while self.slots[slot] != 0 {
-            slot = (slot + 1) & mask;
+        let (slot, pos) = self.probe(id);
+        Some((slot, pos?))
+    }
+
+    /// Adds work for `id`, merged with any already due.
+    pub(crate) fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
+        // Room for one more, so that the probe's free slot can take it.
+        let next = self.entries.len() + 1;
+        if 2 * next > self.slots.len() {
+            self.rebuild((2 * next).next_power_of_two().max(MIN_SLOTS));
         }
-        self.slots[slot] = pos as u32 + 1;
+        match self.probe(id) {
+            (_, Some(pos)) => {
+                let pending = &mut self.entries[pos].1;
+                pending.work = pending.work.merge(work);
+                pending.since = pending.since.min(since);
+            }
+            (free, None) => {
+                self.slots[free] = next as u32;
+                self.entries.push((id, Pending { work, since }));
+            }
+        }
     }
 
     /// A table of `slots` slots filing every entry.
     fn rebuild(&mut self, slots: usize) {
         self.slots.clear();
         self.slots.resize(slots, 0);
-        let mask = slots - 1;
-        for (pos, &(id, _)) in self.entries.iter().enumerate() {
-            let mut slot = home(id, mask);
-            while self.slots[slot] != 0 {
-                slot = (slot + 1) & mask;
-            }
-            self.slots[slot] = pos as u32 + 1;
-        }
-    }
-
-    /// Adds work for `id`, merged with any already due.
-    pub(crate) fn queue(&mut self, id: ReplicationId, work: Work, since: u64) {
-        match self.find(id) {
-            Some(slot) => {
-                let pending = &mut self.entries[self.slots[slot] as usize - 1].1;
-                pending.work = pending.work.merge(work);
-                pending.since = pending.since.min(since);
-            }
-            None => {
-                self.entries.push((id, Pending { work, since }));
-                self.file(self.entries.len() - 1);
-            }
+        for pos in 0..self.entries.len() {
+            let (free, _) = self.probe(self.entries[pos].0);
+            self.slots[free] = pos as u32 + 1;
         }
     }
 
     /// Makes the work of `id`, if it has any, due since `since` at the
     /// latest.
     pub(crate) fn hasten(&mut self, id: ReplicationId, since: u64) {
-        if let Some(slot) = self.find(id) {
-            let pending = &mut self.entries[self.slots[slot] as usize - 1].1;
+        if let Some((_, pos)) = self.find(id) {
+            let pending = &mut self.entries[pos].1;
             pending.since = pending.since.min(since);
         }
     }
 
     /// Drops the work of `id` (the last entry takes its place).
     pub(crate) fn remove(&mut self, id: &ReplicationId) -> Option<Pending> {
-        let slot = self.find(*id)?;
-        let pos = self.slots[slot] as usize - 1;
+        let (slot, pos) = self.find(*id)?;
         self.unfile(slot);
-        let last = self.entries.len();
-        let (_, pending) = self.entries.swap_remove(pos);
-        if pos + 1 < last {
-            // The last entry moved to `pos`: its slot follows.
-            let mask = self.slots.len() - 1;
-            let mut slot = home(self.entries[pos].0, mask);
-            while self.slots[slot] as usize != last {
-                slot = (slot + 1) & mask;
-            }
-            self.slots[slot] = pos as u32 + 1;
+        let last = self.entries.len() - 1;
+        if pos < last {
+            // The last entry moves to `pos`: its slot follows.
+            let (moved, _) = self.probe(self.entries[last].0);
+            self.slots[moved] = pos as u32 + 1;
         }
-        Some(pending)
+        Some(self.entries.swap_remove(pos).1)
     }
 
     /// Empties slot `hole`, moving back the entries after it that probed
@@ -321,8 +315,8 @@ mod tests {
                 let want: Vec<_> = list.iter().map(|&(id, p)| (id, p.work, p.since)).collect();
                 assert_eq!(got, want);
                 assert!(map.slots.is_empty() || map.slots.len() >= 2 * map.len());
-                for &(id, _) in &list {
-                    assert!(map.find(id).is_some(), "{id:?} not found");
+                for (pos, &(id, _)) in list.iter().enumerate() {
+                    assert_eq!(map.find(id).map(|(_, at)| at), Some(pos), "{id:?}");
                 }
             }
         }
