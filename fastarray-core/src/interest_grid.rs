@@ -251,7 +251,7 @@ struct Basis {
 }
 
 /// What a viewer saw of an item at the last update.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Had {
     seen: bool,
     /// Seen, and listed beyond the radius: in the viewer's `sticky` set.
@@ -762,11 +762,11 @@ impl InterestGrid {
         };
         viewer.listed = rect;
         let zones = viewer.zones(margin);
+        // The old basis stays the viewer's until every item is tested.
         let (basis, next) = (
             viewer.basis,
             Basis::new(viewer.center, viewer.radius, margin),
         );
-        viewer.basis = Some(next);
         // Each item of the area's cells is tested once, and only those
         // whose state changes are listed. An item that did not move since
         // the viewer's last refresh and lies well inside (or well outside)
@@ -777,12 +777,9 @@ impl InterestGrid {
         // (`None`: nowhere): what the old basis saw there, what the new one
         // sees here.
         let mut test = |id: ReplicationId, position: [f32; 2], was: Option<[f32; 2]>| {
-            let had = match (basis, was) {
-                (Some(basis), Some(was)) => basis.had(&viewer.sticky, id, was),
-                _ => Had::default(),
-            };
+            let had = viewer.had(id, was);
             let has = next.has(position, had.seen);
-            if (has.seen, has.sticky) != (had.seen, had.sticky) {
+            if has != had {
                 changes.push((id, had, has));
             }
         };
@@ -835,6 +832,7 @@ impl InterestGrid {
                 }
             }
         }
+        viewer.basis = Some(next);
         for (id, had, has) in changes.drain(..) {
             viewer.change(id, had, has, &mut |relevance| events(v, id, relevance));
         }
