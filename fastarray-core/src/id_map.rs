@@ -26,6 +26,7 @@
 
 use core::hash::{BuildHasher, Hasher};
 
+use hashbrown::hash_table::OccupiedEntry;
 use hashbrown::{HashMap, HashTable};
 
 use crate::id::ReplicationId;
@@ -136,13 +137,24 @@ impl<V> IdTable<V> {
     /// The value of `id`, to change, read at `place` if it is still there.
     #[inline]
     pub(crate) fn get_at_mut(&mut self, id: ReplicationId, place: Place) -> Option<&mut V> {
+        self.entry_at(id, place)
+            .map(|entry| &mut entry.into_mut().1)
+    }
+
+    /// The entry of `id`, taken at `place` if it is still there, else
+    /// looked up.
+    #[inline]
+    fn entry_at(
+        &mut self,
+        id: ReplicationId,
+        place: Place,
+    ) -> Option<OccupiedEntry<'_, (ReplicationId, V)>> {
         let table = match self.table.get_bucket_entry(place as usize) {
-            Ok(entry) if entry.get().0 == id => return Some(&mut entry.into_mut().1),
+            Ok(entry) if entry.get().0 == id => return Some(entry),
             Ok(entry) => entry.into_table(),
             Err(absent) => absent.into_table(),
         };
-        let (_, value) = table.find_mut(hash_of(id), |&(key, _)| key == id)?;
-        Some(value)
+        table.find_entry(hash_of(id), |&(key, _)| key == id).ok()
     }
 
     /// The value of `id`, made by `make` if it has none, and its place.
@@ -171,13 +183,7 @@ impl<V> IdTable<V> {
 
     /// Takes out the value of `id`, found at `place` if it is still there.
     pub(crate) fn remove_at(&mut self, id: ReplicationId, place: Place) -> Option<V> {
-        let table = match self.table.get_bucket_entry(place as usize) {
-            Ok(entry) if entry.get().0 == id => return Some(entry.remove().0.1),
-            Ok(entry) => entry.into_table(),
-            Err(absent) => absent.into_table(),
-        };
-        let entry = table.find_entry(hash_of(id), |&(key, _)| key == id);
-        entry.ok().map(|entry| entry.remove().0.1)
+        self.entry_at(id, place).map(|entry| entry.remove().0.1)
     }
 
     /// Keeps the entries for which `keep` says so.

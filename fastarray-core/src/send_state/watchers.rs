@@ -158,11 +158,16 @@ impl Watchers {
     /// them) and does nothing with them, so that the calls on them that
     /// follow find them in the cache (see [`read_chains`]).
     pub(crate) fn warm(&self, ids: impl IntoIterator<Item = ReplicationId>) {
+        read_chains(&self.blocks, &self.heads_of(ids));
+    }
+
+    /// The heads of the lists of the first [`LOOKAHEAD`] of `ids`.
+    fn heads_of(&self, ids: impl IntoIterator<Item = ReplicationId>) -> [Option<Head>; LOOKAHEAD] {
         let mut heads = [None; LOOKAHEAD];
         for (head, id) in heads.iter_mut().zip(ids) {
             *head = self.heads.get(&id).copied();
         }
-        read_chains(&self.blocks, &heads);
+        heads
     }
 
     /// Calls `each` with every item of `run` (the first [`LOOKAHEAD`] of
@@ -174,10 +179,7 @@ impl Watchers {
         run: &[(ReplicationId, X)],
         mut each: impl FnMut(ReplicationId, X, u32),
     ) {
-        let mut heads = [None; LOOKAHEAD];
-        for (head, &(id, _)) in heads.iter_mut().zip(run) {
-            *head = self.heads.get(&id).copied();
-        }
+        let heads = self.heads_of(run.iter().map(|&(id, _)| id));
         read_chains(&self.blocks, &heads);
         for (&head, &(id, x)) in heads.iter().zip(run) {
             if let Some(head) = head {
