@@ -191,6 +191,23 @@ impl<V> IdTable<V> {
         self.table.retain(|(id, value)| keep(*id, value));
     }
 
+    /// Gives back room beyond twice its entries, once it holds more than
+    /// four times the room they need (after a burst, or once most entries
+    /// went elsewhere): a table far bigger than its entries is read a
+    /// cache line per lookup all the same. It keeps room for 512
+    /// entries whatever it holds, so that a table whose entries come and
+    /// go each tick is not grown again each tick.
+    pub(crate) fn shrink(&mut self) {
+        /// Half the entries a table keeps room for, at least (a
+        /// caught-up connection's records of a churning tick: a few
+        /// hundred adds and removals in flight).
+        const FLOOR: usize = 128;
+        let len = self.table.len().max(FLOOR);
+        if self.table.capacity() > 4 * len {
+            self.table.shrink_to(2 * len, |&(key, _)| hash_of(key));
+        }
+    }
+
     /// Every entry, in no order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (ReplicationId, &V)> + '_ {
         self.table.iter().map(|(id, value)| (*id, value))

@@ -144,3 +144,95 @@ fn entries_written_by_the_commit_are_the_message_a_connection_would_plan() {
     let frame = server.store.frame();
     assert!(!server.sender.as_ref().unwrap().body.holds(frame));
 }
+
+mod follower {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::id::ReplicationId;
+
+    /// One tick of [`a_view_taking_entries_later_writes_the_same_bytes`].
+    #[derive(Clone, Debug)]
+    struct Tick {
+        /// Units pushed.
+        adds: u8,
+        /// Which live units are removed (every `removes`-th, from an offset).
+        removes: (u8, u8),
+        /// Which live units change (every `changes`-th).
+        changes: u8,
+        /// For each packet in flight, oldest first: acknowledged now (0),
+        /// lost now (1), or left in flight (2 and more).
+        fates: Vec<u8>,
+    }
+
+    fn tick() -> impl Strategy<Value = Tick> {
+        (
+            0..6u8,
+            (0..12u8, 0..4u8),
+            1..8u8,
+            prop::collection::vec(
+                prop_oneof![6 => Just(0u8), 1 => Just(1u8), 3 => 2..4u8],
+                0..6,
+            ),
+        )
+            .prop_map(|(adds, removes, changes, fates)| Tick {
+                adds,
+                removes,
+                changes,
+                fates,
+            })
+    }
+
+    proptest! {
+        /// A caught-up connection's view takes the entries of a frame's
+        /// shared message at the next thing asked of it, or folds them into
+        /// the packet's acknowledgement: every message, answer and count is
+        /// what a view taking them as the packet is written gives, through
+        /// adds, removals, losses, acknowledgements out of order, and
+        /// packets left in flight past later writes.
+        #[test]
+        fn a_view_taking_entries_later_writes_the_same_bytes(ticks in prop::collection::vec(tick(), 1..40)) {
+            let (mut server, mut ids, mut later) = caught_up(40);
+            let mut at_once = later.clone();
+            let mut in_flight: Vec<u32> = Vec::new();
+            let (mut packet, mut made) = (1u32, 40u16);
+            for tick in ticks {
+                for _ in 0..tick.adds {
+                    made += 1;
+                    ids.push(server.push(Unit { hp: made, team: 1, name: format!("n{made}") }));
+                }
+                let (every, from) = tick.removes;
+                if every > 0 {
+                    let gone: Vec<ReplicationId> =
+                        ids.iter().skip(from as usize).step_by(every as usize * 3).copied().collect();
+                    for id in gone {
+                        server.remove(id);
+                        ids.retain(|&kept| kept != id);
+                    }
+                }
+                for &id in ids.iter().step_by(tick.changes as usize) {
+                    server.get_mut(id).unwrap().hp += 1;
+                }
+                server.commit();
+                let a = write(&mut server, &mut later, packet, None, true);
+                let b = write(&mut server, &mut at_once, packet, None, true);
+                prop_assert_eq!(&a, &b, "packet {}", packet);
+                at_once.replay_now();
+                in_flight.push(packet);
+                packet += 1;
+                let mut kept = Vec::new();
+                for (i, p) in in_flight.drain(..).enumerate() {
+                    match tick.fates.get(i).copied().unwrap_or(0) {
+                        0 => prop_assert_eq!(later.on_ack(p), at_once.on_ack(p)),
+                        1 => prop_assert_eq!(later.on_loss(p), at_once.on_loss(p)),
+                        _ => kept.push(p),
+                    }
+                }
+                in_flight = kept;
+                prop_assert_eq!(later.client_items(), at_once.client_items());
+                prop_assert_eq!(later.pending_items(), at_once.pending_items());
+                prop_assert_eq!(later.packets_in_flight(), at_once.packets_in_flight());
+            }
+        }
+    }
+}

@@ -32,6 +32,7 @@ impl SendState {
     /// Records that the client holds item `id` at key `key` (from a
     /// snapshot), with `inner` the states of its arrays, if it has any.
     pub(crate) fn hold(&mut self, id: ReplicationId, key: ReplicationKey, inner: Vec<SendState>) {
+        self.replay();
         self.views.insert_known(id, key);
         if !inner.is_empty() {
             self.inner.insert(id, inner);
@@ -65,6 +66,7 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        self.replay();
         // Losses first, as if reported at the last write.
         let lost_resolved = self.resolve_lost_shared(history, structure);
         let resynced = match history.since(self.cursor) {
@@ -97,6 +99,7 @@ impl SendState {
         structure: FieldMask,
         items: &dyn Holdings,
     ) -> bool {
+        self.replay();
         // A lost shared message (taken before the scope was set) names
         // its changes only in the history ring, which this path does not
         // read: compare instead.

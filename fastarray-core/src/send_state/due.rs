@@ -136,6 +136,7 @@ impl SendState {
     /// client joined with a snapshot) that choice stays.
     #[inline]
     pub(crate) fn start_write(&mut self, frame: u64) {
+        self.replay();
         while let Some(record) = self.retirement.take_expired(frame) {
             self.retire_lost(record);
         }

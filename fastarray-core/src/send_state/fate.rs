@@ -2,10 +2,12 @@
 //! each packet carried, an acknowledgement making it known to the client,
 //! a loss putting its work back (and the arrays' inside its items).
 
+use core::num::NonZeroU64;
+
 use super::pending::Work;
 use super::retirement::{Record, RecordEntry};
-use super::view::Holding;
-use super::{LOOKAHEAD, LostFields, LostShared, SendState};
+use super::view::{Holding, Views};
+use super::{LOOKAHEAD, LostFields, LostShared, SendState, Unwritten};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -127,6 +129,15 @@ impl SendState {
     /// `changed` known items, which update nothing here (the connection
     /// was caught up, so nothing is pending) and are not listed: they are
     /// the frame's changes in the history ring.
+    ///
+    /// The view takes the entries later, at the first thing this state is
+    /// asked to do next ([`replay`](Self::replay)), so in the order they
+    /// were written. When that is the acknowledgement of this very packet
+    /// (a caught-up connection on a link that answers within a tick), an
+    /// add of an item new to the client and a removal of an item it knew at
+    /// rest each come to one change of a plain item: no entry is made for
+    /// the add, none is brought back for the removal. A follower of the
+    /// array keeps no per-item view of its adds and removals.
     #[inline]
     pub(crate) fn record_shared(
         &mut self,
@@ -140,7 +151,20 @@ impl SendState {
         record.extend_from_slice(entries);
         // At most one entry per item, and items are counted in `usize`.
         let changed = u32::try_from(changed).unwrap_or(u32::MAX);
-        self.record(packet, frame, frame, record, changed, all_fields);
+        if record.is_empty() {
+            self.record(packet, frame, frame, record, changed, all_fields);
+        } else {
+            // What `record` does, but the view's part.
+            debug_assert!(self.unwritten.is_none() && self.scope.is_none());
+            self.all_fields = all_fields;
+            self.written_frame = self.written_frame.max(frame);
+            self.unwritten = Some(Unwritten {
+                seq: NonZeroU64::new(self.retirement.next_seq())
+                    .expect("sequence numbers start at 1"),
+                oldest: self.retirement.oldest_seq(),
+            });
+            self.retirement.push(packet, frame, frame, record, changed);
+        }
         self.cursor = frame + 1;
         // Nothing is pending; its capacity goes back to that (after a
         // first full sync written per item, say).
@@ -259,6 +283,55 @@ impl SendState {
         undelivered.checked_sub(1)
     }
 
+    /// Lets the view take the entries of the record it has not taken yet
+    /// (see [`record_shared`](Self::record_shared)): called first by
+    /// everything else that reads or changes the view, so that it takes
+    /// every record's entries in the order they were written, before
+    /// anything that came after.
+    #[inline]
+    pub(super) fn replay(&mut self) {
+        if let Some(unwritten) = self.unwritten.take() {
+            if let Some(record) = self.retirement.get_mut(unwritten.seq.get()) {
+                take_entries(&mut self.views, record, unwritten, self.all_fields);
+            }
+        }
+    }
+
+    /// [`replay`](Self::replay), for the tests that compare a view taking
+    /// a record's entries later with one taking them as it is written.
+    #[cfg(test)]
+    pub(crate) fn replay_now(&mut self) {
+        self.replay();
+    }
+
+    /// Acknowledges `record`, whose entries the view had not taken yet
+    /// (`unwritten`): what taking them and then acknowledging them does,
+    /// in one step for each plain item added or removed (see
+    /// [`Views::written_acknowledged`]), and in two for any other.
+    fn ack_unwritten(&mut self, record: &mut Record, unwritten: Unwritten) {
+        let mut others = Vec::new();
+        for (i, entry) in record.entries.iter_mut().enumerate() {
+            match self.views.written_acknowledged(entry.id, entry.work()) {
+                Some(dropped) => {
+                    if dropped {
+                        self.inner.remove(&entry.id);
+                    }
+                }
+                None => {
+                    let work = entry.work();
+                    entry.place =
+                        self.views
+                            .written(entry.id, work, unwritten.seq.get(), self.all_fields);
+                    others.push(i);
+                }
+            }
+        }
+        self.views.trim(unwritten.oldest);
+        for i in others {
+            self.ack_entry(&record.entries[i], record.packet, record.frame, record.seq);
+        }
+    }
+
     /// Records a packet about to be written with `entries`, and updates
     /// what the client may hold. `shared` counts the known items whose
     /// changed fields a frame's shared message carried besides `entries`:
@@ -287,37 +360,25 @@ impl SendState {
     }
 
     /// Makes what an acknowledged record carried known to the client.
-    pub(super) fn ack_record(&mut self, record: Record) {
+    pub(super) fn ack_record(&mut self, mut record: Record) {
         if record.frame + WINDOW <= self.written_frame {
             self.retire_lost(record);
             return;
         }
-        for (i, entry) in record.entries.iter().enumerate() {
-            if i % LOOKAHEAD == 0 {
-                let ahead = record.entries[i..].iter().take(LOOKAHEAD);
-                self.views
-                    .warm_at(ahead.map(|entry| (entry.id, entry.place)));
+        match self.unwritten {
+            Some(unwritten) if unwritten.seq.get() == record.seq => {
+                self.unwritten = None;
+                self.ack_unwritten(&mut record, unwritten);
             }
-            // Late acks can retire the arrays' own old records as lost.
-            let inner_due = self.route(entry.id, record.packet, true);
-            if inner_due
-                && self
-                    .views
-                    .get(entry.id)
-                    .is_some_and(|view| view.holding != Holding::RemoveInFlight)
-            {
-                self.queue_inner_work(entry.id, record.frame);
-            }
-            if self.views.acknowledged(
-                (entry.id, entry.place),
-                entry.work(),
-                entry.key,
-                record.seq,
-                self.written_frame,
-            ) {
-                self.inner.remove(&entry.id);
-                if let (Work::Exit, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
-                    scope.exit_acknowledged(entry.id, record.frame);
+            _ => {
+                self.replay();
+                for (i, entry) in record.entries.iter().enumerate() {
+                    if i % LOOKAHEAD == 0 {
+                        let ahead = record.entries[i..].iter().take(LOOKAHEAD);
+                        self.views
+                            .warm_at(ahead.map(|entry| (entry.id, entry.place)));
+                    }
+                    self.ack_entry(entry, record.packet, record.frame, record.seq);
                 }
             }
         }
@@ -325,7 +386,38 @@ impl SendState {
             self.acked_frame
                 .map_or(record.frame, |f| f.max(record.frame)),
         );
+        if !record.entries.is_empty() {
+            // Its items may have come to rest, and left the map.
+            self.views.shrink();
+        }
         self.retirement.recycle(record);
+    }
+
+    /// Makes `entry` of the acknowledged record `seq` (packet `packet`, of
+    /// frame `frame`) known to the client.
+    fn ack_entry(&mut self, entry: &RecordEntry, packet: u32, frame: u64, seq: u64) {
+        // Late acks can retire the arrays' own old records as lost.
+        let inner_due = self.route(entry.id, packet, true);
+        if inner_due
+            && self
+                .views
+                .get(entry.id)
+                .is_some_and(|view| view.holding != Holding::RemoveInFlight)
+        {
+            self.queue_inner_work(entry.id, frame);
+        }
+        if self.views.acknowledged(
+            (entry.id, entry.place),
+            entry.work(),
+            entry.key,
+            seq,
+            self.written_frame,
+        ) {
+            self.inner.remove(&entry.id);
+            if let (Work::Exit, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
+                scope.exit_acknowledged(entry.id, frame);
+            }
+        }
     }
 
     /// Passes the fate of `packet` on to the send states of item `id`'s
@@ -353,7 +445,14 @@ impl SendState {
 
     /// Puts back what a lost record carried, except what a later record
     /// carried for the same item (that record's own fate takes care of it).
-    pub(super) fn retire_lost(&mut self, record: Record) {
+    pub(super) fn retire_lost(&mut self, mut record: Record) {
+        match self.unwritten {
+            Some(unwritten) if unwritten.seq.get() == record.seq => {
+                self.unwritten = None;
+                take_entries(&mut self.views, &mut record, unwritten, self.all_fields);
+            }
+            _ => self.replay(),
+        }
         for entry in &record.entries {
             let inner_due = self.route(entry.id, record.packet, false);
             let Some(view) = self.views.get(entry.id) else {
@@ -381,6 +480,23 @@ impl SendState {
                 items: record.shared,
             });
         }
+        if !record.entries.is_empty() {
+            self.views.shrink();
+        }
         self.retirement.recycle(record);
     }
+}
+
+/// The view takes the entries of `record`, which it had not taken
+/// (`unwritten`): what [`SendState::record`] does when it writes one.
+fn take_entries(
+    views: &mut Views,
+    record: &mut Record,
+    unwritten: Unwritten,
+    all_fields: FieldMask,
+) {
+    for entry in &mut record.entries {
+        entry.place = views.written(entry.id, entry.work(), unwritten.seq.get(), all_fields);
+    }
+    views.trim(unwritten.oldest);
 }

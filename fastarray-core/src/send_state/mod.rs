@@ -7,6 +7,8 @@
 //! The state knows nothing of the items' type: ids, keys, field masks and
 //! frames. The writer asks it what is due and tells it what was written.
 
+use core::num::NonZeroU64;
+
 use hashbrown::HashMap;
 
 pub(crate) mod audience;
@@ -67,14 +69,18 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// commits) keeps the mirror up to date but never settles; see `WIRE.md`.
 ///
 /// # Memory
-/// Per item the client may hold (or, with a scope, in scope), one 16-byte
-/// hash map entry (id, state, acknowledged key, records in flight, the
-/// scope's priority and detail level), and 48 bytes more while two or more
-/// packets that carried it are in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
+/// Per item the client knows at rest (no packet in flight carries it, no
+/// scope marks it) on a connection naming items by ids, one bit, in words
+/// of 64 consecutive ids (a caught-up connection of 10 000 items keeps
+/// about half a byte per item). Per other item the client may hold (or,
+/// with a scope, in scope), one 16-byte hash map entry (id, state,
+/// acknowledged key, records in flight, the scope's priority and detail
+/// level), and 48 bytes more while two or more packets that carried it are
+/// in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
-/// client may hold, one inner `SendState` (360 bytes before its own
+/// client may hold, one inner `SendState` (440 bytes before its own
 /// entries) per array field. Hash maps add one control byte per bucket and
 /// keep between 1 and 2 buckets per entry; the pending list, like them,
 /// shrinks back after a burst.
@@ -116,6 +122,18 @@ pub struct SendState {
     /// The client this connection serves, as item ownership names it
     /// ([`set_client`](Self::set_client)); `None`: it owns nothing.
     client: Option<u64>,
+    /// The newest record, of a frame's shared message, if the view has not
+    /// taken its entries yet (see [`record_shared`](Self::record_shared)).
+    unwritten: Option<Unwritten>,
+}
+
+/// A record whose entries the view has not taken yet: its sequence number,
+/// and the oldest record in flight when it was written (what the view's
+/// [`trim`](view::Views::trim) is given once it takes them).
+#[derive(Clone, Copy, Debug)]
+struct Unwritten {
+    seq: NonZeroU64,
+    oldest: u64,
 }
 
 /// Fields of an item that a lost record of frame `frame` carried, due
@@ -233,6 +251,7 @@ impl SendState {
             inner: HashMap::new(),
             scope: None,
             client: None,
+            unwritten: None,
         }
     }
 
@@ -306,7 +325,18 @@ impl SendState {
 
     /// Items the client may hold (known, or with an add or removal in flight).
     pub fn client_items(&self) -> usize {
-        self.views.len()
+        // The entries of a record the view has not taken yet: an item new
+        // to it is one more.
+        let unwritten = self
+            .unwritten
+            .and_then(|unwritten| self.retirement.get(unwritten.seq.get()));
+        let new = unwritten.map_or(0, |record| {
+            let entries = record.entries.iter();
+            entries
+                .filter(|entry| !self.views.contains(entry.id))
+                .count()
+        });
+        self.views.len() + new
     }
 
     /// Send states kept for arrays inside items (`#[replicate(array)]`
@@ -330,7 +360,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            360,
+            440,
             "per array inside an item"
         );
     }

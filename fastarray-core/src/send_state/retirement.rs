@@ -161,6 +161,20 @@ impl Retirement {
         self.records.remove(index)
     }
 
+    /// The record of sequence number `seq`, if it is in flight (the newest
+    /// is found first).
+    pub(crate) fn get(&self, seq: u64) -> Option<&Record> {
+        self.records.iter().rev().find(|record| record.seq == seq)
+    }
+
+    /// [`get`](Self::get), to change.
+    pub(crate) fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
+        self.records
+            .iter_mut()
+            .rev()
+            .find(|record| record.seq == seq)
+    }
+
     /// Takes out the oldest record if it is a whole window older than
     /// `frame`: the mirror ignores it if it ever arrives.
     #[inline]

@@ -73,6 +73,7 @@ impl SendState {
     /// The connection is caught up to `frame`. Returns the items frozen
     /// ([`ScopeExit::Persist`]), which the array must keep watching.
     pub(crate) fn set_scope(&mut self, scope: Scope, frame: u64) -> Vec<ReplicationId> {
+        self.replay();
         let persist = scope.exit() == ScopeExit::Persist;
         self.scope = Some(Box::new(scope));
         self.views.clear_scope();

@@ -18,9 +18,11 @@ use crate::id_map::{IdMap, IdTable, Place};
 use crate::mask::FieldMask;
 
 mod flight;
+mod plain;
 mod rest;
 
 pub(crate) use flight::Flight;
+use plain::Plain;
 use rest::{ACKED, FLIGHT, IN_SCOPE, Rest};
 
 /// What the client may hold of one item (what is kept of it at rest; the
@@ -88,6 +90,24 @@ fn give_back(handles: &mut Option<Box<Handles>>, rest: &Rest, after: Option<u64>
     }
 }
 
+/// The entry of `id` in `map`, made if it has none: a plain item's entry
+/// (taken out of `plain`), or one for an item the client holds nothing of.
+/// Returns its place.
+#[inline]
+fn entry<'a>(
+    map: &'a mut IdTable<Rest>,
+    plain: &mut Plain,
+    id: ReplicationId,
+) -> (Place, &'a mut Rest) {
+    map.or_insert_with(id, || {
+        if plain.remove(id) {
+            Rest::known()
+        } else {
+            Rest::absent()
+        }
+    })
+}
+
 /// Whether record `seq` carried an earlier stay of `id` than its entry
 /// `rest`'s (made by a later record, still guarded).
 fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -> bool {
@@ -103,10 +123,20 @@ fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -
 /// only while two or more records that carried it are in flight (an item
 /// changed in consecutive packets before the first was acknowledged), so
 /// a tick that writes each changed item once touches no second map.
+///
+/// On a connection naming items by ids, an item the client knows at rest
+/// (no record in flight carries it, no flight is kept, no scope marks it)
+/// has no entry: it is a bit of [`Plain`], from the moment it comes to
+/// rest until anything needs an entry for it again. Its acknowledged key
+/// is not kept: a resynchronisation finds it up to date by frames alone.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
-    /// An entry per item the client may hold or the scope holds.
+    /// An entry per item the client may hold or the scope holds, but the
+    /// plain ones.
     map: IdTable<Rest>,
+    /// The items the client knows at rest (none while the connection
+    /// names items by handles, whose entries keep them).
+    plain: Plain,
     flights: IdMap<Flight>,
     /// The oldest record that made an entry still guarded (see
     /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
@@ -121,12 +151,15 @@ pub(crate) struct Views {
     /// leave and come back, so that records of its earlier stay may be in
     /// flight when it is added again (see [`Flight::born`]).
     scoped: bool,
+    /// The highest raw id that ever had an entry or a plain bit here: an
+    /// id above it has neither, with no lookup.
+    newest: u64,
 }
 
 impl Views {
     /// The view of `id`, if the client may hold it.
     pub(crate) fn get(&self, id: ReplicationId) -> Option<View> {
-        let rest = self.map.get(id)?;
+        let rest = self.rest(id)?;
         Some(View {
             holding: rest.holding()?,
             acked: rest.flags & ACKED != 0,
@@ -134,11 +167,37 @@ impl Views {
         })
     }
 
+    /// What is kept of `id`: its entry, or a plain item's.
+    #[inline]
+    fn rest(&self, id: ReplicationId) -> Option<Rest> {
+        match self.map.get(id) {
+            Some(rest) => Some(*rest),
+            None => self.plain.contains(id).then(Rest::known),
+        }
+    }
+
+    /// Makes `id`'s entry a plain item if it came to rest (see
+    /// [`Views`]): called wherever an entry may have.
+    #[inline]
+    fn settle(&mut self, id: ReplicationId) {
+        if self.handles.is_none() && self.map.get(id).is_some_and(Rest::at_rest) {
+            self.map.remove(id);
+            self.plain.insert(id);
+        }
+    }
+
+    /// Gives back the map's room once it is far beyond its entries (after
+    /// a first full sync, whose entries became plain items): a table far
+    /// bigger than its entries costs a cache line per lookup all the same.
+    #[inline]
+    pub(crate) fn shrink(&mut self) {
+        self.map.shrink();
+    }
+
     /// How the connection sees `id` and what its client holds of it, in
     /// one lookup (what [`seen`](Self::seen) and [`get`](Self::get) say).
     pub(crate) fn look(&self, id: ReplicationId) -> (Option<Seen>, Option<Holding>) {
-        self.map
-            .get(id)
+        self.rest(id)
             .map_or((None, None), |rest| (rest.seen(), rest.holding()))
     }
 
@@ -173,9 +232,7 @@ impl Views {
 
     /// Whether the client may hold `id`.
     pub(crate) fn contains(&self, id: ReplicationId) -> bool {
-        self.map
-            .get(id)
-            .is_some_and(|rest| rest.holding().is_some())
+        self.rest(id).is_some_and(|rest| rest.holding().is_some())
     }
 
     /// Items the client may hold.
@@ -195,6 +252,7 @@ impl Views {
             .iter()
             .filter(|(_, rest)| rest.holding().is_some())
             .map(|(id, _)| id)
+            .chain(self.plain.iter())
     }
 
     // The scope's marks (its rules are `send_state::scope`'s).
@@ -220,7 +278,8 @@ impl Views {
     /// (an item in scope already keeps how it is seen).
     pub(crate) fn enter_scope(&mut self, id: ReplicationId, seen: Seen) -> bool {
         self.scoped = true;
-        let rest = self.map.or_insert_with(id, Rest::absent).1;
+        self.newest = self.newest.max(id.to_raw());
+        let rest = entry(&mut self.map, &mut self.plain, id).1;
         let entered = rest.flags & IN_SCOPE == 0;
         if entered {
             rest.set_seen(seen);
@@ -241,18 +300,23 @@ impl Views {
             // Its handle, if it took one, was never written.
             give_back(&mut self.handles, rest, None);
             self.map.remove(id);
+        } else {
+            self.settle(id);
         }
         true
     }
 
     /// Empties the scope (a new one starts): the entries only in it go.
     pub(crate) fn clear_scope(&mut self) {
-        let handles = &mut self.handles;
-        self.map.retain(|_, rest| {
+        let (handles, plain) = (&mut self.handles, &mut self.plain);
+        self.map.retain(|id, rest| {
             rest.clear_seen();
             let held = rest.holding().is_some();
             if !held {
                 give_back(handles, rest, None);
+            } else if handles.is_none() && rest.at_rest() {
+                plain.insert(id);
+                return false;
             }
             held
         });
@@ -301,8 +365,9 @@ impl Views {
     /// none).
     pub(crate) fn for_write(&mut self, id: ReplicationId, frame: u64) -> ForWrite {
         let Some(rest) = self.map.get_mut(id) else {
+            // A plain item has no handle: none is kept while handles are.
             return ForWrite {
-                holding: None,
+                holding: self.plain.contains(id).then_some(Holding::Known),
                 seen: None,
                 wire: id,
             };
@@ -325,7 +390,17 @@ impl Views {
 
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
-        let rest = self.map.or_insert_with(id, Rest::absent).1;
+        self.newest = self.newest.max(id.to_raw());
+        if self.handles.is_none() && self.map.get(id).is_none() {
+            // The key is not kept: a snapshot's items are not acknowledged
+            // records', and a resynchronisation goes by frames for them.
+            if self.plain.insert(id) {
+                self.held += 1;
+                self.known += 1;
+            }
+            return;
+        }
+        let rest = entry(&mut self.map, &mut self.plain, id).1;
         match rest.holding() {
             None => self.held += 1,
             Some(Holding::Known) => self.known -= 1,
@@ -338,6 +413,7 @@ impl Views {
         rest.set_holding(Holding::Known);
         rest.word = key.to_raw();
         self.known += 1;
+        self.settle(id);
     }
 
     /// Updates the view of `id` for record `seq`, which carried `work`
@@ -352,7 +428,8 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) -> Place {
-        let (place, rest) = self.map.or_insert_with(id, Rest::absent);
+        self.newest = self.newest.max(id.to_raw());
+        let (place, rest) = entry(&mut self.map, &mut self.plain, id);
         let new = rest.holding().is_none();
         // A whole value of a new shape (an enum's variant) for an item the
         // client knows supersedes whatever older records carried, as an add
@@ -416,6 +493,42 @@ impl Views {
         place
     }
 
+    /// What [`written`](Self::written) and then
+    /// [`acknowledged`](Self::acknowledged) for one record do to `id`, in
+    /// one step, where that is all they do to a plain item: an add of an
+    /// item the client holds nothing of makes it a plain item, a removal of
+    /// a plain item forgets it (returns whether the client no longer holds
+    /// the item). `None`, having done nothing, for anything else (an item
+    /// with an entry, a connection by handles or with a scope, any other
+    /// work): the caller takes the two steps.
+    #[inline]
+    pub(crate) fn written_acknowledged(&mut self, id: ReplicationId, work: Work) -> Option<bool> {
+        if self.handles.is_some() || self.scoped {
+            return None;
+        }
+        match work {
+            // Plain items and entries are apart: a plain item has none.
+            Work::Remove | Work::Exit if self.plain.remove(id) => {
+                self.held -= 1;
+                self.known -= 1;
+                Some(true)
+            }
+            // An item new to the client: a new id (dealt out after every
+            // one it was sent, usually), or one with neither.
+            Work::Add { .. }
+                if id.to_raw() > self.newest
+                    || self.map.get(id).is_none() && !self.plain.contains(id) =>
+            {
+                self.newest = self.newest.max(id.to_raw());
+                self.plain.insert(id);
+                self.held += 1;
+                self.known += 1;
+                Some(false)
+            }
+            _ => None,
+        }
+    }
+
     /// Gives back room for flights far beyond what a record needs: a join
     /// puts every item in flight at once. Called after each record is
     /// written (not as flights land: a tick's flights all land, and the
@@ -436,7 +549,8 @@ impl Views {
     #[cold]
     fn trim_flights(&mut self, oldest: u64) {
         if self.first_guard <= oldest {
-            let (map, mut first) = (&mut self.map, u64::MAX);
+            let (map, plain, mut first) = (&mut self.map, &mut self.plain, u64::MAX);
+            let by_ids = self.handles.is_none();
             self.flights.retain(|id, flight| {
                 if flight.born == 0 {
                     return true;
@@ -449,6 +563,10 @@ impl Views {
                 match map.get_mut(*id) {
                     Some(rest) if rest.in_flight == 0 => {
                         rest.flags &= !FLIGHT;
+                        if by_ids && rest.at_rest() {
+                            map.remove(*id);
+                            plain.insert(*id);
+                        }
                         false
                     }
                     Some(_) => true,
@@ -536,6 +654,11 @@ impl Views {
                 flight.remove();
             }
         }
+        if rest.at_rest() && self.handles.is_none() {
+            // At rest: a plain item from now on.
+            self.map.remove_at(id, place);
+            self.plain.insert(id);
+        }
         false
     }
 
@@ -557,6 +680,7 @@ impl Views {
                 }
             }
         }
+        self.settle(id);
     }
 
     /// What must be sent again because `entry`, written in record `seq`,
@@ -568,7 +692,7 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) -> Option<Work> {
-        let rest = self.map.get(entry.id)?;
+        let rest = &self.rest(entry.id)?;
         let holding = rest.holding()?;
         if is_stale(&self.flights, entry.id, rest, seq) {
             // The id's earlier stay: the client dropped that copy.
@@ -617,7 +741,156 @@ impl Views {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// One step of [`plain_items_answer_as_entries_do`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// A record carries item `.0` (work kind `.1`).
+        Write(u64, u8),
+        /// The `.0`-th record entry in flight is acknowledged, or (`.1`)
+        /// lost.
+        Settle(usize, bool),
+        Trim,
+        Snapshot(u64),
+        Enter(u64),
+        Leave(u64),
+        ClearScope,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0..16u64, 0..5u8).prop_map(|(id, kind)| Step::Write(id, kind)),
+            4 => (any::<usize>(), any::<bool>()).prop_map(|(i, lost)| Step::Settle(i, lost)),
+            1 => Just(Step::Trim),
+            1 => (0..16u64).prop_map(Step::Snapshot),
+            1 => (0..16u64).prop_map(Step::Enter),
+            1 => (0..16u64).prop_map(Step::Leave),
+            1 => Just(Step::ClearScope),
+        ]
+    }
+
+    proptest! {
+        /// The same steps given to a connection naming items by ids (whose
+        /// items at rest are plain items) and to one naming them by
+        /// handles (which keeps every entry) leave the same view: every
+        /// holding, scope mark, count and answer of a loss and an
+        /// acknowledgement is the same, step after step.
+        #[test]
+        fn plain_items_answer_as_entries_do(steps in prop::collection::vec(step(), 0..120)) {
+            let (mut ids, mut handles) = (Views::default(), Views::default());
+            handles.start_handles();
+            let all = FieldMask::all(3);
+            let key = ReplicationKey::default();
+            let mut in_flight: Vec<RecordEntry> = Vec::new();
+            let mut seqs: Vec<u64> = Vec::new();
+            let mut seq = 0;
+            let (mut written_ever, mut gone) = (BTreeSet::new(), BTreeSet::new());
+            for step in steps {
+                match step {
+                    Step::Write(raw, kind) => {
+                        let work = match kind {
+                            0 => Work::Add { structural: true },
+                            1 => Work::Add { structural: false },
+                            2 => Work::Fields(FieldMask::from_bits(0b011)),
+                            3 => Work::Remove,
+                            _ => Work::Exit,
+                        };
+                        // As an array writes: an item is added before
+                        // anything else, and once it was removed or left
+                        // the scope it comes back only through a scope.
+                        let sent = written_ever.contains(&raw);
+                        let comes_back = gone.contains(&raw) && !ids.scoped;
+                        if matches!(work, Work::Add { .. }) && comes_back
+                            || !matches!(work, Work::Add { .. }) && !sent
+                        {
+                            continue;
+                        }
+                        if work.drops() {
+                            gone.insert(raw);
+                        } else if matches!(work, Work::Add { .. }) {
+                            gone.remove(&raw);
+                        }
+                        written_ever.insert(raw);
+                        seq += 1;
+                        ids.written(id(raw), work, seq, all);
+                        handles.written(id(raw), work, seq, all);
+                        in_flight.push(RecordEntry::new(id(raw), work, key, seq, seq));
+                        seqs.push(seq);
+                    }
+                    Step::Settle(_, _) if in_flight.is_empty() => {}
+                    Step::Settle(i, lost) => {
+                        let i = i % in_flight.len();
+                        let (entry, seq) = (in_flight.remove(i), seqs.remove(i));
+                        if lost {
+                            prop_assert_eq!(
+                                ids.lost_work(&entry, seq, all),
+                                handles.lost_work(&entry, seq, all)
+                            );
+                            ids.lost(entry.id, seq);
+                            handles.lost(entry.id, seq);
+                        } else {
+                            let a = ids.acknowledged((entry.id, UNKNOWN), entry.work(), key, seq, seq);
+                            let b = handles.acknowledged((entry.id, UNKNOWN), entry.work(), key, seq, seq);
+                            prop_assert_eq!(a, b);
+                        }
+                    }
+                    Step::Trim => {
+                        let oldest = seqs.iter().copied().min().unwrap_or(seq + 1);
+                        ids.trim(oldest);
+                        handles.trim(oldest);
+                    }
+                    // A snapshot's items have no record in flight (a
+                    // connection joins by snapshot before any write).
+                    Step::Snapshot(raw) if in_flight.iter().any(|e| e.id == id(raw)) => {}
+                    Step::Snapshot(raw) => {
+                        ids.insert_known(id(raw), key);
+                        handles.insert_known(id(raw), key);
+                    }
+                    Step::Enter(raw) => {
+                        prop_assert_eq!(
+                            ids.enter_scope(id(raw), Seen::default()),
+                            handles.enter_scope(id(raw), Seen::default())
+                        );
+                    }
+                    Step::Leave(raw) => {
+                        prop_assert_eq!(ids.leave_scope(id(raw)), handles.leave_scope(id(raw)));
+                    }
+                    Step::ClearScope => {
+                        ids.clear_scope();
+                        handles.clear_scope();
+                    }
+                }
+                for raw in 0..16 {
+                    // What a lost shared message's changed fields put back.
+                    let shared = RecordEntry::new(id(raw), Work::Fields(FieldMask::from_bits(0b101)), key, seq, seq);
+                    prop_assert_eq!(ids.lost_work(&shared, seq, all), handles.lost_work(&shared, seq, all));
+                    let (a, b) = (ids.look(id(raw)), handles.look(id(raw)));
+                    prop_assert_eq!(a, b, "item {}", raw);
+                    prop_assert_eq!(ids.contains(id(raw)), handles.contains(id(raw)));
+                    prop_assert_eq!(
+                        ids.get(id(raw)).map(|view| view.holding),
+                        handles.get(id(raw)).map(|view| view.holding)
+                    );
+                }
+                prop_assert_eq!((ids.len(), ids.all_known()), (handles.len(), handles.all_known()));
+                let held: BTreeSet<ReplicationId> = ids.ids().collect();
+                prop_assert_eq!(held, handles.ids().collect::<BTreeSet<_>>());
+                for (entry, &seq) in in_flight.iter().zip(&seqs) {
+                    prop_assert_eq!(
+                        ids.lost_work(entry, seq, all),
+                        handles.lost_work(entry, seq, all)
+                    );
+                }
+                // An item at rest has no entry on the connection by ids.
+                prop_assert!(ids.map.iter().all(|(_, rest)| !rest.at_rest()));
+            }
+        }
+    }
 
     /// The sizes `WIRE.md` states: an item at rest costs its id and an
     /// 8-byte [`Rest`]; one in flight adds an id and a [`Flight`].
@@ -659,9 +932,9 @@ mod tests {
         );
         views.trim(3);
         assert!(views.flights.is_empty());
-        let view = views.get(id(1)).unwrap();
-        assert!(view.acked && view.holding == Holding::Known);
-        assert_eq!(views.map.get(id(1)).expect("an entry").in_flight, 0);
+        assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
+        assert!(views.map.get(id(1)).is_none(), "at rest: a plain item");
+        assert!(views.plain.contains(id(1)));
     }
 
     /// Without a scope an id never comes back: an add has no earlier stay
@@ -715,8 +988,42 @@ mod tests {
                 );
             }
         }
-        assert!(views.get(id(3)).unwrap().acked);
-        assert_eq!(views.map.get(id(3)).expect("an entry").in_flight, 0);
+        assert_eq!(views.get(id(3)).unwrap().holding, Holding::Known);
+        assert!(views.map.get(id(3)).is_none(), "at rest: a plain item");
+    }
+
+    /// While a record that carried an item is in flight its entry keeps
+    /// the acknowledged key; at rest the item is a plain one, which keeps
+    /// none, unless the connection names items by handles.
+    #[test]
+    fn an_item_at_rest_is_plain_on_a_connection_by_ids() {
+        let all = FieldMask::all(3);
+        let key = ReplicationKey::from_raw(7);
+        let fields = Work::Fields(FieldMask::from_bits(0b100));
+        for by_handles in [false, true] {
+            let mut views = Views::default();
+            if by_handles {
+                views.start_handles();
+            }
+            views.written(id(3), Work::Add { structural: true }, 1, all);
+            views.written(id(3), fields, 2, all);
+            views.acknowledged((id(3), UNKNOWN), Work::Add { structural: true }, key, 1, 0);
+            let view = views.get(id(3)).unwrap();
+            assert_eq!(view.holding, Holding::Known);
+            assert_eq!(view.acked, !by_handles, "record 2 is in flight");
+            views.acknowledged((id(3), UNKNOWN), fields, key, 2, 0);
+            assert_eq!(views.plain.contains(id(3)), !by_handles);
+            assert_eq!(views.map.get(id(3)).is_some(), by_handles);
+            let view = views.get(id(3)).unwrap();
+            assert_eq!((view.holding, view.acked), (Holding::Known, false));
+            assert_eq!((views.len(), views.all_known()), (1, true));
+            // Written again, it has an entry again, known.
+            views.written(id(3), Work::Remove, 3, all);
+            assert!(!views.plain.contains(id(3)));
+            assert_eq!(views.get(id(3)).unwrap().holding, Holding::RemoveInFlight);
+            assert!(views.acknowledged((id(3), UNKNOWN), Work::Remove, key, 3, 0));
+            assert_eq!((views.len(), views.ids().count()), (0, 0));
+        }
     }
 
     /// An item that left and came back: the records of its earlier stay
@@ -792,16 +1099,21 @@ mod tests {
         assert!(!views.leave_scope(id(4)));
         assert!(views.map.is_empty(), "neither held nor in scope");
 
-        // Held and out of scope: the entry stays for the view.
+        // Held and out of scope: the view keeps it, as a plain item once
+        // at rest.
         views.insert_known(id(5), key);
         assert!(views.enter_scope(id(5), Seen::default()));
+        assert!(views.map.get(id(5)).is_some(), "in scope: an entry");
         assert!(views.leave_scope(id(5)));
         assert_eq!(views.get(id(5)).unwrap().holding, Holding::Known);
         assert_eq!(views.seen(id(5)), None);
+        assert!(views.map.get(id(5)).is_none() && views.plain.contains(id(5)));
+        views.enter_scope(id(5), Seen::default());
         views.enter_scope(id(6), Seen::default());
         views.clear_scope();
-        assert_eq!(views.map.len(), 1);
+        assert_eq!(views.map.len(), 0);
         assert_eq!(views.scope_ids().count(), 0);
+        assert_eq!(views.get(id(5)).unwrap().holding, Holding::Known);
     }
 
     /// A handle taken for an item that left the scope before any message

@@ -242,7 +242,7 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a 16-byte view entry, and a 48-byte one per item while two or more packets that carried it are in flight; \
+             this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a bit per item the client knows at rest, in 8-byte words of 64 ids, and the room its view's map keeps for the entries of packets in flight, {VIEW_ROOM} of them; \
              mirror: a 24-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
              plus one control byte per bucket). A connection with packets in flight adds 56 bytes per packet and \
              32 per item it carried.\n\n\
@@ -268,7 +268,7 @@ impl Results {
                     "connection (`SendState`), caught up",
                     m.conn,
                     false,
-                    Some(map(16)),
+                    Some(caught_up(n)),
                 ),
                 (
                     "connection with packets in flight",
@@ -314,7 +314,7 @@ impl Results {
                 per(m.server_unsent.owned.saturating_sub(m.server_unsent.clone)),
                 per(m.conn.owned),
                 per(m.conn.owned.saturating_sub(m.conn.clone)),
-                map_bytes(m.items, 16) / m.items as f64,
+                caught_up(m.items),
             );
         }
     }
@@ -558,4 +558,16 @@ impl Results {
         // Measured by the shards demo over NATS, which needs its cluster.
         let _ = write!(md, "\n{}", include_str!("../../../demos.md"));
     }
+}
+
+/// The entries a connection's view keeps room for in its map, whatever it
+/// holds (`IdTable::shrink` in `fastarray-core`).
+const VIEW_ROOM: usize = 256;
+
+/// `WIRE.md`'s bytes per item of a caught-up connection of `items` items,
+/// every one known at rest: a bit each in 8-byte words of 64 consecutive
+/// ids, and the room its view's map keeps.
+fn caught_up(items: usize) -> f64 {
+    let words = items.div_ceil(64) * 8;
+    (words as f64 + map_bytes(VIEW_ROOM, 16)) / items as f64
 }

@@ -50,6 +50,25 @@ impl Rest {
         }
     }
 
+    /// An item the client knows at rest, in no scope, with no handle (and
+    /// no acknowledged key kept): what a plain item's entry is.
+    pub(super) fn known() -> Self {
+        Self {
+            flags: super::Holding::Known as u8,
+            in_flight: 0,
+            priority: 0,
+            word: 0,
+        }
+    }
+
+    /// Whether the client knows the item at rest: no record in flight
+    /// carries it, no flight is kept, no scope marks it. On a connection
+    /// naming items by ids, such an entry says no more than a plain item.
+    pub(super) fn at_rest(&self) -> bool {
+        self.flags & (HOLDING | FLIGHT | IN_SCOPE) == super::Holding::Known as u8
+            && self.in_flight == 0
+    }
+
     /// What the client holds, `None` for an item only in scope.
     pub(super) fn holding(&self) -> Option<Holding> {
         match self.flags & HOLDING {
