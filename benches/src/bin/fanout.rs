@@ -8,8 +8,11 @@
 //! `fanout_churn_10k`, whose target compares 16 connections with 1).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes] [churn]
+//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes] [churn] [late]
 //! ```
+//!
+//! With `late`, each packet is acknowledged two ticks after it was
+//! written (a round trip of two ticks), not in the tick that wrote it.
 //!
 //! With `bytes`, each connection's message is handed out by
 //! `write_delta_bytes` (the frame's shared message not copied per
@@ -44,10 +47,12 @@ struct Server {
     packet: u32,
     /// Whether messages are handed out (`write_delta_bytes`).
     bytes: bool,
+    /// Ticks a packet waits for its acknowledgement.
+    lag: u32,
 }
 
 impl Server {
-    fn new(workload: Workload, conns: usize, bytes: bool) -> Self {
+    fn new(workload: Workload, conns: usize, bytes: bool, lag: u32) -> Self {
         let (script, agents) = Script::new(workload, ITEMS, SEED);
         let mut array = server_array(&agents);
         let states = (0..conns).map(|_| caught_up_conn(&mut array, 0)).collect();
@@ -59,6 +64,7 @@ impl Server {
             out: Vec::new(),
             packet: 1,
             bytes,
+            lag,
         }
     }
 
@@ -77,7 +83,9 @@ impl Server {
                 let stats = self.array.write_delta(state, self.packet, &mut self.out);
                 black_box(stats.expect("write"));
             }
-            state.on_ack(self.packet);
+            if let Some(acked) = self.packet.checked_sub(self.lag).filter(|&p| p > 0) {
+                state.on_ack(acked);
+            }
         }
         let elapsed = start.elapsed();
         self.packet = self.packet.wrapping_add(1);
@@ -88,6 +96,7 @@ impl Server {
 fn main() {
     let flag = |name: &str| std::env::args().any(|arg| arg == name);
     let (bytes, churn) = (flag("bytes"), flag("churn"));
+    let lag = if flag("late") { 2 } else { 0 };
     let workload = if churn {
         Workload::Churn
     } else {
@@ -95,17 +104,17 @@ fn main() {
     };
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| arg != "bytes" && arg != "churn")
+        .filter(|arg| !["bytes", "churn", "late"].contains(&arg.as_str()))
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
-                eprintln!("usage: fanout [rounds] [connections] [bytes] [churn]");
+                eprintln!("usage: fanout [rounds] [connections] [bytes] [churn] [late]");
                 std::process::exit(2)
             })
         });
     let rounds = args.next().unwrap_or(20_000).max(1);
     let conns = args.next().unwrap_or(256).max(1);
-    let mut one = Server::new(workload, 1, bytes);
-    let mut many = Server::new(workload, conns, bytes);
+    let mut one = Server::new(workload, 1, bytes, lag);
+    let mut many = Server::new(workload, conns, bytes, lag);
     for _ in 0..WARM {
         one.tick();
         many.tick();
@@ -127,11 +136,16 @@ fn main() {
     let ratios = summary(&mut ratios);
     let ratio_median = ratios.median;
     println!(
-        "{} 10k, {}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
+        "{} 10k, {}{}, {rounds} interleaved rounds: 1 connection {one_median:.2} µs, \
          {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
          per-round ratio median {ratio_median:.2}×, quartiles {:.2}–{:.2}×",
         if churn { "churn" } else { "sparse" },
         if bytes { "handed out" } else { "copied" },
+        if lag > 0 {
+            ", acknowledged 2 ticks late"
+        } else {
+            ""
+        },
         many_median / one_median,
         ratios.quartiles.0,
         ratios.quartiles.1,
