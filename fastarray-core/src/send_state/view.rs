@@ -654,7 +654,7 @@ impl Views {
                 flight.remove();
             }
         }
-        if rest.at_rest() && self.handles.is_none() {
+        if self.handles.is_none() && rest.at_rest() {
             // At rest: a plain item from now on.
             self.map.remove_at(id, place);
             self.plain.insert(id);
