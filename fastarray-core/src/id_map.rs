@@ -194,9 +194,10 @@ impl<V> IdTable<V> {
     /// Gives back room beyond twice its entries, once it holds more than
     /// four times the room they need (after a burst, or once most entries
     /// went elsewhere): a table far bigger than its entries is read a
-    /// cache line per lookup all the same. It keeps room for 512
-    /// entries whatever it holds, so that a table whose entries come and
-    /// go each tick is not grown again each tick.
+    /// cache line per lookup all the same. It keeps room for 256 entries
+    /// whatever it holds (and leaves a table with room for 512 or fewer
+    /// as it is), so that a table whose entries come and go each tick is
+    /// not grown again each tick.
     pub(crate) fn shrink(&mut self) {
         /// Half the entries a table keeps room for, at least (a
         /// caught-up connection's records of a churning tick: a few

@@ -6,6 +6,7 @@ use core::num::NonZeroU64;
 
 use super::pending::Work;
 use super::retirement::{Record, RecordEntry};
+use super::scope::Scope;
 use super::view::{Holding, Views};
 use super::{LOOKAHEAD, LostFields, LostShared, SendState, Unwritten};
 use crate::history::History;
@@ -118,7 +119,7 @@ impl SendState {
                 self.pending.remove(&entry.id);
             }
         }
-        self.record(packet, frame, oldest_due, entries, 0, all_fields);
+        self.record(packet, frame, oldest_due, entries, 0, all_fields, false);
         for (id, since) in unfinished {
             self.queue_inner_work(id, since);
         }
@@ -151,20 +152,7 @@ impl SendState {
         record.extend_from_slice(entries);
         // At most one entry per item, and items are counted in `usize`.
         let changed = u32::try_from(changed).unwrap_or(u32::MAX);
-        if record.is_empty() {
-            self.record(packet, frame, frame, record, changed, all_fields);
-        } else {
-            // What `record` does, but the view's part.
-            debug_assert!(self.unwritten.is_none() && self.scope.is_none());
-            self.all_fields = all_fields;
-            self.written_frame = self.written_frame.max(frame);
-            self.unwritten = Some(Unwritten {
-                seq: NonZeroU64::new(self.retirement.next_seq())
-                    .expect("sequence numbers start at 1"),
-                oldest: self.retirement.oldest_seq(),
-            });
-            self.retirement.push(packet, frame, frame, record, changed);
-        }
+        self.record(packet, frame, frame, record, changed, all_fields, true);
         self.cursor = frame + 1;
         // Nothing is pending; its capacity goes back to that (after a
         // first full sync written per item, say).
@@ -176,7 +164,16 @@ impl SendState {
     /// Forgets item `id`, which is gone and which the client never held.
     pub(super) fn forget(&mut self, id: ReplicationId) {
         self.pending.remove(&id);
-        self.inner.remove(&id);
+        self.drop_inner(id);
+    }
+
+    /// Drops the send states of item `id`'s arrays, if it has any (most
+    /// types have none: no lookup then, on every removal acknowledged).
+    #[inline]
+    fn drop_inner(&mut self, id: ReplicationId) {
+        if !self.inner.is_empty() {
+            self.inner.remove(&id);
+        }
     }
 
     /// Puts back `work` for item `id` that a lost record of frame `frame`
@@ -292,7 +289,32 @@ impl SendState {
     pub(super) fn replay(&mut self) {
         if let Some(unwritten) = self.unwritten.take() {
             if let Some(record) = self.retirement.get_mut(unwritten.seq.get()) {
-                take_entries(&mut self.views, record, unwritten, self.all_fields);
+                let scope = self.scope.as_deref_mut();
+                let (seq, frame) = (unwritten.seq.get(), record.frame);
+                take_entries(
+                    &mut self.views,
+                    scope,
+                    &mut record.entries,
+                    seq,
+                    frame,
+                    self.all_fields,
+                );
+                self.views.trim(unwritten.oldest);
+            }
+        }
+    }
+
+    /// Before `record`, taken out of the packets in flight, is acknowledged
+    /// or lost: if the view has not taken its entries, says so (the caller
+    /// takes them, or folds them into the acknowledgement); else lets the
+    /// view take any other record's, which came before.
+    #[inline]
+    fn unwritten_of(&mut self, record: &Record) -> Option<Unwritten> {
+        match self.unwritten {
+            Some(unwritten) if unwritten.seq.get() == record.seq => self.unwritten.take(),
+            _ => {
+                self.replay();
+                None
             }
         }
     }
@@ -314,7 +336,7 @@ impl SendState {
             match self.views.written_acknowledged(entry.id, entry.work()) {
                 Some(dropped) => {
                     if dropped {
-                        self.inner.remove(&entry.id);
+                        self.drop_inner(entry.id);
                     }
                 }
                 None => {
@@ -333,9 +355,12 @@ impl SendState {
     }
 
     /// Records a packet about to be written with `entries`, and updates
-    /// what the client may hold. `shared` counts the known items whose
-    /// changed fields a frame's shared message carried besides `entries`:
-    /// they update nothing here.
+    /// what the client may hold (with `defer`, a frame's shared message:
+    /// the view takes the entries later, see
+    /// [`record_shared`](Self::record_shared)). `shared` counts the known
+    /// items whose changed fields a frame's shared message carried besides
+    /// `entries`: they update nothing here.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record(
         &mut self,
         packet: u32,
@@ -344,17 +369,25 @@ impl SendState {
         mut entries: Vec<RecordEntry>,
         shared: u32,
         all_fields: FieldMask,
+        defer: bool,
     ) {
-        let seq = self.retirement.next_seq();
+        debug_assert!(
+            self.unwritten.is_none(),
+            "the view took every record before"
+        );
+        let (seq, oldest) = (self.retirement.next_seq(), self.retirement.oldest_seq());
         self.all_fields = all_fields;
         self.written_frame = self.written_frame.max(frame);
-        for entry in &mut entries {
-            entry.place = self.views.written(entry.id, entry.work(), seq, all_fields);
-            if let (Work::Add { .. }, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
-                scope.sent_whole(&self.views, entry.id, all_fields, frame);
-            }
+        if defer && !entries.is_empty() {
+            self.unwritten = Some(Unwritten {
+                seq: NonZeroU64::new(seq).expect("sequence numbers start at 1"),
+                oldest,
+            });
+        } else {
+            let scope = self.scope.as_deref_mut();
+            take_entries(&mut self.views, scope, &mut entries, seq, frame, all_fields);
+            self.views.trim(oldest);
         }
-        self.views.trim(self.retirement.oldest_seq());
         self.retirement
             .push(packet, frame, oldest_due, entries, shared);
     }
@@ -365,13 +398,9 @@ impl SendState {
             self.retire_lost(record);
             return;
         }
-        match self.unwritten {
-            Some(unwritten) if unwritten.seq.get() == record.seq => {
-                self.unwritten = None;
-                self.ack_unwritten(&mut record, unwritten);
-            }
-            _ => {
-                self.replay();
+        match self.unwritten_of(&record) {
+            Some(unwritten) => self.ack_unwritten(&mut record, unwritten),
+            None => {
                 for (i, entry) in record.entries.iter().enumerate() {
                     if i % LOOKAHEAD == 0 {
                         let ahead = record.entries[i..].iter().take(LOOKAHEAD);
@@ -416,7 +445,7 @@ impl SendState {
             seq,
             self.written_frame,
         ) {
-            self.inner.remove(&entry.id);
+            self.drop_inner(entry.id);
             if let (Work::Exit, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
                 scope.exit_acknowledged(entry.id, frame);
             }
@@ -450,12 +479,18 @@ impl SendState {
     /// Puts back what a lost record carried, except what a later record
     /// carried for the same item (that record's own fate takes care of it).
     pub(super) fn retire_lost(&mut self, mut record: Record) {
-        match self.unwritten {
-            Some(unwritten) if unwritten.seq.get() == record.seq => {
-                self.unwritten = None;
-                take_entries(&mut self.views, &mut record, unwritten, self.all_fields);
-            }
-            _ => self.replay(),
+        if let Some(unwritten) = self.unwritten_of(&record) {
+            let scope = self.scope.as_deref_mut();
+            let (seq, frame) = (record.seq, record.frame);
+            take_entries(
+                &mut self.views,
+                scope,
+                &mut record.entries,
+                seq,
+                frame,
+                self.all_fields,
+            );
+            self.views.trim(unwritten.oldest);
         }
         for entry in &record.entries {
             let inner_due = self.route(entry.id, record.packet, false);
@@ -491,16 +526,23 @@ impl SendState {
     }
 }
 
-/// The view takes the entries of `record`, which it had not taken
-/// (`unwritten`): what [`SendState::record`] does when it writes one.
+/// The view takes `entries`, which record `seq` of frame `frame` carries
+/// (`all_fields` being every field of a whole value), and the scope, if
+/// any, notes the items sent whole: what writing a record does to the view,
+/// at once or (a shared message's) later. The caller then trims the view
+/// as of the oldest record in flight when the record was written.
 fn take_entries(
     views: &mut Views,
-    record: &mut Record,
-    unwritten: Unwritten,
+    mut scope: Option<&mut Scope>,
+    entries: &mut [RecordEntry],
+    seq: u64,
+    frame: u64,
     all_fields: FieldMask,
 ) {
-    for entry in &mut record.entries {
-        entry.place = views.written(entry.id, entry.work(), unwritten.seq.get(), all_fields);
+    for entry in entries {
+        entry.place = views.written(entry.id, entry.work(), seq, all_fields);
+        if let (Work::Add { .. }, Some(scope)) = (entry.work(), scope.as_deref_mut()) {
+            scope.sent_whole(views, entry.id, all_fields, frame);
+        }
     }
-    views.trim(unwritten.oldest);
 }

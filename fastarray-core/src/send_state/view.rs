@@ -680,7 +680,10 @@ impl Views {
                 }
             }
         }
-        self.settle(id);
+        if self.handles.is_none() && rest.at_rest() {
+            self.map.remove(id);
+            self.plain.insert(id);
+        }
     }
 
     /// What must be sent again because `entry`, written in record `seq`,
@@ -755,6 +758,10 @@ mod tests {
         /// The `.0`-th record entry in flight is acknowledged, or (`.1`)
         /// lost.
         Settle(usize, bool),
+        /// A record carries item `.0` (work kind `.1`) and is acknowledged
+        /// before anything else happens: in one step where
+        /// [`Views::written_acknowledged`] takes it.
+        WriteAcked(u64, u8),
         Trim,
         Snapshot(u64),
         Enter(u64),
@@ -765,6 +772,7 @@ mod tests {
     fn step() -> impl Strategy<Value = Step> {
         prop_oneof![
             4 => (0..16u64, 0..5u8).prop_map(|(id, kind)| Step::Write(id, kind)),
+            2 => (0..16u64, 0..5u8).prop_map(|(id, kind)| Step::WriteAcked(id, kind)),
             4 => (any::<usize>(), any::<bool>()).prop_map(|(i, lost)| Step::Settle(i, lost)),
             1 => Just(Step::Trim),
             1 => (0..16u64).prop_map(Step::Snapshot),
@@ -791,8 +799,13 @@ mod tests {
             let mut seq = 0;
             let (mut written_ever, mut gone) = (BTreeSet::new(), BTreeSet::new());
             for step in steps {
+                let (raw, kind, acked) = match step {
+                    Step::Write(raw, kind) => (raw, kind, false),
+                    Step::WriteAcked(raw, kind) => (raw, kind, true),
+                    _ => (0, 0, false),
+                };
                 match step {
-                    Step::Write(raw, kind) => {
+                    Step::Write(..) | Step::WriteAcked(..) => {
                         let work = match kind {
                             0 => Work::Add { structural: true },
                             1 => Work::Add { structural: false },
@@ -817,10 +830,25 @@ mod tests {
                         }
                         written_ever.insert(raw);
                         seq += 1;
-                        ids.written(id(raw), work, seq, all);
-                        handles.written(id(raw), work, seq, all);
-                        in_flight.push(RecordEntry::new(id(raw), work, key, seq, seq));
-                        seqs.push(seq);
+                        if acked {
+                            // By handles, always the two steps.
+                            prop_assert_eq!(handles.written_acknowledged(id(raw), work), None);
+                            handles.written(id(raw), work, seq, all);
+                            let b = handles.acknowledged((id(raw), UNKNOWN), work, key, seq, seq);
+                            let a = match ids.written_acknowledged(id(raw), work) {
+                                Some(dropped) => dropped,
+                                None => {
+                                    ids.written(id(raw), work, seq, all);
+                                    ids.acknowledged((id(raw), UNKNOWN), work, key, seq, seq)
+                                }
+                            };
+                            prop_assert_eq!(a, b);
+                        } else {
+                            ids.written(id(raw), work, seq, all);
+                            handles.written(id(raw), work, seq, all);
+                            in_flight.push(RecordEntry::new(id(raw), work, key, seq, seq));
+                            seqs.push(seq);
+                        }
                     }
                     Step::Settle(_, _) if in_flight.is_empty() => {}
                     Step::Settle(i, lost) => {

@@ -179,10 +179,7 @@ impl Plain {
         while self.window.back() == Some(&0) {
             self.window.pop_back();
         }
-        while self.window.front() == Some(&0) {
-            self.window.pop_front();
-            self.base += 1;
-        }
+        self.drop_empty_start();
         let filled = self.filled as usize;
         if self.window.len() > 2 * filled + 64 {
             // Past the stragglers that keep the start behind, to where the
@@ -213,6 +210,11 @@ impl Plain {
             }
             self.base += 1;
         }
+        self.drop_empty_start();
+    }
+
+    /// Drops the window's empty words at its start, moving the start up.
+    fn drop_empty_start(&mut self) {
         while self.window.front() == Some(&0) {
             self.window.pop_front();
             self.base += 1;
