@@ -501,7 +501,7 @@ fn tombstones_grow_linearly_with_the_message() {
         let mut bytes = Vec::new();
         let mut w = BitWriter::new(&mut bytes);
         if exits {
-            w.write_bits(0b0111, 4); // a delta with scope exits
+            w.write_bits(0b0_0111, 5); // a delta with scope exits
         } else {
             w.write_bits(0b01, 2); // a delta
         }
@@ -839,6 +839,61 @@ fn tiny_items_cost_what_wire_md_says_and_the_limit_bounds_them() {
     assert!(!applied);
     assert!(allocated < 1_024, "{allocated} bytes allocated");
     drop(mirrors);
+}
+
+/// A frame's shared delta may carry changes of items whose adds are still
+/// in flight: they wait on the mirror for the adds. What they keep is a
+/// map entry per item and the bytes of the message's changed fields, the
+/// most a genuine message can make it: 100 000 one-bit items added and
+/// changed at once, a change of 3 bits each (`WIRE.md`, "What a message
+/// can cost a receiver").
+#[test]
+fn changes_waiting_for_their_adds_cost_what_wire_md_says() {
+    const ITEMS: u32 = 100_000;
+    let mut server = FastArray::new();
+    server.push(Bit { on: 0 });
+    server.commit();
+    let (mut conn, mut client) = (SendState::new(), FastArray::<Bit>::mirror());
+    let mut bytes = Vec::new();
+    server.write_delta(&mut conn, 0, &mut bytes).unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert!(conn.on_ack(0));
+    let added: Vec<ReplicationId> = (0..ITEMS).map(|_| server.push(Bit { on: 0 })).collect();
+    server.commit();
+    let mut adds = Vec::new();
+    server.write_delta(&mut conn, 1, &mut adds).unwrap();
+    for &id in &added {
+        server.get_mut(id).unwrap().on = 1;
+    }
+    server.commit();
+    let mut early = Vec::new();
+    let stats = server.write_delta(&mut conn, 2, &mut early).unwrap();
+    assert!(stats.shared && stats.changed == ITEMS as usize);
+
+    let mut report = None;
+    let mut allocated = 0;
+    let kept = kept_by(|| {
+        allocated = allocated_by(|| report = Some(client.apply_delta(&early, &mut ()).unwrap()));
+    });
+    assert_eq!(report.unwrap().early, ITEMS as usize);
+    let (per_byte, kept_per_byte) = (
+        allocated as f64 / early.len() as f64,
+        kept as f64 / early.len() as f64,
+    );
+    println!(
+        "{ITEMS} changes waiting: {} bytes of message, {allocated} allocated ({per_byte:.0} a \
+         byte), {kept} kept ({kept_per_byte:.0} a byte, {:.1} a change)",
+        early.len(),
+        kept as f64 / f64::from(ITEMS),
+    );
+    assert!(
+        kept_per_byte < 256.0,
+        "{kept_per_byte:.1} bytes kept a byte"
+    );
+    assert!(per_byte < 512.0, "{per_byte:.1} bytes allocated a byte");
+    // The adds arrive: the changes apply, and nothing waits any more.
+    client.apply_delta(&adds, &mut ()).unwrap();
+    assert_eq!(client, server);
 }
 
 /// One 64 KiB message of consecutive removals (one bit each): unlimited,

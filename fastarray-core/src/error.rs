@@ -196,7 +196,8 @@ pub enum DecodeError {
         limit: Limit,
         /// The limit's value.
         max: u64,
-        /// What the message would make it: the items the array would hold,
+        /// What the message would make it: the items the array would hold
+        /// (or the changes it would keep waiting for their items' adds),
         /// the ids it removes, or its size in bytes (for a message read
         /// from a shared bit stream that did not end within the limit, the
         /// bytes the stream held from the message's start).

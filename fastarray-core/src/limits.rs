@@ -47,7 +47,8 @@ use crate::error::{DecodeError, Limit};
 pub struct MirrorLimits {
     /// Items the array may hold once a message is applied (a replicated
     /// object's arrays count as arrays here, not as arrays inside an
-    /// item). Default 262 144 (2¹⁸): an MMO's 100 000 agents in one array
+    /// item); also the changes it keeps waiting for their items' adds
+    /// (a frame's shared message may bring them before the add). Default 262 144 (2¹⁸): an MMO's 100 000 agents in one array
     /// fit two and a half times.
     pub items: usize,
     /// Bytes one message may take: a delta, a snapshot, or one channel's

@@ -595,7 +595,7 @@ fn exit_flags_that_name_no_exit_are_refused() {
     round(&mut server, &mut conn, &mut client, &mut events, 1);
     let mut bytes = Vec::new();
     let mut w = BitWriter::new(&mut bytes);
-    w.write_bits(0b0111, 4); // a delta with scope exits...
+    w.write_bits(0b0_0111, 5); // a delta with scope exits...
     w.write_bool(true); // long frame
     w.write_varint(2);
     w.write_bits(0b01, 2); // one removal
@@ -607,7 +607,7 @@ fn exit_flags_that_name_no_exit_are_refused() {
     let before = client.clone();
     let result = client.apply_delta(&bytes, &mut ());
     assert!(
-        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 16 })),
+        matches!(result, Err(DecodeError::InvalidExits { bit_offset: 17 })),
         "{result:?}"
     );
     assert_eq!(client, before);

@@ -150,49 +150,224 @@ fn caught_up_connections_take_one_message_written_once() {
     }
 }
 
-#[test]
-fn a_connection_with_an_add_in_flight_writes_its_own_message() {
+/// A room of 100 units and two connections, in which unit 100 was just
+/// added: connection 0's client has it, connection 1's packet 50 with the
+/// add is returned, not delivered. Then unit 100 and unit 3 change.
+fn add_in_flight() -> (Room, ReplicationId, Vec<u8>) {
     let mut room = Room::new(100, 2);
-    room.server.push(unit(100));
+    let added = room.server.push(unit(100));
     exchange(
         &mut room.server,
         &mut room.conns[0],
         &mut room.clients[0],
         50,
     );
-    // Connection 1's packet with the add is still in flight.
-    let mut held = Vec::new();
-    room.server
-        .write_delta(&mut room.conns[1], 50, &mut held)
-        .unwrap();
-
+    let (held, _) = room.write(1, 50);
+    room.server.get_mut(added).unwrap().hp = 7;
     room.server.get_mut(room.ids[3]).unwrap().hp = 7;
     room.server.commit();
-    let mut first = Vec::new();
-    let stats = room
-        .server
-        .write_delta(&mut room.conns[0], 51, &mut first)
-        .unwrap();
+    (room, added, held)
+}
+
+/// The kind a message starts with: its first five bits.
+fn kind_bits(bytes: &[u8]) -> u8 {
+    bytes[0] & 0b1_1111
+}
+
+#[test]
+fn a_connection_with_an_add_in_flight_takes_the_shared_message_as_a_shared_delta() {
+    let (mut room, added, held) = add_in_flight();
+    let (first, stats) = room.write(0, 51);
     assert!(stats.shared, "its client holds every item");
-    let mut second = Vec::new();
-    let stats = room
-        .server
-        .write_delta(&mut room.conns[1], 51, &mut second)
-        .unwrap();
-    assert!(!stats.shared, "its client may not hold the new item yet");
+    assert_eq!(first[0] & 0b11, 0b01, "a delta");
+    let (second, early) = room.write(1, 51);
+    assert!(early.shared, "its add in flight does not keep it out");
+    assert_eq!(kind_bits(&second), 0b1_0111, "a shared delta");
+    assert_eq!(early.bits, stats.bits + 3, "the same bits but the kind's");
+
+    // Its change of the new unit arrives first, and waits for the add.
+    let report = room.clients[1].apply_delta(&second, &mut ()).unwrap();
+    assert_eq!((report.changed, report.early), (1, 1));
+    assert!(room.clients[1].get(added).is_none());
+    let report = room.clients[1].apply_delta(&held, &mut ()).unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(
+        room.clients[1].get(added).unwrap().hp,
+        7,
+        "the newer change"
+    );
     room.clients[0].apply_delta(&first, &mut ()).unwrap();
-    room.clients[1].apply_delta(&held, &mut ()).unwrap();
-    room.clients[1].apply_delta(&second, &mut ()).unwrap();
-    for (conn, packet) in room.conns.iter_mut().zip([51, 50]) {
-        conn.on_ack(packet);
+    for conn in 0..2 {
+        assert_eq!(room.clients[conn], room.server);
     }
-    room.conns[1].on_ack(51);
+    for (conn, packet) in [(0, 51), (1, 50), (1, 51)] {
+        assert!(room.conns[conn].on_ack(packet));
+    }
+    for conn in &room.conns {
+        assert!(room.server.is_settled(conn));
+    }
     room.packet = 52;
-    // Both caught up again: back to one shared message.
     room.server.get_mut(room.ids[4]).unwrap().hp = 8;
     let sent = room.tick();
-    let shared: Vec<_> = sent.iter().map(|(_, stats)| stats.shared).collect();
-    assert_eq!(shared, [true, true]);
+    assert!(sent.iter().all(|(_, stats)| stats.shared));
+    assert_eq!(sent[0].0, sent[1].0, "both back to the one delta");
+}
+
+#[test]
+fn an_add_that_arrives_after_its_change_keeps_the_newer_value() {
+    let (mut room, added, held) = add_in_flight();
+    let (early, _) = room.write(1, 51);
+    // In order, the change applies to the held unit: the same result.
+    let mut in_order = room.clients[1].clone();
+    in_order.apply_delta(&held, &mut ()).unwrap();
+    let report = in_order.apply_delta(&early, &mut ()).unwrap();
+    assert_eq!((report.changed, report.early), (2, 0));
+    room.clients[1].apply_delta(&early, &mut ()).unwrap();
+    room.clients[1].apply_delta(&held, &mut ()).unwrap();
+    assert_eq!(room.clients[1], in_order);
+    assert_eq!(room.clients[1].get(added).unwrap().hp, 7);
+    // A copy of the change arriving again changes nothing.
+    let report = room.clients[1].apply_delta(&early, &mut ()).unwrap();
+    assert_eq!((report.changed, report.early), (0, 0));
+    assert_eq!(room.clients[1], in_order);
+}
+
+#[test]
+fn a_lost_add_goes_again_whole_and_the_change_that_waited_for_it_is_dropped() {
+    let (mut room, added, _lost) = add_in_flight();
+    let (early, _) = room.write(1, 51);
+    room.clients[1].apply_delta(&early, &mut ()).unwrap();
+    room.conns[1].on_loss(50);
+    assert!(room.conns[1].on_ack(51));
+    // The unit changes again, and goes whole with its current value.
+    room.server.get_mut(added).unwrap().team = 3;
+    room.server.commit();
+    let (again, stats) = room.write(1, 52);
+    assert!(!stats.shared, "the lost add makes its own message");
+    assert_eq!(stats.added, 1);
+    let report = room.clients[1].apply_delta(&again, &mut ()).unwrap();
+    assert_eq!(report.added, 1);
+    assert_eq!(room.clients[1].get(added), room.server.get(added));
+    assert!(room.conns[1].on_ack(52));
+    assert_eq!(room.clients[1], room.server);
+    assert!(room.server.is_settled(&room.conns[1]));
+}
+
+#[test]
+fn a_change_whose_item_is_removed_before_its_add_arrives_is_dropped() {
+    let (mut room, added, _never) = add_in_flight();
+    let (early, _) = room.write(1, 51);
+    room.clients[1].apply_delta(&early, &mut ()).unwrap();
+    room.server.remove(added);
+    room.server.commit();
+    let (removal, stats) = room.write(1, 52);
+    assert!(stats.shared && stats.removed == 1);
+    room.clients[1].apply_delta(&removal, &mut ()).unwrap();
+    room.conns[1].on_loss(50);
+    for packet in [51, 52] {
+        assert!(room.conns[1].on_ack(packet));
+    }
+    assert!(room.clients[1].get(added).is_none());
+    assert_eq!(room.clients[1], room.server);
+    assert!(room.server.is_settled(&room.conns[1]));
+}
+
+#[test]
+fn a_mirror_keeps_no_more_early_changes_than_it_may_hold_items() {
+    let (mut room, added, _) = add_in_flight();
+    let (early, _) = room.write(1, 51);
+    assert!(room.conns[1].on_ack(51));
+    // A second change waits in the next frame's message.
+    room.server.get_mut(added).unwrap().team = 2;
+    room.server.commit();
+    let (second, stats) = room.write(1, 52);
+    assert!(stats.shared);
+    let mut limits = room.clients[1].limits();
+    limits.items = 1;
+    room.clients[1].set_limits(limits);
+    room.clients[1].apply_delta(&early, &mut ()).unwrap();
+    let before = room.clients[1].clone();
+    let refused = room.clients[1].apply_delta(&second, &mut ());
+    assert!(
+        matches!(
+            refused,
+            Err(fastarray::DecodeError::LimitExceeded { max: 1, .. })
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(room.clients[1], before);
+    limits.items = 2;
+    room.clients[1].set_limits(limits);
+    room.clients[1].apply_delta(&second, &mut ()).unwrap();
+}
+
+/// Many connections whose acknowledgements come one and two ticks late,
+/// over a churning array: they take the shared message while their adds are in
+/// flight, and every client converges whatever order the packets arrive
+/// in, or if some are lost.
+#[test]
+fn connections_acknowledging_late_share_the_message_and_converge() {
+    let mut room = Room::new(300, 4);
+    let mut rng = ChaCha8Rng::seed_from_u64(32);
+    let mut next = 300;
+    let mut in_flight: Vec<Vec<(u32, Vec<u8>)>> = vec![Vec::new(); 4];
+    let mut shared = 0;
+    for tick in 0..200u32 {
+        for _ in 0..3 {
+            let ids: Vec<ReplicationId> = room.server.iter().map(|(id, _)| id).collect();
+            let id = ids[rng.random_range(0..ids.len())];
+            room.server.remove(id);
+            room.server.push(unit(next));
+            next += 1;
+        }
+        let ids: Vec<ReplicationId> = room.server.iter().map(|(id, _)| id).collect();
+        for _ in 0..10 {
+            let id = ids[rng.random_range(0..ids.len())];
+            room.server.get_mut(id).unwrap().hp = rng.random();
+        }
+        room.server.commit();
+        let packet = 100 + tick;
+        for (conn, flight) in in_flight.iter_mut().enumerate() {
+            let (bytes, stats) = room.write(conn, packet);
+            shared += usize::from(stats.shared);
+            flight.push((packet, bytes));
+            // Every other tick the two oldest, one and two ticks late and
+            // out of order; connection 3 loses one packet in ten.
+            if flight.len() == 3 {
+                let mut due: Vec<_> = flight.drain(..2).collect();
+                due.reverse();
+                for (packet, bytes) in due {
+                    if conn == 3 && rng.random_ratio(1, 10) {
+                        room.conns[conn].on_loss(packet);
+                    } else {
+                        room.clients[conn].apply_delta(&bytes, &mut ()).unwrap();
+                        room.conns[conn].on_ack(packet);
+                    }
+                }
+            }
+        }
+    }
+    // Then a quiet link until every client settles.
+    for round in 0..4u32 {
+        room.server.commit();
+        for (conn, flight) in in_flight.iter_mut().enumerate() {
+            for (packet, bytes) in flight.drain(..) {
+                room.clients[conn].apply_delta(&bytes, &mut ()).unwrap();
+                room.conns[conn].on_ack(packet);
+            }
+            let packet = 1_000 + round;
+            let (bytes, _) = room.write(conn, packet);
+            room.clients[conn].apply_delta(&bytes, &mut ()).unwrap();
+            room.conns[conn].on_ack(packet);
+        }
+    }
+    for conn in 0..4 {
+        assert_eq!(room.clients[conn], room.server, "connection {conn}");
+        assert!(room.server.is_settled(&room.conns[conn]));
+    }
+    // Before shared deltas, a connection with adds in flight wrote its
+    // own message: with acks two ticks late, every one of them.
+    assert!(shared > 4 * 200 * 3 / 4, "{shared} of 800 writes shared");
 }
 
 #[test]

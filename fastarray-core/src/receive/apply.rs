@@ -3,10 +3,13 @@
 //! the events in Unreal's order, and the events of the arrays inside the
 //! items beside their owners' (see [`Callbacks`]).
 
-use super::decode::{ArrayDelta, Decoded, Entry};
+use std::sync::Arc;
+
+use super::decode::{ArrayDelta, Decoded, Entry, FieldReader};
 use crate::id::ReplicationId;
 use crate::inner_array::InnerArray;
 use crate::mask::FieldMask;
+use crate::receive_state::early::EarlyChange;
 use crate::receive_state::events::{
     ApplyReport, ArrayOwner, ArrayPath, Callbacks, InnerChange, InnerEvent,
 };
@@ -22,7 +25,7 @@ impl Mirror {
     pub(crate) fn apply<T: Replicate>(
         &mut self,
         store: &mut Store<T>,
-        decoded: Decoded<T>,
+        mut decoded: Decoded<T>,
         callbacks: &mut impl Callbacks<T>,
         up: Option<&ArrayPath<'_>>,
     ) -> ApplyReport {
@@ -84,11 +87,27 @@ impl Mirror {
         let mut later = Vec::new();
         let mut inner = decoded.inner.into_iter().peekable();
         let mut near = Near::default();
-        let mut fields = decoded.fields.reader();
+        // Changes that wait for their items keep the message's bits.
+        let early = (decoded.early > 0).then(|| {
+            self.reserve_early(decoded.early);
+            Arc::new(core::mem::take(&mut decoded.fields))
+        });
+        let mut fields = FieldReader::new(early.as_deref().unwrap_or(&decoded.fields));
         for (index, (id, entry)) in decoded.entries.into_iter().enumerate() {
             let mut deltas = core::iter::from_fn(|| inner.next_if(|delta| delta.entry == index));
             let Some(pos) = store.locate(id, &mut near) else {
-                // Validation let through only whole items for unknown ids.
+                // Validation let through only whole items for unknown ids,
+                // and, in a shared delta, changes that wait for their adds.
+                if let (Entry::Fields(fields, at), Some(bits)) = (&entry, &early) {
+                    let change = EarlyChange {
+                        frame,
+                        fields: *fields,
+                        at: *at,
+                        bits: Arc::clone(bits),
+                    };
+                    self.keep_early(id, change);
+                    report.early += 1;
+                }
                 if let Entry::Whole(mut value, carried) = entry {
                     // Its arrays fill from empty: reported after its add.
                     for delta in &mut deltas {
@@ -98,6 +117,10 @@ impl Mirror {
                     let exit = self.take_exit(id);
                     if exit > 0 {
                         store.set_returned_after(id, exit);
+                    }
+                    // Changes that came before it, if newer.
+                    if let Some(changes) = self.take_early(id) {
+                        apply_early(store, id, changes);
                     }
                     if let Some(item) = store.get(id) {
                         callbacks.post_add(id, item);
@@ -140,14 +163,7 @@ impl Mirror {
             // Each field takes the value only if it is newer than the one it
             // holds: duplicates and late copies change nothing. The newer
             // ones date from this frame.
-            let mut newer = FieldMask::EMPTY;
-            for field in sent.iter() {
-                let at = &mut frames[field as usize];
-                if *at < frame {
-                    *at = frame;
-                    newer = newer.with(field);
-                }
-            }
+            let newer = take_newer(frames, sent, frame);
             // Newer is not different: a field that went A → B → A while the
             // packet with B was lost arrives newer and unchanged. Only the
             // newer fields are kept: a whole value's patch holds every
@@ -208,6 +224,38 @@ impl Mirror {
         }
         callbacks.post_receive(&report);
         report
+    }
+}
+
+/// Which of the fields `sent` in a message of `frame` are newer than the
+/// values the item holds (whose frames are `frames`): those take the
+/// values, and date from `frame` now.
+#[inline]
+fn take_newer(frames: &mut [u64], sent: FieldMask, frame: u64) -> FieldMask {
+    let mut newer = FieldMask::EMPTY;
+    for field in sent.iter() {
+        let at = &mut frames[field as usize];
+        if *at < frame {
+            *at = frame;
+            newer = newer.with(field);
+        }
+    }
+    newer
+}
+
+/// Applies to item `id`, just added to `store`, the `changes` that came
+/// before its add (oldest first): each field takes the newer values, as
+/// from any message.
+fn apply_early<T: Replicate>(store: &mut Store<T>, id: ReplicationId, changes: Vec<EarlyChange>) {
+    let Some(pos) = store.position(id) else {
+        return;
+    };
+    let (slot, frames) = store.slot_and_frames_mut(pos);
+    for change in changes {
+        let newer = take_newer(frames, change.fields, change.frame);
+        if !newer.is_empty() {
+            FieldReader::new(&change.bits).apply(change.at, &mut slot.value, change.fields, newer);
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use crate::id::ReplicationId;
 use crate::inner_array::InnerDelta;
 use crate::limits::ArrayLimits;
 use crate::mask::FieldMask;
+use crate::receive_state::early::FieldBits;
 use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
 use crate::replicate::{Replicate, audience};
 use crate::send_state::scope::MAX_DETAIL;
@@ -31,7 +32,9 @@ pub(crate) enum Entry<T: Replicate> {
     Whole(Box<T>, FieldMask),
     /// Some of its plain fields: which, and the message's bit they start
     /// at. They were read once, to check them; the apply reads them again
-    /// from [`Decoded::fields`], straight into the item.
+    /// from [`Decoded::fields`], straight into the item. In a shared
+    /// delta, for an item the mirror does not hold yet: they wait for its
+    /// add ([`EarlyChanges`](crate::receive_state::early::EarlyChanges)).
     Fields(FieldMask, u64),
     /// None of its plain fields: only its arrays changed.
     Arrays,
@@ -54,6 +57,9 @@ pub(crate) struct Decoded<T: Replicate> {
     pub(crate) inner: Vec<ArrayDelta>,
     /// Entries read past: for tombstoned items, or all of a stale message.
     pub(crate) skipped: usize,
+    /// Of the kept entries, those with changed fields of items the mirror
+    /// does not hold (in a shared delta: they wait for their adds).
+    pub(crate) early: usize,
     /// Handles that whole entries gave a new item, with that item and the
     /// frame the sender gave it in.
     pub(crate) bindings: Vec<(u64, ReplicationId, u64)>,
@@ -61,37 +67,6 @@ pub(crate) struct Decoded<T: Replicate> {
     pub(crate) vacated: Vec<u64>,
     /// The bits of the kept entries' changed fields.
     pub(crate) fields: FieldBits,
-}
-
-/// The part of a checked message that holds its kept entries' changed
-/// fields, copied whole bytes at a time: a decoded message outlives the
-/// bytes it was read from (a connection decodes every section of a packet
-/// before applying any), and the fields are read from here a second time,
-/// straight into the items, rather than kept as decoded patches.
-#[derive(Default)]
-pub(crate) struct FieldBits {
-    bytes: Vec<u8>,
-    /// The message's bit that the copy's first bit is.
-    base: u64,
-}
-
-impl FieldBits {
-    /// The bytes holding the message's bits from `start` to `end`, read by
-    /// `reader`.
-    fn copy(reader: &BitReader<'_>, start: u64, end: u64) -> Self {
-        Self {
-            bytes: reader.bytes_between(start, end).to_vec(),
-            base: start - start % 8,
-        }
-    }
-
-    /// A reader of the copy, for [`FieldReader::apply`].
-    pub(crate) fn reader(&self) -> FieldReader<'_> {
-        FieldReader {
-            reader: BitReader::new(&self.bytes),
-            base: self.base,
-        }
-    }
 }
 
 /// Reads the changed fields of a message's entries into their items: one
@@ -104,7 +79,13 @@ pub(crate) struct FieldReader<'a> {
     base: u64,
 }
 
-impl FieldReader<'_> {
+impl<'a> FieldReader<'a> {
+    /// A reader of `bits`.
+    pub(crate) fn new(bits: &'a FieldBits) -> Self {
+        let (reader, base) = bits.reader();
+        Self { reader, base }
+    }
+
     /// Reads the fields `sent` of the entry whose fields start at the
     /// message's bit `at`, storing those in `keep` into `item`; returns
     /// those whose value changed ([`Replicate::apply_fields`]). The same
@@ -132,6 +113,8 @@ struct Layout {
     exits: bool,
     /// It names items by handles, and its whole entries carry their ids.
     handles: bool,
+    /// Its changes may come before their items' adds (a shared delta).
+    early: bool,
 }
 
 /// The decoded delta of one `#[replicate(array)]` field of an entry.
@@ -153,6 +136,7 @@ impl<T: Replicate> Decoded<T> {
             entries: Vec::new(),
             inner: Vec::new(),
             skipped: 0,
+            early: 0,
             bindings: Vec::new(),
             vacated: Vec::new(),
             fields: FieldBits::default(),
@@ -210,7 +194,11 @@ fn read_body<T: Replicate>(
     layout: Layout,
     check: Option<(&Mirror, &Store<T>, ArrayLimits, &mut Decoded<T>)>,
 ) -> Result<(), DecodeError> {
-    let Layout { exits, handles } = layout;
+    let Layout {
+        exits,
+        handles,
+        early,
+    } = layout;
     let (mirror, limits, mut into) = match check {
         Some((mirror, store, limits, decoded)) => {
             (Some((mirror, store)), Some(limits), Some(decoded))
@@ -281,6 +269,7 @@ fn read_body<T: Replicate>(
                 limits,
                 decoded,
                 handles,
+                early: early && T::ARRAY_FIELDS == 0,
                 object,
                 frame,
                 removed: removals.iter().peekable(),
@@ -404,6 +393,9 @@ struct Checks<'a, 'r, T: Replicate> {
     decoded: &'a mut Decoded<T>,
     /// Whether the message names items by handles.
     handles: bool,
+    /// Whether changed fields of an item the mirror does not hold wait
+    /// for its add (a shared delta of a type without array fields).
+    early: bool,
     /// Whether the mirror is a replicated object's.
     object: bool,
     frame: u64,
@@ -474,7 +466,14 @@ impl<T: Replicate> Checks<'_, '_, T> {
             || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
         let held = held.map(|slot| &slot.value);
         if !matches!(entry, Entry::Whole(..)) && keep && !dropped && held.is_none() {
-            return Err(DecodeError::UnknownItem { id });
+            if !(self.early && matches!(entry, Entry::Fields(..))) {
+                return Err(DecodeError::UnknownItem { id });
+            }
+            // A change of an item whose add is on its way: it waits for
+            // it, as many as the array may hold items.
+            decoded.early += 1;
+            self.limits
+                .check_items(mirror.early_len().saturating_add(decoded.early))?;
         }
         if !keep || dropped {
             if keep {
@@ -677,10 +676,21 @@ const OBJECT: ReplicationId = ReplicationId::from_raw(0);
 /// one.
 fn read_kind(reader: &mut BitReader<'_>) -> Result<Option<Layout>, DecodeError> {
     let bit_offset = reader.bit_offset();
-    let layout = |exits, handles| Ok(Some(Layout { exits, handles }));
+    let layout = |exits, handles| {
+        Ok(Some(Layout {
+            exits,
+            handles,
+            early: false,
+        }))
+    };
     match MessageKind::read(reader)? {
         MessageKind::Empty => Ok(None),
         MessageKind::Delta => layout(false, false),
+        MessageKind::SharedDelta => Ok(Some(Layout {
+            exits: false,
+            handles: false,
+            early: true,
+        })),
         MessageKind::DeltaWithExits => layout(true, false),
         MessageKind::HandleDelta => layout(false, true),
         MessageKind::HandleDeltaWithExits => layout(true, true),

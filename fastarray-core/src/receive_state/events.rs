@@ -331,6 +331,11 @@ pub struct ApplyReport {
     /// entry carried, or every value it carried was the one the mirror held
     /// (and none of its arrays changed).
     pub skipped: usize,
+    /// Entries with changed fields of items this mirror does not hold yet:
+    /// a frame's shared message may reach the client before an add still
+    /// in flight. They wait for the add (at most a window of frames) and
+    /// apply with it, the add reporting the item as it is then.
+    pub early: usize,
     /// Whether the whole message was older than the mirror's window and
     /// ignored.
     pub stale: bool,

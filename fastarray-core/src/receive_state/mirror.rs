@@ -4,6 +4,7 @@
 
 use hashbrown::HashMap;
 
+use super::early::{EarlyChange, EarlyChanges};
 use super::tombstones::Tombstones;
 use crate::id::ReplicationId;
 use crate::limits::MirrorLimits;
@@ -28,6 +29,8 @@ pub(crate) struct Mirror {
     handles: HashMap<u64, Handle>,
     /// What the game lets a message make of this mirror.
     limits: MirrorLimits,
+    /// Changed fields of items whose adds have not arrived.
+    early: EarlyChanges,
 }
 
 /// What a handle names, as far as this mirror knows. A handle names one
@@ -184,6 +187,33 @@ impl Mirror {
     /// Records the removal of `id` at `frame`.
     pub(crate) fn tombstone(&mut self, id: ReplicationId, frame: u64) {
         self.tombstones.insert(id, frame);
+        self.early.forget(id);
+    }
+
+    /// Changes waiting for their items' adds.
+    pub(crate) fn early_len(&self) -> usize {
+        self.early.len()
+    }
+
+    /// Makes room for the changes of `count` more items that wait for
+    /// their adds.
+    pub(crate) fn reserve_early(&mut self, count: usize) {
+        self.early.reserve(count);
+    }
+
+    /// Keeps `change` of `id`, which this mirror does not hold, until its
+    /// add arrives.
+    pub(crate) fn keep_early(&mut self, id: ReplicationId, change: EarlyChange) {
+        self.early.keep(id, change);
+    }
+
+    /// The changes of `id` that came before its add, just applied, oldest
+    /// first.
+    pub(crate) fn take_early(&mut self, id: ReplicationId) -> Option<Vec<EarlyChange>> {
+        match self.early.len() {
+            0 => None,
+            _ => self.early.take(id),
+        }
     }
 
     /// Whether an entry of `frame` for `id` is dropped unread: `id` was
@@ -214,6 +244,7 @@ impl Mirror {
     /// Lets tombstones a window older than `newest` go.
     pub(crate) fn expire(&mut self, newest: u64) {
         self.tombstones.expire(newest);
+        self.early.expire(newest);
     }
 }
 

@@ -11,8 +11,11 @@
 //! removal leaves a tombstone so a late add cannot bring the item back; a
 //! message more than [`HISTORY_LEN`](crate::HISTORY_LEN) frames older than
 //! the newest one applied is ignored whole (its sender has counted it as
-//! lost), which also bounds how long tombstones are kept.
+//! lost), which also bounds how long tombstones are kept. Changed fields
+//! of an item whose add has not arrived (from a frame's shared message)
+//! wait for it (`early`).
 
+pub(crate) mod early;
 pub(crate) mod events;
 pub(crate) mod follow;
 pub(crate) mod mirror;

@@ -175,9 +175,9 @@ impl Sender {
         budget: Option<Budget>,
         share: bool,
     ) -> Result<DeltaStats, SendError> {
-        if self.prepare(store, state, packet, budget, share)? {
-            self.shared.copy(writer);
-            return Ok(self.shared.stats());
+        if let Some(early) = self.prepare(store, state, packet, budget, share)? {
+            self.shared.copy(writer, early);
+            return Ok(self.shared.stats(early));
         }
         self.write_alone(store, state, packet, writer, budget)
     }
@@ -192,8 +192,8 @@ impl Sender {
         packet: u32,
         budget: Option<Budget>,
     ) -> Result<(DeltaBytes, DeltaStats), SendError> {
-        if self.prepare(store, state, packet, budget, true)? {
-            return Ok((self.shared.hand_out(), self.shared.stats()));
+        if let Some(early) = self.prepare(store, state, packet, budget, true)? {
+            return Ok((self.shared.hand_out(early), self.shared.stats(early)));
         }
         let mut out = Vec::new();
         let stats =
@@ -229,9 +229,10 @@ impl Sender {
 
     /// What every write does first: refuses what it must, starts the
     /// frame, and records the frame's shared message for a caught-up
-    /// connection (composing it if no connection did yet), returning
-    /// `true` (the caller copies or hands out its bytes, and returns its
-    /// [stats](SharedMessage::stats)); `false` if the connection writes a
+    /// connection (composing it if no connection did yet), returning the
+    /// form it takes ([`SharedMessage::form_for`]: the caller copies or
+    /// hands out its bytes, and returns its
+    /// [stats](SharedMessage::stats)); `None` if the connection writes a
     /// message of its own.
     fn prepare<T: Replicate>(
         &mut self,
@@ -240,7 +241,7 @@ impl Sender {
         packet: u32,
         budget: Option<Budget>,
         share: bool,
-    ) -> Result<bool, SendError> {
+    ) -> Result<Option<bool>, SendError> {
         if self.has_uncommitted_work(store) {
             return Err(SendError::Uncommitted);
         }
@@ -265,15 +266,20 @@ impl Sender {
         let shareable = share
             && T::ARRAY_FIELDS == 0
             && state.in_sync(frame, store.live_before(self.history.newest()));
-        if shareable
+        if !(shareable
             && (self.shared.holds(frame) || self.compose_shared(store, state)?)
-            && self.shared.serves(state.client())
-            && budget.is_none_or(|budget| self.shared.bits() <= budget.bits)
+            && self.shared.serves(state.client()))
         {
-            self.shared.record(state, packet, all_fields);
-            return Ok(true);
+            return Ok(None);
         }
-        Ok(false)
+        let reshapes = !T::STRUCTURE.is_empty();
+        match self.shared.form_for(state.adds_known(), reshapes) {
+            Some(early) if budget.is_none_or(|budget| self.shared.bits(early) <= budget.bits) => {
+                self.shared.record(state, packet, all_fields);
+                Ok(Some(early))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// [`write`](Self::write) for each of `writes` in turn, with the
@@ -293,11 +299,11 @@ impl Sender {
         for write in writes.iter_mut() {
             let budget = write.max_bits.map(Budget::of);
             let prepared = match self.prepare(store, write.state, write.packet, budget, true) {
-                Ok(true) => {
-                    self.shared.copy(&mut BitWriter::new(write.out));
-                    Some(Ok(self.shared.stats()))
+                Ok(Some(early)) => {
+                    self.shared.copy(&mut BitWriter::new(write.out), early);
+                    Some(Ok(self.shared.stats(early)))
                 }
-                Ok(false) => None,
+                Ok(None) => None,
                 Err(error) => Some(Err(error)),
             };
             results.push(prepared);

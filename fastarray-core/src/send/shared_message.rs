@@ -1,9 +1,11 @@
 //! The message of a frame shared by caught-up connections.
 //!
 //! A connection that wrote everything up to the last frame, whose client
-//! knows every item (all adds acknowledged) and has nothing to repair, gets
-//! the same message as every other such connection: the frame's removals,
-//! adds and changed fields. The first of them writes it straight from the
+//! holds every item or has its add in flight, and that has nothing to
+//! repair, gets the same message as every other such connection: the
+//! frame's removals, adds and changed fields. A change of an item whose
+//! add is still on its way waits on the client for it (the message is a
+//! shared delta, `WIRE.md`). The first of them writes it straight from the
 //! frame's changeset (`plan::frame_entries`) and the bits are kept here; every
 //! one of them, the first included, copies them (or is handed the same
 //! bytes, [`DeltaBytes`]) and records the packet in O(adds + removals):
@@ -15,12 +17,13 @@
 use std::sync::Arc;
 
 use super::delta_bytes::DeltaBytes;
-use crate::bits::BitWriter;
+use crate::bits::{BitReader, BitWriter, copy_bits};
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::send_state::retirement::RecordEntry;
 use crate::send_state::stats::DeltaStats;
 use crate::send_state::{Removal, SendState};
+use crate::wire::MessageKind;
 
 /// One frame's shared message and what taking it means for a connection.
 #[derive(Clone, Debug, Default)]
@@ -46,10 +49,30 @@ pub(crate) struct SharedMessage {
     excluded: Vec<u64>,
     /// The frame has no message to share (its changes were owners' alone).
     none: bool,
+    /// Whether a removal is a scope exit: a shared delta cannot say so.
+    exits: bool,
+    /// The message as a shared delta, for connections whose adds are in
+    /// flight, made at the first such connection's write of the frame.
     /// The message's bytes as handed out whole ([`hand_out`](Self::hand_out)),
     /// made at the frame's first hand-out.
     handed: Option<Arc<[u8]>>,
+    /// The message as a shared delta (see [`form_for`](Self::form_for)).
+    early: EarlyForm,
 }
+
+/// A frame's shared message as a shared delta (`WIRE.md`): the same bits
+/// but the kind's, whose changes of items the client does not hold yet
+/// wait there for their adds.
+#[derive(Clone, Debug, Default)]
+struct EarlyForm {
+    bytes: Vec<u8>,
+    /// Bits of the message (0: not made for the kept frame).
+    bits: u64,
+    handed: Option<Arc<[u8]>>,
+}
+
+/// Bits a shared delta's kind takes beyond a delta's.
+const EARLY_KIND_BITS: u64 = 3;
 
 impl SharedMessage {
     /// Whether frame `frame`'s message is kept.
@@ -64,11 +87,43 @@ impl SharedMessage {
         !self.none && client.is_none_or(|client| self.excluded.binary_search(&client).is_err())
     }
 
+    /// The form of the kept message a connection takes: `None` if it
+    /// cannot take it; else whether it takes it as a shared delta, as a
+    /// connection whose client has adds in flight (not `adds_known`) does
+    /// when the message changes fields (a change of such an item then
+    /// waits on the client for its add). A message with scope exits has
+    /// no such form, nor has an item type with shapes (`reshapes`: a
+    /// whole value in flight may be of a new shape, an enum's variant,
+    /// that a change would reach before it).
+    #[inline]
+    pub(crate) fn form_for(&mut self, adds_known: bool, reshapes: bool) -> Option<bool> {
+        if adds_known || self.changed.is_empty() {
+            return Some(false);
+        }
+        if self.exits || reshapes {
+            return None;
+        }
+        if self.early.bits == 0 {
+            let early = &mut self.early;
+            early.bytes.clear();
+            let mut writer = BitWriter::new(&mut early.bytes);
+            MessageKind::SharedDelta.write(&mut writer);
+            let kind = MessageKind::Delta.bits();
+            let mut reader = BitReader::at(&self.bytes, kind);
+            copy_bits(&mut reader, &mut writer, self.bits - kind);
+            early.bits = writer.finish();
+            debug_assert_eq!(early.bits, self.bits + EARLY_KIND_BITS);
+        }
+        Some(true)
+    }
+
     /// Keeps, for frame `frame`, that it has no message to share.
     pub(crate) fn keep_none(&mut self, frame: u64) {
         self.frame = frame;
         self.none = true;
         self.handed = None;
+        self.early.bits = 0;
+        self.early.handed = None;
         self.bits = 0;
         self.entries.clear();
         self.changed.clear();
@@ -84,9 +139,12 @@ impl SharedMessage {
         spare
     }
 
-    /// The kept message's size, in bits.
-    pub(crate) fn bits(&self) -> u64 {
-        self.bits
+    /// The kept message's size, in bits, as a shared delta if `early`.
+    pub(crate) fn bits(&self, early: bool) -> u64 {
+        match early {
+            false => self.bits,
+            true => self.bits + EARLY_KIND_BITS,
+        }
     }
 
     /// Keeps the message of `frame` just written into `bytes`, which
@@ -107,6 +165,9 @@ impl SharedMessage {
         self.none = false;
         self.handed = None;
         self.excluded = excluded;
+        self.exits = removals.iter().any(|removal| removal.exit);
+        self.early.bits = 0;
+        self.early.handed = None;
         self.bits = stats.bits;
         self.entries.clear();
         let key = ReplicationKey::default();
@@ -143,25 +204,35 @@ impl SharedMessage {
     }
 
     /// What writing the kept message counts, for every connection that
-    /// takes it.
+    /// takes it (as a shared delta if `early`).
     #[inline]
-    pub(crate) fn stats(&self) -> DeltaStats {
-        self.stats
+    pub(crate) fn stats(&self, early: bool) -> DeltaStats {
+        DeltaStats {
+            bits: self.bits(early),
+            ..self.stats
+        }
     }
 
-    /// Appends the kept message's bits to `writer`.
-    pub(crate) fn copy(&self, writer: &mut BitWriter<'_>) {
-        writer.write_bits_from(&self.bytes, self.bits);
+    /// Appends the kept message's bits to `writer`, as a shared delta if
+    /// `early` (made by [`form_for`](Self::form_for)).
+    pub(crate) fn copy(&self, writer: &mut BitWriter<'_>, early: bool) {
+        match early {
+            false => writer.write_bits_from(&self.bytes, self.bits),
+            true => writer.write_bits_from(&self.early.bytes, self.early.bits),
+        }
     }
 
     /// The kept message as a message of its own, the same bytes for every
-    /// connection this frame: copied once, at the frame's first hand-out.
+    /// connection this frame that takes it in the same form: copied once,
+    /// at the frame's first hand-out.
     #[inline]
-    pub(crate) fn hand_out(&mut self) -> DeltaBytes {
-        let bytes = self.bits.div_ceil(8) as usize;
-        let handed = self
-            .handed
-            .get_or_insert_with(|| Arc::from(&self.bytes[..bytes]));
+    pub(crate) fn hand_out(&mut self, early: bool) -> DeltaBytes {
+        let (bytes, bits, handed) = match early {
+            false => (&self.bytes, self.bits, &mut self.handed),
+            true => (&self.early.bytes, self.early.bits, &mut self.early.handed),
+        };
+        let len = bits.div_ceil(8) as usize;
+        let handed = handed.get_or_insert_with(|| Arc::from(&bytes[..len]));
         DeltaBytes::shared(Arc::clone(handed))
     }
 }

@@ -41,18 +41,28 @@ impl SendState {
 
     /// Whether this connection can take frame `frame`'s shared message: it
     /// wrote everything up to the last frame (nothing due, no repair), its
-    /// client knows every one of the `live_before` items the array held
-    /// before `frame` and nothing else, and the frame goes in short form.
-    /// Such a connection's message is the same bits as every other one's.
+    /// client holds, or has on its way, every one of the `live_before`
+    /// items the array held before `frame` and nothing else (but items
+    /// whose removals are in flight), and the frame goes in short form.
+    /// Such a connection's message is the same bits as every other one's;
+    /// one whose client may not hold every item yet takes it only if its
+    /// changes may come before their item's add
+    /// ([`adds_known`](Self::adds_known)).
     #[inline]
     pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
         self.cursor == frame
             && !self.has_work_due()
-            && self.views.all_known()
-            && self.views.len() == live_before
+            && self.views.staying() == live_before
             && self.inner.is_empty()
             && self.scope.is_none()
             && short_frame(frame, self.acked_frame)
+    }
+
+    /// Whether the client acknowledged every add written to it: then no
+    /// change can reach it before its item.
+    #[inline]
+    pub(crate) fn adds_known(&self) -> bool {
+        self.views.adds_known()
     }
 
     /// Brings the pending work up to `frame`: from the history ring when it

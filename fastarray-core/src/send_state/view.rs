@@ -145,6 +145,8 @@ pub(crate) struct Views {
     known: u32,
     /// Entries the client may hold (the others are only in scope).
     held: u32,
+    /// Of those, the ones whose removal or exit is in flight.
+    leaving: u32,
     /// The handles, once the connection names items by them.
     handles: Option<Box<Handles>>,
     /// Whether an item ever entered a scope here: only then can an id
@@ -240,10 +242,18 @@ impl Views {
         self.held as usize
     }
 
-    /// Whether the client knows every item it may hold.
+    /// Whether the client knows every item it may hold but those on their
+    /// way out: no add is in flight.
     #[inline]
-    pub(crate) fn all_known(&self) -> bool {
-        self.known == self.held
+    pub(crate) fn adds_known(&self) -> bool {
+        self.known + self.leaving == self.held
+    }
+
+    /// Items the client holds or will once their adds arrive: those it
+    /// may hold but the ones on their way out.
+    #[inline]
+    pub(crate) fn staying(&self) -> usize {
+        (self.held - self.leaving) as usize
     }
 
     /// The ids the client may hold, in no order.
@@ -404,7 +414,8 @@ impl Views {
         match rest.holding() {
             None => self.held += 1,
             Some(Holding::Known) => self.known -= 1,
-            Some(_) => {}
+            Some(Holding::RemoveInFlight) => self.leaving -= 1,
+            Some(Holding::AddInFlight) => {}
         }
         if rest.flags & FLIGHT != 0 {
             self.flights.remove(&id);
@@ -431,6 +442,7 @@ impl Views {
         self.newest = self.newest.max(id.to_raw());
         let (place, rest) = entry(&mut self.map, &mut self.plain, id);
         let new = rest.holding().is_none();
+        let was_leaving = rest.is(Holding::RemoveInFlight);
         // A whole value of a new shape (an enum's variant) for an item the
         // client knows supersedes whatever older records carried, as an add
         // does an earlier stay's: their fate is not this entry's. (A record
@@ -489,6 +501,11 @@ impl Views {
         }
         if was_known && !rest.is(Holding::Known) {
             self.known -= 1;
+        }
+        match (was_leaving, rest.is(Holding::RemoveInFlight)) {
+            (false, true) => self.leaving += 1,
+            (true, false) => self.leaving -= 1,
+            _ => {}
         }
         place
     }
@@ -607,6 +624,9 @@ impl Views {
         if work.drops() {
             if rest.is(Holding::Known) {
                 self.known -= 1;
+            }
+            if rest.is(Holding::RemoveInFlight) {
+                self.leaving -= 1;
             }
             if rest.flags & FLIGHT != 0 {
                 self.flights.remove(&id);
@@ -905,7 +925,17 @@ mod tests {
                         handles.get(id(raw)).map(|view| view.holding)
                     );
                 }
-                prop_assert_eq!((ids.len(), ids.all_known()), (handles.len(), handles.all_known()));
+                prop_assert_eq!(
+                    (ids.len(), ids.staying(), ids.adds_known()),
+                    (handles.len(), handles.staying(), handles.adds_known())
+                );
+                // The count of items on their way out is every entry's.
+                for views in [&ids, &handles] {
+                    let leaving = (0..16)
+                        .filter(|&raw| views.get(id(raw)).is_some_and(|view| !view.is_held()))
+                        .count();
+                    prop_assert_eq!(views.staying(), views.len() - leaving);
+                }
                 let held: BTreeSet<ReplicationId> = ids.ids().collect();
                 prop_assert_eq!(held, handles.ids().collect::<BTreeSet<_>>());
                 for (entry, &seq) in in_flight.iter().zip(&seqs) {
@@ -1044,7 +1074,7 @@ mod tests {
             assert_eq!(views.map.get(id(3)).is_some(), by_handles);
             let view = views.get(id(3)).unwrap();
             assert_eq!((view.holding, view.acked), (Holding::Known, false));
-            assert_eq!((views.len(), views.all_known()), (1, true));
+            assert_eq!((views.len(), views.adds_known()), (1, true));
             // Written again, it has an entry again, known.
             views.written(id(3), Work::Remove, 3, all);
             assert!(!views.plain.contains(id(3)));
@@ -1107,12 +1137,12 @@ mod tests {
             (views.len(), views.ids().count(), views.map.len()),
             (0, 0, 1)
         );
-        assert!(views.all_known());
+        assert!(views.adds_known());
 
         views.written(id(4), Work::Add { structural: true }, 1, all);
         assert_eq!(views.len(), 1);
         views.acknowledged((id(4), UNKNOWN), Work::Add { structural: true }, key, 1, 0);
-        assert!(views.all_known());
+        assert!(views.adds_known());
         views.written(id(4), Work::Remove, 2, all);
         assert!(views.acknowledged((id(4), UNKNOWN), Work::Remove, key, 2, 0));
         assert_eq!(views.seen(id(4)), Some(far), "still in scope");

@@ -12,9 +12,10 @@ use crate::error::DecodeError;
 /// one of them is an exit: the kind's extra bits (none for a delta by
 /// `handles`) and a flag per removal.
 pub(crate) fn exit_bits(count: u64, any: bool, handles: bool) -> u64 {
+    use super::MessageKind;
     match (any, handles) {
         (false, _) => 0,
-        (true, false) => 2 + count,
+        (true, false) => MessageKind::DeltaWithExits.bits() - MessageKind::Delta.bits() + count,
         (true, true) => count,
     }
 }

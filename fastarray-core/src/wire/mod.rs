@@ -9,8 +9,11 @@
 //! |---|---|
 //! | `0` | empty delta: nothing changed (the whole message is this 1 bit) |
 //! | `1 0` | delta |
-//! | `1 1 1` | delta some of whose removals are scope exits |
 //! | `1 1 0` | full snapshot |
+//! | `1 1 1 0 0` | delta some of whose removals are scope exits |
+//! | `1 1 1 0 1` | shared delta: a delta whose changes may come before their items' adds |
+//! | `1 1 1 1 0` | delta by handles |
+//! | `1 1 1 1 1` | delta by handles with scope exits |
 
 pub(crate) mod baseline;
 pub(crate) mod exits;
@@ -34,6 +37,10 @@ pub(crate) enum MessageKind {
     Empty,
     /// Changes since what the receiver holds.
     Delta,
+    /// A frame's shared message: a [`Delta`](Self::Delta) whose changed
+    /// fields may reach the receiver before the add of their item (one
+    /// connection's add still in flight), and then wait for it.
+    SharedDelta,
     /// Changes since what the receiver holds, some of the removals being
     /// scope exits (a flag per removal follows the list).
     DeltaWithExits,
@@ -52,6 +59,7 @@ impl MessageKind {
         match self {
             Self::Empty => "empty delta",
             Self::Delta => "delta",
+            Self::SharedDelta => "shared delta",
             Self::DeltaWithExits => "delta with scope exits",
             Self::HandleDelta => "delta by handles",
             Self::HandleDeltaWithExits => "delta by handles with scope exits",
@@ -76,8 +84,10 @@ impl MessageKind {
             Self::Empty => 1,
             Self::Delta => 2,
             Self::Snapshot => 3,
-            Self::DeltaWithExits => 4,
-            Self::HandleDelta | Self::HandleDeltaWithExits => 5,
+            Self::DeltaWithExits
+            | Self::SharedDelta
+            | Self::HandleDelta
+            | Self::HandleDeltaWithExits => 5,
         }
     }
 
@@ -86,7 +96,8 @@ impl MessageKind {
             Self::Empty => writer.write_bool(false),
             Self::Delta => writer.write_bits(0b01, 2),
             Self::Snapshot => writer.write_bits(0b011, 3),
-            Self::DeltaWithExits => writer.write_bits(0b0111, 4),
+            Self::DeltaWithExits => writer.write_bits(0b0_0111, 5),
+            Self::SharedDelta => writer.write_bits(0b1_0111, 5),
             Self::HandleDelta => writer.write_bits(0b0_1111, 5),
             Self::HandleDeltaWithExits => writer.write_bits(0b1_1111, 5),
         }
@@ -103,7 +114,11 @@ impl MessageKind {
             return Ok(Self::Snapshot);
         }
         if !reader.read_bool()? {
-            return Ok(Self::DeltaWithExits);
+            return Ok(if reader.read_bool()? {
+                Self::SharedDelta
+            } else {
+                Self::DeltaWithExits
+            });
         }
         Ok(if reader.read_bool()? {
             Self::HandleDeltaWithExits
@@ -136,8 +151,9 @@ mod tests {
         for (kind, bits) in [
             (MessageKind::Empty, 1),
             (MessageKind::Delta, 2),
-            (MessageKind::DeltaWithExits, 4),
+            (MessageKind::DeltaWithExits, 5),
             (MessageKind::Snapshot, 3),
+            (MessageKind::SharedDelta, 5),
             (MessageKind::HandleDelta, 5),
             (MessageKind::HandleDeltaWithExits, 5),
         ] {
