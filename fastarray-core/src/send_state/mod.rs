@@ -81,7 +81,7 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
-/// client may hold, one inner `SendState` (440 bytes before its own
+/// client may hold, one inner `SendState` (448 bytes before its own
 /// entries) per array field. Hash maps add one control byte per bucket and
 /// keep between 1 and 2 buckets per entry; the pending list, like them,
 /// shrinks back after a burst.
@@ -361,7 +361,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            440,
+            448,
             "per array inside an item"
         );
     }

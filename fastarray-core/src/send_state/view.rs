@@ -17,12 +17,13 @@ use crate::id::{ReplicationId, ReplicationKey};
 use crate::id_map::{IdMap, IdTable, Place};
 use crate::mask::FieldMask;
 
+mod bits;
 mod flight;
 mod plain;
 mod rest;
 
+use bits::Bits;
 pub(crate) use flight::Flight;
-use plain::Plain;
 use rest::{ACKED, FLIGHT, IN_SCOPE, Rest};
 
 /// What the client may hold of one item (what is kept of it at rest; the
@@ -90,23 +91,21 @@ fn give_back(handles: &mut Option<Box<Handles>>, rest: &Rest, after: Option<u64>
     }
 }
 
-/// The entry of `id` in `map`, made if it has none: a plain item's entry
-/// (taken out of `plain`), or one for an item the client holds nothing of.
-/// Returns its place.
+/// The entry of `id` in `map`, made if it has none: the entry of an item
+/// kept as a bit (taken out of `bits`), or one for an item the client
+/// holds nothing of. Returns its place.
 #[inline]
 fn entry<'a>(
     map: &'a mut IdTable<Rest>,
-    plain: &mut Plain,
+    bits: &mut Bits,
     id: ReplicationId,
 ) -> (Place, &'a mut Rest) {
-    map.or_insert_with(id, || {
-        if plain.remove(id) {
-            Rest::known()
-        } else {
-            Rest::absent()
-        }
-    })
+    map.or_insert_with(id, || bits.take(id).unwrap_or_else(Rest::absent))
 }
+
+/// Where [`Views::written`] says an entry kept as a bit is: nowhere in the
+/// map, which a lookup finds.
+const NO_PLACE: Place = Place::MAX;
 
 /// Whether record `seq` carried an earlier stay of `id` than its entry
 /// `rest`'s (made by a later record, still guarded).
@@ -126,17 +125,22 @@ fn is_stale(flights: &IdMap<Flight>, id: ReplicationId, rest: &Rest, seq: u64) -
 ///
 /// On a connection naming items by ids, an item the client knows at rest
 /// (no record in flight carries it, no flight is kept, no scope marks it)
-/// has no entry: it is a bit of [`Plain`], from the moment it comes to
-/// rest until anything needs an entry for it again. Its acknowledged key
-/// is not kept: a resynchronisation finds it up to date by frames alone.
+/// has no entry: it is a bit ([`Bits`]), from the moment it comes to rest
+/// until anything needs an entry for it again. Its acknowledged key is
+/// not kept: a resynchronisation finds it up to date by frames alone. So,
+/// while the connection has no scope, is an item whose one record in
+/// flight added it (an id new to the view) or removed it (from rest): the
+/// record resolves the bit, and anything else makes it an entry.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Views {
     /// An entry per item the client may hold or the scope holds, but the
-    /// plain ones.
+    /// ones kept as bits.
     map: IdTable<Rest>,
-    /// The items the client knows at rest (none while the connection
-    /// names items by handles, whose entries keep them).
-    plain: Plain,
+    /// The items the client knows at rest, and those whose one record in
+    /// flight added them or removed them from rest (none while the
+    /// connection names items by handles, whose entries keep them; none in
+    /// flight once an item entered a scope here).
+    bits: Bits,
     flights: IdMap<Flight>,
     /// The oldest record that made an entry still guarded (see
     /// [`Flight::born`]), `u64::MAX` if none: [`trim`](Self::trim) looks at
@@ -174,8 +178,16 @@ impl Views {
     fn rest(&self, id: ReplicationId) -> Option<Rest> {
         match self.map.get(id) {
             Some(rest) => Some(*rest),
-            None => self.plain.contains(id).then(Rest::known),
+            None => self.bits.get(id),
         }
+    }
+
+    /// Whether the view keeps nothing of `id`: an id above every one it
+    /// kept (dealt out after every one it was sent, usually) needs no
+    /// lookup.
+    #[inline]
+    fn is_new(&self, id: ReplicationId) -> bool {
+        id.to_raw() > self.newest || self.map.get(id).is_none() && !self.bits.holds(id)
     }
 
     /// Makes `id`'s entry a plain item if it came to rest (see
@@ -184,7 +196,7 @@ impl Views {
     fn settle(&mut self, id: ReplicationId) {
         if self.handles.is_none() && self.map.get(id).is_some_and(Rest::at_rest) {
             self.map.remove(id);
-            self.plain.insert(id);
+            self.bits.known.insert(id);
         }
     }
 
@@ -219,7 +231,10 @@ impl Views {
     /// only the bucket of each.
     pub(crate) fn warm_at(&self, entries: impl IntoIterator<Item = (ReplicationId, Place)>) {
         for (id, place) in entries {
-            core::hint::black_box(self.map.get_at(id, place).map(|rest| rest.flags));
+            // A bit's record has no place to read (see `acknowledged`).
+            if place != NO_PLACE {
+                core::hint::black_box(self.map.get_at(id, place).map(|rest| rest.flags));
+            }
         }
     }
 
@@ -262,7 +277,7 @@ impl Views {
             .iter()
             .filter(|(_, rest)| rest.holding().is_some())
             .map(|(id, _)| id)
-            .chain(self.plain.iter())
+            .chain(self.bits.iter())
     }
 
     // The scope's marks (its rules are `send_state::scope`'s).
@@ -289,7 +304,7 @@ impl Views {
     pub(crate) fn enter_scope(&mut self, id: ReplicationId, seen: Seen) -> bool {
         self.scoped = true;
         self.newest = self.newest.max(id.to_raw());
-        let rest = entry(&mut self.map, &mut self.plain, id).1;
+        let rest = entry(&mut self.map, &mut self.bits, id).1;
         let entered = rest.flags & IN_SCOPE == 0;
         if entered {
             rest.set_seen(seen);
@@ -318,7 +333,7 @@ impl Views {
 
     /// Empties the scope (a new one starts): the entries only in it go.
     pub(crate) fn clear_scope(&mut self) {
-        let (handles, plain) = (&mut self.handles, &mut self.plain);
+        let (handles, plain) = (&mut self.handles, &mut self.bits.known);
         self.map.retain(|id, rest| {
             rest.clear_seen();
             let held = rest.holding().is_some();
@@ -377,7 +392,7 @@ impl Views {
         let Some(rest) = self.map.get_mut(id) else {
             // A plain item has no handle: none is kept while handles are.
             return ForWrite {
-                holding: self.plain.contains(id).then_some(Holding::Known),
+                holding: self.bits.get(id).and_then(|rest| rest.holding()),
                 seen: None,
                 wire: id,
             };
@@ -401,16 +416,16 @@ impl Views {
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
         self.newest = self.newest.max(id.to_raw());
-        if self.handles.is_none() && self.map.get(id).is_none() {
+        if self.handles.is_none() && self.map.get(id).is_none() && !self.bits.is_moving(id) {
             // The key is not kept: a snapshot's items are not acknowledged
             // records', and a resynchronisation goes by frames for them.
-            if self.plain.insert(id) {
+            if self.bits.known.insert(id) {
                 self.held += 1;
                 self.known += 1;
             }
             return;
         }
-        let rest = entry(&mut self.map, &mut self.plain, id).1;
+        let rest = entry(&mut self.map, &mut self.bits, id).1;
         match rest.holding() {
             None => self.held += 1,
             Some(Holding::Known) => self.known -= 1,
@@ -439,8 +454,26 @@ impl Views {
         seq: u64,
         all_fields: FieldMask,
     ) -> Place {
+        if self.handles.is_none() && !self.scoped {
+            // Without an entry: an add of an item the view keeps nothing
+            // of, a removal of a plain item (see [`Bits`]).
+            match work {
+                Work::Add { .. } if self.is_new(id) => {
+                    self.newest = self.newest.max(id.to_raw());
+                    self.bits.arrive(id);
+                    self.held += 1;
+                    return NO_PLACE;
+                }
+                Work::Remove if self.bits.depart(id) => {
+                    self.known -= 1;
+                    self.leaving += 1;
+                    return NO_PLACE;
+                }
+                _ => {}
+            }
+        }
         self.newest = self.newest.max(id.to_raw());
-        let (place, rest) = entry(&mut self.map, &mut self.plain, id);
+        let (place, rest) = entry(&mut self.map, &mut self.bits, id);
         let new = rest.holding().is_none();
         let was_leaving = rest.is(Holding::RemoveInFlight);
         // A whole value of a new shape (an enum's variant) for an item the
@@ -525,19 +558,16 @@ impl Views {
         }
         match work {
             // Plain items and entries are apart: a plain item has none.
-            Work::Remove | Work::Exit if self.plain.remove(id) => {
+            Work::Remove | Work::Exit if self.bits.known.remove(id) => {
                 self.held -= 1;
                 self.known -= 1;
                 Some(true)
             }
             // An item new to the client: a new id (dealt out after every
             // one it was sent, usually), or one with neither.
-            Work::Add { .. }
-                if id.to_raw() > self.newest
-                    || self.map.get(id).is_none() && !self.plain.contains(id) =>
-            {
+            Work::Add { .. } if self.is_new(id) => {
                 self.newest = self.newest.max(id.to_raw());
-                self.plain.insert(id);
+                self.bits.known.insert(id);
                 self.held += 1;
                 self.known += 1;
                 Some(false)
@@ -566,7 +596,7 @@ impl Views {
     #[cold]
     fn trim_flights(&mut self, oldest: u64) {
         if self.first_guard <= oldest {
-            let (map, plain, mut first) = (&mut self.map, &mut self.plain, u64::MAX);
+            let (map, plain, mut first) = (&mut self.map, &mut self.bits.known, u64::MAX);
             let by_ids = self.handles.is_none();
             self.flights.retain(|id, flight| {
                 if flight.born == 0 {
@@ -615,6 +645,20 @@ impl Views {
         seq: u64,
         written: u64,
     ) -> bool {
+        // Only the record that made a bit in flight resolves it, and it
+        // has no place: an id in flight as a bit has no entry, so a
+        // record that made one looks there first.
+        if place == NO_PLACE {
+            if work.drops() && self.bits.departed(id) {
+                self.held -= 1;
+                self.leaving -= 1;
+                return true;
+            }
+            if matches!(work, Work::Add { .. }) && self.bits.arrived(id) {
+                self.known += 1;
+                return false;
+            }
+        }
         let Some(rest) = self.map.get_at_mut(id, place) else {
             return false;
         };
@@ -677,7 +721,7 @@ impl Views {
         if self.handles.is_none() && rest.at_rest() {
             // At rest: a plain item from now on.
             self.map.remove_at(id, place);
-            self.plain.insert(id);
+            self.bits.known.insert(id);
         }
         false
     }
@@ -687,6 +731,13 @@ impl Views {
     /// [`lost_work`](Self::lost_work)).
     pub(crate) fn lost(&mut self, id: ReplicationId, seq: u64) {
         let Some(rest) = self.map.get_mut(id) else {
+            // A bit in flight lands, due again: an entry from now on.
+            let Some(holding) = self.bits.land(id) else {
+                return;
+            };
+            let mut rest = Rest::once(holding);
+            rest.land();
+            self.map.or_insert_with(id, || rest);
             return;
         };
         if rest.holding().is_none() || is_stale(&self.flights, id, rest, seq) {
@@ -702,7 +753,7 @@ impl Views {
         }
         if self.handles.is_none() && rest.at_rest() {
             self.map.remove(id);
-            self.plain.insert(id);
+            self.bits.known.insert(id);
         }
     }
 
@@ -919,6 +970,9 @@ mod tests {
                     prop_assert_eq!(ids.lost_work(&shared, seq, all), handles.lost_work(&shared, seq, all));
                     let (a, b) = (ids.look(id(raw)), handles.look(id(raw)));
                     prop_assert_eq!(a, b, "item {}", raw);
+                    // Records in flight that carried it, bits or entries.
+                    let flying = |views: &Views| views.rest(id(raw)).map(|rest| rest.in_flight);
+                    prop_assert_eq!(flying(&ids), flying(&handles), "item {}", raw);
                     prop_assert_eq!(ids.contains(id(raw)), handles.contains(id(raw)));
                     prop_assert_eq!(
                         ids.get(id(raw)).map(|view| view.holding),
@@ -992,7 +1046,7 @@ mod tests {
         assert!(views.flights.is_empty());
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert!(views.map.get(id(1)).is_none(), "at rest: a plain item");
-        assert!(views.plain.contains(id(1)));
+        assert!(views.bits.known.contains(id(1)));
     }
 
     /// Without a scope an id never comes back: an add has no earlier stay
@@ -1070,14 +1124,14 @@ mod tests {
             assert_eq!(view.holding, Holding::Known);
             assert_eq!(view.acked, !by_handles, "record 2 is in flight");
             views.acknowledged((id(3), UNKNOWN), fields, key, 2, 0);
-            assert_eq!(views.plain.contains(id(3)), !by_handles);
+            assert_eq!(views.bits.known.contains(id(3)), !by_handles);
             assert_eq!(views.map.get(id(3)).is_some(), by_handles);
             let view = views.get(id(3)).unwrap();
             assert_eq!((view.holding, view.acked), (Holding::Known, false));
             assert_eq!((views.len(), views.adds_known()), (1, true));
             // Written again, it has an entry again, known.
             views.written(id(3), Work::Remove, 3, all);
-            assert!(!views.plain.contains(id(3)));
+            assert!(!views.bits.known.contains(id(3)));
             assert_eq!(views.get(id(3)).unwrap().holding, Holding::RemoveInFlight);
             assert!(views.acknowledged((id(3), UNKNOWN), Work::Remove, key, 3, 0));
             assert_eq!((views.len(), views.ids().count()), (0, 0));
@@ -1165,7 +1219,7 @@ mod tests {
         assert!(views.leave_scope(id(5)));
         assert_eq!(views.get(id(5)).unwrap().holding, Holding::Known);
         assert_eq!(views.seen(id(5)), None);
-        assert!(views.map.get(id(5)).is_none() && views.plain.contains(id(5)));
+        assert!(views.map.get(id(5)).is_none() && views.bits.known.contains(id(5)));
         views.enter_scope(id(5), Seen::default());
         views.enter_scope(id(6), Seen::default());
         views.clear_scope();

@@ -115,6 +115,15 @@ impl Results {
                 limit: 3.0,
             },
             Row {
+                name: "churn, each packet acknowledged two ticks late: 16 connections ÷ 1",
+                of: "`fanout_churn_late_10k`".into(),
+                value: self.over(
+                    "fanout_churn_late_10k/conns_16",
+                    "fanout_churn_late_10k/conns_1",
+                ),
+                limit: 3.0,
+            },
+            Row {
                 name: "sparse: 256 caught-up connections ÷ 1, messages handed out",
                 of: "`fanout_bytes_10k`".into(),
                 value: self.over("fanout_bytes_10k/conns_256", "fanout_bytes_10k/conns_1"),

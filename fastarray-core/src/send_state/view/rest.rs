@@ -61,6 +61,18 @@ impl Rest {
         }
     }
 
+    /// An item that one record in flight carried, leaving it as
+    /// `holding`, in no scope, with no handle, flight or acknowledged key:
+    /// what an item of [`Bits`](super::bits::Bits) in flight is.
+    pub(super) fn once(holding: super::Holding) -> Self {
+        Self {
+            flags: holding as u8,
+            in_flight: 1,
+            priority: 0,
+            word: 0,
+        }
+    }
+
     /// Whether the client knows the item at rest: no record in flight
     /// carries it, no flight is kept, no scope marks it. On a connection
     /// naming items by ids, such an entry says no more than a plain item.
