@@ -184,6 +184,13 @@ impl<T> PreImages<T> {
     /// `visit`, which may bring it up to the item's committed value and
     /// then returns `true` (see [`Buffer::holds`]); then starts the next
     /// frame, keeping these pre-images' buffers for reuse.
+    ///
+    /// In line, always: its loop is the commit's over the items written
+    /// through guards, and its visit the diff of each. Left to itself the
+    /// compiler once made it a function of its own with the commit inlined
+    /// into it, for the same instructions (callgrind) and a dense commit
+    /// and write 8% slower (ab, 6 pairs of `encode 100 dense`).
+    #[inline(always)]
     pub(crate) fn drain(&mut self, mut visit: impl FnMut(ReplicationId, &mut T) -> bool) {
         let mut written = 0;
         for (cell, buffer) in self.cells.iter().zip(&mut self.buffers) {
