@@ -111,7 +111,9 @@ pub enum DecodeError {
         bit_offset: u64,
     },
     /// A partial change for an item this mirror has never held: the sender
-    /// only sends changed fields after the client acknowledged the whole item.
+    /// only sends changed fields after the client acknowledged the whole
+    /// item, but in a frame's shared message (a shared delta, whose changes
+    /// of items not held yet wait for their adds).
     UnknownItem {
         /// The item's id.
         id: crate::ReplicationId,

@@ -78,7 +78,9 @@ use types::{
 
 /// A short, deterministic replication session of one item type: the
 /// messages a mirror applied, in the order it applied them (one of them
-/// reported lost and delivered late), and the mirror after each prefix.
+/// reported lost and delivered late; the packets after it acknowledged a
+/// frame late, so that an add is in flight when the next is written, which
+/// makes it a shared delta for a struct), and the mirror after each prefix.
 pub struct History<T> {
     /// The messages, in the order the mirror applied them.
     pub messages: Vec<Vec<u8>>,
@@ -107,6 +109,7 @@ impl<T: Fixture> History<T> {
             snapshots: Vec::new(),
         };
         let mut late = None;
+        let mut unacked = None;
         for frame in 0..HISTORY_FRAMES {
             if frame > 0 {
                 change(&mut server, frame);
@@ -124,7 +127,11 @@ impl<T: Fixture> History<T> {
                 continue;
             }
             history.apply(&mut mirror, bytes);
-            conn.on_ack(packet);
+            if frame < LOST_FRAME {
+                conn.on_ack(packet);
+            } else if let Some(previous) = unacked.replace(packet) {
+                conn.on_ack(previous);
+            }
         }
         if let Some(bytes) = late {
             history.apply(&mut mirror, bytes);

@@ -285,7 +285,7 @@ fn a_change_made_by_a_whole_value_is_told_apart() {
     let first = write(&mut server, &mut conn, 1);
     server.get_mut(id).unwrap().hp = 11;
     server.commit();
-    let _lost = write(&mut server, &mut conn, 2); // whole: the add is in flight
+    let _lost = write(&mut server, &mut conn, 2); // the add is in flight
     let mut kinds = Kinds::default();
     client.apply_delta(&first, &mut kinds).unwrap();
     conn.on_ack(1);

@@ -27,11 +27,13 @@ impl<T: Replicate> FastArray<T> {
     /// [`SendState::on_loss`]. On error nothing is written and nothing changes.
     ///
     /// Connections that are caught up (everything up to the last frame
-    /// written, every add acknowledged, nothing to repair) get the same
-    /// bits: the second of them in a frame writes the message and keeps it,
-    /// and the others copy it and record the packet without visiting each
-    /// changed item, so many clients cost little more than one
-    /// ([`DeltaStats::shared`] says which writes took it).
+    /// written, nothing to repair) get the same bits: the second of them in
+    /// a frame writes the message and keeps it, and the others copy it and
+    /// record the packet without visiting each changed item, so many
+    /// clients cost little more than one ([`DeltaStats::shared`] says which
+    /// writes took it). One whose adds are still in flight gets it as a
+    /// shared delta, 3 bits longer: its client keeps a change of an item
+    /// it does not hold yet until the add arrives (`WIRE.md`).
     ///
     /// ```
     /// use fastarray_core::{FastArray, SendState};
