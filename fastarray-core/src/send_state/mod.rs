@@ -71,9 +71,11 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// # Memory
 /// Per item the client knows at rest (no packet in flight carries it, no
 /// scope marks it) on a connection naming items by ids, one bit, in words
-/// of 64 consecutive ids (a caught-up connection keeps about a byte per
-/// item at 10 000 items, a third of one at 100 000, the room its map
-/// keeps for packets in flight included). Per other item the client may hold (or,
+/// of 64 consecutive ids; on such a connection with no scope, one bit too
+/// per item whose one packet in flight added it or removed it from rest
+/// (a caught-up connection keeps about 0.3 bytes per item at 10 000 items
+/// and 0.2 at 100 000, spare capacity included: `BENCHMARKS.md`). Per other
+/// item the client may hold (or,
 /// with a scope, in scope), one 16-byte hash map entry (id, state,
 /// acknowledged key, records in flight, the scope's priority and detail
 /// level), and 48 bytes more while two or more packets that carried it are

@@ -242,7 +242,7 @@ impl Results {
              `size_of::<Agent>()` plus its name's heap ({:.0} bytes on average). `spare` is what the structure holds \
              beyond what a clone of it needs: capacity kept from earlier, larger frames (the initial full sync sent \
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
-             this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a bit per item the client knows at rest, in 8-byte words of 64 ids, and the room its view's map keeps for the entries of packets in flight, {VIEW_ROOM} of them; \
+             this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a bit per item the client knows at rest, in 8-byte words of 64 ids, and the {MOVING} bytes of the sets of the items whose adds or removals are in flight, made by the first sync (its view's map keeps no room until an item needs an entry); \
              mirror: a 24-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
              plus one control byte per bucket). A connection with packets in flight adds 56 bytes per packet and \
              32 per item it carried.\n\n\
@@ -560,14 +560,15 @@ impl Results {
     }
 }
 
-/// The entries a connection's view keeps room for in its map, whatever it
-/// holds (`IdTable::shrink` in `fastarray-core`).
-const VIEW_ROOM: usize = 256;
+/// Bytes of the two sets of a connection's view that hold the items
+/// whose adds or removals are in flight, boxed, made by the first sync
+/// (`send_state/view/bits.rs` in `fastarray-core`).
+const MOVING: usize = 112;
 
 /// `WIRE.md`'s bytes per item of a caught-up connection of `items` items,
 /// every one known at rest: a bit each in 8-byte words of 64 consecutive
-/// ids, and the room its view's map keeps.
+/// ids, and the sets for items in flight.
 fn caught_up(items: usize) -> f64 {
     let words = items.div_ceil(64) * 8;
-    (words as f64 + map_bytes(VIEW_ROOM, 16)) / items as f64
+    (words + MOVING) as f64 / items as f64
 }
