@@ -5,6 +5,7 @@
 //! which (`1`: the item left the client's scope and still exists; `0`: it
 //! was destroyed). A delta without exits pays nothing for them.
 
+use super::MessageKind;
 use crate::bits::{BitReader, BitWriter};
 use crate::error::DecodeError;
 
@@ -12,7 +13,6 @@ use crate::error::DecodeError;
 /// one of them is an exit: the kind's extra bits (none for a delta by
 /// `handles`) and a flag per removal.
 pub(crate) fn exit_bits(count: u64, any: bool, handles: bool) -> u64 {
-    use super::MessageKind;
     match (any, handles) {
         (false, _) => 0,
         (true, false) => MessageKind::DeltaWithExits.bits() - MessageKind::Delta.bits() + count,
