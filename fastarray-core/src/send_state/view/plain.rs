@@ -25,7 +25,9 @@ const BLOCK_BITS: u32 = 6;
 /// The blocks from the lowest to the highest that hold an id are a run of
 /// words (`window`), found by subtraction: the array deals ids out in
 /// order, so the items alive at once fill most of them, adds land at its
-/// end and the oldest items' removals empty its start, which then goes.
+/// end and the oldest items' removals empty its start, which then goes;
+/// an id just below its start makes it grow down, as long as it stays
+/// dense.
 /// An old item that outlives its neighbours would keep the start far
 /// behind, with words of nothing between: once the run is more than half
 /// empty its start moves up, and the blocks it passes that still hold ids
@@ -109,6 +111,8 @@ impl Plain {
                 self.window.resize(new_len, 0);
                 self.window.back_mut().expect("just grown")
             }
+            // Just before it: the window grows down to it.
+            None if self.grow_down(block) => &mut self.window[0],
             None => self
                 .stragglers
                 .get_or_insert_with(Box::default)
@@ -170,6 +174,38 @@ impl Plain {
             }
         }
         self.len -= 1;
+        true
+    }
+
+    /// Grows the window down to `block`, below its start, if it stays as
+    /// dense as [`trim`](Self::trim) keeps it (ids taken out of order, a
+    /// set of removals in flight say, land on both sides of it); returns
+    /// whether it did. The stragglers it reaches come back into it.
+    fn grow_down(&mut self, block: u64) -> bool {
+        if self.window.is_empty() || block >= self.base {
+            return false;
+        }
+        let grow = self.base - block;
+        let len = self.window.len() as u64 + grow;
+        if len > 2 * (u64::from(self.filled) + 1) + 64 {
+            return false;
+        }
+        self.window.reserve(grow as usize);
+        for _ in 0..grow {
+            self.window.push_front(0);
+        }
+        let start = core::mem::replace(&mut self.base, block);
+        if let Some(stragglers) = self.stragglers.as_deref_mut() {
+            for (slot, number) in (block..start).enumerate() {
+                if let Some(bits) = stragglers.remove(&ReplicationId::from_raw(number)) {
+                    self.window[slot] = bits;
+                    self.filled += 1;
+                }
+            }
+            if stragglers.is_empty() {
+                self.stragglers = None;
+            }
+        }
         true
     }
 
