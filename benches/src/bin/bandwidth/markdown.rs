@@ -44,7 +44,8 @@ impl Results {
              Four ratios are also measured with the compared workloads taking turns, tick by tick, in one process, so \
              that a slow stretch of this shared machine slows both alike: `cargo run --release -p fastarray-bench --bin \
              fanout -- 20000 256 bytes` (the fan-out to 256 caught-up connections against 1; `churn` for the churn \
-             workload), `cargo run --release -p fastarray-bench --bin encode -- 100 dense` (the server's commit and \
+             workload, and `churn late` for it with each packet acknowledged two ticks after it was written, as \
+             `fanout_churn_late_10k` times it), `cargo run --release -p fastarray-bench --bin encode -- 100 dense` (the server's commit and \
              write against bitcode's full encode; `sparse`, `hot`, `churn` for the others), `cargo run --release -p \
              fastarray-bench --bin apply -- 100 hot` (the client's apply against the byte-level naive client's; \
              `sparse`, `churn`, `dense` for the others) and `cargo run --release -p fastarray-bench --bin mmo -- 1000 \
