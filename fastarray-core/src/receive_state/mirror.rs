@@ -252,6 +252,27 @@ impl Mirror {
 mod tests {
     use super::*;
 
+    /// A change waiting for its item goes with the item's removal, and
+    /// with the window of frames after its own.
+    #[test]
+    fn a_removal_or_the_window_drops_a_waiting_change() {
+        let change = |frame| EarlyChange {
+            frame,
+            fields: crate::mask::FieldMask::from_bits(1),
+            at: 0,
+            bits: Default::default(),
+        };
+        let (a, b) = (ReplicationId::from_raw(4), ReplicationId::from_raw(5));
+        let mut mirror = Mirror::default();
+        mirror.keep_early(a, change(10));
+        mirror.keep_early(b, change(10));
+        mirror.tombstone(a, 11);
+        assert_eq!(mirror.early_len(), 1);
+        assert!(mirror.take_early(a).is_none());
+        mirror.expire(10 + WINDOW);
+        assert_eq!(mirror.early_len(), 0);
+    }
+
     /// The sizes `WIRE.md` states for handles.
     #[test]
     fn documented_sizes_hold() {

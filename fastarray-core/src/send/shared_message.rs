@@ -51,12 +51,12 @@ pub(crate) struct SharedMessage {
     none: bool,
     /// Whether a removal is a scope exit: a shared delta cannot say so.
     exits: bool,
-    /// The message as a shared delta, for connections whose adds are in
-    /// flight, made at the first such connection's write of the frame.
     /// The message's bytes as handed out whole ([`hand_out`](Self::hand_out)),
     /// made at the frame's first hand-out.
     handed: Option<Arc<[u8]>>,
-    /// The message as a shared delta (see [`form_for`](Self::form_for)).
+    /// The message as a shared delta, for connections whose adds are in
+    /// flight, made at the first such connection's write of the frame
+    /// (see [`form_for`](Self::form_for)).
     early: EarlyForm,
 }
 
@@ -69,6 +69,14 @@ struct EarlyForm {
     /// Bits of the message (0: not made for the kept frame).
     bits: u64,
     handed: Option<Arc<[u8]>>,
+}
+
+impl EarlyForm {
+    /// Forgets the last frame's form: the next is made when first asked.
+    fn unmake(&mut self) {
+        self.bits = 0;
+        self.handed = None;
+    }
 }
 
 /// Bits a shared delta's kind takes beyond a delta's.
@@ -122,8 +130,7 @@ impl SharedMessage {
         self.frame = frame;
         self.none = true;
         self.handed = None;
-        self.early.bits = 0;
-        self.early.handed = None;
+        self.early.unmake();
         self.bits = 0;
         self.entries.clear();
         self.changed.clear();
@@ -166,8 +173,7 @@ impl SharedMessage {
         self.handed = None;
         self.excluded = excluded;
         self.exits = removals.iter().any(|removal| removal.exit);
-        self.early.bits = 0;
-        self.early.handed = None;
+        self.early.unmake();
         self.bits = stats.bits;
         self.entries.clear();
         let key = ReplicationKey::default();

@@ -291,15 +291,9 @@ impl SendState {
             if let Some(record) = self.retirement.get_mut(unwritten.seq.get()) {
                 let scope = self.scope.as_deref_mut();
                 let (seq, frame) = (unwritten.seq.get(), record.frame);
-                take_entries(
-                    &mut self.views,
-                    scope,
-                    &mut record.entries,
-                    seq,
-                    frame,
-                    self.all_fields,
-                );
-                self.views.trim(unwritten.oldest);
+                let entries = &mut record.entries;
+                let at = (seq, frame, unwritten.oldest);
+                take_entries(&mut self.views, scope, entries, at, self.all_fields);
             }
         }
     }
@@ -385,8 +379,8 @@ impl SendState {
             });
         } else {
             let scope = self.scope.as_deref_mut();
-            take_entries(&mut self.views, scope, &mut entries, seq, frame, all_fields);
-            self.views.trim(oldest);
+            let at = (seq, frame, oldest);
+            take_entries(&mut self.views, scope, &mut entries, at, all_fields);
         }
         self.retirement
             .push(packet, frame, oldest_due, entries, shared);
@@ -481,16 +475,14 @@ impl SendState {
     pub(super) fn retire_lost(&mut self, mut record: Record) {
         if let Some(unwritten) = self.unwritten_of(&record) {
             let scope = self.scope.as_deref_mut();
-            let (seq, frame) = (record.seq, record.frame);
+            let at = (record.seq, record.frame, unwritten.oldest);
             take_entries(
                 &mut self.views,
                 scope,
                 &mut record.entries,
-                seq,
-                frame,
+                at,
                 self.all_fields,
             );
-            self.views.trim(unwritten.oldest);
         }
         for entry in &record.entries {
             let inner_due = self.route(entry.id, record.packet, false);
@@ -528,15 +520,15 @@ impl SendState {
 
 /// The view takes `entries`, which record `seq` of frame `frame` carries
 /// (`all_fields` being every field of a whole value), and the scope, if
-/// any, notes the items sent whole: what writing a record does to the view,
-/// at once or (a shared message's) later. The caller then trims the view
-/// as of the oldest record in flight when the record was written.
+/// any, notes the items sent whole; then the view is trimmed as of
+/// `oldest`, the oldest record in flight when the record was written: what
+/// writing a record does to the view, at once or (a shared message's)
+/// later.
 fn take_entries(
     views: &mut Views,
     mut scope: Option<&mut Scope>,
     entries: &mut [RecordEntry],
-    seq: u64,
-    frame: u64,
+    (seq, frame, oldest): (u64, u64, u64),
     all_fields: FieldMask,
 ) {
     for entry in entries {
@@ -545,4 +537,5 @@ fn take_entries(
             scope.sent_whole(views, entry.id, all_fields, frame);
         }
     }
+    views.trim(oldest);
 }
