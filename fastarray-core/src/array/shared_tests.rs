@@ -145,6 +145,86 @@ fn entries_written_by_the_commit_are_the_message_a_connection_would_plan() {
     assert!(!server.sender.as_ref().unwrap().body.holds(frame));
 }
 
+/// A caught-up connection whose packets are acknowledged two ticks late
+/// takes every frame's shared message, adds and removals included, and
+/// its view never takes those records: each acknowledgement brings the
+/// oldest one's adds and removals to rest in one step. Its client's items
+/// are counted all the same; a loss makes the view take them all, in
+/// order, and is repaired.
+#[test]
+fn a_follower_acknowledging_late_leaves_its_records_to_their_acknowledgements() {
+    let mut server = FastArray::new();
+    let mut ids: Vec<_> = (0..200u16)
+        .map(|n| {
+            server.push(Unit {
+                hp: n,
+                team: 0,
+                name: format!("u{n}"),
+            })
+        })
+        .collect();
+    server.commit();
+    let (mut state, mut client) = (SendState::new(), FastArray::<Unit>::mirror());
+    let (sync, _) = write(&mut server, &mut state, 0, None, true);
+    client.apply_delta(&sync, &mut ()).unwrap();
+    state.on_ack(0);
+
+    let mut sent = std::collections::VecDeque::new();
+    let mut made = 200u16;
+    for packet in 1..60u32 {
+        for _ in 0..3 {
+            made += 1;
+            let unit = Unit {
+                hp: made,
+                team: 1,
+                name: format!("n{made}"),
+            };
+            ids.push(server.push(unit));
+        }
+        for _ in 0..3 {
+            server.remove(ids.remove(usize::from(made) % ids.len()));
+        }
+        for &id in ids.iter().step_by(5) {
+            server.get_mut(id).unwrap().hp += 1;
+        }
+        server.commit();
+        let (bytes, shared) = write(&mut server, &mut state, packet, None, true);
+        assert!(shared, "packet {packet}");
+        sent.push_back((packet, bytes));
+        if sent.len() > 2 {
+            let (late, bytes) = sent.pop_front().unwrap();
+            client.apply_delta(&bytes, &mut ()).unwrap();
+            assert!(state.on_ack(late));
+        }
+        // Every record in flight is one the view has not taken.
+        assert_eq!(state.packets_in_flight(), sent.len());
+        assert_eq!(state.untaken_records(), sent.len(), "packet {packet}");
+        // The client holds or will hold the live items, and holds the
+        // removed ones whose removals are in flight.
+        let leaving = 3 * sent.len();
+        assert_eq!(state.client_items(), ids.len() + leaving, "packet {packet}");
+    }
+    // The newest packet is lost, the one before delivered.
+    let (lost, _) = sent.pop_back().unwrap();
+    assert!(state.on_loss(lost));
+    assert_eq!(state.untaken_records(), 0);
+    let (late, bytes) = sent.pop_front().unwrap();
+    client.apply_delta(&bytes, &mut ()).unwrap();
+    assert!(state.on_ack(late));
+    for packet in 100..104u32 {
+        server.commit();
+        let (bytes, _) = write(&mut server, &mut state, packet, None, true);
+        client.apply_delta(&bytes, &mut ()).unwrap();
+        // A message with nothing to carry is not recorded.
+        state.on_ack(packet);
+    }
+    assert!(server.is_settled(&state));
+    assert_eq!(client.len(), ids.len());
+    for &id in &ids {
+        assert_eq!(client.get(id), server.get(id));
+    }
+}
+
 mod follower {
     use proptest::prelude::*;
 

@@ -275,7 +275,7 @@ impl Sender {
         let reshapes = !T::STRUCTURE.is_empty();
         match self.shared.form_for(state.adds_known(), reshapes) {
             Some(early) if budget.is_none_or(|budget| self.shared.bits(early) <= budget.bits) => {
-                self.shared.record(state, packet, all_fields);
+                self.shared.record(state, packet, all_fields, reshapes);
                 Ok(Some(early))
             }
             _ => Ok(None),

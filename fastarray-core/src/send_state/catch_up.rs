@@ -52,17 +52,30 @@ impl SendState {
     pub(crate) fn in_sync(&self, frame: u64, live_before: usize) -> bool {
         self.cursor == frame
             && !self.has_work_due()
-            && self.views.staying() == live_before
+            && self.staying() == live_before
             && self.inner.is_empty()
             && self.scope.is_none()
             && short_frame(frame, self.acked_frame)
     }
 
-    /// Whether the client acknowledged every add written to it: then no
-    /// change can reach it before its item.
+    /// Whether no packet in flight carries an add (a whole value): then the
+    /// client holds every item it may hold, and no change can reach it
+    /// before its item. (An add whose item's removal is in flight too
+    /// counts: the answer is the same whether or not the view took the
+    /// records of frames' shared messages yet.)
     #[inline]
     pub(crate) fn adds_known(&self) -> bool {
-        self.views.adds_known()
+        !self.retirement.carries_adds()
+    }
+
+    /// Items the client holds or will once their adds arrive, counting
+    /// the records the view has not taken yet.
+    #[inline]
+    fn staying(&self) -> usize {
+        let (adds, removals) = self
+            .untaken
+            .map_or((0, 0), |untaken| (untaken.adds, untaken.removals));
+        (self.views.staying() + adds as usize).saturating_sub(removals as usize)
     }
 
     /// Brings the pending work up to `frame`: from the history ring when it

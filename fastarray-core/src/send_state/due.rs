@@ -133,10 +133,15 @@ impl SendState {
     /// arrive), and, before the connection's first message, it chooses how
     /// it names items on the wire: by handles if it has a scope (see
     /// `handles`), by ids otherwise. Once anything was written (or the
-    /// client joined with a snapshot) that choice stays.
+    /// client joined with a snapshot) that choice stays. The view takes
+    /// the records of frames' shared messages it has not taken yet, unless
+    /// they may wait for their acknowledgements (see
+    /// [`record_shared`](Self::record_shared)).
     #[inline]
     pub(crate) fn start_write(&mut self, frame: u64) {
-        self.replay();
+        if self.untaken.is_some_and(|untaken| !untaken.follow) {
+            self.replay();
+        }
         while let Some(record) = self.retirement.take_expired(frame) {
             self.retire_lost(record);
         }

@@ -2,13 +2,11 @@
 //! each packet carried, an acknowledgement making it known to the client,
 //! a loss putting its work back (and the arrays' inside its items).
 
-use core::num::NonZeroU64;
-
 use super::pending::Work;
 use super::retirement::{Record, RecordEntry};
 use super::scope::Scope;
 use super::view::{Holding, Views};
-use super::{LOOKAHEAD, LostFields, LostShared, SendState, Unwritten};
+use super::{LOOKAHEAD, LostFields, LostShared, SendState, Untaken};
 use crate::history::History;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -107,9 +105,10 @@ impl SendState {
         all_due: bool,
     ) {
         let mut entries = self.retirement.entry_buffer(written.size_hint().0);
-        let mut oldest_due = frame;
+        let (mut oldest_due, mut adds) = (frame, 0u32);
         for (id, work, key, since) in written {
             oldest_due = oldest_due.min(since);
+            adds += u32::from(matches!(work, Work::Add { .. }));
             entries.push(RecordEntry::new(id, work, key, frame, since));
         }
         if all_due {
@@ -119,40 +118,85 @@ impl SendState {
                 self.pending.remove(&entry.id);
             }
         }
-        self.record(packet, frame, oldest_due, entries, 0, all_fields, false);
+        let counts = (adds, 0);
+        self.record(
+            packet, frame, oldest_due, entries, counts, all_fields, false,
+        );
         for (id, since) in unfinished {
             self.queue_inner_work(id, since);
         }
     }
 
     /// Records that `packet` carries frame `frame`'s shared message:
-    /// `entries` for its adds and removals, and the changed fields of
-    /// `changed` known items, which update nothing here (the connection
-    /// was caught up, so nothing is pending) and are not listed: they are
-    /// the frame's changes in the history ring.
+    /// `entries` for its adds and removals (`adds` and `removals` of them),
+    /// and the changed fields of `changed` known items, which update
+    /// nothing here (the connection was caught up, so nothing is pending)
+    /// and are not listed: they are the frame's changes in the history
+    /// ring.
     ///
-    /// The view takes the entries later, at the first thing this state is
-    /// asked to do next ([`replay`](Self::replay)), so in the order they
-    /// were written. When that is the acknowledgement of this very packet
-    /// (a caught-up connection on a link that answers within a tick), an
-    /// add of an item new to the client and a removal of an item it knew at
-    /// rest each come to one change of a plain item: no entry is made for
-    /// the add, none is brought back for the removal. A follower of the
-    /// array keeps no per-item view of its adds and removals.
+    /// The view takes the entries later, with those of every record
+    /// written before it that it has not taken either, in the order they
+    /// were written ([`replay`](Self::replay)), at the first thing this
+    /// state is asked to do that reads the view. Until then the state
+    /// counts them, so that the next write knows whether the connection is
+    /// still in sync. If `follow` (every add of the record is of an item
+    /// new to the client), that next write, taking the next frame's shared
+    /// message, is no such thing: a follower of the array, whose packets
+    /// are acknowledged a round trip later, writes record after record the
+    /// view never takes. The acknowledgement of the oldest of them brings
+    /// each plain item it added or removed to rest in one step
+    /// ([`Views::written_acknowledged`]), any other in two, before the view
+    /// takes the later ones: what they could share with it is an item it
+    /// added and a later one removes, which comes to the same whether the
+    /// removal is taken before the add's acknowledgement or after. A loss,
+    /// or an acknowledgement out of order, makes the view take them all
+    /// first.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn record_shared(
         &mut self,
         packet: u32,
         frame: u64,
         entries: &[RecordEntry],
+        (adds, removals): (u32, u32),
         changed: usize,
         all_fields: FieldMask,
+        follow: bool,
     ) {
-        let mut record = self.retirement.entry_buffer(entries.len());
-        record.extend_from_slice(entries);
+        // A record without entries is taken at once, unless records before
+        // it wait: they are taken in order.
+        let defer = match &mut self.untaken {
+            Some(untaken) => {
+                untaken.adds += adds;
+                untaken.removals += removals;
+                untaken.follow &= follow;
+                true
+            }
+            None if !entries.is_empty() => {
+                self.untaken = Some(Untaken {
+                    first: self.retirement.next_seq(),
+                    oldest: self.retirement.oldest_seq(),
+                    adds,
+                    removals,
+                    follow,
+                });
+                true
+            }
+            None => false,
+        };
         // At most one entry per item, and items are counted in `usize`.
         let changed = u32::try_from(changed).unwrap_or(u32::MAX);
-        self.record(packet, frame, frame, record, changed, all_fields, true);
+        let mut record = self.retirement.entry_buffer(entries.len());
+        record.extend_from_slice(entries);
+        self.record(
+            packet,
+            frame,
+            frame,
+            record,
+            (adds, changed),
+            all_fields,
+            defer,
+        );
         self.cursor = frame + 1;
         // Nothing is pending; its capacity goes back to that (after a
         // first full sync written per item, say).
@@ -280,37 +324,95 @@ impl SendState {
         undelivered.checked_sub(1)
     }
 
-    /// Lets the view take the entries of the record it has not taken yet
+    /// Lets the view take the entries of the records it has not taken yet
     /// (see [`record_shared`](Self::record_shared)): called first by
     /// everything else that reads or changes the view, so that it takes
     /// every record's entries in the order they were written, before
     /// anything that came after.
     #[inline]
     pub(super) fn replay(&mut self) {
-        if let Some(unwritten) = self.unwritten.take() {
-            if let Some(record) = self.retirement.get_mut(unwritten.seq.get()) {
+        if let Some(untaken) = self.untaken.take() {
+            for record in self.retirement.since_seq_mut(untaken.first) {
                 let scope = self.scope.as_deref_mut();
-                let (seq, frame) = (unwritten.seq.get(), record.frame);
-                let entries = &mut record.entries;
-                let at = (seq, frame, unwritten.oldest);
-                take_entries(&mut self.views, scope, entries, at, self.all_fields);
+                take(
+                    &mut self.views,
+                    scope,
+                    record,
+                    untaken.oldest,
+                    self.all_fields,
+                );
             }
         }
     }
 
-    /// Before `record`, taken out of the packets in flight, is acknowledged
-    /// or lost: if the view has not taken its entries, says so (the caller
-    /// takes them, or folds them into the acknowledgement); else lets the
-    /// view take any other record's, which came before.
-    #[inline]
-    fn unwritten_of(&mut self, record: &Record) -> Option<Unwritten> {
-        match self.unwritten {
-            Some(unwritten) if unwritten.seq.get() == record.seq => self.unwritten.take(),
-            _ => {
-                self.replay();
-                None
+    /// [`replay`](Self::replay), with `record`, taken out of the packets
+    /// in flight, in its place among them if the view has not taken it.
+    fn replay_with(&mut self, record: &mut Record) {
+        let Some(untaken) = self.untaken.take() else {
+            return;
+        };
+        let (oldest, all_fields) = (untaken.oldest, self.all_fields);
+        let mut own = (record.seq >= untaken.first).then_some(record);
+        for other in self.retirement.since_seq_mut(untaken.first) {
+            if let Some(record) = own.take_if(|record| record.seq < other.seq) {
+                take(
+                    &mut self.views,
+                    self.scope.as_deref_mut(),
+                    record,
+                    oldest,
+                    all_fields,
+                );
             }
+            take(
+                &mut self.views,
+                self.scope.as_deref_mut(),
+                other,
+                oldest,
+                all_fields,
+            );
         }
+        if let Some(record) = own {
+            take(
+                &mut self.views,
+                self.scope.as_deref_mut(),
+                record,
+                oldest,
+                all_fields,
+            );
+        }
+    }
+
+    /// Before `record`, taken out of the packets in flight, is
+    /// acknowledged: if it is the oldest record whose entries the view has
+    /// not taken, the sequence number the view is trimmed as of once it
+    /// takes them (the caller folds them into the acknowledgement; the
+    /// later ones may stay untaken). An older record's acknowledgement
+    /// needs nothing of the later ones; a later one's makes the view take
+    /// them all first, `record` among them.
+    #[inline]
+    fn first_untaken(&mut self, record: &mut Record) -> Option<u64> {
+        let untaken = self.untaken.as_mut()?;
+        if record.seq < untaken.first {
+            return None;
+        }
+        if record.seq > untaken.first {
+            self.replay_with(record);
+            return None;
+        }
+        let oldest = untaken.oldest;
+        untaken.first += 1;
+        if untaken.first == self.retirement.next_seq() {
+            self.untaken = None;
+        }
+        Some(oldest)
+    }
+
+    /// How many records in flight the view has not taken the entries of.
+    #[cfg(test)]
+    pub(crate) fn untaken_records(&self) -> usize {
+        self.untaken.map_or(0, |untaken| {
+            self.retirement.since_seq(untaken.first).count()
+        })
     }
 
     /// [`replay`](Self::replay), for the tests that compare a view taking
@@ -320,11 +422,11 @@ impl SendState {
         self.replay();
     }
 
-    /// Acknowledges `record`, whose entries the view had not taken yet
-    /// (`unwritten`): what taking them and then acknowledging them does,
-    /// in one step for each plain item added or removed (see
+    /// Acknowledges `record`, the oldest record whose entries the view had
+    /// not taken: what taking them and then acknowledging them does, in
+    /// one step for each plain item added or removed (see
     /// [`Views::written_acknowledged`]), and in two for any other.
-    fn ack_unwritten(&mut self, record: &mut Record, unwritten: Unwritten) {
+    fn ack_untaken(&mut self, record: &mut Record, oldest: u64) {
         let mut others = Vec::new();
         for (i, entry) in record.entries.iter_mut().enumerate() {
             match self.views.written_acknowledged(entry.id, entry.work()) {
@@ -335,14 +437,20 @@ impl SendState {
                 }
                 None => {
                     let work = entry.work();
-                    entry.place =
-                        self.views
-                            .written(entry.id, work, unwritten.seq.get(), self.all_fields);
+                    entry.place = self
+                        .views
+                        .written(entry.id, work, record.seq, self.all_fields);
                     others.push(i);
                 }
             }
         }
-        self.views.trim(unwritten.oldest);
+        if let Some(untaken) = &mut self.untaken {
+            // A shared message's entries are its adds and its removals.
+            let adds = record.adds();
+            untaken.adds -= adds;
+            untaken.removals -= record.entries.len() as u32 - adds;
+        }
+        self.views.trim(oldest);
         for i in others {
             self.ack_entry(&record.entries[i], record.packet, record.frame, record.seq);
         }
@@ -351,39 +459,39 @@ impl SendState {
     /// Records a packet about to be written with `entries`, and updates
     /// what the client may hold (with `defer`, a frame's shared message:
     /// the view takes the entries later, see
-    /// [`record_shared`](Self::record_shared)). `shared` counts the known
-    /// items whose changed fields a frame's shared message carried besides
-    /// `entries`: they update nothing here.
+    /// [`record_shared`](Self::record_shared)). `adds` counts the adds
+    /// (whole values) among `entries`; `shared` the known items whose
+    /// changed fields a frame's shared message carried besides them, which
+    /// update nothing here.
+    ///
+    /// In line, always: `entries` would go through the stack, written a
+    /// word at a time and read back in wider loads the processor cannot
+    /// forward from those stores, a stall on every caught-up connection's
+    /// write (measured at about a tenth of its write and acknowledgement
+    /// in the sparse fan-out to 256 connections).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(super) fn record(
         &mut self,
         packet: u32,
         frame: u64,
         oldest_due: u64,
         mut entries: Vec<RecordEntry>,
-        shared: u32,
+        (adds, shared): (u32, u32),
         all_fields: FieldMask,
         defer: bool,
     ) {
-        debug_assert!(
-            self.unwritten.is_none(),
-            "the view took every record before"
-        );
-        let (seq, oldest) = (self.retirement.next_seq(), self.retirement.oldest_seq());
         self.all_fields = all_fields;
         self.written_frame = self.written_frame.max(frame);
-        if defer && !entries.is_empty() {
-            self.unwritten = Some(Unwritten {
-                seq: NonZeroU64::new(seq).expect("sequence numbers start at 1"),
-                oldest,
-            });
-        } else {
-            let scope = self.scope.as_deref_mut();
+        if !defer {
+            debug_assert!(self.untaken.is_none(), "the view took every record before");
+            let (seq, oldest) = (self.retirement.next_seq(), self.retirement.oldest_seq());
             let at = (seq, frame, oldest);
+            let scope = self.scope.as_deref_mut();
             take_entries(&mut self.views, scope, &mut entries, at, all_fields);
         }
         self.retirement
-            .push(packet, frame, oldest_due, entries, shared);
+            .push(packet, frame, oldest_due, entries, (adds, shared));
     }
 
     /// Makes what an acknowledged record carried known to the client.
@@ -392,8 +500,8 @@ impl SendState {
             self.retire_lost(record);
             return;
         }
-        match self.unwritten_of(&record) {
-            Some(unwritten) => self.ack_unwritten(&mut record, unwritten),
+        match self.first_untaken(&mut record) {
+            Some(oldest) => self.ack_untaken(&mut record, oldest),
             None => {
                 for (i, entry) in record.entries.iter().enumerate() {
                     if i % LOOKAHEAD == 0 {
@@ -413,7 +521,7 @@ impl SendState {
             // Its items may have come to rest, and left the map.
             self.views.shrink();
         }
-        self.retirement.recycle(record);
+        self.retirement.recycle(&mut record.entries);
     }
 
     /// Makes `entry` of the acknowledged record `seq` (packet `packet`, of
@@ -473,17 +581,8 @@ impl SendState {
     /// Puts back what a lost record carried, except what a later record
     /// carried for the same item (that record's own fate takes care of it).
     pub(super) fn retire_lost(&mut self, mut record: Record) {
-        if let Some(unwritten) = self.unwritten_of(&record) {
-            let scope = self.scope.as_deref_mut();
-            let at = (record.seq, record.frame, unwritten.oldest);
-            take_entries(
-                &mut self.views,
-                scope,
-                &mut record.entries,
-                at,
-                self.all_fields,
-            );
-        }
+        // What a later record carried is known once the view took it.
+        self.replay_with(&mut record);
         for entry in &record.entries {
             let inner_due = self.route(entry.id, record.packet, false);
             let Some(view) = self.views.get(entry.id) else {
@@ -514,8 +613,22 @@ impl SendState {
         if !record.entries.is_empty() {
             self.views.shrink();
         }
-        self.retirement.recycle(record);
+        self.retirement.recycle(&mut record.entries);
     }
+}
+
+/// The view takes the entries of `record`, which it had not taken, and is
+/// trimmed as of `oldest` (see [`take_entries`]).
+#[inline]
+fn take(
+    views: &mut Views,
+    scope: Option<&mut Scope>,
+    record: &mut Record,
+    oldest: u64,
+    all_fields: FieldMask,
+) {
+    let at = (record.seq, record.frame, oldest);
+    take_entries(views, scope, &mut record.entries, at, all_fields);
 }
 
 /// The view takes `entries`, which record `seq` of frame `frame` carries

@@ -7,8 +7,6 @@
 //! The state knows nothing of the items' type: ids, keys, field masks and
 //! frames. The writer asks it what is due and tells it what was written.
 
-use core::num::NonZeroU64;
-
 use hashbrown::HashMap;
 
 pub(crate) mod audience;
@@ -79,11 +77,11 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// with a scope, in scope), one 16-byte hash map entry (id, state,
 /// acknowledged key, records in flight, the scope's priority and detail
 /// level), and 48 bytes more while two or more packets that carried it are
-/// in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
+/// in flight; per packet in flight, 64 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
-/// client may hold, one inner `SendState` (448 bytes before its own
+/// client may hold, one inner `SendState` (472 bytes before its own
 /// entries) per array field. Hash maps add one control byte per bucket and
 /// keep between 1 and 2 buckets per entry; the pending list, like them,
 /// shrinks back after a burst.
@@ -125,18 +123,33 @@ pub struct SendState {
     /// The client this connection serves, as item ownership names it
     /// ([`set_client`](Self::set_client)); `None`: it owns nothing.
     client: Option<u64>,
-    /// The newest record, of a frame's shared message, if the view has not
-    /// taken its entries yet (see [`record_shared`](Self::record_shared)).
-    unwritten: Option<Unwritten>,
+    /// The newest records, of frames' shared messages, if the view has not
+    /// taken their entries yet (see [`record_shared`](Self::record_shared)).
+    untaken: Option<Untaken>,
 }
 
-/// A record whose entries the view has not taken yet: its sequence number,
-/// and the oldest record in flight when it was written (what the view's
-/// [`trim`](view::Views::trim) is given once it takes them).
+/// The records in flight whose entries the view has not taken yet: every
+/// one from `first` on (the records of frames' shared messages written
+/// since the view last took one), and what taking them would change of
+/// its counts.
 #[derive(Clone, Copy, Debug)]
-struct Unwritten {
-    seq: NonZeroU64,
+struct Untaken {
+    /// The sequence number of the first of them.
+    first: u64,
+    /// The oldest record in flight when the first was written: no later
+    /// one's is older, so the view, taking any of them, is trimmed as of
+    /// this one ([`trim`](view::Views::trim), which only ends what no
+    /// record that old can need).
     oldest: u64,
+    /// Their adds: items the client may hold once the view takes them.
+    adds: u32,
+    /// Their removals and exits: items it holds that are then leaving.
+    removals: u32,
+    /// Whether they may stay untaken past the next write: every add they
+    /// carry is of an item new to the client (an item type without
+    /// shapes, whose whole values in a shared message are adds). Else the
+    /// next write lets the view take them first.
+    follow: bool,
 }
 
 /// Fields of an item that a lost record of frame `frame` carried, due
@@ -254,7 +267,7 @@ impl SendState {
             inner: HashMap::new(),
             scope: None,
             client: None,
-            unwritten: None,
+            untaken: None,
         }
     }
 
@@ -328,18 +341,18 @@ impl SendState {
 
     /// Items the client may hold (known, or with an add or removal in flight).
     pub fn client_items(&self) -> usize {
-        // The entries of a record the view has not taken yet: an item new
-        // to it is one more.
-        let unwritten = self
-            .unwritten
-            .and_then(|unwritten| self.retirement.get(unwritten.seq.get()));
-        let new = unwritten.map_or(0, |record| {
+        // The entries of the records the view has not taken yet: an item
+        // new to it is one more (an item's add and removal are in two
+        // records, so no item is counted twice).
+        let untaken = self.untaken.map_or(u64::MAX, |untaken| untaken.first);
+        let new = self.retirement.since_seq(untaken).map(|record| {
             let entries = record.entries.iter();
             entries
+                .filter(|entry| matches!(entry.work(), Work::Add { .. }))
                 .filter(|entry| !self.views.contains(entry.id))
                 .count()
         });
-        self.views.len() + new
+        self.views.len() + new.sum::<usize>()
     }
 
     /// Send states kept for arrays inside items (`#[replicate(array)]`
@@ -360,10 +373,10 @@ mod tests {
     fn documented_sizes_hold() {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
-        assert_eq!(core::mem::size_of::<Record>(), 56);
+        assert_eq!(core::mem::size_of::<Record>(), 64);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            448,
+            472,
             "per array inside an item"
         );
     }

@@ -23,6 +23,8 @@ pub(crate) struct Record {
     /// nothing to do for them; a loss puts them back at the next catch-up
     /// (`SendState::resolve_lost_shared`).
     pub(crate) shared: u32,
+    /// How many of `entries` are adds (whole values).
+    adds: u32,
     pub(crate) seq: u64,
     pub(crate) frame: u64,
     /// The oldest frame at which any work this record carried became due:
@@ -52,6 +54,14 @@ pub(crate) struct RecordEntry {
     pub(crate) place: Place,
     /// Which work: see [`work`](Self::work).
     kind: u8,
+}
+
+impl Record {
+    /// How many of its entries are adds (whole values).
+    #[inline]
+    pub(crate) fn adds(&self) -> u32 {
+        self.adds
+    }
 }
 
 impl RecordEntry {
@@ -111,6 +121,8 @@ pub(crate) struct Retirement {
     next_seq: u64,
     /// Entry buffers of retired records, reused by new ones.
     spare: Vec<Vec<RecordEntry>>,
+    /// The adds (whole values) the records in flight carry.
+    adds: u64,
 }
 
 impl Default for Retirement {
@@ -119,6 +131,7 @@ impl Default for Retirement {
             records: VecDeque::new(),
             next_seq: 1,
             spare: Vec::new(),
+            adds: 0,
         }
     }
 }
@@ -150,39 +163,41 @@ impl Retirement {
         self.records.iter().map(|r| r.oldest_due)
     }
 
+    /// Whether a record in flight carries an add (a whole value).
+    #[inline]
+    pub(crate) fn carries_adds(&self) -> bool {
+        self.adds > 0
+    }
+
     /// Takes out the record of `packet`.
     #[inline]
     pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
         // Acks come in order on a good link: the oldest record, usually.
-        if self.records.front().is_some_and(|r| r.packet == packet) {
-            return self.records.pop_front();
-        }
-        let index = self.records.iter().position(|r| r.packet == packet)?;
-        self.records.remove(index)
+        let record = if self.records.front().is_some_and(|r| r.packet == packet) {
+            self.records.pop_front()
+        } else {
+            let index = self.records.iter().position(|r| r.packet == packet)?;
+            self.records.remove(index)
+        };
+        self.adds -= record.as_ref().map_or(0, |record| u64::from(record.adds));
+        record
     }
 
-    /// The record of sequence number `seq`, if it is in flight (the newest
-    /// is found first).
-    pub(crate) fn get(&self, seq: u64) -> Option<&Record> {
-        self.records.iter().rev().find(|record| record.seq == seq)
-    }
-
-    /// [`get`](Self::get), to change.
-    pub(crate) fn get_mut(&mut self, seq: u64) -> Option<&mut Record> {
+    /// The records in flight from sequence number `first` on, oldest
+    /// first.
+    pub(crate) fn since_seq(&self, first: u64) -> impl Iterator<Item = &Record> {
         self.records
-            .iter_mut()
-            .rev()
-            .find(|record| record.seq == seq)
+            .iter()
+            .skip_while(move |record| record.seq < first)
     }
 
-    /// Takes out the oldest record if it is a whole window older than
-    /// `frame`: the mirror ignores it if it ever arrives.
     #[inline]
     pub(crate) fn take_expired(&mut self, frame: u64) -> Option<Record> {
         let oldest = self.records.front()?;
         if oldest.frame + WINDOW > frame {
             return None;
         }
+        self.adds -= u64::from(oldest.adds);
         self.records.pop_front()
     }
 
@@ -201,8 +216,10 @@ impl Retirement {
         buffer
     }
 
-    /// Appends the record of a packet being written; returns its sequence
-    /// number.
+    /// Appends the record of a packet being written, numbered
+    /// [`next_seq`](Self::next_seq), whose `entries` are `adds` adds
+    /// (whole values) and others, and which carried the changed fields of
+    /// `shared` items of its frame's shared message besides them.
     #[inline]
     pub(crate) fn push(
         &mut self,
@@ -210,19 +227,35 @@ impl Retirement {
         frame: u64,
         oldest_due: u64,
         entries: Vec<RecordEntry>,
-        shared: u32,
-    ) -> u64 {
+        (adds, shared): (u32, u32),
+    ) {
+        debug_assert_eq!(
+            adds as usize,
+            entries
+                .iter()
+                .filter(|entry| matches!(entry.work(), Work::Add { .. }))
+                .count()
+        );
         let seq = self.next_seq;
         self.next_seq += 1;
+        self.adds += u64::from(adds);
         self.records.push_back(Record {
             packet,
             shared,
+            adds,
             seq,
             frame,
             oldest_due,
             entries,
         });
-        seq
+    }
+
+    /// The records in flight from sequence number `first` on, oldest
+    /// first.
+    pub(crate) fn since_seq_mut(&mut self, first: u64) -> impl Iterator<Item = &mut Record> {
+        self.records
+            .iter_mut()
+            .skip_while(move |record| record.seq < first)
     }
 
     /// The sequence number of the oldest record in flight (the next
@@ -244,16 +277,19 @@ impl Retirement {
     /// large (a first full sync): that memory would otherwise stay with the
     /// connection for good. A buffer far larger than its record needed (one
     /// kept from a larger write) gives the room back.
+    ///
+    /// Takes the buffer by reference: a record without entries (most of a
+    /// caught-up connection's) has none to keep, and only its capacity is
+    /// read.
     #[inline]
-    pub(crate) fn recycle(&mut self, record: Record) {
+    pub(crate) fn recycle(&mut self, entries: &mut Vec<RecordEntry>) {
         const KEEP_CAPACITY: usize = 1024;
-        let mut entries = record.entries;
         let keep = (1..=KEEP_CAPACITY).contains(&entries.capacity());
         if keep && self.spare.len() < 8 {
             if entries.capacity() > 4 * entries.len().max(16) {
                 entries.shrink_to(2 * entries.len());
             }
-            self.spare.push(entries);
+            self.spare.push(core::mem::take(entries));
         }
     }
 }
