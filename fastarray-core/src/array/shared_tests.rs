@@ -225,6 +225,39 @@ fn a_follower_acknowledging_late_leaves_its_records_to_their_acknowledgements() 
     }
 }
 
+/// An item added in one frame and removed in the next, both packets in
+/// flight: a connection whose view has not taken the two records yet
+/// writes what one whose view took them does (the form of the next shared
+/// message asks the packets in flight whether one carries an add, not the
+/// view).
+#[test]
+fn an_item_added_and_removed_in_flight_is_counted_the_same_taken_or_not() {
+    let (mut server, mut ids, mut later) = caught_up(40);
+    let mut at_once = later.clone();
+    let added = server.push(Unit {
+        hp: 1,
+        team: 1,
+        name: "new".into(),
+    });
+    server.remove(ids.remove(0));
+    for packet in 1..4u32 {
+        if packet == 2 {
+            server.remove(added);
+        }
+        for &id in &ids {
+            server.get_mut(id).unwrap().hp += 1;
+        }
+        server.commit();
+        let a = write(&mut server, &mut later, packet, None, true);
+        let b = write(&mut server, &mut at_once, packet, None, true);
+        assert!(a.1, "packet {packet}");
+        assert_eq!(a, b, "packet {packet}");
+        at_once.replay_now();
+    }
+    assert_eq!(later.untaken_records(), 3);
+    assert_eq!(later.client_items(), at_once.client_items());
+}
+
 mod follower {
     use proptest::prelude::*;
 
