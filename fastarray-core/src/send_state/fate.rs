@@ -331,54 +331,38 @@ impl SendState {
     /// anything that came after.
     #[inline]
     pub(super) fn replay(&mut self) {
-        if let Some(untaken) = self.untaken.take() {
-            for record in self.retirement.since_seq_mut(untaken.first) {
-                let scope = self.scope.as_deref_mut();
-                take(
-                    &mut self.views,
-                    scope,
-                    record,
-                    untaken.oldest,
-                    self.all_fields,
-                );
-            }
+        if self.untaken.is_some() {
+            self.replay_around(None);
         }
     }
 
     /// [`replay`](Self::replay), with `record`, taken out of the packets
     /// in flight, in its place among them if the view has not taken it.
-    fn replay_with(&mut self, record: &mut Record) {
+    fn replay_around(&mut self, record: Option<&mut Record>) {
         let Some(untaken) = self.untaken.take() else {
             return;
         };
-        let (oldest, all_fields) = (untaken.oldest, self.all_fields);
-        let mut own = (record.seq >= untaken.first).then_some(record);
+        let (views, all_fields) = (&mut self.views, self.all_fields);
+        let mut scope = self.scope.as_deref_mut();
+        let mut take = |record: &mut Record| {
+            let at = (record.seq, record.frame, untaken.oldest);
+            take_entries(
+                views,
+                scope.as_deref_mut(),
+                &mut record.entries,
+                at,
+                all_fields,
+            );
+        };
+        let mut own = record.filter(|record| record.seq >= untaken.first);
         for other in self.retirement.since_seq_mut(untaken.first) {
             if let Some(record) = own.take_if(|record| record.seq < other.seq) {
-                take(
-                    &mut self.views,
-                    self.scope.as_deref_mut(),
-                    record,
-                    oldest,
-                    all_fields,
-                );
+                take(record);
             }
-            take(
-                &mut self.views,
-                self.scope.as_deref_mut(),
-                other,
-                oldest,
-                all_fields,
-            );
+            take(other);
         }
         if let Some(record) = own {
-            take(
-                &mut self.views,
-                self.scope.as_deref_mut(),
-                record,
-                oldest,
-                all_fields,
-            );
+            take(record);
         }
     }
 
@@ -396,7 +380,7 @@ impl SendState {
             return None;
         }
         if record.seq > untaken.first {
-            self.replay_with(record);
+            self.replay_around(Some(record));
             return None;
         }
         let oldest = untaken.oldest;
@@ -582,7 +566,7 @@ impl SendState {
     /// carried for the same item (that record's own fate takes care of it).
     pub(super) fn retire_lost(&mut self, mut record: Record) {
         // What a later record carried is known once the view took it.
-        self.replay_with(&mut record);
+        self.replay_around(Some(&mut record));
         for entry in &record.entries {
             let inner_due = self.route(entry.id, record.packet, false);
             let Some(view) = self.views.get(entry.id) else {
@@ -615,20 +599,6 @@ impl SendState {
         }
         self.retirement.recycle(&mut record.entries);
     }
-}
-
-/// The view takes the entries of `record`, which it had not taken, and is
-/// trimmed as of `oldest` (see [`take_entries`]).
-#[inline]
-fn take(
-    views: &mut Views,
-    scope: Option<&mut Scope>,
-    record: &mut Record,
-    oldest: u64,
-    all_fields: FieldMask,
-) {
-    let at = (record.seq, record.frame, oldest);
-    take_entries(views, scope, &mut record.entries, at, all_fields);
 }
 
 /// The view takes `entries`, which record `seq` of frame `frame` carries
