@@ -576,7 +576,7 @@ impl SendState {
             let repairs_inner = inner_due && view.holding != Holding::RemoveInFlight;
             let work = self.views.lost_work(entry, record.seq, self.all_fields);
             self.views.lost(entry.id, record.seq);
-            let since = entry.since(record.frame, record.oldest_due);
+            let since = entry.since(record.frame, record.oldest_due());
             if repairs_inner {
                 // The arrays' repair needs an entry for the item, now.
                 self.queue_seen(entry.id, Work::Fields(FieldMask::EMPTY), since);

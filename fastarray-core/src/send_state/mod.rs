@@ -77,7 +77,7 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// with a scope, in scope), one 16-byte hash map entry (id, state,
 /// acknowledged key, records in flight, the scope's priority and detail
 /// level), and 48 bytes more while two or more packets that carried it are
-/// in flight; per packet in flight, 64 bytes plus 32 per item it carried (a frame's shared message
+/// in flight; per packet in flight, 56 bytes plus 32 per item it carried (a frame's shared message
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
@@ -373,7 +373,7 @@ mod tests {
     fn documented_sizes_hold() {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
-        assert_eq!(core::mem::size_of::<Record>(), 64);
+        assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
             472,

@@ -25,12 +25,12 @@ pub(crate) struct Record {
     pub(crate) shared: u32,
     /// How many of `entries` are adds (whole values).
     adds: u32,
+    /// `frame` minus the oldest frame at which any work this record
+    /// carried became due ([`oldest_due`](Self::oldest_due)), in 32 bits
+    /// so that a record stays 56 bytes (`u32::MAX`: longer ago than that).
+    due_age: u32,
     pub(crate) seq: u64,
     pub(crate) frame: u64,
-    /// The oldest frame at which any work this record carried became due:
-    /// a loss puts that work back as due since then, so nothing committed
-    /// at or after it counts as delivered until it is repaired.
-    pub(crate) oldest_due: u64,
     pub(crate) entries: Vec<RecordEntry>,
 }
 
@@ -61,6 +61,18 @@ impl Record {
     #[inline]
     pub(crate) fn adds(&self) -> u32 {
         self.adds
+    }
+
+    /// The oldest frame at which any work this record carried became due:
+    /// a loss puts that work back as due since then, so nothing committed
+    /// at or after it counts as delivered until it is repaired. Work due
+    /// for 2^32 frames or more counts as due since frame 0.
+    #[inline]
+    pub(crate) fn oldest_due(&self) -> u64 {
+        match self.due_age {
+            u32::MAX => 0,
+            age => self.frame - u64::from(age),
+        }
     }
 }
 
@@ -160,7 +172,7 @@ impl Retirement {
 
     /// The frames since which the work of each record in flight was due.
     pub(crate) fn oldest_dues(&self) -> impl Iterator<Item = u64> + '_ {
-        self.records.iter().map(|r| r.oldest_due)
+        self.records.iter().map(Record::oldest_due)
     }
 
     /// Whether a record in flight carries an add (a whole value).
@@ -239,13 +251,14 @@ impl Retirement {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.adds += u64::from(adds);
+        let due_age = u32::try_from(frame.saturating_sub(oldest_due)).unwrap_or(u32::MAX);
         self.records.push_back(Record {
             packet,
             shared,
             adds,
+            due_age,
             seq,
             frame,
-            oldest_due,
             entries,
         });
     }

@@ -245,7 +245,7 @@ impl Results {
              every item at once). `documented` is `WIRE.md`'s per-item figure with hashbrown's bucket counts for \
              this size (server: a 24-byte slot + a 16-byte id → position entry; connection: a bit per item the client knows at rest, in 8-byte words of 64 ids, and the {MOVING} bytes of the sets of the items whose adds or removals are in flight, made by the first sync (its view's map keeps no room until an item needs an entry); \
              mirror: a 24-byte slot + 8 bytes per replicated field, {fields} here, + a 16-byte entry; each map entry \
-             plus one control byte per bucket). A connection with packets in flight adds 64 bytes per packet and \
+             plus one control byte per bucket). A connection with packets in flight adds 56 bytes per packet and \
              32 per item it carried.\n\n\
              | items | structure | bytes per item | beyond the item | spare | documented, beyond the item |\n\
              |---|---|---|---|---|---|",
