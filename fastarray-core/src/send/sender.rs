@@ -258,7 +258,8 @@ impl Sender {
         // the encodings of an earlier frame, a first full sync's say, go.
         self.work.encoded.begin(frame);
         let all_fields = FieldMask::all(T::FIELD_COUNT);
-        state.start_write(frame);
+        let reshapes = !T::STRUCTURE.is_empty();
+        state.start_write(frame, reshapes);
         // A caught-up connection takes the frame's shared message, the
         // bits it would plan for itself, encoded once for all of them;
         // under a budget (a `Connection` packing a packet), when the
@@ -272,10 +273,9 @@ impl Sender {
         {
             return Ok(None);
         }
-        let reshapes = !T::STRUCTURE.is_empty();
         match self.shared.form_for(state.adds_known(), reshapes) {
             Some(early) if budget.is_none_or(|budget| self.shared.bits(early) <= budget.bits) => {
-                self.shared.record(state, packet, all_fields, reshapes);
+                self.shared.record(state, packet, all_fields);
                 Ok(Some(early))
             }
             _ => Ok(None),

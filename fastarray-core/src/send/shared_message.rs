@@ -37,8 +37,8 @@ pub(crate) struct SharedMessage {
     /// The entries that change what a client may hold (adds, whole values,
     /// removals): recorded per connection as usual.
     entries: Vec<RecordEntry>,
-    /// Of those, the adds (whole values included) and the removals.
-    moves: (u32, u32),
+    /// Of those, the adds (whole values); the others are removals.
+    adds: u32,
     /// The changed fields of items the client knows. A record counts them
     /// and names none (the history ring holds the frame's changes); the
     /// list is kept to gather the next frame's in.
@@ -135,7 +135,7 @@ impl SharedMessage {
         self.early.unmake();
         self.bits = 0;
         self.entries.clear();
-        self.moves = (0, 0);
+        self.adds = 0;
         self.changed.clear();
         self.excluded.clear();
     }
@@ -186,9 +186,7 @@ impl SharedMessage {
                 .map(|removal| RecordEntry::new(removal.id, removal.work(), key, frame, frame)),
         );
         self.entries.extend_from_slice(whole);
-        // Counted as the view counts them (`SendState::record_shared`).
-        let count = |len: usize| u32::try_from(len).unwrap_or(u32::MAX);
-        self.moves = (count(whole.len()), count(removals.len()));
+        self.adds = u32::try_from(whole.len()).unwrap_or(u32::MAX);
         self.changed = changed;
         // The next frame's message may be far smaller (after a burst).
         if self.entries.capacity() > 4 * self.entries.len().max(64) {
@@ -202,26 +200,17 @@ impl SharedMessage {
 
     /// Records the kept message as packet `packet` of a caught-up
     /// connection: O(adds + removals) for the connection, whatever the
-    /// number of changed items. Its whole values are all adds of items new
-    /// to the connection's client unless the item type `reshapes` (see
-    /// [`SendState::record_shared`]). The caller then [copies](Self::copy)
-    /// or [hands out](Self::hand_out) its bytes.
+    /// number of changed items. The caller then [copies](Self::copy) or
+    /// [hands out](Self::hand_out) its bytes.
     #[inline]
-    pub(crate) fn record(
-        &self,
-        state: &mut SendState,
-        packet: u32,
-        all_fields: FieldMask,
-        reshapes: bool,
-    ) {
+    pub(crate) fn record(&self, state: &mut SendState, packet: u32, all_fields: FieldMask) {
         state.record_shared(
             packet,
             self.frame,
             &self.entries,
-            self.moves,
+            self.adds,
             self.changed.len(),
             all_fields,
-            !reshapes,
         );
     }
 

@@ -69,13 +69,21 @@ impl SendState {
     }
 
     /// Items the client holds or will once their adds arrive, counting
-    /// the records the view has not taken yet.
+    /// the records the view has not taken yet (a few, on a link that
+    /// acknowledges a round trip later): a shared message's entries are
+    /// its adds, each an item more, and its removals, each one leaving.
     #[inline]
     fn staying(&self) -> usize {
-        let (adds, removals) = self
-            .untaken
-            .map_or((0, 0), |untaken| (untaken.adds, untaken.removals));
-        (self.views.staying() + adds as usize).saturating_sub(removals as usize)
+        let Some(untaken) = self.untaken else {
+            return self.views.staying();
+        };
+        let (mut adds, mut entries) = (0, 0);
+        for record in self.retirement.since_seq(untaken.first.get()) {
+            adds += record.adds() as usize;
+            entries += record.entries.len();
+        }
+        let removals = entries - adds;
+        (self.views.staying() + adds).saturating_sub(removals)
     }
 
     /// Brings the pending work up to `frame`: from the history ring when it

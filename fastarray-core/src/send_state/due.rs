@@ -133,13 +133,14 @@ impl SendState {
     /// arrive), and, before the connection's first message, it chooses how
     /// it names items on the wire: by handles if it has a scope (see
     /// `handles`), by ids otherwise. Once anything was written (or the
-    /// client joined with a snapshot) that choice stays. The view takes
-    /// the records of frames' shared messages it has not taken yet, unless
-    /// they may wait for their acknowledgements (see
-    /// [`record_shared`](Self::record_shared)).
+    /// client joined with a snapshot) that choice stays. If the item type
+    /// `reshapes` (has shapes, an enum's variants), the view takes the
+    /// records of frames' shared messages it has not taken yet: a whole
+    /// value in them may be of a new shape, not an add. Else they may wait
+    /// for their acknowledgements (see [`record_shared`](Self::record_shared)).
     #[inline]
-    pub(crate) fn start_write(&mut self, frame: u64) {
-        if self.untaken.is_some_and(|untaken| !untaken.follow) {
+    pub(crate) fn start_write(&mut self, frame: u64, reshapes: bool) {
+        if reshapes {
             self.replay();
         }
         while let Some(record) = self.retirement.take_expired(frame) {

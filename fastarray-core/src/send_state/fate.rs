@@ -3,6 +3,8 @@
 //! a loss putting its work back (and the arrays' inside its items).
 
 use super::pending::Work;
+use core::num::NonZeroU64;
+
 use super::retirement::{Record, RecordEntry};
 use super::scope::Scope;
 use super::view::{Holding, Views};
@@ -128,7 +130,7 @@ impl SendState {
     }
 
     /// Records that `packet` carries frame `frame`'s shared message:
-    /// `entries` for its adds and removals (`adds` and `removals` of them),
+    /// `entries` for its adds (`adds` of them) and removals,
     /// and the changed fields of `changed` known items, which update
     /// nothing here (the connection was caught up, so nothing is pending)
     /// and are not listed: they are the frame's changes in the history
@@ -137,11 +139,12 @@ impl SendState {
     /// The view takes the entries later, with those of every record
     /// written before it that it has not taken either, in the order they
     /// were written ([`replay`](Self::replay)), at the first thing this
-    /// state is asked to do that reads the view. Until then the state
-    /// counts them, so that the next write knows whether the connection is
-    /// still in sync. If `follow` (every add of the record is of an item
-    /// new to the client), that next write, taking the next frame's shared
-    /// message, is no such thing: a follower of the array, whose packets
+    /// state is asked to do that reads the view. Until then the next write
+    /// counts their adds and removals to know whether the connection is
+    /// still in sync. For an item type without shapes (whose whole values
+    /// in a shared message are adds of items new to the client), that next
+    /// write, taking the next frame's shared message, is no such thing
+    /// ([`start_write`](Self::start_write)): a follower of the array, whose packets
     /// are acknowledged a round trip later, writes record after record the
     /// view never takes. The acknowledgement of the oldest of them brings
     /// each plain item it added or removed to rest in one step
@@ -158,32 +161,20 @@ impl SendState {
         packet: u32,
         frame: u64,
         entries: &[RecordEntry],
-        (adds, removals): (u32, u32),
+        adds: u32,
         changed: usize,
         all_fields: FieldMask,
-        follow: bool,
     ) {
         // A record without entries is taken at once, unless records before
         // it wait: they are taken in order.
-        let defer = match &mut self.untaken {
-            Some(untaken) => {
-                untaken.adds += adds;
-                untaken.removals += removals;
-                untaken.follow &= follow;
-                true
-            }
-            None if !entries.is_empty() => {
-                self.untaken = Some(Untaken {
-                    first: self.retirement.next_seq(),
-                    oldest: self.retirement.oldest_seq(),
-                    adds,
-                    removals,
-                    follow,
-                });
-                true
-            }
-            None => false,
-        };
+        let defer = self.untaken.is_some() || !entries.is_empty();
+        if self.untaken.is_none() && defer {
+            self.untaken = Some(Untaken {
+                first: NonZeroU64::new(self.retirement.next_seq())
+                    .expect("sequence numbers start at 1"),
+                oldest: self.retirement.oldest_seq(),
+            });
+        }
         // At most one entry per item, and items are counted in `usize`.
         let changed = u32::try_from(changed).unwrap_or(u32::MAX);
         let mut record = self.retirement.entry_buffer(entries.len());
@@ -354,8 +345,9 @@ impl SendState {
                 all_fields,
             );
         };
-        let mut own = record.filter(|record| record.seq >= untaken.first);
-        for other in self.retirement.since_seq_mut(untaken.first) {
+        let first = untaken.first.get();
+        let mut own = record.filter(|record| record.seq >= first);
+        for other in self.retirement.since_seq_mut(first) {
             if let Some(record) = own.take_if(|record| record.seq < other.seq) {
                 take(record);
             }
@@ -376,17 +368,18 @@ impl SendState {
     #[inline]
     fn first_untaken(&mut self, record: &mut Record) -> Option<u64> {
         let untaken = self.untaken.as_mut()?;
-        if record.seq < untaken.first {
+        let first = untaken.first.get();
+        if record.seq < first {
             return None;
         }
-        if record.seq > untaken.first {
+        if record.seq > first {
             self.replay_around(Some(record));
             return None;
         }
         let oldest = untaken.oldest;
-        untaken.first += 1;
-        if untaken.first == self.retirement.next_seq() {
-            self.untaken = None;
+        match NonZeroU64::new(first + 1).filter(|next| next.get() < self.retirement.next_seq()) {
+            Some(next) => untaken.first = next,
+            None => self.untaken = None,
         }
         Some(oldest)
     }
@@ -395,7 +388,7 @@ impl SendState {
     #[cfg(test)]
     pub(crate) fn untaken_records(&self) -> usize {
         self.untaken.map_or(0, |untaken| {
-            self.retirement.since_seq(untaken.first).count()
+            self.retirement.since_seq(untaken.first.get()).count()
         })
     }
 
@@ -427,12 +420,6 @@ impl SendState {
                     others.push(i);
                 }
             }
-        }
-        if let Some(untaken) = &mut self.untaken {
-            // A shared message's entries are its adds and its removals.
-            let adds = record.adds();
-            untaken.adds -= adds;
-            untaken.removals -= record.entries.len() as u32 - adds;
         }
         self.views.trim(oldest);
         for i in others {

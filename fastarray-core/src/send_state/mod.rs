@@ -7,6 +7,8 @@
 //! The state knows nothing of the items' type: ids, keys, field masks and
 //! frames. The writer asks it what is due and tells it what was written.
 
+use core::num::NonZeroU64;
+
 use hashbrown::HashMap;
 
 pub(crate) mod audience;
@@ -81,7 +83,7 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
-/// client may hold, one inner `SendState` (472 bytes before its own
+/// client may hold, one inner `SendState` (448 bytes before its own
 /// entries) per array field. Hash maps add one control byte per bucket and
 /// keep between 1 and 2 buckets per entry; the pending list, like them,
 /// shrinks back after a burst.
@@ -130,26 +132,16 @@ pub struct SendState {
 
 /// The records in flight whose entries the view has not taken yet: every
 /// one from `first` on (the records of frames' shared messages written
-/// since the view last took one), and what taking them would change of
-/// its counts.
+/// since the view last took one).
 #[derive(Clone, Copy, Debug)]
 struct Untaken {
     /// The sequence number of the first of them.
-    first: u64,
+    first: NonZeroU64,
     /// The oldest record in flight when the first was written: no later
     /// one's is older, so the view, taking any of them, is trimmed as of
     /// this one ([`trim`](view::Views::trim), which only ends what no
     /// record that old can need).
     oldest: u64,
-    /// Their adds: items the client may hold once the view takes them.
-    adds: u32,
-    /// Their removals and exits: items it holds that are then leaving.
-    removals: u32,
-    /// Whether they may stay untaken past the next write: every add they
-    /// carry is of an item new to the client (an item type without
-    /// shapes, whose whole values in a shared message are adds). Else the
-    /// next write lets the view take them first.
-    follow: bool,
 }
 
 /// Fields of an item that a lost record of frame `frame` carried, due
@@ -344,7 +336,7 @@ impl SendState {
         // The entries of the records the view has not taken yet: an item
         // new to it is one more (an item's add and removal are in two
         // records, so no item is counted twice).
-        let untaken = self.untaken.map_or(u64::MAX, |untaken| untaken.first);
+        let untaken = self.untaken.map_or(u64::MAX, |untaken| untaken.first.get());
         let new = self.retirement.since_seq(untaken).map(|record| {
             let entries = record.entries.iter();
             entries
@@ -376,7 +368,7 @@ mod tests {
         assert_eq!(core::mem::size_of::<Record>(), 56);
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            472,
+            448,
             "per array inside an item"
         );
     }

@@ -133,8 +133,6 @@ pub(crate) struct Retirement {
     next_seq: u64,
     /// Entry buffers of retired records, reused by new ones.
     spare: Vec<Vec<RecordEntry>>,
-    /// The adds (whole values) the records in flight carry.
-    adds: u64,
 }
 
 impl Default for Retirement {
@@ -143,7 +141,6 @@ impl Default for Retirement {
             records: VecDeque::new(),
             next_seq: 1,
             spare: Vec::new(),
-            adds: 0,
         }
     }
 }
@@ -178,25 +175,23 @@ impl Retirement {
     /// Whether a record in flight carries an add (a whole value).
     #[inline]
     pub(crate) fn carries_adds(&self) -> bool {
-        self.adds > 0
+        self.records.iter().any(|record| record.adds > 0)
     }
 
     /// Takes out the record of `packet`.
     #[inline]
     pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
         // Acks come in order on a good link: the oldest record, usually.
-        let record = if self.records.front().is_some_and(|r| r.packet == packet) {
-            self.records.pop_front()
-        } else {
-            let index = self.records.iter().position(|r| r.packet == packet)?;
-            self.records.remove(index)
-        };
-        self.adds -= record.as_ref().map_or(0, |record| u64::from(record.adds));
-        record
+        if self.records.front().is_some_and(|r| r.packet == packet) {
+            return self.records.pop_front();
+        }
+        let index = self.records.iter().position(|r| r.packet == packet)?;
+        self.records.remove(index)
     }
 
     /// The records in flight from sequence number `first` on, oldest
     /// first.
+    #[inline]
     pub(crate) fn since_seq(&self, first: u64) -> impl Iterator<Item = &Record> {
         self.records
             .iter()
@@ -209,7 +204,6 @@ impl Retirement {
         if oldest.frame + WINDOW > frame {
             return None;
         }
-        self.adds -= u64::from(oldest.adds);
         self.records.pop_front()
     }
 
@@ -250,7 +244,6 @@ impl Retirement {
         );
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.adds += u64::from(adds);
         let due_age = u32::try_from(frame.saturating_sub(oldest_due)).unwrap_or(u32::MAX);
         self.records.push_back(Record {
             packet,
@@ -265,6 +258,7 @@ impl Retirement {
 
     /// The records in flight from sequence number `first` on, oldest
     /// first.
+    #[inline]
     pub(crate) fn since_seq_mut(&mut self, first: u64) -> impl Iterator<Item = &mut Record> {
         self.records
             .iter_mut()
