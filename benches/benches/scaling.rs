@@ -11,7 +11,9 @@
 //!   `conns_<n>` times `commit` plus, per connection, `write_delta` and
 //!   the acknowledgement. `fanout_bytes_10k` is the same with the
 //!   messages handed out by `write_delta_bytes` instead of copied into a
-//!   buffer: the frame's shared message, one allocation for all.
+//!   buffer: the frame's shared message, one allocation for all, shared
+//!   by a reference count; `fanout_slice_10k` with them lent by
+//!   `write_delta_slice`: the frame's shared message itself.
 //!
 //! * `relay_10k`: the same sparse workload served through relays
 //!   (`FastArray::relay`): `server_feed` times the server's tick with
@@ -34,7 +36,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use fastarray::FastArray;
 use fastarray_bench::{
-    POSITION_RANGE, SEED, Script, Served, Workload, apply_ours, caught_up_conn, grown, server_array,
+    Handout, POSITION_RANGE, SEED, Script, Served, Workload, apply_ours, caught_up_conn, grown,
+    server_array,
 };
 
 fn config() -> Criterion {
@@ -90,26 +93,61 @@ fn scale(c: &mut Criterion) {
 }
 
 fn fanout(c: &mut Criterion) {
-    fan_out(c, Workload::Sparse, "fanout", &[1, 16, 64, 256], false, 0);
-    fan_out(c, Workload::Sparse, "fanout_bytes", &[1, 256], true, 0);
+    fan_out(
+        c,
+        Workload::Sparse,
+        "fanout",
+        &[1, 16, 64, 256],
+        Handout::Copied,
+        0,
+    );
+    fan_out(
+        c,
+        Workload::Sparse,
+        "fanout_bytes",
+        &[1, 256],
+        Handout::Owned,
+        0,
+    );
+    fan_out(
+        c,
+        Workload::Sparse,
+        "fanout_slice",
+        &[1, 256],
+        Handout::Lent,
+        0,
+    );
     // Churn: every connection gets the frame's adds (issue 15), its
     // acknowledgements coming back at once or, as over a real link, a
     // round trip of two ticks later (its adds then still in flight when
     // the next frame's message is written: issue 32).
-    fan_out(c, Workload::Churn, "fanout_churn", &[1, 16], false, 0);
-    fan_out(c, Workload::Churn, "fanout_churn_late", &[1, 16], false, 2);
+    fan_out(
+        c,
+        Workload::Churn,
+        "fanout_churn",
+        &[1, 16],
+        Handout::Copied,
+        0,
+    );
+    fan_out(
+        c,
+        Workload::Churn,
+        "fanout_churn_late",
+        &[1, 16],
+        Handout::Copied,
+        2,
+    );
 }
 
 /// One tick of `workload` at 10k items: commit, then a write and an ack
 /// for each of `conns` caught-up connections, of the packet written `lag`
-/// ticks before; the messages handed out by `write_delta_bytes` if
-/// `bytes`, else written into a buffer.
+/// ticks before; the messages taken as `handout` says.
 fn fan_out(
     c: &mut Criterion,
     workload: Workload,
     name: &str,
     conns: &[usize],
-    bytes: bool,
+    handout: Handout,
     lag: u32,
 ) {
     let items = 10_000;
@@ -131,14 +169,7 @@ fn fan_out(
                     let start = Instant::now();
                     server.commit();
                     for conn in &mut states {
-                        if bytes {
-                            let written = server.write_delta_bytes(conn, packet);
-                            black_box(written.expect("write"));
-                        } else {
-                            out.clear();
-                            let stats = server.write_delta(conn, packet, &mut out);
-                            black_box(stats.expect("write"));
-                        }
+                        handout.write(&mut server, conn, packet, &mut out);
                         // The first ticks have nothing that old to ack.
                         conn.on_ack(packet.wrapping_sub(lag));
                     }

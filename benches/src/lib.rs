@@ -465,6 +465,43 @@ pub fn apply_ours(array: &mut FastArray<Agent>, ops: &[Op]) {
     }
 }
 
+/// How a fan-out bench takes each connection's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Handout {
+    /// Copied into a buffer of the caller's (`write_delta`).
+    Copied,
+    /// Handed out, shared by a reference count (`write_delta_bytes`).
+    Owned,
+    /// Lent, valid until the array's next call (`write_delta_slice`).
+    Lent,
+}
+
+impl Handout {
+    /// Writes `state`'s message as packet `packet` this way, into `out` if
+    /// copied; the message is kept from the optimizer.
+    #[inline]
+    pub fn write(
+        self,
+        array: &mut FastArray<Agent>,
+        state: &mut SendState,
+        packet: u32,
+        out: &mut Vec<u8>,
+    ) {
+        match self {
+            Handout::Copied => {
+                out.clear();
+                std::hint::black_box(array.write_delta(state, packet, out).expect("write"));
+            }
+            Handout::Owned => {
+                std::hint::black_box(array.write_delta_bytes(state, packet).expect("write"));
+            }
+            Handout::Lent => {
+                std::hint::black_box(array.write_delta_slice(state, packet).expect("write"));
+            }
+        }
+    }
+}
+
 /// Our server array holding `agents` (ids = serials), committed.
 pub fn server_array(agents: &[Agent]) -> FastArray<Agent> {
     let mut array = FastArray::with_capacity(agents.len());

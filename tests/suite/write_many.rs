@@ -9,6 +9,8 @@
 //!   with messages of their own are written on several threads.
 //! - `FastArray::write_delta_bytes`: the frame's shared message handed to
 //!   every caught-up connection as one allocation.
+//! - `FastArray::write_delta_slice`: the frame's shared message lent to
+//!   every caught-up connection, the others' messages in one buffer.
 
 use fastarray::{
     DeltaBytes, DeltaWrite, FastArray, Replicate, ReplicationId, SendError, SendState,
@@ -130,7 +132,7 @@ impl World {
     /// Tells connection `n` of both `worlds` the same fate of its packet
     /// of `tick`: 10% are lost; one is left in flight, its number written
     /// again next tick.
-    fn fate(worlds: [&mut World; 2], n: usize, tick: u32, fates: &mut ChaCha8Rng) {
+    fn fate<const N: usize>(worlds: [&mut World; N], n: usize, tick: u32, fates: &mut ChaCha8Rng) {
         if World::packet(n, tick + 1) == tick {
             return;
         }
@@ -221,15 +223,17 @@ fn write_deltas_writes_what_write_delta_one_by_one_writes() {
 }
 
 #[test]
-fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_message() {
+fn write_delta_bytes_and_slice_hand_out_what_write_delta_writes_sharing_the_frames_message() {
     // Budgeted connections compare with `write_delta_with_budget`.
     for seed in 0..3 {
-        let (mut copied, mut handed) = (World::new(seed), World::new(seed));
+        let [mut copied, mut handed, mut lent] = [0, 1, 2].map(|_| World::new(seed));
         let mut fates = ChaCha8Rng::seed_from_u64(seed + 100);
         let (mut shared, mut refused) = (0, 0);
         for tick in 1..=40u32 {
-            // The frame's shared message, as first handed out this tick.
+            // The frame's shared message, as first handed out and lent
+            // this tick.
             let mut frame_message: Option<DeltaBytes> = None;
+            let mut frame_lent: Option<*const u8> = None;
             for n in 0..CONNS {
                 if !World::writes(n, tick) {
                     continue;
@@ -247,17 +251,33 @@ fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_messag
                     None => server.write_delta_bytes(state, packet),
                 };
                 let context = format!("seed {seed} tick {tick} conn {n}");
-                let (bytes, stats) = match (got, expected) {
-                    (Ok((bytes, stats)), Ok(expected)) => {
+                let (state, server) = (&mut lent.states[n], &mut lent.server);
+                let got_lent = match World::budget(n) {
+                    Some(bits) => server.write_delta_slice_with_budget(state, packet, bits),
+                    None => server.write_delta_slice(state, packet),
+                };
+                let got_lent =
+                    got_lent.map(|(bytes, stats)| (bytes.to_vec(), bytes.as_ptr(), stats));
+                let (bytes, lent_bytes, stats) = match (got, got_lent, expected) {
+                    (Ok((bytes, stats)), Ok((lent_bytes, lent_at, lent_stats)), Ok(expected)) => {
                         assert_eq!(stats, expected, "{context}");
-                        (bytes, stats)
+                        assert_eq!(lent_stats, expected, "{context}: lent");
+                        assert_eq!(lent_bytes, out, "{context}: lent bytes");
+                        if stats.shared {
+                            // Every caught-up connection is lent the same bytes.
+                            assert_eq!(*frame_lent.get_or_insert(lent_at), lent_at, "{context}");
+                        }
+                        (bytes, lent_bytes, stats)
                     }
-                    (Err(got), Err(expected)) => {
+                    (Err(got), Err(got_lent), Err(expected)) => {
                         assert_eq!(got, expected, "{context}");
+                        assert_eq!(got_lent, expected, "{context}: lent");
                         refused += 1;
                         continue;
                     }
-                    (got, expected) => panic!("{context}: {got:?} against {expected:?}"),
+                    (got, got_lent, expected) => {
+                        panic!("{context}: {got:?} and {got_lent:?} against {expected:?}")
+                    }
                 };
                 assert_eq!(*bytes, *out, "{context}: bytes");
                 assert_eq!(bytes.is_shared(), stats.shared, "{context}");
@@ -270,10 +290,12 @@ fn write_delta_bytes_hands_out_what_write_delta_writes_sharing_the_frames_messag
                     }
                 }
                 handed.clients[n].apply_delta(&bytes, &mut ()).unwrap();
-                World::fate([&mut copied, &mut handed], n, tick, &mut fates);
+                lent.clients[n].apply_delta(&lent_bytes, &mut ()).unwrap();
+                World::fate([&mut copied, &mut handed, &mut lent], n, tick, &mut fates);
             }
             copied.tick();
             handed.tick();
+            lent.tick();
         }
         assert!(shared > 100, "seed {seed}: {shared} shared messages");
         assert_eq!(refused, 1, "seed {seed}");

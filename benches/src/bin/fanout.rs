@@ -8,7 +8,7 @@
 //! `fanout_churn_10k`, whose target compares 16 connections with 1).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes] [churn] [late]
+//! cargo run --release -p fastarray-bench --bin fanout -- [rounds] [connections] [bytes|slice] [churn] [late]
 //! ```
 //!
 //! With `late`, each packet is acknowledged two ticks after it was
@@ -16,19 +16,19 @@
 //!
 //! With `bytes`, each connection's message is handed out by
 //! `write_delta_bytes` (the frame's shared message not copied per
-//! connection, as the criterion bench `fanout_bytes_10k` times it); else
-//! copied into a buffer by `write_delta` (`fanout_10k`).
+//! connection, as the criterion bench `fanout_bytes_10k` times it); with
+//! `slice`, lent by `write_delta_slice` (`fanout_slice_10k`); else copied
+//! into a buffer by `write_delta` (`fanout_10k`).
 //!
 //! Prints the median tick of each server and the ratio of the medians,
 //! and the median and spread of the ratios of each round's two ticks.
 
-use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use fastarray::{FastArray, SendState};
 use fastarray_bench::summary::{in_turn, summary};
 use fastarray_bench::{
-    Agent, Op, SEED, Script, Workload, apply_ours, caught_up_conn, server_array,
+    Agent, Handout, Op, SEED, Script, Workload, apply_ours, caught_up_conn, server_array,
 };
 
 /// Items in each array.
@@ -45,14 +45,14 @@ struct Server {
     ops: Vec<Op>,
     out: Vec<u8>,
     packet: u32,
-    /// Whether messages are handed out (`write_delta_bytes`).
-    bytes: bool,
+    /// How each connection's message is taken.
+    handout: Handout,
     /// Ticks a packet waits for its acknowledgement.
     lag: u32,
 }
 
 impl Server {
-    fn new(workload: Workload, conns: usize, bytes: bool, lag: u32) -> Self {
+    fn new(workload: Workload, conns: usize, handout: Handout, lag: u32) -> Self {
         let (script, agents) = Script::new(workload, ITEMS, SEED);
         let mut array = server_array(&agents);
         let states = (0..conns).map(|_| caught_up_conn(&mut array, 0)).collect();
@@ -63,7 +63,7 @@ impl Server {
             ops: Vec::new(),
             out: Vec::new(),
             packet: 1,
-            bytes,
+            handout,
             lag,
         }
     }
@@ -75,14 +75,7 @@ impl Server {
         let start = Instant::now();
         self.array.commit();
         for state in &mut self.states {
-            if self.bytes {
-                let written = self.array.write_delta_bytes(state, self.packet);
-                black_box(written.expect("write"));
-            } else {
-                self.out.clear();
-                let stats = self.array.write_delta(state, self.packet, &mut self.out);
-                black_box(stats.expect("write"));
-            }
+            (self.handout).write(&mut self.array, state, self.packet, &mut self.out);
             if let Some(acked) = self.packet.checked_sub(self.lag).filter(|&p| p > 0) {
                 state.on_ack(acked);
             }
@@ -95,7 +88,12 @@ impl Server {
 
 fn main() {
     let flag = |name: &str| std::env::args().any(|arg| arg == name);
-    let (bytes, churn) = (flag("bytes"), flag("churn"));
+    let churn = flag("churn");
+    let handout = match (flag("bytes"), flag("slice")) {
+        (true, _) => Handout::Owned,
+        (_, true) => Handout::Lent,
+        _ => Handout::Copied,
+    };
     let lag = if flag("late") { 2 } else { 0 };
     let workload = if churn {
         Workload::Churn
@@ -104,17 +102,17 @@ fn main() {
     };
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| !["bytes", "churn", "late"].contains(&arg.as_str()))
+        .filter(|arg| !["bytes", "slice", "churn", "late"].contains(&arg.as_str()))
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
-                eprintln!("usage: fanout [rounds] [connections] [bytes] [churn] [late]");
+                eprintln!("usage: fanout [rounds] [connections] [bytes|slice] [churn] [late]");
                 std::process::exit(2)
             })
         });
     let rounds = args.next().unwrap_or(20_000).max(1);
     let conns = args.next().unwrap_or(256).max(1);
-    let mut one = Server::new(workload, 1, bytes, lag);
-    let mut many = Server::new(workload, conns, bytes, lag);
+    let mut one = Server::new(workload, 1, handout, lag);
+    let mut many = Server::new(workload, conns, handout, lag);
     for _ in 0..WARM {
         one.tick();
         many.tick();
@@ -140,7 +138,11 @@ fn main() {
          {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
          per-round ratio median {ratio_median:.2}×, quartiles {:.2}–{:.2}×",
         if churn { "churn" } else { "sparse" },
-        if bytes { "handed out" } else { "copied" },
+        match handout {
+            Handout::Copied => "copied",
+            Handout::Owned => "handed out",
+            Handout::Lent => "lent",
+        },
         if lag > 0 {
             ", acknowledged 2 ticks late"
         } else {

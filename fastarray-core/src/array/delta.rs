@@ -176,6 +176,84 @@ impl<T: Replicate> FastArray<T> {
         sender.write_bytes(&mut self.store, state, packet, budget)
     }
 
+    /// Like [`write_delta_bytes`](Self::write_delta_bytes), but lends the
+    /// message instead of handing it out: for a caught-up connection, the
+    /// frame's shared message itself; else the connection's own message, in
+    /// a buffer the array keeps for the next. The borrow lasts until the
+    /// array's next call, so the bytes go out before the next connection's
+    /// write: for a transport that copies what it sends (a UDP socket's
+    /// `send_to`, a channel's send buffer). Nothing is copied, allocated or
+    /// reference-counted per caught-up connection; `write_delta_bytes`
+    /// shares its bytes by an atomic reference count, which a transport
+    /// that keeps buffers needs and costs two atomic operations a
+    /// connection. The bytes and stats are those `write_delta` would write
+    /// and return.
+    ///
+    /// ```
+    /// use std::net::UdpSocket;
+    /// use fastarray_core::{FastArray, SendState};
+    /// use fastarray_derive::Replicate;
+    ///
+    /// #[derive(Replicate, Clone, Debug, PartialEq)]
+    /// #[replicate(crate = "fastarray_core")] // users of the `fastarray` crate omit this
+    /// struct Unit { hp: u8 }
+    ///
+    /// let socket = UdpSocket::bind("127.0.0.1:0")?;
+    /// let clients: Vec<UdpSocket> =
+    ///     (0..3).map(|_| UdpSocket::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    /// let mut states: Vec<SendState> = clients.iter().map(|_| SendState::new()).collect();
+    /// let mut server = FastArray::new();
+    /// let id = server.push(Unit { hp: 10 });
+    /// let mut mirrors: Vec<FastArray<Unit>> = clients.iter().map(|_| FastArray::mirror()).collect();
+    /// let mut datagram = [0; 1_500];
+    /// for packet in 1..=2 {
+    ///     server.commit();
+    ///     for ((state, client), mirror) in states.iter_mut().zip(&clients).zip(&mut mirrors) {
+    ///         let (message, stats) = server.write_delta_slice(state, packet)?;
+    ///         assert_eq!(stats.shared, packet == 2); // the first is each client's own
+    ///         socket.send_to(message, client.local_addr()?)?;
+    ///         let len = client.recv(&mut datagram)?;
+    ///         mirror.apply_delta(&datagram[..len], &mut ()).unwrap();
+    ///         state.on_ack(packet);
+    ///     }
+    ///     server.get_mut(id).unwrap().hp -= 1;
+    /// }
+    /// assert!(mirrors.iter().all(|mirror| mirror.get(id) == Some(&Unit { hp: 9 })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn write_delta_slice(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+    ) -> Result<(&[u8], DeltaStats), SendError> {
+        self.write_slice_budgeted(state, packet, None)
+    }
+
+    /// [`write_delta_slice`](Self::write_delta_slice) within `max_bits`,
+    /// as [`write_delta_bytes_with_budget`](Self::write_delta_bytes_with_budget)
+    /// writes.
+    pub fn write_delta_slice_with_budget(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+        max_bits: u64,
+    ) -> Result<(&[u8], DeltaStats), SendError> {
+        self.write_slice_budgeted(state, packet, Some(Budget::of(max_bits)))
+    }
+
+    /// [`write_delta_slice`](Self::write_delta_slice) within `budget`, if
+    /// given.
+    fn write_slice_budgeted(
+        &mut self,
+        state: &mut SendState,
+        packet: u32,
+        budget: Option<Budget>,
+    ) -> Result<(&[u8], DeltaStats), SendError> {
+        self.expect_client_writer()?;
+        let sender = Sender::made(&mut self.sender);
+        sender.write_lent(&mut self.store, state, packet, budget)
+    }
+
     /// Like [`write_delta`](Self::write_delta), but the message takes at
     /// most `max_bits` bits: removals first, then the items whose work has
     /// waited longest (a lost packet's work keeps the place it had), as

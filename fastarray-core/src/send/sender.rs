@@ -51,6 +51,9 @@ pub(crate) struct Sender {
     pool: Vec<Workspace>,
     /// This frame's message for caught-up connections, once one wrote it.
     pub(crate) shared: SharedMessage,
+    /// The last message of a connection's own lent out
+    /// ([`write_lent`](Self::write_lent)), its buffer kept for the next.
+    lent: Vec<u8>,
     /// The entries of the newest frame's shared message, written by its
     /// commit.
     pub(crate) body: FrameBody,
@@ -70,6 +73,10 @@ pub(crate) struct Sender {
     /// On a ghost array: where it stands in the ghost feed it follows.
     pub(crate) ghost: Option<Box<GhostFollow>>,
 }
+
+/// The most bytes of a lent message's buffer kept for the next
+/// ([`Sender::write_lent`]): a datagram's worth many times over.
+pub(crate) const LENT_KEPT: usize = 64 * 1024;
 
 impl Sender {
     /// The array's sender in `slot`, made there on its first use. In line
@@ -130,6 +137,7 @@ impl Sender {
             },
             pool: Vec::new(),
             shared: self.shared.clone(),
+            lent: Vec::new(),
             body: self.body.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
@@ -199,6 +207,38 @@ impl Sender {
         let stats =
             self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), budget)?;
         Ok((DeltaBytes::own(out), stats))
+    }
+
+    /// [`write`](Self::write) lending the message out: the frame's shared
+    /// message's own bytes for a caught-up connection, else the
+    /// connection's message written into a buffer the sender keeps for the
+    /// next. Neither is copied nor shared by a reference count.
+    pub(crate) fn write_lent<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        state: &mut SendState,
+        packet: u32,
+        budget: Option<Budget>,
+    ) -> Result<(&[u8], DeltaStats), SendError> {
+        if let Some(early) = self.prepare(store, state, packet, budget, true)? {
+            return Ok((self.shared.lend(early), self.shared.stats(early)));
+        }
+        let mut out = core::mem::take(&mut self.lent);
+        out.clear();
+        // A buffer grown by a first full sync goes back to a message's
+        // size once the messages are small again.
+        if out.capacity() > LENT_KEPT {
+            out = Vec::new();
+        }
+        let written = self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), budget);
+        self.lent = out;
+        Ok((&self.lent, written?))
+    }
+
+    /// The bytes the buffer of lent messages keeps.
+    #[cfg(test)]
+    pub(crate) fn lent_capacity(&self) -> usize {
+        self.lent.capacity()
     }
 
     /// The rest of a write after [`prepare`](Self::prepare) left the

@@ -233,6 +233,17 @@ impl SharedMessage {
         }
     }
 
+    /// The kept message's bytes, lent (as a shared delta if `early`, made by
+    /// [`form_for`](Self::form_for)).
+    #[inline]
+    pub(crate) fn lend(&self, early: bool) -> &[u8] {
+        let (bytes, bits) = match early {
+            false => (&self.bytes, self.bits),
+            true => (&self.early.bytes, self.early.bits),
+        };
+        whole_bytes(bytes, bits)
+    }
+
     /// The kept message as a message of its own, the same bytes for every
     /// connection this frame that takes it in the same form: copied once,
     /// at the frame's first hand-out.
@@ -242,8 +253,13 @@ impl SharedMessage {
             false => (&self.bytes, self.bits, &mut self.handed),
             true => (&self.early.bytes, self.early.bits, &mut self.early.handed),
         };
-        let len = bits.div_ceil(8) as usize;
-        let handed = handed.get_or_insert_with(|| Arc::from(&bytes[..len]));
+        let handed = handed.get_or_insert_with(|| Arc::from(whole_bytes(bytes, bits)));
         DeltaBytes::shared(Arc::clone(handed))
     }
+}
+
+/// The bytes of a message of `bits` bits written from the start of `bytes`.
+#[inline]
+fn whole_bytes(bytes: &[u8], bits: u64) -> &[u8] {
+    &bytes[..bits.div_ceil(8) as usize]
 }
