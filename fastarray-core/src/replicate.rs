@@ -390,7 +390,10 @@ pub trait Replicate: BitCodec {
     /// Reads the fields in `sent`, as [`encode_fields`](Self::encode_fields)
     /// wrote them, straight into `self`, keeping only those in `keep` (the
     /// others are read past) and returning those whose value changed, as
-    /// [`apply_patch`](Self::apply_patch) does with the same fields. A
+    /// [`apply_patch`](Self::apply_patch) does with the same fields, but
+    /// for a quantized field by the value read rather than by its step
+    /// ([`Quantize::same_as_read`](crate::Quantize::same_as_read): the
+    /// same for a value read before, and one comparison of bits). A
     /// mirror applies an entry's changed fields through it, from a message
     /// already checked whole: no patch is built and moved, and a field's
     /// value is written once, where it lives.

@@ -72,6 +72,10 @@ macro_rules! glam_vector {
             fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
                 self.to_array().same_quantized(&other.to_array(), axes)
             }
+
+            fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
+                self.to_array().same_as_read(&read.to_array(), axes)
+            }
         }
     };
 }

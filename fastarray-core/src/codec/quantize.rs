@@ -391,6 +391,21 @@ pub trait Quantize: Sized {
     /// below the resolution is not a change.
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool;
 
+    /// Whether `self`, the value a mirror holds, is `read`, a value
+    /// [`read_quantized`](Self::read_quantized) just read: a mirror's
+    /// apply reports the field changed if not. The default asks
+    /// [`same_quantized`](Self::same_quantized). The impls of this crate
+    /// compare the floats' bits, which says the same for a value the
+    /// mirror read too (a step reads as one value, and each value as the
+    /// step it was read from), and calls a value the mirror did not read
+    /// (a default its detail level withheld) changed when the read one
+    /// differs from it at all.
+    #[doc(hidden)]
+    #[inline]
+    fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
+        self.same_quantized(read, axes)
+    }
+
     /// Whether [`read_quantized`](Self::read_quantized) reads any
     /// pattern of its quantizers' bits as a value, as the impls of this
     /// crate do (a step past a range's last reads as its end): checking a
@@ -426,6 +441,11 @@ impl Quantize for f32 {
         self.to_bits() == other.to_bits()
             || axes.at(0).same_step(f64::from(*self), f64::from(*other))
     }
+
+    #[inline]
+    fn same_as_read(&self, read: &Self, _: Quantizers<'_>) -> bool {
+        self.to_bits() == read.to_bits()
+    }
 }
 
 impl Quantize for f64 {
@@ -446,6 +466,11 @@ impl Quantize for f64 {
 
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
         self.to_bits() == other.to_bits() || axes.at(0).same_step(*self, *other)
+    }
+
+    #[inline]
+    fn same_as_read(&self, read: &Self, _: Quantizers<'_>) -> bool {
+        self.to_bits() == read.to_bits()
     }
 }
 
@@ -487,6 +512,15 @@ impl<T: Quantize, const N: usize> Quantize for [T; N] {
             .enumerate()
             .all(|(i, (a, b))| a.same_quantized(b, axes.skip(i * each)))
     }
+
+    #[inline]
+    fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
+        let each = T::FLOATS as usize;
+        self.iter()
+            .zip(read)
+            .enumerate()
+            .all(|(i, (a, b))| a.same_as_read(b, axes.skip(i * each)))
+    }
 }
 
 macro_rules! quantize_tuple {
@@ -520,6 +554,18 @@ macro_rules! quantize_tuple {
                 let mut axes = axes;
                 $(
                     if !self.$index.same_quantized(&other.$index, axes) {
+                        return false;
+                    }
+                    axes = axes.skip($name::FLOATS as usize);
+                )+
+                true
+            }
+
+            #[allow(unused_assignments)]
+            fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
+                let mut axes = axes;
+                $(
+                    if !self.$index.same_as_read(&read.$index, axes) {
                         return false;
                     }
                     axes = axes.skip($name::FLOATS as usize);
@@ -700,5 +746,69 @@ mod tests {
             Quantizers::new(&AXES[..1]).type_hash(1),
             AXES[0].type_hash(1)
         );
+    }
+
+    /// What a mirror reads compares by bits as it does by steps: over
+    /// coarse to fine quantizations of `f32` and `f64` axes, pairs of
+    /// values read from random steps, neighbours and equal ones included,
+    /// are `same_as_read` exactly when `same_quantized` says so, and when
+    /// their steps are equal unless the steps are finer than the floats
+    /// there (an `f32` around a million is a sixteenth apart from the
+    /// next, and a 32-bit step over one unit is far less: neighbouring
+    /// steps then read as one float, which both call the same).
+    #[test]
+    fn values_read_are_the_same_as_read_exactly_when_their_steps_are() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        const LISTS: [[Quantizer; 1]; 5] = [
+            [Quantizer::new(-1024.0, 1024.0, 16)],
+            [Quantizer::new(0.0, 1.0, 3)],
+            [Quantizer::new(-3.0, 5.0, 24)],
+            [Quantizer::new(1e6, 1e6 + 1.0, 32)],
+            [Quantizer::new(-0.1, 1e7, 32)],
+        ];
+        fn read<T: Quantize>(axes: Quantizers<'_>, step: u64, bits: u32) -> T {
+            let mut bytes = Vec::new();
+            let mut writer = BitWriter::new(&mut bytes);
+            for _ in 0..T::FLOATS {
+                writer.write_bits(step, bits);
+            }
+            writer.finish();
+            T::read_quantized(axes, &mut BitReader::new(&bytes)).unwrap()
+        }
+        let mut f32_checked = 0;
+        for list in &LISTS {
+            let (axes, q) = (Quantizers::new(list), list[0]);
+            let bits = q.bits();
+            let top = q.steps() as u64;
+            for _ in 0..2_000 {
+                let a = rng.random_range(0..=top);
+                let b = match rng.random_range(0..3) {
+                    0 => a,
+                    1 => (a + 1).min(top),
+                    _ => rng.random_range(0..=top),
+                };
+                let context = format!("{q:?}: steps {a} {b}");
+                let (x, y): (f32, f32) = (read(axes, a, bits), read(axes, b, bits));
+                let same = x.same_as_read(&y, axes);
+                assert_eq!(same, x.same_quantized(&y, axes), "{context}");
+                // Finer than the f32s: steps apart may read as one.
+                if q.exact_f32 || a == b {
+                    assert_eq!(same, a == b, "{context}");
+                }
+                let (x, y): (f64, f64) = (read(axes, a, bits), read(axes, b, bits));
+                assert_eq!(x.same_as_read(&y, axes), a == b, "{context}");
+                assert_eq!(x.same_as_read(&y, axes), x.same_quantized(&y, axes));
+                let (x, y): ([f32; 3], [f32; 3]) = (read(axes, a, bits), read(axes, b, bits));
+                let same = x.same_as_read(&y, axes);
+                assert_eq!(same, x.same_quantized(&y, axes), "{context}");
+                if q.exact_f32 || a == b {
+                    assert_eq!(same, a == b, "{context}");
+                }
+                f32_checked += usize::from(q.exact_f32);
+            }
+        }
+        // Most of the lists' steps are wider than their f32s.
+        assert!(f32_checked >= 4_000, "{f32_checked}");
     }
 }

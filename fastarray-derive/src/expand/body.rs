@@ -321,7 +321,7 @@ impl Replicated<'_> {
     pub fn apply_read(&self, place: TokenStream) -> TokenStream {
         let (p, offset, replicate) = (&self.private, &self.offset, self.replicate());
         let (decode, keep) = (self.decode(), self.window(quote!(__keep)));
-        let unchanged = self.codec.same(quote!(&#place), quote!(&__value));
+        let unchanged = self.codec.same_as_read(quote!(&#place), quote!(&__value));
         self.if_named(
             quote! {
                 let __value = #decode;

@@ -210,6 +210,20 @@ impl<'a> FieldCodec<'a> {
         }
     }
 
+    /// An expression: whether `held`, a mirror's value, is `read`, the
+    /// value just read into it ([`same`](Self::same), but a quantized
+    /// value compares as read: `Quantize::same_as_read`).
+    pub fn same_as_read(&self, held: TokenStream, read: TokenStream) -> TokenStream {
+        let (p, ty, span) = (&self.private, self.ty, self.span);
+        match self.encoding {
+            Encoding::Quantize { .. } => {
+                let q = &self.quantizer;
+                quote_spanned!(span=> <#ty as #p::Quantize>::same_as_read(#held, #read, #p::Quantizers::new(&#q)))
+            }
+            _ => self.same(held, read),
+        }
+    }
+
     /// A `u64` constant expression: the fewest bits a value takes.
     pub fn min_bits(&self) -> TokenStream {
         let (p, ty, span) = (&self.private, self.ty, self.span);
