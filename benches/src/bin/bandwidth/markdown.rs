@@ -43,7 +43,8 @@ impl Results {
              sections below say so; the bits and memory sections need only the second command.\n\n\
              Four ratios are also measured with the compared workloads taking turns, tick by tick, in one process, so \
              that a slow stretch of this shared machine slows both alike: `cargo run --release -p fastarray-bench --bin \
-             fanout -- 20000 256 bytes` (the fan-out to 256 caught-up connections against 1; `churn` for the churn \
+             fanout -- 20000 256 slice` (the fan-out to 256 caught-up connections against 1, each message lent as \
+             `fanout_slice_10k` times it; `bytes` for the messages handed out, as `fanout_bytes_10k`; `churn` for the churn \
              workload, and `churn late` for it with each packet acknowledged two ticks after it was written, as \
              `fanout_churn_late_10k` times it), `cargo run --release -p fastarray-bench --bin encode -- 100 dense` (the server's commit and \
              write against bitcode's full encode; `sparse`, `hot`, `churn` for the others), `cargo run --release -p \
