@@ -506,21 +506,47 @@ impl<T: Quantize, const N: usize> Quantize for [T; N] {
 
     #[inline]
     fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
-        let each = T::FLOATS as usize;
-        self.iter()
-            .zip(other)
-            .enumerate()
-            .all(|(i, (a, b))| a.same_quantized(b, axes.skip(i * each)))
+        every_element(self, other, axes, T::same_quantized)
     }
 
     #[inline]
     fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
-        let each = T::FLOATS as usize;
-        self.iter()
-            .zip(read)
-            .enumerate()
-            .all(|(i, (a, b))| a.same_as_read(b, axes.skip(i * each)))
+        every_element(self, read, axes, T::same_as_read)
     }
+}
+
+/// Whether `same` says so of every pair of elements of `a` and `b`, each
+/// with its own quantizers.
+#[inline]
+fn every_element<T: Quantize, const N: usize>(
+    a: &[T; N],
+    b: &[T; N],
+    axes: Quantizers<'_>,
+    same: impl Fn(&T, &T, Quantizers<'_>) -> bool,
+) -> bool {
+    let each = T::FLOATS as usize;
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .all(|(i, (a, b))| same(a, b, axes.skip(i * each)))
+}
+
+/// Whether `$a.$same(&$b, ..)` says so of every part of two tuples, each
+/// with its own quantizers (the first part that differs ends it).
+macro_rules! every_part {
+    ($a:ident, $b:ident, $axes:ident, $same:ident; $($name:ident $index:tt),+) => {{
+        let mut axes = $axes;
+        $(
+            if !$a.$index.$same(&$b.$index, axes) {
+                return false;
+            }
+            #[allow(unused_assignments)]
+            {
+                axes = axes.skip($name::FLOATS as usize);
+            }
+        )+
+        true
+    }};
 }
 
 macro_rules! quantize_tuple {
@@ -549,28 +575,12 @@ macro_rules! quantize_tuple {
                 },)+))
             }
 
-            #[allow(unused_assignments)]
             fn same_quantized(&self, other: &Self, axes: Quantizers<'_>) -> bool {
-                let mut axes = axes;
-                $(
-                    if !self.$index.same_quantized(&other.$index, axes) {
-                        return false;
-                    }
-                    axes = axes.skip($name::FLOATS as usize);
-                )+
-                true
+                every_part!(self, other, axes, same_quantized; $($name $index),+)
             }
 
-            #[allow(unused_assignments)]
             fn same_as_read(&self, read: &Self, axes: Quantizers<'_>) -> bool {
-                let mut axes = axes;
-                $(
-                    if !self.$index.same_as_read(&read.$index, axes) {
-                        return false;
-                    }
-                    axes = axes.skip($name::FLOATS as usize);
-                )+
-                true
+                every_part!(self, read, axes, same_as_read; $($name $index),+)
             }
         }
     };
