@@ -74,9 +74,15 @@ pub(crate) struct Sender {
     pub(crate) ghost: Option<Box<GhostFollow>>,
 }
 
-/// The most bytes of a lent message's buffer kept for the next
-/// ([`Sender::write_lent`]): a datagram's worth many times over.
-pub(crate) const LENT_KEPT: usize = 64 * 1024;
+/// Gives a message's buffer, `bytes` just written, back its room beyond
+/// twice the message once it holds more than four times it: the buffer
+/// is kept from message to message, and a one-off burst (a first full
+/// sync) is not kept for good.
+fn fit_to_message(bytes: &mut Vec<u8>) {
+    if bytes.capacity() > 4 * bytes.len().max(64) {
+        bytes.shrink_to(2 * bytes.len());
+    }
+}
 
 impl Sender {
     /// The array's sender in `slot`, made there on its first use. In line
@@ -225,12 +231,8 @@ impl Sender {
         }
         let mut out = core::mem::take(&mut self.lent);
         out.clear();
-        // A buffer grown by a first full sync goes back to a message's
-        // size once the messages are small again.
-        if out.capacity() > LENT_KEPT {
-            out = Vec::new();
-        }
         let written = self.write_alone(store, state, packet, &mut BitWriter::new(&mut out), budget);
+        fit_to_message(&mut out);
         self.lent = out;
         Ok((&self.lent, written?))
     }
@@ -746,9 +748,7 @@ impl Sender {
             &mut self.body,
         );
         let bits = out.finish();
-        if bytes.capacity() > 4 * bytes.len().max(64) {
-            bytes.shrink_to(2 * bytes.len());
-        }
+        fit_to_message(&mut bytes);
         self.shared.bytes = bytes;
         let Some((whole, changed)) = written? else {
             return Ok(false);
