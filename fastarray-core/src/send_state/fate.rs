@@ -167,14 +167,14 @@ impl SendState {
     ) {
         // A record without entries is taken at once, unless records before
         // it wait: they are taken in order.
-        let defer = self.untaken.is_some() || !entries.is_empty();
-        if self.untaken.is_none() && defer {
+        if self.untaken.is_none() && !entries.is_empty() {
             self.untaken = Some(Untaken {
                 first: NonZeroU64::new(self.retirement.next_seq())
                     .expect("sequence numbers start at 1"),
                 oldest: self.retirement.oldest_seq(),
             });
         }
+        let defer = self.untaken.is_some();
         // At most one entry per item, and items are counted in `usize`.
         let changed = u32::try_from(changed).unwrap_or(u32::MAX);
         let mut record = self.retirement.entry_buffer(entries.len());
@@ -377,7 +377,9 @@ impl SendState {
             return None;
         }
         let oldest = untaken.oldest;
-        match NonZeroU64::new(first + 1).filter(|next| next.get() < self.retirement.next_seq()) {
+        // Records after it wait still, if any was written.
+        let next = untaken.first.checked_add(1);
+        match next.filter(|next| next.get() < self.retirement.next_seq()) {
             Some(next) => untaken.first = next,
             None => self.untaken = None,
         }
