@@ -93,50 +93,21 @@ fn scale(c: &mut Criterion) {
 }
 
 fn fanout(c: &mut Criterion) {
-    fan_out(
-        c,
-        Workload::Sparse,
-        "fanout",
-        &[1, 16, 64, 256],
-        Handout::Copied,
-        0,
-    );
-    fan_out(
-        c,
-        Workload::Sparse,
-        "fanout_bytes",
-        &[1, 256],
-        Handout::Owned,
-        0,
-    );
-    fan_out(
-        c,
-        Workload::Sparse,
-        "fanout_slice",
-        &[1, 256],
-        Handout::Lent,
-        0,
-    );
     // Churn: every connection gets the frame's adds (issue 15), its
     // acknowledgements coming back at once or, as over a real link, a
     // round trip of two ticks later (its adds then still in flight when
     // the next frame's message is written: issue 32).
-    fan_out(
-        c,
-        Workload::Churn,
-        "fanout_churn",
-        &[1, 16],
-        Handout::Copied,
-        0,
-    );
-    fan_out(
-        c,
-        Workload::Churn,
-        "fanout_churn_late",
-        &[1, 16],
-        Handout::Copied,
-        2,
-    );
+    #[rustfmt::skip]
+    let groups: [(Workload, &str, &[usize], Handout, u32); 5] = [
+        (Workload::Sparse, "fanout", &[1, 16, 64, 256], Handout::Copied, 0),
+        (Workload::Sparse, "fanout_bytes", &[1, 256], Handout::Owned, 0),
+        (Workload::Sparse, "fanout_slice", &[1, 256], Handout::Lent, 0),
+        (Workload::Churn, "fanout_churn", &[1, 16], Handout::Copied, 0),
+        (Workload::Churn, "fanout_churn_late", &[1, 16], Handout::Copied, 2),
+    ];
+    for (workload, name, conns, handout, lag) in groups {
+        fan_out(c, workload, name, conns, handout, lag);
+    }
 }
 
 /// One tick of `workload` at 10k items: commit, then a write and an ack

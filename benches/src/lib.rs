@@ -477,6 +477,15 @@ pub enum Handout {
 }
 
 impl Handout {
+    /// What it does to a message, as a report says it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Handout::Copied => "copied",
+            Handout::Owned => "handed out",
+            Handout::Lent => "lent",
+        }
+    }
+
     /// Writes `state`'s message as packet `packet` this way, into `out` if
     /// copied; the message is kept from the optimizer.
     #[inline]

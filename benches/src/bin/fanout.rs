@@ -75,7 +75,8 @@ impl Server {
         let start = Instant::now();
         self.array.commit();
         for state in &mut self.states {
-            (self.handout).write(&mut self.array, state, self.packet, &mut self.out);
+            self.handout
+                .write(&mut self.array, state, self.packet, &mut self.out);
             if let Some(acked) = self.packet.checked_sub(self.lag).filter(|&p| p > 0) {
                 state.on_ack(acked);
             }
@@ -138,11 +139,7 @@ fn main() {
          {conns} connections {many_median:.2} µs a tick: {:.2}× (ratio of medians); \
          per-round ratio median {ratio_median:.2}×, quartiles {:.2}–{:.2}×",
         if churn { "churn" } else { "sparse" },
-        match handout {
-            Handout::Copied => "copied",
-            Handout::Owned => "handed out",
-            Handout::Lent => "lent",
-        },
+        handout.describe(),
         if lag > 0 {
             ", acknowledged 2 ticks late"
         } else {
