@@ -20,6 +20,8 @@ pub use scope::ScopeMut;
 
 mod as_field;
 mod delta;
+#[cfg(test)]
+mod follow_tests;
 mod ghost;
 mod limits;
 mod mirror_state;

@@ -59,6 +59,13 @@ impl EncodeCache {
         Ok(span)
     }
 
+    /// The encoding of `payload` for item `id`, if frame `frame` made it.
+    #[inline]
+    pub(crate) fn get(&mut self, frame: u64, id: ReplicationId, payload: Payload) -> Option<Span> {
+        self.begin(frame);
+        self.spans.get(&(id, payload)).copied()
+    }
+
     /// Reads the encoding of `payload` for item `id`, if this frame made
     /// it, and does nothing with it: called on the items of a write
     /// before any is encoded, so that the cache misses of their lookups

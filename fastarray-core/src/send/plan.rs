@@ -11,6 +11,7 @@ use crate::mask::FieldMask;
 use crate::receive_state::sources::Sources;
 use crate::replicate::Replicate;
 use crate::send_state::audience::Audience;
+use crate::send_state::follow::Follow;
 use crate::send_state::pending::Work;
 use crate::send_state::stats::{Budget, DeltaStats, Oversized};
 use crate::send_state::{Due, LOOKAHEAD, Removal, SendState};
@@ -37,6 +38,9 @@ pub(crate) struct Planned {
     pub(crate) span: Span,
     /// Its array deltas in the plan's scratch: first bit and length.
     pub(crate) inner: (u64, u64),
+    /// Whether it is changed fields sent as they were handed (see
+    /// `send_state::follow`).
+    pub(crate) followed: bool,
 }
 
 /// What one message carries, chosen and encoded, not yet written.
@@ -157,10 +161,12 @@ pub(crate) struct PlanBuffers {
 
 /// Plans `state`'s message for `packet` from the items of `store`, their
 /// payloads encoded in `encoded` and their arrays' deltas written into
-/// `scratch`, each item with the fields `audience` lets the connection see.
-/// On error, every array delta already written for `packet` is retired as
-/// lost, so nothing stays in flight for a packet that will not be sent. On
-/// a relay, `sources` says which removals are written as exits.
+/// `scratch`, each item with the fields `audience` lets the connection see;
+/// with `follows`, changed fields taken to send as they were handed (only
+/// without a budget). On error, every array delta already written for
+/// `packet` is retired as lost, so nothing stays in flight for a packet
+/// that will not be sent. On a relay, `sources` says which removals are
+/// written as exits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
     mut store: Items<'_, T>,
@@ -171,8 +177,10 @@ pub(crate) fn plan<T: Replicate>(
     state: &mut SendState,
     packet: u32,
     budget: Option<Budget>,
+    follows: &[Follow],
     scratch: &mut Vec<u8>,
 ) -> Result<Plan, SendError> {
+    debug_assert!(budget.is_none() || follows.is_empty());
     let mut due = reuse(core::mem::take(&mut buffers.due), state.pending_items());
     let mut removals = Vec::new();
     let waiting = state.due(
@@ -197,7 +205,7 @@ pub(crate) fn plan<T: Replicate>(
         unfinished: Vec::new(),
         waiting,
     };
-    plan.items = reuse(core::mem::take(&mut plan.items), due.len());
+    plan.items = reuse(core::mem::take(&mut plan.items), due.len() + follows.len());
     let handles = state.uses_handles();
     let mut fill = budget.map(|budget| Fill {
         budget: budget.bits,
@@ -260,13 +268,15 @@ pub(crate) fn plan<T: Replicate>(
         state,
         packet,
     };
-    let result = chooser.choose(
-        &mut due,
-        fill.as_mut(),
-        &mut writer,
-        &mut plan,
-        &mut written,
-    );
+    let result = chooser
+        .choose(
+            &mut due,
+            fill.as_mut(),
+            &mut writer,
+            &mut plan,
+            &mut written,
+        )
+        .and_then(|chooser| chooser.follow(follows, &mut plan));
     drop(writer);
     buffers.due = due;
     if let Err(error) = result {
@@ -367,7 +377,7 @@ impl<T: Replicate> Chooser<'_, T> {
         scratch: &mut BitWriter<'_>,
         plan: &mut Plan,
         written: &mut Vec<ReplicationId>,
-    ) -> Result<(), SendError> {
+    ) -> Result<Self, SendError> {
         let arrays = u64::from(T::ARRAY_FIELDS);
         let count = due.len();
         // The list is handed back empty (with its room) at the end; on an
@@ -480,10 +490,53 @@ impl<T: Replicate> Chooser<'_, T> {
                 since: d.since,
                 span,
                 inner: deltas,
+                followed: false,
             });
         }
         *due = items;
         due.clear();
+        Ok(self)
+    }
+
+    /// Adds `follows` to `plan`, each with its changed fields' encoding
+    /// (made only if no connection made it this frame yet: the item's
+    /// place in the store is looked up only then).
+    fn follow(mut self, follows: &[Follow], plan: &mut Plan) -> Result<(), SendError> {
+        let frame = self.store.get().frame();
+        for (index, f) in follows.iter().enumerate() {
+            if index % LOOKAHEAD == 0 {
+                // As `choose` does: the next run's lookups overlap.
+                for ahead in &follows[index..follows.len().min(index + LOOKAHEAD)] {
+                    let payload = Payload::Fields(ahead.fields.bits());
+                    self.encoded.warm(ahead.id, payload);
+                }
+            }
+            let payload = Payload::Fields(f.fields.bits());
+            let span = match self.encoded.get(frame, f.id, payload) {
+                Some(span) => span,
+                None => {
+                    let Some(pos) = self.store.get().position(f.id) else {
+                        // Its removal is due (handed, or its exit), so it
+                        // was not followed.
+                        debug_assert!(false, "a followed item is in the array");
+                        continue;
+                    };
+                    self.encode_entry(f.id, pos, Work::Fields(f.fields), f.whole)?
+                }
+            };
+            plan.items.push(Planned {
+                id: f.id,
+                wire: f.wire,
+                work: Work::Fields(f.fields),
+                whole: f.whole,
+                // An acknowledgement of a followed entry reads no key.
+                key: ReplicationKey::default(),
+                since: f.since,
+                span,
+                inner: (0, 0),
+                followed: true,
+            });
+        }
         Ok(())
     }
 
@@ -655,6 +708,7 @@ mod tests {
             since,
             span,
             inner: (since, wire),
+            followed: false,
         };
         let mut buffers = PlanBuffers::default();
         // Again and again, as the buffers are reused; the last list is
@@ -696,6 +750,7 @@ mod tests {
             since: 0,
             span,
             inner: (wire, 0),
+            followed: false,
         };
         let mut buffers = PlanBuffers::default();
         let limit = 1u64 << (64 - PLACE_BITS);

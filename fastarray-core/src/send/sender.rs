@@ -28,6 +28,8 @@ use crate::receive_state::follow::GhostFollow;
 use crate::receive_state::sources::Sources;
 use crate::replicate::{Replicate, audience};
 use crate::send_state::audience::Owners;
+use crate::send_state::fate::Written;
+use crate::send_state::follow::Follow;
 use crate::send_state::pending::Work;
 use crate::send_state::scopes::Scopes;
 use crate::send_state::stats::{Budget, DeltaStats};
@@ -436,6 +438,8 @@ struct Workspace {
     scratch: Vec<u8>,
     /// The lists a plan reuses.
     buffers: PlanBuffers,
+    /// The changes a write takes to send as they were handed.
+    follows: Vec<Follow>,
 }
 
 /// Runs of connections each thread of [`Sender::write_many`] may take,
@@ -576,6 +580,14 @@ fn write_own<T: Replicate>(
     let mut scratch = core::mem::take(&mut work.scratch);
     scratch.clear();
     let audience = audience::<T>(Some(context.owners));
+    // Changes kept to send as they were handed: without a budget, those
+    // that may go so; under one, every change is work to choose among.
+    let mut follows = core::mem::take(&mut work.follows);
+    follows.clear();
+    match budget {
+        None => state.take_followed(T::STRUCTURE, &audience, &mut follows),
+        Some(_) => state.unfollow(T::STRUCTURE),
+    }
     let planned = plan(
         store,
         &mut work.encoded,
@@ -585,8 +597,14 @@ fn write_own<T: Replicate>(
         state,
         packet,
         budget,
+        &follows,
         &mut scratch,
     );
+    if planned.is_err() {
+        // Nothing was written: they are due still.
+        state.untake_followed(&follows, T::STRUCTURE);
+    }
+    work.follows = follows;
     let Plan {
         mut removals,
         mut items,
@@ -631,13 +649,20 @@ fn write_own<T: Replicate>(
     work.scratch = scratch;
 
     count(&removals, &items, &mut stats);
-    let removed = removals.iter().map(|removal| {
-        let key = ReplicationKey::default();
-        (removal.id, removal.work(), key, removal.since)
+    let removed = removals.iter().map(|removal| Written {
+        id: removal.id,
+        work: removal.work(),
+        key: ReplicationKey::default(),
+        since: removal.since,
+        followed: false,
     });
-    let sent = items
-        .iter()
-        .map(|item| (item.id, item.work, item.key, item.since));
+    let sent = items.iter().map(|item| Written {
+        id: item.id,
+        work: item.work,
+        key: item.key,
+        since: item.since,
+        followed: item.followed,
+    });
     // Usually everything due was written: the pending list empties at
     // once rather than id by id.
     let all_due = deferred == 0 && waiting == 0 && unfinished.is_empty();
@@ -665,7 +690,12 @@ fn catch_up_reading<T: Replicate>(
     let frame = store.frame();
     match state.scope().map(|scope| scope.slot) {
         None => state.catch_up(history, frame, T::STRUCTURE, store),
-        Some(slot) => state.catch_up_scoped(scopes.inbox(slot), frame, T::STRUCTURE, store),
+        // An item with arrays inside has their deltas to carry in its
+        // entry: its changes go through the plan.
+        Some(slot) => {
+            let inbox = scopes.inbox(slot);
+            state.catch_up_scoped(inbox, frame, T::STRUCTURE, store, T::ARRAY_FIELDS == 0)
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! history ring (O(changes)), from what the array routed to its scope,
 //! or by comparing with the items when the ring no longer reaches back.
 
+use super::follow::followable;
 use super::pending::Work;
 use super::view::{Holding, View, fields_work};
 use super::{Holdings, LOOKAHEAD, SendState};
@@ -123,12 +124,18 @@ impl SendState {
     /// scope against `items` (O(scope)). Items whose exit the client
     /// acknowledged before `frame` and that are in scope again become due
     /// whole.
+    ///
+    /// With `follow`, the changed fields of the newest frame are kept to
+    /// send as they were handed (see `follow`), not merged: for an item
+    /// type without arrays inside its items, whose entries carry nothing
+    /// else.
     pub(crate) fn catch_up_scoped(
         &mut self,
         routed: Option<&[(ReplicationId, Work, u64)]>,
         frame: u64,
         structure: FieldMask,
         items: &dyn Holdings,
+        follow: bool,
     ) -> bool {
         self.replay();
         // A lost shared message (taken before the scope was set) names
@@ -136,17 +143,38 @@ impl SendState {
         // read: compare instead.
         let routed = routed.filter(|_| self.lost_shared.is_empty());
         let resynced = match routed {
+            Some([]) => false,
             Some(entries) => {
-                self.pending.warm(entries.len());
+                // What an earlier catch-up kept to follow goes first: an
+                // item is followed once.
+                self.unfollow(structure);
+                let follow = follow && self.may_follow();
+                let taken = |&(_, work, at): &(ReplicationId, Work, u64)| {
+                    follow && followable(work, at, frame, structure).is_some()
+                };
+                let mut merged = entries.len();
+                if follow {
+                    for &(id, work, at) in entries {
+                        if let Some(mask) = followable(work, at, frame, structure) {
+                            self.follow(id, mask, at);
+                            merged -= 1;
+                        }
+                    }
+                }
+                self.pending.warm(merged);
                 for chunk in entries.chunks(LOOKAHEAD) {
-                    self.views.warm(chunk.iter().map(|&(id, _, _)| id));
-                    for &(id, work, at) in chunk {
-                        self.merge_routed(id, work, at, structure);
+                    let ahead = chunk.iter().filter(|entry| !taken(entry));
+                    self.views.warm(ahead.map(|&(id, _, _)| id));
+                    for entry @ &(id, work, at) in chunk {
+                        if !taken(entry) {
+                            self.merge_routed(id, work, at, structure);
+                        }
                     }
                 }
                 false
             }
             None => {
+                self.unfollow(structure);
                 self.resync(items);
                 true
             }

@@ -14,6 +14,20 @@ use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
 use crate::wire::WINDOW;
 
+/// One item a message carried, as [`SendState::record_written`] takes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Written {
+    pub(crate) id: ReplicationId,
+    pub(crate) work: Work,
+    /// The item's key when it was written.
+    pub(crate) key: ReplicationKey,
+    /// The frame its work first became due.
+    pub(crate) since: u64,
+    /// Whether it is changed fields sent as they were handed (see
+    /// `follow`): the view is not told of it.
+    pub(crate) followed: bool,
+}
+
 impl SendState {
     /// The transport delivered `packet`. Its content becomes known to the
     /// client. Returns whether a packet in flight had that id (a duplicate
@@ -90,8 +104,9 @@ impl SendState {
     }
 
     /// Records that `packet` carries the work the writer took for
-    /// `frame`: `written`, each `(id, work, key, since)` (the item's key,
-    /// and the frame its work first became due), then `unfinished`, the
+    /// `frame`: `written` (each item's work, its key, and the frame its
+    /// work first became due; changed fields sent as they were handed
+    /// are marked followed), then `unfinished`, the
     /// items whose arrays have work left for a later packet (the budget
     /// ran out), each with the frame it became due; and updates what the
     /// client may hold. `all_fields`: every field of the item type.
@@ -101,17 +116,27 @@ impl SendState {
         &mut self,
         packet: u32,
         frame: u64,
-        written: impl Iterator<Item = (ReplicationId, Work, ReplicationKey, u64)>,
+        written: impl Iterator<Item = Written>,
         unfinished: impl IntoIterator<Item = (ReplicationId, u64)>,
         all_fields: FieldMask,
         all_due: bool,
     ) {
         let mut entries = self.retirement.entry_buffer(written.size_hint().0);
         let (mut oldest_due, mut adds) = (frame, 0u32);
-        for (id, work, key, since) in written {
+        for written in written {
+            let Written {
+                id,
+                work,
+                key,
+                since,
+                followed,
+            } = written;
             oldest_due = oldest_due.min(since);
             adds += u32::from(matches!(work, Work::Add { .. }));
-            entries.push(RecordEntry::new(id, work, key, frame, since));
+            entries.push(match work {
+                Work::Fields(fields) if followed => RecordEntry::followed(id, fields, frame, since),
+                work => RecordEntry::new(id, work, key, frame, since),
+            });
         }
         if all_due {
             self.pending.clear();
@@ -311,6 +336,7 @@ impl SendState {
         let undelivered = pending
             .chain(in_flight)
             .chain(lost)
+            .chain(self.followed_frames())
             .fold(self.cursor, u64::min);
         undelivered.checked_sub(1)
     }
@@ -408,6 +434,7 @@ impl SendState {
     fn ack_untaken(&mut self, record: &mut Record, oldest: u64) {
         let mut others = Vec::new();
         for (i, entry) in record.entries.iter_mut().enumerate() {
+            debug_assert!(!entry.is_followed(), "a shared message follows nothing");
             match self.views.written_acknowledged(entry.id, entry.work()) {
                 Some(dropped) => {
                     if dropped {
@@ -479,10 +506,15 @@ impl SendState {
                 for (i, entry) in record.entries.iter().enumerate() {
                     if i % LOOKAHEAD == 0 {
                         let ahead = record.entries[i..].iter().take(LOOKAHEAD);
+                        let ahead = ahead.filter(|entry| !entry.is_followed());
                         self.views
                             .warm_at(ahead.map(|entry| (entry.id, entry.place)));
                     }
-                    self.ack_entry(entry, record.packet, record.frame, record.seq);
+                    // A followed entry changed nothing in the view: the
+                    // client knew the item, and knows it still.
+                    if !entry.is_followed() {
+                        self.ack_entry(entry, record.packet, record.frame, record.seq);
+                    }
                 }
             }
         }
@@ -557,6 +589,20 @@ impl SendState {
         // What a later record carried is known once the view took it.
         self.replay_around(Some(&mut record));
         for entry in &record.entries {
+            if entry.is_followed() {
+                // Sent again if the client still knows the item, whatever
+                // later records carried (the view kept no trace of this
+                // one); an add or a removal written since carries the rest.
+                let since = entry.since(record.frame, record.oldest_due());
+                if self
+                    .views
+                    .get(entry.id)
+                    .is_some_and(|view| view.holding == Holding::Known)
+                {
+                    self.repair(entry.id, entry.work(), record.frame, since);
+                }
+                continue;
+            }
             let inner_due = self.route(entry.id, record.packet, false);
             let Some(view) = self.views.get(entry.id) else {
                 // Its removal was acknowledged: nothing left to repair.
@@ -604,6 +650,10 @@ fn take_entries(
     all_fields: FieldMask,
 ) {
     for entry in entries {
+        if entry.is_followed() {
+            // The view hears nothing of it (see `follow`).
+            continue;
+        }
         entry.place = views.written(entry.id, entry.work(), seq, all_fields);
         if let (Work::Add { .. }, Some(scope)) = (entry.work(), scope.as_deref_mut()) {
             scope.sent_whole(views, entry.id, all_fields, frame);

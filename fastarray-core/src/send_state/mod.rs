@@ -14,7 +14,8 @@ use hashbrown::HashMap;
 pub(crate) mod audience;
 mod catch_up;
 mod due;
-mod fate;
+pub(crate) mod fate;
+pub(crate) mod follow;
 pub(crate) mod ghost_feed;
 pub(crate) mod handles;
 pub(crate) mod pending;
@@ -319,16 +320,24 @@ impl SendState {
 
     /// Items with work not yet written (after the last write's merge),
     /// counting once each field set a lost packet carried that waits for
-    /// the next write to tell whether a later packet carried it too.
+    /// the next write to tell whether a later packet carried it too; with
+    /// a scope, counting each item whose changes the array handed since
+    /// the last write, which the next write may still find withheld by
+    /// the item's detail level, or superseded by its exit.
     pub fn pending_items(&self) -> usize {
         let shared = self.lost_shared.iter().map(|lost| lost.items as usize);
-        self.pending.len() + self.lost_fields.len() + shared.sum::<usize>()
+        let lost = self.lost_fields.len() + shared.sum::<usize>();
+        self.pending.len() + lost + self.followed_items()
     }
 
     /// Whether something is due that no packet in flight carries: work
-    /// pending, or fields of lost records waiting to be resolved.
+    /// pending, changes kept to follow, or fields of lost records waiting
+    /// to be resolved.
     fn has_work_due(&self) -> bool {
-        !(self.pending.is_empty() && self.lost_fields.is_empty() && self.lost_shared.is_empty())
+        !(self.pending.is_empty()
+            && self.lost_fields.is_empty()
+            && self.lost_shared.is_empty()
+            && !self.follows_any())
     }
 
     /// Items the client may hold (known, or with an add or removal in flight).

@@ -96,6 +96,12 @@ impl PendingMap {
         self.entries.is_empty()
     }
 
+    /// Whether `id` has work.
+    #[inline]
+    pub(crate) fn contains(&self, id: ReplicationId) -> bool {
+        self.find(id).is_some()
+    }
+
     /// The work of every id, oldest first.
     pub(crate) fn iter(&self) -> impl ExactSizeIterator<Item = &(ReplicationId, Pending)> {
         self.entries.iter()

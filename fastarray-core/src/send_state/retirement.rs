@@ -103,13 +103,37 @@ impl RecordEntry {
         }
     }
 
+    /// An entry for changed fields `fields` of an item the client knew,
+    /// which a scoped connection sent as the array handed them (see
+    /// `SendState::take_followed`): the view was not told, so neither is
+    /// it of the entry's fate. Its acknowledgement does nothing; its loss
+    /// sends the fields again if the client still knows the item.
+    pub(crate) fn followed(id: ReplicationId, fields: FieldMask, frame: u64, since: u64) -> Self {
+        Self {
+            kind: FOLLOWED,
+            ..Self::new(
+                id,
+                Work::Fields(fields),
+                ReplicationKey::default(),
+                frame,
+                since,
+            )
+        }
+    }
+
+    /// Whether it is a [`followed`](Self::followed) entry.
+    #[inline]
+    pub(crate) fn is_followed(&self) -> bool {
+        self.kind == FOLLOWED
+    }
+
     /// The work it carried.
     #[inline]
     pub(crate) fn work(&self) -> Work {
         match self.kind {
             0 => Work::Add { structural: false },
             1 => Work::Add { structural: true },
-            2 => Work::Fields(self.fields),
+            2 | FOLLOWED => Work::Fields(self.fields),
             3 => Work::Remove,
             _ => Work::Exit,
         }
@@ -124,6 +148,9 @@ impl RecordEntry {
         }
     }
 }
+
+/// The kind of a [`RecordEntry::followed`] entry.
+const FOLLOWED: u8 = 5;
 
 /// The records of the packets in flight, in write order.
 #[derive(Clone, Debug)]

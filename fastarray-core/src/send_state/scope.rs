@@ -51,6 +51,15 @@ pub(crate) struct Scope {
     /// ([`ScopeExit::Persist`]): their changes are withheld, and their
     /// destruction is sent.
     frozen: HashSet<ReplicationId>,
+    /// Changed fields the array handed the connection for its newest
+    /// frame that its next write may send as they are, without their
+    /// items' work going through the pending list (see
+    /// `SendState::take_followed`): each item once, with its frame.
+    pub(super) followed: Vec<(ReplicationId, FieldMask, u64)>,
+    /// Whether the connection follows no change (for the tests that
+    /// compare following with planning every change).
+    #[cfg(test)]
+    pub(super) plans_every_change: bool,
 }
 
 /// What an item leaving a connection's scope leaves its client
@@ -94,6 +103,9 @@ impl Scope {
             withheld: HashMap::new(),
             exit: ScopeExit::Despawn,
             frozen: HashSet::new(),
+            followed: Vec::new(),
+            #[cfg(test)]
+            plans_every_change: false,
         }
     }
 

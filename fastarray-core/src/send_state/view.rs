@@ -414,6 +414,27 @@ impl Views {
         }
     }
 
+    /// What sending changed fields of `id` as they were handed to the
+    /// connection needs of its entry, in one lookup: how the scope sees
+    /// it and its name on the wire, if the client knows the item (its add
+    /// was acknowledged, no removal or exit is in flight), it is in scope,
+    /// and it has a name (a handle, on a connection naming items by
+    /// them); `None` otherwise.
+    #[inline]
+    pub(crate) fn for_follow(&self, id: ReplicationId) -> Option<(Seen, ReplicationId)> {
+        let rest = self.map.get(id)?;
+        if !rest.is(Holding::Known) {
+            return None;
+        }
+        let seen = rest.seen()?;
+        let wire = match (self.handles.is_some(), rest.handle()) {
+            (false, _) => id,
+            (true, Some(handle)) => ReplicationId::from_raw(u64::from(handle)),
+            (true, None) => return None,
+        };
+        Some((seen, wire))
+    }
+
     /// Records that a client holds `id` at `key`, from a snapshot.
     pub(crate) fn insert_known(&mut self, id: ReplicationId, key: ReplicationKey) {
         self.newest = self.newest.max(id.to_raw());
