@@ -157,6 +157,31 @@ fn unaligned_bytes_round_trip() {
     assert_eq!(r.expect_end(), Ok(()));
 }
 
+/// Bytes written whole are the bits of each byte in turn, at every lead
+/// and every length (whole words, then what is left as one).
+#[test]
+fn writing_bytes_is_writing_each_byte() {
+    let bytes: Vec<u8> = (0..19u32).map(|i| (i * 91 + 7) as u8 ^ 0x5C).collect();
+    for lead in [0u32, 1, 5, 8, 31, 63] {
+        for len in 0..=bytes.len() {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            let mut writer = BitWriter::new(&mut fast);
+            writer.write_bits(0x3C3C_3C3C_3C3C_3C3C, lead);
+            writer.write_bytes(&bytes[..len]);
+            writer.write_bits(0b11, 2);
+            let written = writer.finish();
+            let mut writer = BitWriter::new(&mut slow);
+            writer.write_bits(0x3C3C_3C3C_3C3C_3C3C, lead);
+            for &byte in &bytes[..len] {
+                writer.write_bits(u64::from(byte), 8);
+            }
+            writer.write_bits(0b11, 2);
+            assert_eq!(written, writer.finish(), "{lead} {len}");
+            assert_eq!(fast, slow, "{lead} {len}");
+        }
+    }
+}
+
 #[test]
 fn nesting_stops_at_the_limit_and_unwinds_on_every_path() {
     fn enter(reader: &mut BitReader<'_>, levels: u32) -> Result<(), DecodeError> {

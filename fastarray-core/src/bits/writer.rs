@@ -163,8 +163,13 @@ impl<'a> BitWriter<'a> {
             word.copy_from_slice(chunk);
             self.write_bits(u64::from_le_bytes(word), 64);
         }
-        for &byte in chunks.remainder() {
-            self.write_bits(u64::from(byte), 8);
+        // The last few bytes as one word: a short string's bytes are all
+        // of them.
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.write_bits(u64::from_le_bytes(word), 8 * rest.len() as u32);
         }
     }
 
