@@ -28,6 +28,14 @@ pub(crate) struct Span {
     pub(crate) bits: u64,
 }
 
+impl Span {
+    /// No encoding (no payload is that long).
+    const NONE: Self = Self {
+        inline_or_start: 0,
+        bits: u64::MAX,
+    };
+}
+
 /// Encodings made during one frame, keyed by item and payload.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct EncodeCache {
@@ -36,6 +44,11 @@ pub(crate) struct EncodeCache {
     arena: Vec<u8>,
     /// Scratch bytes for encoding one payload.
     scratch: Vec<u8>,
+    /// The encodings of the frame's changed items' changed fields, by
+    /// their places among them (see `Routed::index`): what the connections
+    /// that follow the frame's changes send, found with no hashing.
+    /// [`Span::NONE`] where none was made.
+    changed: Vec<Span>,
 }
 
 impl EncodeCache {
@@ -64,6 +77,25 @@ impl EncodeCache {
     pub(crate) fn get(&mut self, frame: u64, id: ReplicationId, payload: Payload) -> Option<Span> {
         self.begin(frame);
         self.spans.get(&(id, payload)).copied()
+    }
+
+    /// The encoding of the changed fields of the frame `frame`'s changed
+    /// item at place `index` among them, if this frame made it.
+    #[inline]
+    pub(crate) fn changed(&mut self, frame: u64, index: u32) -> Option<Span> {
+        self.begin(frame);
+        let span = *self.changed.get(index as usize)?;
+        (span.bits != Span::NONE.bits).then_some(span)
+    }
+
+    /// Keeps `span` as the encoding of the changed fields of this frame's
+    /// changed item at place `index` among them.
+    pub(crate) fn keep_changed(&mut self, index: u32, span: Span) {
+        let index = index as usize;
+        if index >= self.changed.len() {
+            self.changed.resize(index + 1, Span::NONE);
+        }
+        self.changed[index] = span;
     }
 
     /// Reads the encoding of `payload` for item `id`, if this frame made
@@ -96,6 +128,11 @@ impl EncodeCache {
         self.spans.clear();
         if self.spans.capacity() > 4 * used.max(64) {
             self.spans.shrink_to(2 * used);
+        }
+        let places = self.changed.len();
+        self.changed.clear();
+        if self.changed.capacity() > 4 * places.max(1024) {
+            self.changed.shrink_to(2 * places);
         }
         let bytes = self.arena.len();
         self.arena.clear();

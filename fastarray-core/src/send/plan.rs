@@ -13,6 +13,7 @@ use crate::replicate::Replicate;
 use crate::send_state::audience::Audience;
 use crate::send_state::follow::Follow;
 use crate::send_state::pending::Work;
+use crate::send_state::scopes::NOT_CHANGED;
 use crate::send_state::stats::{Budget, DeltaStats, Oversized};
 use crate::send_state::{Due, LOOKAHEAD, Removal, SendState};
 use crate::store::Store;
@@ -498,30 +499,38 @@ impl<T: Replicate> Chooser<'_, T> {
         Ok(self)
     }
 
-    /// Adds `follows` to `plan`, each with its changed fields' encoding
-    /// (made only if no connection made it this frame yet: the item's
-    /// place in the store is looked up only then).
+    /// Adds `follows` to `plan`, each with its changed fields' encoding:
+    /// found by its place among the frame's changed items if it was
+    /// changed by this frame, else by item and fields; made only if no
+    /// connection made it this frame yet (the item's place in the store is
+    /// looked up only then).
     fn follow(mut self, follows: &[Follow], plan: &mut Plan) -> Result<(), SendError> {
         let frame = self.store.get().frame();
-        for (index, f) in follows.iter().enumerate() {
-            if index % LOOKAHEAD == 0 {
-                // As `choose` does: the next run's lookups overlap.
-                for ahead in &follows[index..follows.len().min(index + LOOKAHEAD)] {
-                    let payload = Payload::Fields(ahead.fields.bits());
-                    self.encoded.warm(ahead.id, payload);
-                }
-            }
-            let payload = Payload::Fields(f.fields.bits());
-            let span = match self.encoded.get(frame, f.id, payload) {
+        for f in follows {
+            // A frame's changed fields of an item are the same for every
+            // connection that follows them: one encoding per place.
+            let place = (f.since == frame && f.index != NOT_CHANGED).then_some(f.index);
+            let kept = place.and_then(|index| self.encoded.changed(frame, index));
+            let span = match kept {
                 Some(span) => span,
                 None => {
-                    let Some(pos) = self.store.get().position(f.id) else {
-                        // Its removal is due (handed, or its exit), so it
-                        // was not followed.
-                        debug_assert!(false, "a followed item is in the array");
-                        continue;
+                    let payload = Payload::Fields(f.fields.bits());
+                    let span = match self.encoded.get(frame, f.id, payload) {
+                        Some(span) => span,
+                        None => {
+                            let Some(pos) = self.store.get().position(f.id) else {
+                                // Its removal is due (handed, or its exit),
+                                // so it was not followed.
+                                debug_assert!(false, "a followed item is in the array");
+                                continue;
+                            };
+                            self.encode_entry(f.id, pos, Work::Fields(f.fields), f.whole)?
+                        }
                     };
-                    self.encode_entry(f.id, pos, Work::Fields(f.fields), f.whole)?
+                    if let Some(index) = place {
+                        self.encoded.keep_changed(index, span);
+                    }
+                    span
                 }
             };
             plan.items.push(Planned {

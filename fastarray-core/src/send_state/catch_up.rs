@@ -4,6 +4,7 @@
 
 use super::follow::followable;
 use super::pending::Work;
+use super::scopes::Routed;
 use super::view::{Holding, View, fields_work};
 use super::{Holdings, LOOKAHEAD, SendState};
 use crate::error::SendError;
@@ -131,7 +132,7 @@ impl SendState {
     /// else.
     pub(crate) fn catch_up_scoped(
         &mut self,
-        routed: Option<&[(ReplicationId, Work, u64)]>,
+        routed: Option<&[Routed]>,
         frame: u64,
         structure: FieldMask,
         items: &dyn Holdings,
@@ -149,26 +150,22 @@ impl SendState {
                 // item is followed once.
                 self.unfollow(structure);
                 let follow = follow && self.may_follow();
-                let taken = |&(_, work, at): &(ReplicationId, Work, u64)| {
-                    follow && followable(work, at, frame, structure).is_some()
+                let taken = |routed: &Routed| {
+                    follow && followable(routed.work(), routed.frame, frame, structure).is_some()
                 };
                 let mut merged = entries.len();
                 if follow {
-                    for &(id, work, at) in entries {
-                        if let Some(mask) = followable(work, at, frame, structure) {
-                            self.follow(id, mask, at);
-                            merged -= 1;
-                        }
+                    for routed in entries.iter().filter(|routed| taken(routed)) {
+                        self.follow(routed);
+                        merged -= 1;
                     }
                 }
                 self.pending.warm(merged);
                 for chunk in entries.chunks(LOOKAHEAD) {
-                    let ahead = chunk.iter().filter(|entry| !taken(entry));
-                    self.views.warm(ahead.map(|&(id, _, _)| id));
-                    for entry @ &(id, work, at) in chunk {
-                        if !taken(entry) {
-                            self.merge_routed(id, work, at, structure);
-                        }
+                    let ahead = chunk.iter().filter(|routed| !taken(routed));
+                    self.views.warm(ahead.map(|routed| routed.id));
+                    for routed in chunk.iter().filter(|routed| !taken(routed)) {
+                        self.merge_routed(routed.id, routed.work(), routed.frame, structure);
                     }
                 }
                 false

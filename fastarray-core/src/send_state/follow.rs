@@ -28,6 +28,7 @@
 
 use super::audience::Audience;
 use super::pending::Work;
+use super::scopes::Routed;
 use super::{LOOKAHEAD, SendState, visible};
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
@@ -45,6 +46,9 @@ pub(crate) struct Follow {
     pub(crate) whole: FieldMask,
     /// The frame that changed them.
     pub(crate) since: u64,
+    /// Their place among that frame's changed items (see
+    /// [`Routed::index`]).
+    pub(crate) index: u32,
 }
 
 /// The changed fields of a change the array handed a scoped connection,
@@ -68,12 +72,12 @@ pub(super) fn followable(
 }
 
 impl SendState {
-    /// Keeps changed fields `mask` of `id`, changed at `frame`, for the
-    /// next write to send as they are (see [`take_followed`](Self::take_followed)).
+    /// Keeps the changed fields of `routed` for the next write to send as
+    /// they are (see [`take_followed`](Self::take_followed)).
     #[inline]
-    pub(super) fn follow(&mut self, id: ReplicationId, mask: FieldMask, frame: u64) {
+    pub(super) fn follow(&mut self, routed: &Routed) {
         if let Some(scope) = self.scope.as_deref_mut() {
-            scope.followed.push((id, mask, frame));
+            scope.followed.push(*routed);
         }
     }
 
@@ -89,14 +93,17 @@ impl SendState {
         let followed = self.scope.as_deref().map(|scope| scope.followed.as_slice());
         let followed = followed.unwrap_or_default().iter();
         followed
-            .filter(|&&(id, _, _)| !self.pending.contains(id))
+            .filter(|routed| !self.pending.contains(routed.id))
             .count()
     }
 
     /// The frames of the changes kept to follow.
     pub(super) fn followed_frames(&self) -> impl Iterator<Item = u64> + '_ {
         let followed = self.scope.as_deref().map(|scope| scope.followed.as_slice());
-        followed.unwrap_or_default().iter().map(|&(_, _, at)| at)
+        followed
+            .unwrap_or_default()
+            .iter()
+            .map(|routed| routed.frame)
     }
 
     /// Puts the changes kept to follow into the pending list, as if they
@@ -112,8 +119,8 @@ impl SendState {
             return;
         }
         let followed = core::mem::take(&mut scope.followed);
-        for &(id, mask, at) in &followed {
-            self.merge_routed(id, Work::Fields(mask), at, structure);
+        for routed in &followed {
+            self.merge_routed(routed.id, routed.work(), routed.frame, structure);
         }
         self.give_back_followed(followed);
     }
@@ -139,17 +146,18 @@ impl SendState {
         let followed = core::mem::take(&mut scope.followed);
         out.reserve(followed.len());
         for chunk in followed.chunks(LOOKAHEAD) {
-            self.views.warm(chunk.iter().map(|&(id, _, _)| id));
-            for &(id, mask, at) in chunk {
-                match self.as_handed(id, mask, audience) {
+            self.views.warm(chunk.iter().map(|routed| routed.id));
+            for routed in chunk {
+                match self.as_handed(routed.id, routed.fields, audience) {
                     Some((wire, whole)) => out.push(Follow {
-                        id,
+                        id: routed.id,
                         wire,
-                        fields: mask,
+                        fields: routed.fields,
                         whole,
-                        since: at,
+                        since: routed.frame,
+                        index: routed.index,
                     }),
-                    None => self.merge_routed(id, Work::Fields(mask), at, structure),
+                    None => self.merge_routed(routed.id, routed.work(), routed.frame, structure),
                 }
             }
         }
@@ -218,7 +226,7 @@ impl SendState {
     }
 
     /// Gives the list of changes to follow its room back, emptied.
-    fn give_back_followed(&mut self, mut followed: Vec<(ReplicationId, FieldMask, u64)>) {
+    fn give_back_followed(&mut self, mut followed: Vec<Routed>) {
         if let Some(scope) = self.scope.as_deref_mut() {
             followed.clear();
             if scope.followed.is_empty() && followed.capacity() <= 4 * scope.len().max(64) {

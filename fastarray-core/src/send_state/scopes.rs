@@ -16,6 +16,36 @@ use crate::history::HISTORY_LEN;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 
+/// A change the array handed a connection with a scope: item `id`
+/// changed `fields` (none: only its arrays), or went, at `frame`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Routed {
+    pub(crate) id: ReplicationId,
+    pub(crate) fields: FieldMask,
+    pub(crate) frame: u64,
+    /// Its place among the frame's changed items (see
+    /// `Changeset::changed`), [`NOT_CHANGED`] for a removal or a change of
+    /// its arrays only: the writes of that frame keep its encoding there.
+    pub(crate) index: u32,
+    removed: bool,
+}
+
+/// [`Routed::index`] of a change that is not among the frame's changed
+/// items.
+pub(crate) const NOT_CHANGED: u32 = u32::MAX;
+
+impl Routed {
+    /// What the change makes due.
+    #[inline]
+    pub(crate) fn work(&self) -> Work {
+        if self.removed {
+            Work::Remove
+        } else {
+            Work::Fields(self.fields)
+        }
+    }
+}
+
 /// The connections with a scope on one array.
 #[derive(Debug, Default)]
 pub(crate) struct Scopes {
@@ -33,9 +63,8 @@ struct Slot {
     token: Weak<()>,
     /// Whether the slot holds a connection (not freed).
     used: bool,
-    /// The changes of its items since its last catch-up: id, what
-    /// changed, frame.
-    inbox: Vec<(ReplicationId, Work, u64)>,
+    /// The changes of its items since its last catch-up.
+    inbox: Vec<Routed>,
     /// A window of frames went by without a catch-up: the inbox was
     /// dropped, and the connection compares its scope instead.
     overflowed: bool,
@@ -97,7 +126,7 @@ impl Scopes {
     /// The changes handed to the connection in `slot` since its last
     /// catch-up, or `None` if a window of frames went by and they were
     /// dropped.
-    pub(crate) fn inbox(&self, slot: u32) -> Option<&[(ReplicationId, Work, u64)]> {
+    pub(crate) fn inbox(&self, slot: u32) -> Option<&[Routed]> {
         let slot = &self.slots[slot as usize];
         (!slot.overflowed).then_some(slot.inbox.as_slice())
     }
@@ -127,31 +156,41 @@ impl Scopes {
         }
         let frame = changes.frame;
         let (slots, watchers) = (&mut self.slots, &mut self.watchers);
-        let hand = |slots: &mut [Slot], slot: u32, id: ReplicationId, work: Work| {
+        let hand = |slots: &mut [Slot], slot: u32, routed: Routed| {
             let slot = &mut slots[slot as usize];
             if !slot.overflowed {
-                slot.inbox.push((id, work, frame));
+                slot.inbox.push(routed);
             }
         };
-        for run in changes.changed.chunks(LOOKAHEAD) {
-            watchers.for_each_of_run(run, |id, mask, slot| {
-                hand(slots, slot, id, Work::Fields(mask));
+        let change = |id, fields, index, removed| Routed {
+            id,
+            fields,
+            frame,
+            index,
+            removed,
+        };
+        for (run_at, run) in changes.changed.chunks(LOOKAHEAD).enumerate() {
+            watchers.for_each_of_run(run, |at, id, mask, slot| {
+                // Its place among the frame's changed items.
+                let index = u32::try_from(run_at * LOOKAHEAD + at).unwrap_or(NOT_CHANGED);
+                hand(slots, slot, change(id, mask, index, false));
             });
         }
         for &id in &changes.arrays_changed {
-            let work = Work::Fields(FieldMask::EMPTY);
-            watchers.for_each(id, |slot| hand(slots, slot, id, work));
+            let routed = change(id, FieldMask::EMPTY, NOT_CHANGED, false);
+            watchers.for_each(id, |slot| hand(slots, slot, routed));
         }
         // An item pushed and removed within the frame may have been put
         // in a scope meanwhile: it goes as a removal would.
         for &id in changes.removed.iter().chain(&changes.vanished) {
-            watchers.take(id, |slot| hand(slots, slot, id, Work::Remove));
+            let routed = change(id, FieldMask::EMPTY, NOT_CHANGED, true);
+            watchers.take(id, |slot| hand(slots, slot, routed));
         }
         for slot in &mut self.slots {
             let stale = slot
                 .inbox
                 .first()
-                .is_some_and(|&(_, _, since)| since + HISTORY_LEN as u64 <= frame);
+                .is_some_and(|routed| routed.frame + HISTORY_LEN as u64 <= frame);
             if stale {
                 slot.overflowed = true;
                 slot.inbox = Vec::new();

@@ -171,19 +171,20 @@ impl Watchers {
     }
 
     /// Calls `each` with every item of `run` (the first [`LOOKAHEAD`] of
-    /// it) and each slot that sees it, in order: [`for_each`](Self::for_each)
-    /// of a run, whose lists are read first, side by side (see
-    /// [`read_chains`]), and whose heads are looked up once.
+    /// it), its place in the run, and each slot that sees it, in order:
+    /// [`for_each`](Self::for_each) of a run, whose lists are read first,
+    /// side by side (see [`read_chains`]), and whose heads are looked up
+    /// once.
     pub(crate) fn for_each_of_run<X: Copy>(
         &self,
         run: &[(ReplicationId, X)],
-        mut each: impl FnMut(ReplicationId, X, u32),
+        mut each: impl FnMut(usize, ReplicationId, X, u32),
     ) {
         let heads = self.heads_of(run.iter().map(|&(id, _)| id));
         read_chains(&self.blocks, &heads);
-        for (&head, &(id, x)) in heads.iter().zip(run) {
+        for (at, (&head, &(id, x))) in heads.iter().zip(run).enumerate() {
             if let Some(head) = head {
-                self.walk(head, |slot| each(id, x, slot));
+                self.walk(head, |slot| each(at, id, x, slot));
             }
         }
     }
@@ -381,10 +382,10 @@ mod tests {
             .collect();
         for run in run.chunks(LOOKAHEAD) {
             let mut walked = Vec::new();
-            watchers.for_each_of_run(run, |id, x, slot| walked.push((id, x, slot)));
+            watchers.for_each_of_run(run, |at, id, x, slot| walked.push((at, id, x, slot)));
             let mut each = Vec::new();
-            for &(id, x) in run {
-                watchers.for_each(id, |slot| each.push((id, x, slot)));
+            for (at, &(id, x)) in run.iter().enumerate() {
+                watchers.for_each(id, |slot| each.push((at, id, x, slot)));
             }
             assert!(walked.len() > run.len(), "some items have several watchers");
             assert_eq!(walked, each);
