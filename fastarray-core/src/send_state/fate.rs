@@ -552,6 +552,9 @@ impl SendState {
             seq,
             self.written_frame,
         ) {
+            // Records older than this one may carry the stay that ended.
+            let oldest = self.retirement.oldest_seq();
+            self.views.departed(entry.id, seq, oldest);
             self.drop_inner(entry.id);
             if let (Work::Exit, Some(scope)) = (entry.work(), self.scope.as_deref_mut()) {
                 scope.exit_acknowledged(entry.id, frame);

@@ -103,6 +103,14 @@ fn entry<'a>(
     map.or_insert_with(id, || bits.take(id).unwrap_or_else(Rest::absent))
 }
 
+/// Whether records of an earlier stay of `id`, which has no entry or one
+/// the client holds nothing of, may be in flight: `flights` keeps a guard
+/// for it then (see [`Views::departed`]).
+#[inline]
+fn has_departed(flights: &IdMap<Flight>, id: ReplicationId) -> bool {
+    !flights.is_empty() && flights.contains_key(&id)
+}
+
 /// Where [`Views::written`] says an entry kept as a bit is: nowhere in the
 /// map, which a lookup finds.
 const NO_PLACE: Place = Place::MAX;
@@ -528,8 +536,9 @@ impl Views {
             rest.in_flight.saturating_add(1)
         };
         // Without a scope an id never comes back, so a new one has no
-        // earlier stay to guard against: an add costs no flight.
-        if (new && self.scoped) || reshaped {
+        // earlier stay to guard against: an add costs no flight. With one,
+        // only an id that left while older records were in flight has.
+        if (new && self.scoped && has_departed(&self.flights, id)) || reshaped {
             // Records of the id's earlier stay may still be in flight.
             rest.flags |= FLIGHT;
             self.first_guard = self.first_guard.min(seq);
@@ -611,6 +620,26 @@ impl Views {
         // Neither, on a caught-up connection's every write.
         if self.first_guard <= oldest || capacity > 8 * len.max(128) {
             self.trim_flights(oldest);
+        }
+    }
+
+    /// Item `id`'s removal or exit, record `seq`, was acknowledged (the
+    /// client dropped it), when `oldest` was the oldest record in flight:
+    /// if that is older, it may carry the item's stay that ended, and an
+    /// entry made for it again is guarded. Until then, a guard born of
+    /// `seq` is kept for it among the flights, with no entry's flag
+    /// pointing at it (so no lookup reads it but the next entry's making),
+    /// and ends as any guard does ([`trim`](Self::trim)). Any other id
+    /// that comes back needs no guard: no record of its earlier stay is
+    /// left.
+    pub(crate) fn departed(&mut self, id: ReplicationId, seq: u64, oldest: u64) {
+        if oldest < seq && self.scoped {
+            let guard = Flight {
+                born: seq,
+                ..Flight::default()
+            };
+            self.flights.insert(id, guard);
+            self.first_guard = self.first_guard.min(seq);
         }
     }
 
@@ -936,6 +965,12 @@ mod tests {
                                 }
                             };
                             prop_assert_eq!(a, b);
+                            // As a connection's acknowledgement tells it.
+                            let oldest = seqs.iter().copied().min().unwrap_or(seq + 1);
+                            if a {
+                                ids.departed(id(raw), seq, oldest);
+                                handles.departed(id(raw), seq, oldest);
+                            }
                         } else {
                             ids.written(id(raw), work, seq, all);
                             handles.written(id(raw), work, seq, all);
@@ -958,6 +993,11 @@ mod tests {
                             let a = ids.acknowledged((entry.id, UNKNOWN), entry.work(), key, seq, seq);
                             let b = handles.acknowledged((entry.id, UNKNOWN), entry.work(), key, seq, seq);
                             prop_assert_eq!(a, b);
+                            let oldest = seqs.iter().copied().min().unwrap_or(u64::MAX);
+                            if a {
+                                ids.departed(entry.id, seq, oldest);
+                                handles.departed(entry.id, seq, oldest);
+                            }
                         }
                     }
                     Step::Trim => {
@@ -1059,38 +1099,60 @@ mod tests {
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert_eq!(views.flights.len(), 1, "record 2 is still in flight");
         views.lost(id(1), 2);
-        assert_eq!(
-            views.flights.len(),
-            1,
-            "until no earlier stay's record is in flight"
-        );
+        assert!(views.flights.is_empty(), "no record of an earlier stay");
         views.trim(3);
-        assert!(views.flights.is_empty());
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
         assert!(views.map.get(id(1)).is_none(), "at rest: a plain item");
         assert!(views.bits.known.contains(id(1)));
     }
 
-    /// Without a scope an id never comes back: an add has no earlier stay
-    /// to guard against and makes no flight; a scope's first item turns
-    /// the guard on.
+    /// An add has an earlier stay to guard against only for an id that
+    /// left a scope while older records, which may have carried it, were
+    /// in flight: without a scope ids never come back, and an id that
+    /// left once every older record was resolved has no record left of
+    /// its stay. Only that one makes a flight, which ends as guards do.
     #[test]
-    fn an_add_makes_a_flight_only_where_ids_can_come_back() {
+    fn an_add_makes_a_flight_only_where_an_earlier_stay_may_be_in_flight() {
         let mut views = Views::default();
         let all = FieldMask::all(3);
-        views.written(id(1), Work::Add { structural: true }, 1, all);
+        let (add, key) = (Work::Add { structural: true }, ReplicationKey::default());
+        views.written(id(1), add, 1, all);
         assert!(views.flights.is_empty());
-        views.acknowledged(
-            (id(1), UNKNOWN),
-            Work::Add { structural: true },
-            ReplicationKey::default(),
-            1,
-            0,
-        );
+        views.acknowledged((id(1), UNKNOWN), add, key, 1, 0);
         assert_eq!(views.get(id(1)).unwrap().holding, Holding::Known);
-        views.enter_scope(id(2), Seen::default());
-        views.written(id(2), Work::Add { structural: true }, 2, all);
-        assert_eq!(views.flights.len(), 1);
+        // In a scope: a new id, and one that left with nothing older in
+        // flight, come with no flight.
+        for raw in [2, 3] {
+            views.enter_scope(id(raw), Seen::default());
+        }
+        views.written(id(2), add, 2, all);
+        views.written(id(3), add, 3, all);
+        assert!(views.flights.is_empty());
+        views.acknowledged((id(2), UNKNOWN), add, key, 2, 0);
+        views.written(id(2), Work::Exit, 4, all);
+        assert!(views.acknowledged((id(2), UNKNOWN), Work::Exit, key, 4, 0));
+        views.departed(id(2), 4, 3);
+        views.acknowledged((id(3), UNKNOWN), add, key, 3, 0);
+        views.written(id(3), Work::Exit, 5, all);
+        assert!(views.acknowledged((id(3), UNKNOWN), Work::Exit, key, 5, 0));
+        views.departed(id(3), 5, 6);
+        assert_eq!(views.flights.len(), 1, "record 3 was in flight as 2 left");
+        views.written(id(3), add, 6, all);
+        assert_eq!(
+            views.flights.len(),
+            1,
+            "3 left with nothing older in flight"
+        );
+        views.written(id(2), add, 7, all);
+        assert_eq!(views.flights.get(&id(2)).map(|flight| flight.born), Some(7));
+        // The guard ends once no record older than 7 is in flight, the
+        // flight once record 7 lands.
+        views.trim(6);
+        assert_eq!(views.flights.get(&id(2)).map(|flight| flight.born), Some(7));
+        views.trim(7);
+        assert_eq!(views.flights.get(&id(2)).map(|flight| flight.born), Some(0));
+        views.acknowledged((id(2), UNKNOWN), add, key, 7, 0);
+        assert!(views.flights.is_empty());
     }
 
     /// An item written once per acknowledgement (the common tick) never
@@ -1177,6 +1239,7 @@ mod tests {
             views.acknowledged((id(9), UNKNOWN), Work::Exit, key, 2, 0),
             "the exit drops it"
         );
+        views.departed(id(9), 2, 1);
         // Back in scope while record 1 is still in flight.
         views.written(id(9), Work::Add { structural: true }, 3, all);
         assert!(!views.acknowledged((id(9), UNKNOWN), Work::Add { structural: true }, key, 1, 0));
