@@ -809,6 +809,16 @@ impl InterestGrid {
                 }
             }
             for fresh in contents.fresh(epoch) {
+                // Surely seen where it was and where it is, or surely
+                // unseen at both (the zones bound the old basis's test at
+                // the old position as well as the new one's at the new):
+                // nothing to test. (Listed nowhere before, it was unseen.)
+                if let Some(was) = fresh.was {
+                    match (zones.of(was), zones.of(fresh.position)) {
+                        (Zone::Inside, Zone::Inside) | (Zone::Outside, Zone::Outside) => continue,
+                        _ => {}
+                    }
+                }
                 test(fresh.id, fresh.position, fresh.was);
             }
         };
@@ -928,6 +938,25 @@ fn check_zones(
                 "{id} outside, within reach"
             ),
             Zone::Rim => {}
+        }
+    }
+    // A moved item is passed over when both its positions are in one
+    // zone: the old basis's at the old position, the new one's at the new.
+    for fresh in contents.fresh(epoch) {
+        let Some(was) = fresh.was else { continue };
+        let old = |seen| basis.is_some_and(|basis| basis.sees(was, seen));
+        match (zones.of(was), zones.of(fresh.position)) {
+            (Zone::Inside, Zone::Inside) => assert!(
+                old(false) && next.sees(fresh.position, false),
+                "{} inside, not within both radii",
+                fresh.id
+            ),
+            (Zone::Outside, Zone::Outside) => assert!(
+                !old(true) && !next.sees(fresh.position, false),
+                "{} outside, within reach",
+                fresh.id
+            ),
+            _ => {}
         }
     }
 }
