@@ -249,17 +249,14 @@ impl Results {
                     tick / 1e6,
                     if tick <= 33e6 { "met" } else { "**not met**" },
                 );
+                // The target is the tick on one core: this row says what
+                // a second core adds, and is held to no limit of its own.
                 if let Some(parallel) = self.cpu("interest/mmo_1000_parallel") {
                     let _ = writeln!(
                         md,
                         "| the same, the writes on every core (criterion `interest/mmo_1000_parallel`) | \
-                         {:.1} ms | ≤ 33 ms {} |",
+                         {:.1} ms | – (the target is on one core) |",
                         parallel / 1e6,
-                        if parallel <= 33e6 {
-                            "met"
-                        } else {
-                            "**not met**"
-                        },
                     );
                 }
             }
