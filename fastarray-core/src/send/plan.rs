@@ -13,7 +13,7 @@ use crate::replicate::Replicate;
 use crate::send_state::audience::Audience;
 use crate::send_state::follow::Follow;
 use crate::send_state::pending::Work;
-use crate::send_state::scopes::NOT_CHANGED;
+use crate::send_state::routed::NOT_CHANGED;
 use crate::send_state::stats::{Budget, DeltaStats, Oversized};
 use crate::send_state::{Due, LOOKAHEAD, Removal, SendState};
 use crate::store::Store;

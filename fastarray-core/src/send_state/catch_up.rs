@@ -4,7 +4,7 @@
 
 use super::follow::followable;
 use super::pending::Work;
-use super::scopes::Routed;
+use super::routed::Routed;
 use super::view::{Holding, View, fields_work};
 use super::{Holdings, LOOKAHEAD, SendState};
 use crate::error::SendError;
@@ -150,9 +150,7 @@ impl SendState {
                 // item is followed once.
                 self.unfollow(structure);
                 let follow = follow && self.may_follow();
-                let taken = |routed: &Routed| {
-                    follow && followable(routed.work(), routed.frame, frame, structure).is_some()
-                };
+                let taken = |routed: &Routed| follow && followable(routed, frame, structure);
                 let mut merged = entries.len();
                 if follow {
                     for routed in entries.iter().filter(|routed| taken(routed)) {

@@ -28,7 +28,7 @@
 
 use super::audience::Audience;
 use super::pending::Work;
-use super::scopes::Routed;
+use super::routed::Routed;
 use super::{LOOKAHEAD, SendState, visible};
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
@@ -51,23 +51,17 @@ pub(crate) struct Follow {
     pub(crate) index: u32,
 }
 
-/// The changed fields of a change the array handed a scoped connection,
-/// `work` at frame `at`, if it may be followed at frame `frame`: plain
-/// fields changed by the newest frame (one entry per item per frame, so
-/// an item is followed once), none of which changes the item's shape
-/// (`structure`).
+/// Whether `routed`, a change the array handed a scoped connection, may
+/// be followed at frame `frame`: plain fields changed by the newest frame
+/// (one change per item per frame, so an item is followed once), none of
+/// which changes the item's shape (`structure`).
 #[inline]
-pub(super) fn followable(
-    work: Work,
-    at: u64,
-    frame: u64,
-    structure: FieldMask,
-) -> Option<FieldMask> {
-    match work {
-        Work::Fields(mask) if at == frame && !mask.is_empty() && !mask.intersects(structure) => {
-            Some(mask)
+pub(super) fn followable(routed: &Routed, frame: u64, structure: FieldMask) -> bool {
+    match routed.work() {
+        Work::Fields(mask) => {
+            routed.frame == frame && !mask.is_empty() && !mask.intersects(structure)
         }
-        _ => None,
+        _ => false,
     }
 }
 

@@ -20,6 +20,7 @@ pub(crate) mod ghost_feed;
 pub(crate) mod handles;
 pub(crate) mod pending;
 pub(crate) mod retirement;
+pub(crate) mod routed;
 pub(crate) mod scope;
 pub(crate) mod scopes;
 mod scoping;
@@ -375,6 +376,11 @@ mod tests {
         assert_eq!(core::mem::size_of::<RecordEntry>(), 32);
         assert_eq!(core::mem::size_of::<(ReplicationId, Pending)>(), 32);
         assert_eq!(core::mem::size_of::<Record>(), 56);
+        assert_eq!(
+            core::mem::size_of::<routed::Routed>(),
+            32,
+            "a change handed to a scope, as the routing writes one per watcher"
+        );
         assert_eq!(
             core::mem::size_of::<SendState>(),
             448,

@@ -55,7 +55,7 @@ pub(crate) struct Scope {
     /// frame that its next write may send as they are, without their
     /// items' work going through the pending list (see
     /// `SendState::take_followed`): each item once, with its frame.
-    pub(super) followed: Vec<super::scopes::Routed>,
+    pub(super) followed: Vec<super::routed::Routed>,
     /// Whether the connection follows no change (for the tests that
     /// compare following with planning every change).
     #[cfg(test)]

@@ -8,43 +8,13 @@
 use std::sync::{Arc, Weak};
 
 use super::LOOKAHEAD;
-use super::pending::Work;
+use super::routed::{NOT_CHANGED, Routed};
 use super::scope::{MAX_DETAIL, Scope};
 use super::watchers::Watchers;
 use crate::changeset::Changeset;
 use crate::history::HISTORY_LEN;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
-
-/// A change the array handed a connection with a scope: item `id`
-/// changed `fields` (none: only its arrays), or went, at `frame`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Routed {
-    pub(crate) id: ReplicationId,
-    pub(crate) fields: FieldMask,
-    pub(crate) frame: u64,
-    /// Its place among the frame's changed items (see
-    /// `Changeset::changed`), [`NOT_CHANGED`] for a removal or a change of
-    /// its arrays only: the writes of that frame keep its encoding there.
-    pub(crate) index: u32,
-    removed: bool,
-}
-
-/// [`Routed::index`] of a change that is not among the frame's changed
-/// items.
-pub(crate) const NOT_CHANGED: u32 = u32::MAX;
-
-impl Routed {
-    /// What the change makes due.
-    #[inline]
-    pub(crate) fn work(&self) -> Work {
-        if self.removed {
-            Work::Remove
-        } else {
-            Work::Fields(self.fields)
-        }
-    }
-}
 
 /// The connections with a scope on one array.
 #[derive(Debug, Default)]
@@ -162,13 +132,7 @@ impl Scopes {
                 slot.inbox.push(routed);
             }
         };
-        let change = |id, fields, index, removed| Routed {
-            id,
-            fields,
-            frame,
-            index,
-            removed,
-        };
+        let change = |id, fields, index, removed| Routed::new(id, fields, frame, index, removed);
         for (run_at, run) in changes.changed.chunks(LOOKAHEAD).enumerate() {
             watchers.for_each_of_run(run, |at, id, mask, slot| {
                 // Its place among the frame's changed items.
