@@ -3,8 +3,9 @@
 //! entries planning every change writes (the same removals, adds and
 //! changes, the mirrors alike after every message; only the order in
 //! which entering items take handles may differ), whatever the scope
-//! does between the commit and the write and whatever the budget; after
-//! losses, its client holds its scope all the same.
+//! does between the commit and the write; under a budget, the same work
+//! due (the handles' bits may split it otherwise). After losses, or a
+//! budget's different split, its client holds its scope all the same.
 
 use std::collections::BTreeMap;
 
@@ -161,7 +162,7 @@ proptest! {
             Client::new(&mut server, &ids, false),
             Client::new(&mut server, &ids, true),
         ];
-        let (mut packet, mut lost, mut made) = (1u32, false, 30);
+        let (mut packet, mut diverged, mut made) = (1u32, false, 30);
         for tick in ticks {
             for _ in 0..tick.adds {
                 made += 1;
@@ -212,12 +213,25 @@ proptest! {
             let [follows, plans, again] = &mut clients;
             // A change kept to follow counts before the write finds it
             // withheld or superseded; planned, it never made work.
-            prop_assert!(lost || follows.state.pending_items() >= plans.state.pending_items());
+            prop_assert!(diverged || follows.state.pending_items() >= plans.state.pending_items());
             let a = follows.write(&mut server, packet, tick.budget);
             let b = plans.write(&mut server, packet, tick.budget);
             let c = again.write(&mut server, packet, tick.budget);
-            if !lost {
-                let entries = |s: DeltaStats| (s.removed, s.left_scope, s.added, s.changed, s.deferred);
+            let entries = |s: DeltaStats| (s.removed, s.left_scope, s.added, s.changed, s.deferred);
+            if !diverged && tick.budget.is_some() {
+                // The same work is due; a budget chooses by bits, and the
+                // handles entering items take (dealt in the order their
+                // work is listed, which following changes) may cost more
+                // bits for one connection than for another: the split
+                // between written and deferred may differ, and with it
+                // what each client holds until the budget lets the rest go.
+                let total = |s: DeltaStats| s.removed + s.left_scope + s.added + s.changed + s.deferred;
+                prop_assert_eq!(total(a), total(b), "packet {}", packet);
+                prop_assert_eq!(total(c), total(b), "packet {}", packet);
+                let deferred = a.deferred + b.deferred + c.deferred;
+                diverged = deferred > 0 || entries(a) != entries(b) || entries(c) != entries(b);
+            }
+            if !diverged {
                 prop_assert_eq!(entries(a), entries(b), "packet {}", packet);
                 prop_assert_eq!(entries(c), entries(b), "packet {}", packet);
                 prop_assert_eq!(follows.state.pending_items(), plans.state.pending_items());
@@ -228,13 +242,15 @@ proptest! {
                 match tick.fates.get(i).copied().unwrap_or(0) {
                     0 => clients.iter_mut().for_each(|client| client.ack(p)),
                     1 => {
-                        lost = true;
+                        // Following repeats what a loss took, planning
+                        // what no later packet carried: they part here.
+                        diverged = true;
                         clients.iter_mut().for_each(|client| client.lose(p));
                     }
                     _ => {}
                 }
             }
-            if !lost {
+            if !diverged {
                 let [follows, plans, again] = &clients;
                 prop_assert_eq!(&follows.mirror, &plans.mirror, "after packet {}", packet - 1);
                 prop_assert_eq!(&again.mirror, &plans.mirror, "after packet {}", packet - 1);
