@@ -1038,17 +1038,26 @@ impl Zones {
 
     /// Which of `positions` (64 at most), of items whose stamps are
     /// `stamps`, did not move in update `epoch` and lie on the rim, as
-    /// bits: what [`of`](Self::of) says, item by item, with no branch.
+    /// bits: what [`of`](Self::of) says, item by item, with no branch. The
+    /// tests write a byte each, which the compiler does four at a time,
+    /// and a multiplication gathers eight of those bytes into eight bits
+    /// (shifting each test's bit into the word as it went kept them one
+    /// at a time: the grid's whole update 1.075× slower, `ab` on `mmo`).
     fn rim_of(&self, positions: &[[f32; 2]], stamps: &[u32], epoch: u32) -> u64 {
         debug_assert!(positions.len() <= 64 && positions.len() == stamps.len());
-        let mut rim = 0u64;
-        for (at, (&position, &stamp)) in positions.iter().zip(stamps).enumerate() {
+        let mut on = [0u8; 64];
+        for ((flag, &position), &stamp) in on.iter_mut().zip(positions).zip(stamps) {
             let distance = self.squared_distance(position);
             // As `of_squared`: neither surely inside nor surely outside (a
             // NaN distance is neither).
             let (inside, outside) = (distance <= self.inside, distance > self.outside);
-            let on = !inside & !outside & (stamp != epoch);
-            rim |= u64::from(on) << at;
+            *flag = u8::from(!inside & !outside & (stamp != epoch));
+        }
+        // Eight flags (bytes of 0 or 1) to eight bits at a time.
+        let mut rim = 0u64;
+        for (at, bytes) in on.chunks_exact(8).enumerate() {
+            let word = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
+            rim |= (word.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * at);
         }
         rim
     }
@@ -1150,5 +1159,45 @@ impl Viewer {
         let inside = (basis.radius - moved).min(self.radius) - slack;
         let outside = (basis.radius + basis.margin + moved).max(self.radius) + slack;
         Zones::new(self.center, inside, outside)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rim test of a run flags exactly the items, in order, that did
+    /// not move and that [`Zones::of`] puts on the rim, for runs of every
+    /// length up to 64 (NaN positions included: on the rim, as `of` says).
+    #[test]
+    fn a_runs_rim_bits_are_each_items_zone() {
+        let zones = Zones::new([3.0, -2.0], 5.0, 9.0);
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for len in 0..=64 {
+            let positions: Vec<[f32; 2]> = (0..len)
+                .map(|_| match next() % 17 {
+                    0 => [f32::NAN, 0.0],
+                    _ => [
+                        (next() % 300) as f32 / 10.0 - 12.0,
+                        (next() % 300) as f32 / 10.0 - 17.0,
+                    ],
+                })
+                .collect();
+            let stamps: Vec<u32> = (0..len).map(|_| (next() % 3) as u32).collect();
+            let rim = zones.rim_of(&positions, &stamps, 1);
+            for (at, (&position, &stamp)) in positions.iter().zip(&stamps).enumerate() {
+                let expected = matches!(zones.of(position), Zone::Rim) && stamp != 1;
+                assert_eq!(rim >> at & 1 == 1, expected, "item {at} of {len}");
+            }
+            if len < 64 {
+                assert_eq!(rim >> len, 0, "nothing past {len}");
+            }
+        }
     }
 }
