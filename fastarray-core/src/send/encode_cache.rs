@@ -72,13 +72,6 @@ impl EncodeCache {
         Ok(span)
     }
 
-    /// The encoding of `payload` for item `id`, if frame `frame` made it.
-    #[inline]
-    pub(crate) fn get(&mut self, frame: u64, id: ReplicationId, payload: Payload) -> Option<Span> {
-        self.begin(frame);
-        self.spans.get(&(id, payload)).copied()
-    }
-
     /// The encoding of the changed fields of the frame `frame`'s changed
     /// item at place `index` among them, if this frame made it.
     #[inline]

@@ -501,9 +501,9 @@ impl<T: Replicate> Chooser<'_, T> {
 
     /// Adds `follows` to `plan`, each with its changed fields' encoding:
     /// found by its place among the frame's changed items if it was
-    /// changed by this frame, else by item and fields; made only if no
-    /// connection made it this frame yet (the item's place in the store is
-    /// looked up only then).
+    /// changed by this frame, else by item and fields (the item's place in
+    /// the store is looked up only then); made only if no connection made
+    /// it this frame yet.
     fn follow(mut self, follows: &[Follow], plan: &mut Plan) -> Result<(), SendError> {
         let frame = self.store.get().frame();
         for f in follows {
@@ -514,19 +514,14 @@ impl<T: Replicate> Chooser<'_, T> {
             let span = match kept {
                 Some(span) => span,
                 None => {
-                    let payload = Payload::Fields(f.fields.bits());
-                    let span = match self.encoded.get(frame, f.id, payload) {
-                        Some(span) => span,
-                        None => {
-                            let Some(pos) = self.store.get().position(f.id) else {
-                                // Its removal is due (handed, or its exit),
-                                // so it was not followed.
-                                debug_assert!(false, "a followed item is in the array");
-                                continue;
-                            };
-                            self.encode_entry(f.id, pos, Work::Fields(f.fields), f.whole)?
-                        }
+                    let Some(pos) = self.store.get().position(f.id) else {
+                        // Its removal is due (handed, or its exit), so it
+                        // was not followed.
+                        debug_assert!(false, "a followed item is in the array");
+                        continue;
                     };
+                    // Found by item and fields if a planned entry made it.
+                    let span = self.encode_entry(f.id, pos, Work::Fields(f.fields), f.whole)?;
                     if let Some(index) = place {
                         self.encoded.keep_changed(index, span);
                     }

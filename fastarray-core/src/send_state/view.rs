@@ -111,6 +111,17 @@ fn has_departed(flights: &IdMap<Flight>, id: ReplicationId) -> bool {
     !flights.is_empty() && flights.contains_key(&id)
 }
 
+/// The name on the wire of item `id`, kept as `rest`: the id itself on a
+/// connection naming items by ids (`by_handles` false), else its handle,
+/// if it took one.
+#[inline]
+fn wire(by_handles: bool, id: ReplicationId, rest: &Rest) -> Option<ReplicationId> {
+    match (by_handles, rest.handle()) {
+        (false, _) => Some(id),
+        (true, handle) => handle.map(|handle| ReplicationId::from_raw(u64::from(handle))),
+    }
+}
+
 /// Where [`Views::written`] says an entry kept as a bit is: nowhere in the
 /// map, which a lookup finds.
 const NO_PLACE: Place = Place::MAX;
@@ -406,14 +417,18 @@ impl Views {
                 wire: id,
             };
         };
-        let wire = match (self.handles.as_deref_mut(), rest.handle()) {
-            (None, _) => id,
-            (Some(_), Some(handle)) => ReplicationId::from_raw(u64::from(handle)),
-            (Some(handles), None) => {
+        let wire = match (
+            wire(self.handles.is_some(), id, rest),
+            self.handles.as_deref_mut(),
+        ) {
+            (Some(wire), _) => wire,
+            // By handles, none taken yet.
+            (None, Some(handles)) => {
                 let handle = handles.take(frame);
                 rest.word = handle + 1;
                 ReplicationId::from_raw(u64::from(handle))
             }
+            (None, None) => id,
         };
         ForWrite {
             holding: rest.holding(),
@@ -434,13 +449,7 @@ impl Views {
         if !rest.is(Holding::Known) {
             return None;
         }
-        let seen = rest.seen()?;
-        let wire = match (self.handles.is_some(), rest.handle()) {
-            (false, _) => id,
-            (true, Some(handle)) => ReplicationId::from_raw(u64::from(handle)),
-            (true, None) => return None,
-        };
-        Some((seen, wire))
+        Some((rest.seen()?, wire(self.handles.is_some(), id, rest)?))
     }
 
     /// Records that a client holds `id` at `key`, from a snapshot.
