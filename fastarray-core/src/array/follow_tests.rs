@@ -329,3 +329,66 @@ fn changes_kept_to_follow_are_due_until_written() {
         assert_eq!(mirror.get(id), server.get(id));
     }
 }
+
+/// A scoped connection's entering items are encoded whole once and kept
+/// from frame to frame (`EncodeCache::whole`): an item that changed since,
+/// or another item that took its place in the array (a removal moves the
+/// last item into the gap), enters with its value of now.
+#[test]
+fn items_entering_again_go_with_their_values_of_now() {
+    let mut server = FastArray::new();
+    let ids: Vec<ReplicationId> = (0..6)
+        .map(|x| server.push(Unit { x, hp: 10, mood: 0 }))
+        .collect();
+    server.commit();
+    let mut clients = [
+        Client::new(&mut server, &[], true),
+        Client::new(&mut server, &[], true),
+    ];
+    let mut packet = 0;
+    let mut serve = |server: &mut FastArray<Unit>, clients: &mut [Client; 2]| {
+        packet += 1;
+        for client in clients.iter_mut() {
+            client.write(server, packet, None);
+            client.ack(packet);
+            client.holds_its_scope(server).unwrap();
+        }
+    };
+    // The first client takes every item in: each is encoded and kept.
+    let mut scope = server.scope(&mut clients[0].state).unwrap();
+    ids.iter().for_each(|&id| {
+        scope.include(id);
+    });
+    serve(&mut server, &mut clients);
+    // One changes, another is removed and the last takes its place.
+    server.get_mut(ids[1]).unwrap().hp = 3;
+    server.remove(ids[2]);
+    server.commit();
+    serve(&mut server, &mut clients);
+    // The second client takes them in now: what it gets is what they are.
+    let mut scope = server.scope(&mut clients[1].state).unwrap();
+    for &id in [ids[1], ids[5], ids[0]].iter() {
+        scope.include(id);
+    }
+    serve(&mut server, &mut clients);
+    assert_eq!(clients[1].mirror.get(ids[1]).unwrap().hp, 3);
+    assert_eq!(clients[1].mirror.get(ids[5]).unwrap().x, 5);
+    // A change after the kept encoding: the first client lets it go and
+    // takes it back, as does the second.
+    server.get_mut(ids[0]).unwrap().x = 42;
+    server.commit();
+    for client in &mut clients {
+        server.scope(&mut client.state).unwrap().exclude(ids[0]);
+    }
+    serve(&mut server, &mut clients);
+    server.get_mut(ids[0]).unwrap().hp = 1;
+    server.commit();
+    for client in &mut clients {
+        server.scope(&mut client.state).unwrap().include(ids[0]);
+    }
+    serve(&mut server, &mut clients);
+    for client in &clients {
+        let unit = client.mirror.get(ids[0]).unwrap();
+        assert_eq!((unit.x, unit.hp), (42, 1));
+    }
+}

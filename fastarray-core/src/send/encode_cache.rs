@@ -1,6 +1,9 @@
 //! Shared encoding: an item's payload (the whole item, or a set of changed
 //! fields) is encoded once per frame and the bits are copied into every
-//! connection's message that carries the same thing that frame.
+//! connection's message that carries the same thing that frame. Whole
+//! items that scoped connections send as they enter their scopes are kept
+//! longer, from frame to frame until the item changes
+//! ([`EncodeCache::whole`]).
 
 use hashbrown::HashMap;
 use hashbrown::hash_map::Entry;
@@ -19,10 +22,12 @@ pub(crate) enum Payload {
     Fields(u64),
 }
 
-/// An encoding: under 64 bits kept inline, longer ones in the arena.
+/// An encoding: under 64 bits kept inline, longer ones in the arena, or
+/// a whole item's in its line of the kept whole encodings.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Span {
-    /// The bits themselves (fewer than 64), or the arena's start byte.
+    /// The bits themselves (fewer than 64), the arena's start byte, or
+    /// [`IN_LINE`] with the line's index.
     inline_or_start: u64,
     /// Bits, without the padding of the last byte.
     pub(crate) bits: u64,
@@ -33,6 +38,40 @@ impl Span {
     const NONE: Self = Self {
         inline_or_start: 0,
         bits: u64::MAX,
+    };
+}
+
+/// Marks a [`Span`] as a kept whole encoding's: an inline word of fewer
+/// than 64 bits never has its top bit set, nor has an arena's start.
+const IN_LINE: u64 = 1 << 63;
+
+/// Bytes of a kept whole encoding: a line is one cache line.
+const LINE_BYTES: usize = 46;
+
+/// A whole item's encoding kept from frame to frame, at the item's
+/// position in the array: valid while the item there is the same and its
+/// key was not bumped since (`key_frame`, the frame of its last bump, is
+/// the same). One cache line, so that finding it costs one miss where the
+/// frame's map took a probe and the encoding reads the item's value and
+/// whatever it points to (an agent's name).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Line {
+    /// The item's id, raw.
+    id: u64,
+    /// The frame of the item's last key bump when it was encoded
+    /// (`u64::MAX`: the line holds nothing).
+    key_frame: u64,
+    bits: u16,
+    bytes: [u8; LINE_BYTES],
+}
+
+impl Line {
+    const EMPTY: Self = Self {
+        id: 0,
+        key_frame: u64::MAX,
+        bits: 0,
+        bytes: [0; LINE_BYTES],
     };
 }
 
@@ -49,6 +88,10 @@ pub(crate) struct EncodeCache {
     /// that follow the frame's changes send, found with no hashing.
     /// [`Span::NONE`] where none was made.
     changed: Vec<Span>,
+    /// Whole encodings kept from frame to frame, by the item's position
+    /// (see [`whole`](Self::whole)); empty until a scoped connection
+    /// sends an item whole.
+    lines: Vec<Line>,
 }
 
 impl EncodeCache {
@@ -70,6 +113,76 @@ impl EncodeCache {
         let span = encode_span(&mut self.scratch, &mut self.arena, encode)?;
         slot.insert(span);
         Ok(span)
+    }
+
+    /// The whole encoding of item `id`, at position `pos` of the array,
+    /// whose key was last bumped at `key_frame`: kept from an earlier
+    /// frame if the item did not change since, else made with `encode`
+    /// and kept (in this frame's arena if it is longer than a line holds).
+    ///
+    /// For the items scoped connections send whole as they enter their
+    /// scopes: a walking viewer's entering items are mostly items that
+    /// did not move, encoded in earlier frames for other viewers. A line
+    /// per position of the array (64 bytes an item), made only for
+    /// arrays that have such connections.
+    pub(crate) fn whole(
+        &mut self,
+        frame: u64,
+        pos: usize,
+        id: ReplicationId,
+        key_frame: u64,
+        encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
+    ) -> Result<Span, EncodeError> {
+        self.begin(frame);
+        if pos >= self.lines.len() {
+            self.lines.resize(pos + 1, Line::EMPTY);
+        }
+        let line = &mut self.lines[pos];
+        if line.id == id.to_raw() && line.key_frame == key_frame {
+            #[cfg(debug_assertions)]
+            {
+                // The item did not change: its encoding would be the same.
+                let mut fresh = Vec::new();
+                let mut writer = BitWriter::new(&mut fresh);
+                if encode(&mut writer).is_ok() {
+                    let bits = writer.finish();
+                    debug_assert_eq!(bits, u64::from(line.bits), "item {id} changed unseen");
+                    debug_assert_eq!(
+                        fresh[..],
+                        line.bytes[..fresh.len()],
+                        "item {id} changed unseen"
+                    );
+                }
+            }
+            return Ok(line_span(pos, line));
+        }
+        self.scratch.clear();
+        let mut writer = BitWriter::new(&mut self.scratch);
+        encode(&mut writer)?;
+        let bits = writer.finish();
+        if self.scratch.len() > LINE_BYTES {
+            // Too long for a line: this frame's arena.
+            let start = self.arena.len() as u64;
+            self.arena.extend_from_slice(&self.scratch);
+            return Ok(Span {
+                inline_or_start: start,
+                bits,
+            });
+        }
+        *line = Line {
+            id: id.to_raw(),
+            key_frame,
+            bits: bits as u16,
+            bytes: [0; LINE_BYTES],
+        };
+        line.bytes[..self.scratch.len()].copy_from_slice(&self.scratch);
+        Ok(line_span(pos, line))
+    }
+
+    /// Reads the kept whole encoding at position `pos`, and does nothing
+    /// with it (see [`warm`](Self::warm)).
+    pub(crate) fn warm_whole(&self, pos: usize) {
+        core::hint::black_box(self.lines.get(pos).map(|line| line.key_frame));
     }
 
     /// The encoding of the changed fields of the frame `frame`'s changed
@@ -136,6 +249,11 @@ impl EncodeCache {
 
     /// Appends the bits of `span` to `writer`.
     pub(crate) fn copy(&self, span: Span, writer: &mut BitWriter<'_>) {
+        if span.inline_or_start & IN_LINE != 0 {
+            let line = &self.lines[(span.inline_or_start & !IN_LINE) as usize];
+            writer.write_bits_from(&line.bytes, span.bits);
+            return;
+        }
         if span.bits < 64 {
             writer.write_bits(span.inline_or_start, span.bits as u32);
             return;
@@ -143,6 +261,15 @@ impl EncodeCache {
         let start = span.inline_or_start as usize;
         // The span lies inside the arena, so every bit is there.
         writer.write_bits_from(&self.arena[start..], span.bits);
+    }
+}
+
+/// The span of the whole encoding kept in `line`, at position `pos`.
+#[inline]
+fn line_span(pos: usize, line: &Line) -> Span {
+    Span {
+        inline_or_start: IN_LINE | pos as u64,
+        bits: u64::from(line.bits),
     }
 }
 

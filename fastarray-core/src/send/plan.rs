@@ -391,8 +391,12 @@ impl<T: Replicate> Chooser<'_, T> {
                 // (each item's work between lookups would keep them
                 // apart); a run at a time, since a budget may stop early.
                 let store = self.store.get();
+                let whole_kept = self.whole_kept();
                 for d in &items[index..count.min(index + LOOKAHEAD)] {
-                    self.encoded.warm(d.id, payload::<T>(d.work, d.whole));
+                    match payload::<T>(d.work, d.whole) {
+                        Payload::Full if whole_kept => self.encoded.warm_whole(d.pos),
+                        payload => self.encoded.warm(d.id, payload),
+                    }
                     core::hint::black_box(store.slot(d.pos).key);
                 }
             }
@@ -544,6 +548,16 @@ impl<T: Replicate> Chooser<'_, T> {
         Ok(())
     }
 
+    /// Whether this connection's whole items are kept from frame to frame
+    /// ([`EncodeCache::whole`]): a scoped connection's, whose entering
+    /// items are mostly items that did not change since other
+    /// connections' scopes took them in. An item with arrays inside has
+    /// them encoded with it, and is not kept.
+    #[inline]
+    fn whole_kept(&self) -> bool {
+        T::ARRAY_FIELDS == 0 && self.state.scope().is_some()
+    }
+
     /// The bits of an entry's name beyond its handle: a whole entry on a
     /// connection naming items by handles carries the item's id and how
     /// long ago the handle was taken.
@@ -571,7 +585,16 @@ impl<T: Replicate> Chooser<'_, T> {
     ) -> Result<Span, SendError> {
         let payload = payload::<T>(work, whole);
         let store = self.store.get();
-        let value = &store.slot(pos).value;
+        let slot = store.slot(pos);
+        let value = &slot.value;
+        if payload == Payload::Full && self.whole_kept() {
+            return self
+                .encoded
+                .whole(store.frame(), pos, id, slot.key_frame(), |w| {
+                    value.encode(w)
+                })
+                .map_err(|error| SendError::Encode { id, error });
+        }
         self.encoded
             .get_or_encode(store.frame(), id, payload, |w| match payload {
                 Payload::Fields(mask) => value.encode_fields(FieldMask::from_bits(mask), w),
