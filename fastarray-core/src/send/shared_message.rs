@@ -110,6 +110,13 @@ impl SharedMessage {
         if adds_known || self.changed.is_empty() {
             return Some(false);
         }
+        self.early_form(reshapes)
+    }
+
+    /// [`form_for`](Self::form_for) for a connection whose client has
+    /// adds in flight, when the message changes fields.
+    #[cold]
+    fn early_form(&mut self, reshapes: bool) -> Option<bool> {
         if self.exits || reshapes {
             return None;
         }

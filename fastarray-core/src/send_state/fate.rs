@@ -40,6 +40,16 @@ impl SendState {
         let Some(record) = self.retirement.take(packet) else {
             return false;
         };
+        if record.entries.capacity() == 0
+            && self.untaken.is_none()
+            && record.frame + WINDOW > self.written_frame
+        {
+            // A record without entries (a caught-up connection's, of a
+            // frame that only changed fields): it made nothing known that
+            // the view keeps, and has no buffer to keep.
+            self.acked(record.frame);
+            return true;
+        }
         self.ack_record(record);
         true
     }
@@ -486,12 +496,24 @@ impl SendState {
         if !defer {
             debug_assert!(self.untaken.is_none(), "the view took every record before");
             let (seq, oldest) = (self.retirement.next_seq(), self.retirement.oldest_seq());
-            let at = (seq, frame, oldest);
-            let scope = self.scope.as_deref_mut();
-            take_entries(&mut self.views, scope, &mut entries, at, all_fields);
+            if entries.is_empty() {
+                // A caught-up connection's record of a frame that only
+                // changed fields, on its every write.
+                self.views.trim(oldest);
+            } else {
+                let at = (seq, frame, oldest);
+                let scope = self.scope.as_deref_mut();
+                take_entries(&mut self.views, scope, &mut entries, at, all_fields);
+            }
         }
         self.retirement
             .push(packet, frame, oldest_due, entries, (adds, shared));
+    }
+
+    /// Frame `frame` was carried by a packet the client acknowledged.
+    #[inline]
+    fn acked(&mut self, frame: u64) {
+        self.acked_frame = Some(self.acked_frame.map_or(frame, |f| f.max(frame)));
     }
 
     /// Makes what an acknowledged record carried known to the client.
@@ -518,10 +540,7 @@ impl SendState {
                 }
             }
         }
-        self.acked_frame = Some(
-            self.acked_frame
-                .map_or(record.frame, |f| f.max(record.frame)),
-        );
+        self.acked(record.frame);
         if !record.entries.is_empty() {
             // Its items may have come to rest, and left the map.
             self.views.shrink();

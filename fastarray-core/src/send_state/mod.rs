@@ -85,7 +85,7 @@ pub(crate) const LOOKAHEAD: usize = 16;
 /// carries entries only for its adds and removals); per item with unsent
 /// work, a 32-byte list entry and two to four 4-byte slots of the table
 /// that finds it; per item with `#[replicate(array)]` fields that the
-/// client may hold, one inner `SendState` (448 bytes before its own
+/// client may hold, one inner `SendState` (456 bytes before its own
 /// entries) per array field. Hash maps add one control byte per bucket and
 /// keep between 1 and 2 buckets per entry; the pending list, like them,
 /// shrinks back after a burst.
@@ -383,7 +383,7 @@ mod tests {
         );
         assert_eq!(
             core::mem::size_of::<SendState>(),
-            448,
+            456,
             "per array inside an item"
         );
     }

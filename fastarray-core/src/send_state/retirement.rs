@@ -160,6 +160,9 @@ pub(crate) struct Retirement {
     next_seq: u64,
     /// Entry buffers of retired records, reused by new ones.
     spare: Vec<Vec<RecordEntry>>,
+    /// How many records in flight carry an add (asked before every write
+    /// of a caught-up connection: see [`carries_adds`](Self::carries_adds)).
+    with_adds: usize,
 }
 
 impl Default for Retirement {
@@ -168,6 +171,7 @@ impl Default for Retirement {
             records: VecDeque::new(),
             next_seq: 1,
             spare: Vec::new(),
+            with_adds: 0,
         }
     }
 }
@@ -202,18 +206,33 @@ impl Retirement {
     /// Whether a record in flight carries an add (a whole value).
     #[inline]
     pub(crate) fn carries_adds(&self) -> bool {
-        self.records.iter().any(|record| record.adds > 0)
+        debug_assert_eq!(
+            self.with_adds,
+            self.records.iter().filter(|record| record.adds > 0).count()
+        );
+        self.with_adds > 0
     }
 
     /// Takes out the record of `packet`.
     #[inline]
     pub(crate) fn take(&mut self, packet: u32) -> Option<Record> {
         // Acks come in order on a good link: the oldest record, usually.
-        if self.records.front().is_some_and(|r| r.packet == packet) {
-            return self.records.pop_front();
+        let record = if self.records.front().is_some_and(|r| r.packet == packet) {
+            self.records.pop_front()
+        } else {
+            let index = self.records.iter().position(|r| r.packet == packet)?;
+            self.records.remove(index)
+        };
+        self.taken(record)
+    }
+
+    /// Counts out `record`, just taken out of the list.
+    #[inline]
+    fn taken(&mut self, record: Option<Record>) -> Option<Record> {
+        if record.as_ref().is_some_and(|record| record.adds > 0) {
+            self.with_adds -= 1;
         }
-        let index = self.records.iter().position(|r| r.packet == packet)?;
-        self.records.remove(index)
+        record
     }
 
     /// The records in flight from sequence number `first` on, oldest
@@ -231,7 +250,8 @@ impl Retirement {
         if oldest.frame + WINDOW > frame {
             return None;
         }
-        self.records.pop_front()
+        let record = self.records.pop_front();
+        self.taken(record)
     }
 
     /// An empty buffer for a record of `entries` entries (a retired
@@ -272,6 +292,7 @@ impl Retirement {
         let seq = self.next_seq;
         self.next_seq += 1;
         let due_age = u32::try_from(frame.saturating_sub(oldest_due)).unwrap_or(u32::MAX);
+        self.with_adds += usize::from(adds > 0);
         self.records.push_back(Record {
             packet,
             shared,
