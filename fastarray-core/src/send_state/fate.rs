@@ -612,16 +612,24 @@ impl SendState {
         self.replay_around(Some(&mut record));
         for entry in &record.entries {
             if entry.is_followed() {
-                // Sent again if the client still knows the item, whatever
-                // later records carried (the view kept no trace of this
-                // one); an add or a removal written since carries the rest.
+                // Sent again if the client still knows the item. The view
+                // kept no trace of this record, so later followed records
+                // may have carried the same fields (sent again all the
+                // same: a field the mirror holds newer stays); but it
+                // knows what later records it took carried, as for any
+                // entry: a whole value of a new shape (a change of a
+                // field of the old one must not follow it), those fields,
+                // or the item's removal.
                 let since = entry.since(record.frame, record.oldest_due());
-                if self
+                let known = self
                     .views
                     .get(entry.id)
-                    .is_some_and(|view| view.holding == Holding::Known)
+                    .is_some_and(|view| view.holding == Holding::Known);
+                if let Some(work) = known
+                    .then(|| self.views.lost_work(entry, record.seq, self.all_fields))
+                    .flatten()
                 {
-                    self.repair(entry.id, entry.work(), record.frame, since);
+                    self.repair(entry.id, work, record.frame, since);
                 }
                 continue;
             }

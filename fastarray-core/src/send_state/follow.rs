@@ -13,11 +13,14 @@
 //! nothing else is due for it), and the record keeps an entry the view
 //! never hears of ([`RecordEntry::followed`]). Its acknowledgement does
 //! nothing: the client knew the item before, and knows it still. Its loss
-//! sends the fields again if the client still knows the item, whatever
-//! later packets carried (the mirror keeps each field's newest frame, so
-//! a field sent again, current, is never older than one it holds). That
-//! is the trade: a loss may resend a field a later packet carried too,
-//! for no per-item work while packets arrive.
+//! sends the fields again if the client still knows the item, but for
+//! what later records the view took carried (a whole value, which a new
+//! shape of the item goes as: a field of its old shape must not follow
+//! it; or the same fields): later followed records may have carried
+//! them too, and they go again all the same (the mirror keeps each
+//! field's newest frame, so a field sent again, current, is never older
+//! than one it holds). That is the trade: a loss may resend a field a
+//! later packet carried too, for no per-item work while packets arrive.
 //!
 //! What could not go as it was handed goes through the pending list as
 //! before ([`merge_routed`](SendState::merge_routed)), so every rule of a

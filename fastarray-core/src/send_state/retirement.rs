@@ -107,7 +107,8 @@ impl RecordEntry {
     /// which a scoped connection sent as the array handed them (see
     /// `SendState::take_followed`): the view was not told, so neither is
     /// it of the entry's fate. Its acknowledgement does nothing; its loss
-    /// sends the fields again if the client still knows the item.
+    /// sends the fields again if the client still knows the item, but for
+    /// what later records the view took carried (`SendState::retire_lost`).
     pub(crate) fn followed(id: ReplicationId, fields: FieldMask, frame: u64, since: u64) -> Self {
         Self {
             kind: FOLLOWED,
