@@ -300,3 +300,59 @@ fn encode_span(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bits `span` copies, as bytes.
+    fn copied(cache: &EncodeCache, span: Span) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut writer = BitWriter::new(&mut out);
+        cache.copy(span, &mut writer);
+        writer.finish();
+        out
+    }
+
+    /// A line is one cache line (`WIRE.md`, "Memory").
+    #[test]
+    fn documented_sizes_hold() {
+        assert_eq!(core::mem::size_of::<Line>(), 64);
+        assert_eq!(core::mem::align_of::<Line>(), 64);
+    }
+
+    /// A whole encoding is kept from frame to frame while the same item
+    /// at the same position has the same key frame, made again otherwise,
+    /// and one longer than a line holds goes to the frame's arena.
+    #[test]
+    fn whole_encodings_last_while_the_item_does() {
+        let mut cache = EncodeCache::default();
+        let id = ReplicationId::from_raw(7);
+        let encode = |byte: u8, len: usize| {
+            move |w: &mut BitWriter<'_>| {
+                (0..len).for_each(|_| w.write_bits(u64::from(byte), 8));
+                Ok(())
+            }
+        };
+        let made = cache.whole(1, 3, id, 1, encode(0xab, 20)).unwrap();
+        assert_eq!(copied(&cache, made), [0xab; 20]);
+        // A later frame, the same item unchanged: kept (in release, the
+        // encoder is not called; debug builds call it to check the line).
+        let kept = cache.whole(2, 3, id, 1, encode(0xab, 20)).unwrap();
+        assert_eq!(copied(&cache, kept), [0xab; 20]);
+        // Its key bumped since: made again.
+        let changed = cache.whole(3, 3, id, 3, encode(0xcd, 20)).unwrap();
+        assert_eq!(copied(&cache, changed), [0xcd; 20]);
+        // Another item at that position: made again.
+        let other = ReplicationId::from_raw(8);
+        let moved = cache.whole(3, 3, other, 3, encode(0xef, 5)).unwrap();
+        assert_eq!(copied(&cache, moved), [0xef; 5]);
+        // Too long for a line: the arena, this frame only.
+        let long = cache
+            .whole(3, 0, id, 3, encode(0x11, LINE_BYTES + 1))
+            .unwrap();
+        assert_eq!(copied(&cache, long), [0x11; LINE_BYTES + 1]);
+        assert_eq!(cache.lines[0].key_frame, u64::MAX, "nothing kept");
+        assert_eq!(copied(&cache, moved), [0xef; 5], "other lines untouched");
+    }
+}
