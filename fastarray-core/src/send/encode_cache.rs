@@ -48,6 +48,10 @@ const IN_LINE: u64 = 1 << 63;
 /// Bytes of a kept whole encoding: a line is one cache line.
 const LINE_BYTES: usize = 46;
 
+/// [`Line::bits`] of an item whose whole encoding is longer than a line
+/// holds: the frame's map keeps it.
+const LONG: u16 = u16::MAX;
+
 /// A whole item's encoding kept from frame to frame, at the item's
 /// position in the array: valid while the item there is the same and its
 /// key was not bumped since (`key_frame`, the frame of its last bump, is
@@ -117,8 +121,10 @@ impl EncodeCache {
 
     /// The whole encoding of item `id`, at position `pos` of the array,
     /// whose key was last bumped at `key_frame`: kept from an earlier
-    /// frame if the item did not change since, else made with `encode`
-    /// and kept (in this frame's arena if it is longer than a line holds).
+    /// frame if the item did not change since ([`kept`](Self::kept)), else
+    /// made with `encode` and kept. One longer than a line holds is made
+    /// once a frame, as any payload ([`get_or_encode`](Self::get_or_encode));
+    /// its line says so.
     ///
     /// For the items scoped connections send whole as they enter their
     /// scopes: a walking viewer's entering items are mostly items that
@@ -134,11 +140,10 @@ impl EncodeCache {
         encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
     ) -> Result<Span, EncodeError> {
         self.begin(frame);
-        if pos >= self.lines.len() {
-            self.lines.resize(pos + 1, Line::EMPTY);
-        }
-        let line = &mut self.lines[pos];
-        if line.id == id.to_raw() && line.key_frame == key_frame {
+        if let Some(line) = self.line(pos, id, key_frame) {
+            if line.bits == LONG {
+                return self.get_or_encode(frame, id, Payload::Full, encode);
+            }
             #[cfg(debug_assertions)]
             {
                 // The item did not change: its encoding would be the same.
@@ -156,27 +161,47 @@ impl EncodeCache {
             }
             return Ok(line_span(pos, line));
         }
+        if pos >= self.lines.len() {
+            self.lines.resize(pos + 1, Line::EMPTY);
+        }
         self.scratch.clear();
         let mut writer = BitWriter::new(&mut self.scratch);
         encode(&mut writer)?;
         let bits = writer.finish();
-        if self.scratch.len() > LINE_BYTES {
-            // Too long for a line: this frame's arena.
-            let start = self.arena.len() as u64;
-            self.arena.extend_from_slice(&self.scratch);
-            return Ok(Span {
-                inline_or_start: start,
-                bits,
-            });
-        }
+        let line = &mut self.lines[pos];
         *line = Line {
             id: id.to_raw(),
             key_frame,
-            bits: bits as u16,
+            bits: LONG,
             bytes: [0; LINE_BYTES],
         };
+        if self.scratch.len() > LINE_BYTES {
+            // The frame's map, where the next connection finds it.
+            let span = keep_in_arena(&mut self.arena, &self.scratch, bits);
+            self.spans.insert((id, Payload::Full), span);
+            return Ok(span);
+        }
+        line.bits = bits as u16;
         line.bytes[..self.scratch.len()].copy_from_slice(&self.scratch);
         Ok(line_span(pos, line))
+    }
+
+    /// The line at position `pos`, if it keeps the whole encoding of item
+    /// `id` whose key was last bumped at `key_frame` (or says it is too
+    /// long for a line).
+    #[inline]
+    fn line(&self, pos: usize, id: ReplicationId, key_frame: u64) -> Option<&Line> {
+        self.lines
+            .get(pos)
+            .filter(|line| line.id == id.to_raw() && line.key_frame == key_frame)
+    }
+
+    /// Whether [`whole`](Self::whole) would find the encoding of item
+    /// `id`, at position `pos`, whose key was last bumped at `key_frame`,
+    /// kept from an earlier call, with no encoding.
+    #[cfg(test)]
+    fn kept(&self, pos: usize, id: ReplicationId, key_frame: u64) -> bool {
+        self.line(pos, id, key_frame).is_some()
     }
 
     /// Reads the kept whole encoding at position `pos`, and does nothing
@@ -291,14 +316,19 @@ fn encode_span(
         },
         None => {
             let bits = writer.finish();
-            let start = arena.len() as u64;
-            arena.extend_from_slice(scratch);
-            Span {
-                inline_or_start: start,
-                bits,
-            }
+            keep_in_arena(arena, scratch, bits)
         }
     })
+}
+
+/// Appends `bytes`, an encoding of `bits` bits, to `arena`.
+fn keep_in_arena(arena: &mut Vec<u8>, bytes: &[u8], bits: u64) -> Span {
+    let start = arena.len() as u64;
+    arena.extend_from_slice(bytes);
+    Span {
+        inline_or_start: start,
+        bits,
+    }
 }
 
 #[cfg(test)]
@@ -322,37 +352,47 @@ mod tests {
     }
 
     /// A whole encoding is kept from frame to frame while the same item
-    /// at the same position has the same key frame, made again otherwise,
-    /// and one longer than a line holds goes to the frame's arena.
+    /// at the same position has the same key frame, made again otherwise;
+    /// one longer than a line holds is made once a frame.
     #[test]
     fn whole_encodings_last_while_the_item_does() {
         let mut cache = EncodeCache::default();
-        let id = ReplicationId::from_raw(7);
+        let (id, other) = (ReplicationId::from_raw(7), ReplicationId::from_raw(8));
+        let calls = core::cell::Cell::new(0);
         let encode = |byte: u8, len: usize| {
+            let calls = &calls;
             move |w: &mut BitWriter<'_>| {
+                calls.set(calls.get() + 1);
                 (0..len).for_each(|_| w.write_bits(u64::from(byte), 8));
                 Ok(())
             }
         };
+        assert!(!cache.kept(3, id, 1));
         let made = cache.whole(1, 3, id, 1, encode(0xab, 20)).unwrap();
         assert_eq!(copied(&cache, made), [0xab; 20]);
-        // A later frame, the same item unchanged: kept (in release, the
-        // encoder is not called; debug builds call it to check the line).
+        // A later frame, the same item unchanged: kept.
+        assert!(cache.kept(3, id, 1));
         let kept = cache.whole(2, 3, id, 1, encode(0xab, 20)).unwrap();
         assert_eq!(copied(&cache, kept), [0xab; 20]);
-        // Its key bumped since: made again.
+        // Its key bumped since, or another item at that position: made
+        // again.
+        assert!(!cache.kept(3, id, 3) && !cache.kept(3, other, 1));
         let changed = cache.whole(3, 3, id, 3, encode(0xcd, 20)).unwrap();
         assert_eq!(copied(&cache, changed), [0xcd; 20]);
-        // Another item at that position: made again.
-        let other = ReplicationId::from_raw(8);
         let moved = cache.whole(3, 3, other, 3, encode(0xef, 5)).unwrap();
         assert_eq!(copied(&cache, moved), [0xef; 5]);
-        // Too long for a line: the arena, this frame only.
-        let long = cache
-            .whole(3, 0, id, 3, encode(0x11, LINE_BYTES + 1))
-            .unwrap();
-        assert_eq!(copied(&cache, long), [0x11; LINE_BYTES + 1]);
-        assert_eq!(cache.lines[0].key_frame, u64::MAX, "nothing kept");
+        // Too long for a line: made once in frame 3 (a second connection
+        // finds it in the frame's map), once more in frame 4.
+        calls.set(0);
+        let long = |cache: &mut EncodeCache, frame| {
+            let span = cache.whole(frame, 0, id, 3, encode(0x11, LINE_BYTES + 1));
+            copied(cache, span.unwrap())
+        };
+        assert_eq!(long(&mut cache, 3), [0x11; LINE_BYTES + 1]);
+        assert_eq!(long(&mut cache, 3), [0x11; LINE_BYTES + 1]);
+        assert_eq!(calls.get(), 1);
+        assert_eq!(long(&mut cache, 4), [0x11; LINE_BYTES + 1]);
+        assert_eq!(calls.get(), 2);
         assert_eq!(copied(&cache, moved), [0xef; 5], "other lines untouched");
     }
 }
