@@ -406,15 +406,27 @@ struct Thing {
     score: u32,
 }
 
-/// Item `a` is sent as a `Line`, then its `len` changes (packet 2, in
-/// flight), then it becomes a `Dot` (packet 3, sent whole: a new shape);
-/// then packet 2 is reported lost, after packet 3's acknowledgement or
-/// before it (`lost_first`). Its change of a field of the `Line` the item
-/// no longer is must not be sent again: packet 4 carries nothing of it,
-/// and the client takes it. Whether the change was followed (`follows`)
-/// or planned. (Found by the `stateful` fuzzer:
-/// `fuzz/regressions/stateful/thing-invalid-field-set`.)
-fn a_lost_change_of_an_old_shape(follows: bool, lost_first: bool) {
+/// When the loss of packet 2 (see [`a_lost_change_of_an_old_shape`]) is
+/// reported.
+#[derive(Clone, Copy, Debug)]
+enum LossReport {
+    /// Before the item becomes a `Dot`: the lost change waits for the
+    /// next catch-up, which hears of the new shape first.
+    BeforeTheNewShape,
+    /// After packet 3 (the `Dot`, whole) is written, before its ack.
+    BeforeTheWholeAck,
+    /// After packet 3's ack.
+    AfterTheWholeAck,
+}
+
+/// Item `a` is sent as a `Line`, then its `len` changes (packet 2, lost),
+/// then it becomes a `Dot` (sent whole: a new shape). The change of a
+/// field of the `Line` the item no longer is must never be sent after it:
+/// the client takes every message, and the last one written carries
+/// nothing. Whether the change was followed (`follows`) or planned, for
+/// each time the loss may be reported (`report`). (Found by the
+/// `stateful` fuzzer: `fuzz/regressions/stateful/thing-invalid-field-set`.)
+fn a_lost_change_of_an_old_shape(follows: bool, report: LossReport) {
     let mut server = FastArray::new();
     let a = server.push(Thing {
         hp: 1,
@@ -430,31 +442,47 @@ fn a_lost_change_of_an_old_shape(follows: bool, lost_first: bool) {
     }
     server.commit();
     client.write(&mut server, 2, None);
+    if let LossReport::BeforeTheNewShape = report {
+        client.lose(2);
+    }
     server.get_mut(a).unwrap().shape = Shape::Dot;
     server.commit();
     client.write(&mut server, 3, None);
-    if lost_first {
-        client.lose(2);
-        client.ack(3);
-    } else {
-        client.ack(3);
-        client.lose(2);
+    match report {
+        LossReport::BeforeTheNewShape => client.ack(3),
+        LossReport::BeforeTheWholeAck => {
+            client.lose(2);
+            client.ack(3);
+        }
+        LossReport::AfterTheWholeAck => {
+            client.ack(3);
+            client.lose(2);
+        }
     }
     let stats = client.write(&mut server, 4, None);
     client.ack(4);
-    assert_eq!(stats.changed + stats.added, 0, "{stats:?}");
-    assert_eq!(client.mirror.get(a), server.get(a));
-    assert!(server.is_settled(&client.state));
+    assert_eq!(stats.changed + stats.added, 0, "{report:?}: {stats:?}");
+    assert_eq!(client.mirror.get(a), server.get(a), "{report:?}");
+    assert!(server.is_settled(&client.state), "{report:?}");
 }
+
+/// Each time a loss may be reported.
+const EVERY_REPORT: [LossReport; 3] = [
+    LossReport::BeforeTheNewShape,
+    LossReport::BeforeTheWholeAck,
+    LossReport::AfterTheWholeAck,
+];
 
 #[test]
 fn a_lost_change_of_an_old_shape_is_not_sent_again_when_followed() {
-    a_lost_change_of_an_old_shape(true, false);
-    a_lost_change_of_an_old_shape(true, true);
+    for report in EVERY_REPORT {
+        a_lost_change_of_an_old_shape(true, report);
+    }
 }
 
 #[test]
 fn a_lost_change_of_an_old_shape_is_not_sent_again_when_planned() {
-    a_lost_change_of_an_old_shape(false, false);
-    a_lost_change_of_an_old_shape(false, true);
+    for report in EVERY_REPORT {
+        a_lost_change_of_an_old_shape(false, report);
+    }
 }

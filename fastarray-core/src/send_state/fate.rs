@@ -40,10 +40,7 @@ impl SendState {
         let Some(record) = self.retirement.take(packet) else {
             return false;
         };
-        if record.entries.capacity() == 0
-            && self.untaken.is_none()
-            && record.frame + WINDOW > self.written_frame
-        {
+        if record.entries.capacity() == 0 && self.untaken.is_none() && !self.expired(&record) {
             // A record without entries (a caught-up connection's, of a
             // frame that only changed fields): it made nothing known that
             // the view keeps, and has no buffer to keep.
@@ -372,7 +369,7 @@ impl SendState {
         let (views, all_fields) = (&mut self.views, self.all_fields);
         let mut scope = self.scope.as_deref_mut();
         let mut take = |record: &mut Record| {
-            let at = (record.seq, record.frame, untaken.oldest);
+            let at = (record.seq, record.frame);
             take_entries(
                 views,
                 scope.as_deref_mut(),
@@ -380,6 +377,7 @@ impl SendState {
                 at,
                 all_fields,
             );
+            views.trim(untaken.oldest);
         };
         let first = untaken.first.get();
         let mut own = record.filter(|record| record.seq >= first);
@@ -496,18 +494,27 @@ impl SendState {
         if !defer {
             debug_assert!(self.untaken.is_none(), "the view took every record before");
             let (seq, oldest) = (self.retirement.next_seq(), self.retirement.oldest_seq());
-            if entries.is_empty() {
-                // A caught-up connection's record of a frame that only
-                // changed fields, on its every write.
-                self.views.trim(oldest);
-            } else {
-                let at = (seq, frame, oldest);
+            if !entries.is_empty() {
                 let scope = self.scope.as_deref_mut();
-                take_entries(&mut self.views, scope, &mut entries, at, all_fields);
+                take_entries(
+                    &mut self.views,
+                    scope,
+                    &mut entries,
+                    (seq, frame),
+                    all_fields,
+                );
             }
+            self.views.trim(oldest);
         }
         self.retirement
             .push(packet, frame, oldest_due, entries, (adds, shared));
+    }
+
+    /// Whether `record` is a window of frames or more older than the
+    /// newest write: acknowledged that late, it is retired as lost.
+    #[inline]
+    fn expired(&self, record: &Record) -> bool {
+        record.frame + WINDOW <= self.written_frame
     }
 
     /// Frame `frame` was carried by a packet the client acknowledged.
@@ -518,7 +525,7 @@ impl SendState {
 
     /// Makes what an acknowledged record carried known to the client.
     pub(super) fn ack_record(&mut self, mut record: Record) {
-        if record.frame + WINDOW <= self.written_frame {
+        if self.expired(&record) {
             self.retire_lost(record);
             return;
         }
@@ -625,9 +632,8 @@ impl SendState {
                     .views
                     .get(entry.id)
                     .is_some_and(|view| view.holding == Holding::Known);
-                if let Some(work) = known
-                    .then(|| self.views.lost_work(entry, record.seq, self.all_fields))
-                    .flatten()
+                if known
+                    && let Some(work) = self.views.lost_work(entry, record.seq, self.all_fields)
                 {
                     self.repair(entry.id, work, record.frame, since);
                 }
@@ -668,15 +674,17 @@ impl SendState {
 
 /// The view takes `entries`, which record `seq` of frame `frame` carries
 /// (`all_fields` being every field of a whole value), and the scope, if
-/// any, notes the items sent whole; then the view is trimmed as of
-/// `oldest`, the oldest record in flight when the record was written: what
-/// writing a record does to the view, at once or (a shared message's)
-/// later.
+/// any, notes the items sent whole: what writing a record does to the
+/// view, at once or (a shared message's) later. The caller then trims the
+/// view as of the oldest record in flight when the record was written
+/// ([`Views::trim`]); a record without entries (a caught-up connection's,
+/// of a frame that only changed fields, on its every write) needs only
+/// that, not this call.
 fn take_entries(
     views: &mut Views,
     mut scope: Option<&mut Scope>,
     entries: &mut [RecordEntry],
-    (seq, frame, oldest): (u64, u64, u64),
+    (seq, frame): (u64, u64),
     all_fields: FieldMask,
 ) {
     for entry in entries {
@@ -689,5 +697,4 @@ fn take_entries(
             scope.sent_whole(views, entry.id, all_fields, frame);
         }
     }
-    views.trim(oldest);
 }
