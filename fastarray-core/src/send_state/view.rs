@@ -928,7 +928,7 @@ mod tests {
             let mut in_flight: Vec<RecordEntry> = Vec::new();
             let mut seqs: Vec<u64> = Vec::new();
             let mut seq = 0;
-            let (mut written_ever, mut gone) = (BTreeSet::new(), BTreeSet::new());
+            let (mut written_ever, mut gone, mut removed) = (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
             for step in steps {
                 let (raw, kind, acked) = match step {
                     Step::Write(raw, kind) => (raw, kind, false),
@@ -944,20 +944,42 @@ mod tests {
                             3 => Work::Remove,
                             _ => Work::Exit,
                         };
-                        // As an array writes: an item is added before
-                        // anything else, and once it was removed or left
+                        // As a connection writes (`SendState::include`,
+                        // `exclude`, `lose_scoped`, the catch-up): an item
+                        // is added before anything else, and once it left
                         // the scope it comes back only through a scope.
+                        // While its exit or removal is in flight, only a
+                        // removal is written for it, or a drop lost
+                        // before is sent again; once its drop was
+                        // acknowledged, nothing but its return through a
+                        // scope. Once it was removed, nothing but its
+                        // removal is written again (ids are not reused).
                         let sent = written_ever.contains(&raw);
-                        let comes_back = gone.contains(&raw) && !ids.scoped;
-                        if matches!(work, Work::Add { .. }) && comes_back
-                            || !matches!(work, Work::Add { .. }) && !sent
-                        {
+                        let holding = ids.get(id(raw)).map(|view| view.holding);
+                        let leaving = holding == Some(Holding::RemoveInFlight);
+                        let dropping = |drop: Work| {
+                            in_flight.iter().any(|e| e.id == id(raw) && e.work() == drop)
+                        };
+                        let skip = match work {
+                            Work::Remove if removed.contains(&raw) => holding.is_none() || dropping(Work::Remove),
+                            _ if removed.contains(&raw) => true,
+                            Work::Add { .. } => leaving || gone.contains(&raw) && !ids.scoped,
+                            Work::Exit => {
+                                !sent || holding.is_none() || leaving && dropping(Work::Exit)
+                            }
+                            Work::Remove => !sent || holding.is_none(),
+                            Work::Fields(_) => !sent || holding.is_none() || leaving,
+                        };
+                        if skip {
                             continue;
                         }
                         if work.drops() {
                             gone.insert(raw);
                         } else if matches!(work, Work::Add { .. }) {
                             gone.remove(&raw);
+                        }
+                        if work == Work::Remove {
+                            removed.insert(raw);
                         }
                         written_ever.insert(raw);
                         seq += 1;
