@@ -23,6 +23,8 @@ mod delta;
 #[cfg(test)]
 mod follow_tests;
 mod ghost;
+#[cfg(test)]
+mod in_place_tests;
 mod limits;
 mod mirror_state;
 mod owner;

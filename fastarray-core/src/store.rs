@@ -21,6 +21,7 @@ mod item_mut;
 pub(crate) mod saved;
 
 use field_frames::FieldFrames;
+pub(crate) use field_frames::take_newer;
 pub use item_mut::ItemMut;
 
 /// The items of one array, with what this frame did to them.

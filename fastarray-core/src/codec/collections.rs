@@ -194,12 +194,18 @@ pub(crate) fn try_array<T, E, const N: usize>(
     for item in &mut items {
         *item = Some(next()?);
     }
-    // Every slot is `Some`: the loop filled each or returned.
-    Ok(core::array::from_fn(|i| {
+    Ok(filled(items))
+}
+
+/// The values of `items`, every one of which is `Some` (a loop filled
+/// each or returned): see [`try_array`].
+#[inline(always)]
+pub(crate) fn filled<T, const N: usize>(mut items: [Option<T>; N]) -> [T; N] {
+    core::array::from_fn(|i| {
         items[i]
             .take()
             .unwrap_or_else(|| unreachable!("array element decoded"))
-    }))
+    })
 }
 
 impl<T: BitCodec> BitCodec for Box<T> {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::decode::{ArrayDelta, Decoded, Entry, FieldReader};
+use super::in_place;
 use crate::id::ReplicationId;
 use crate::inner_array::InnerArray;
 use crate::mask::FieldMask;
@@ -15,6 +16,7 @@ use crate::receive_state::events::{
 };
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
+use crate::store::take_newer;
 use crate::store::{Near, Store};
 
 impl Mirror {
@@ -52,8 +54,12 @@ impl Mirror {
         }
 
         self.reserve_exits(decoded.exits.iter().filter(|&&exit| exit).count());
-        let exits = decoded.exits.into_iter().chain(core::iter::repeat(false));
-        for (id, exit) in decoded.removals.into_iter().zip(exits) {
+        let exits = core::mem::take(&mut decoded.exits);
+        let exits = exits.into_iter().chain(core::iter::repeat(false));
+        for (id, exit) in core::mem::take(&mut decoded.removals)
+            .into_iter()
+            .zip(exits)
+        {
             if exit {
                 // An exit older than a value the mirror holds is a late
                 // copy from before the item came back: nothing to do.
@@ -80,6 +86,39 @@ impl Mirror {
             store.remove_replicated(id);
         }
 
+        match decoded.in_place.take() {
+            Some(found) => {
+                in_place::apply(
+                    (self, store),
+                    found,
+                    &decoded.fields,
+                    frame,
+                    callbacks,
+                    &mut report,
+                );
+            }
+            None => self.apply_entries(store, decoded, frame, callbacks, up, &mut report),
+        }
+
+        if advanced {
+            self.expire(frame);
+        }
+        callbacks.post_receive(&report);
+        report
+    }
+
+    /// Applies the entries of `decoded` (a message of `frame`), its
+    /// removals applied: adds, then the changed fields of the items held,
+    /// then their arrays' deltas, with their events.
+    fn apply_entries<T: Replicate>(
+        &mut self,
+        store: &mut Store<T>,
+        mut decoded: Decoded<T>,
+        frame: u64,
+        callbacks: &mut impl Callbacks<T>,
+        up: Option<&ArrayPath<'_>>,
+        report: &mut ApplyReport,
+    ) {
         // Held items whose entry applied: their changed plain fields, and
         // (in `later`, by index in `held`) their arrays' deltas, applied
         // once every add has been reported.
@@ -218,29 +257,7 @@ impl Mirror {
                 report.skipped += 1;
             }
         }
-
-        if advanced {
-            self.expire(frame);
-        }
-        callbacks.post_receive(&report);
-        report
     }
-}
-
-/// Which of the fields `sent` in a message of `frame` are newer than the
-/// values the item holds (whose frames are `frames`): those take the
-/// values, and date from `frame` now.
-#[inline]
-fn take_newer(frames: &mut [u64], sent: FieldMask, frame: u64) -> FieldMask {
-    let mut newer = FieldMask::EMPTY;
-    for field in sent.iter() {
-        let at = &mut frames[field as usize];
-        if *at < frame {
-            *at = frame;
-            newer = newer.with(field);
-        }
-    }
-    newer
 }
 
 /// Applies to item `id`, just added to `store`, the `changes` that came

@@ -3,6 +3,7 @@
 //! A delta whose contents will be dropped (inside an entry for a removed
 //! item, or in a stale message) is read past without being kept.
 
+use super::in_place::{self, InPlace};
 use crate::bits::{BitReader, prealloc};
 use crate::error::DecodeError;
 use crate::id::ReplicationId;
@@ -13,7 +14,7 @@ use crate::receive_state::early::FieldBits;
 use crate::receive_state::mirror::{Mirror, Named, NamedWhole};
 use crate::replicate::{Replicate, audience};
 use crate::send_state::scope::MAX_DETAIL;
-use crate::store::{Near, Store};
+use crate::store::{Near, Slot, Store};
 use crate::wire::MessageKind;
 use crate::wire::exits::read_exits;
 use crate::wire::field_set::read_field_set;
@@ -65,8 +66,12 @@ pub(crate) struct Decoded<T: Replicate> {
     pub(crate) bindings: Vec<(u64, ReplicationId, u64)>,
     /// Handles removals named while they named nothing.
     pub(crate) vacated: Vec<u64>,
-    /// The bits of the kept entries' changed fields.
+    /// The bits of the kept entries' changed fields; of every entry, when
+    /// they apply in place.
     pub(crate) fields: FieldBits,
+    /// Set when the entries are changed fields only, to apply in place
+    /// (then `entries` is empty).
+    pub(crate) in_place: Option<InPlace>,
 }
 
 /// Reads the changed fields of a message's entries into their items: one
@@ -140,6 +145,7 @@ impl<T: Replicate> Decoded<T> {
             bindings: Vec::new(),
             vacated: Vec::new(),
             fields: FieldBits::default(),
+            in_place: None,
         }
     }
 
@@ -279,6 +285,21 @@ fn read_body<T: Replicate>(
         }
         _ => None,
     };
+    // Changed fields only, of items the mirror holds: checked, then
+    // applied, in place; anything else is read again from here.
+    let plain = T::ARRAY_FIELDS == 0 && !object && removals.is_empty() && in_place::allowed();
+    if let Some(checks) = checks.as_mut().filter(|_| plain && keep && count > 0) {
+        let start = reader.bit_offset();
+        let (mirror, store) = (checks.mirror, checks.store);
+        match in_place::check(reader, &ids, count, common, handles, (mirror, store, frame)) {
+            Some(found) => {
+                checks.decoded.fields = FieldBits::copy(reader, start, reader.bit_offset());
+                checks.decoded.in_place = Some(found);
+                return Ok(());
+            }
+            None => reader.seek(start),
+        }
+    }
     // Where the first kept entry's changed fields start.
     let mut first_fields = None;
     for _ in 0..count {
@@ -457,13 +478,9 @@ impl<T: Replicate> Checks<'_, '_, T> {
         if self.object && !earlier && id != OBJECT {
             return Err(DecodeError::NotAnObjectChange { id });
         }
-        // Entries written before the item was removed, or before it last
-        // left the scope (its mirror copy then belongs to a later stay),
-        // are read past.
+        // Entries of an earlier stay of the item are read past.
         let held = store.locate(id, &mut self.near).map(|pos| store.slot(pos));
-        let dropped = earlier
-            || mirror.drops_entry(id, frame)
-            || held.is_some_and(|slot| slot.returned_after().is_some_and(|exit| frame <= exit));
+        let dropped = earlier || mirror.drops_entry(id, frame, held.and_then(Slot::returned_after));
         let held = held.map(|slot| &slot.value);
         if !matches!(entry, Entry::Whole(..)) && keep && !dropped && held.is_none() {
             if !(self.early && matches!(entry, Entry::Fields(..))) {

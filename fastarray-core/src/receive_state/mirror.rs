@@ -216,12 +216,21 @@ impl Mirror {
         }
     }
 
-    /// Whether an entry of `frame` for `id` is dropped unread: `id` was
-    /// removed recently, or left the scope at `frame` or later (the entry
-    /// was written before it left).
+    /// Whether an entry of `frame` for `id` is dropped unread, as one of
+    /// an earlier stay of the item: `id` was removed recently, or left the
+    /// scope at `frame` or later (the entry was written before it left),
+    /// as kept here or, once the item came back, on its slot
+    /// (`returned_after`, the exit it came back after, if it holds it).
     #[inline]
-    pub(crate) fn drops_entry(&self, id: ReplicationId, frame: u64) -> bool {
-        self.tombstones.contains(id) || self.tombstones.exit(id).is_some_and(|exit| frame <= exit)
+    pub(crate) fn drops_entry(
+        &self,
+        id: ReplicationId,
+        frame: u64,
+        returned_after: Option<u64>,
+    ) -> bool {
+        self.tombstones.contains(id)
+            || self.tombstones.exit(id).is_some_and(|exit| frame <= exit)
+            || returned_after.is_some_and(|exit| frame <= exit)
     }
 
     /// Makes room for `count` exits about to be recorded.

@@ -89,6 +89,22 @@ impl FieldFrames {
     }
 }
 
+/// Which of the fields `sent` in a message of `frame` are newer than the
+/// values the item holds (whose frames are `frames`): those take the
+/// values, and date from `frame` now.
+#[inline]
+pub(crate) fn take_newer(frames: &mut [u64], sent: FieldMask, frame: u64) -> FieldMask {
+    let mut newer = FieldMask::EMPTY;
+    for field in sent.iter() {
+        let at = &mut frames[field as usize];
+        if *at < frame {
+            *at = frame;
+            newer = newer.with(field);
+        }
+    }
+    newer
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

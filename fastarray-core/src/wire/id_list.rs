@@ -367,6 +367,7 @@ impl IdWriter {
 }
 
 /// Reads one list written by [`IdWriter`].
+#[derive(Clone)]
 pub(crate) struct IdReader {
     code: GapCode,
     next: u64,
