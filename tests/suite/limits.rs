@@ -170,6 +170,60 @@ fn removals_past_the_limit_are_refused() {
     assert_eq!(mirror, server);
 }
 
+/// The same rule on a connection that names items by handles (a scope):
+/// a mirror past its item limit takes the messages that add nothing,
+/// changes alone or with removals, and refuses one that adds while still
+/// past it.
+#[test]
+fn a_mirror_past_its_item_limit_takes_what_adds_nothing_by_handles_too() {
+    let (mut server, ids) = server_of(100);
+    let mut conn = SendState::new();
+    let mut scope = server.scope(&mut conn).unwrap();
+    for &id in &ids {
+        scope.include(id);
+    }
+    let mut mirror = FastArray::<Tiny>::mirror();
+    let mut packet = Vec::new();
+    let mut send = |server: &mut FastArray<Tiny>, conn: &mut SendState, packet_no: u32| {
+        packet.clear();
+        server.write_delta(conn, packet_no, &mut packet).unwrap();
+        conn.on_ack(packet_no);
+        packet.clone()
+    };
+    mirror
+        .apply_delta(&send(&mut server, &mut conn, 1), &mut ())
+        .unwrap();
+    mirror.set_limits(limits(50));
+
+    // Changes alone.
+    for &id in &ids[..10] {
+        server.get_mut(id).unwrap().on ^= 1;
+    }
+    server.commit();
+    mirror
+        .apply_delta(&send(&mut server, &mut conn, 2), &mut ())
+        .unwrap();
+    assert_eq!(mirror, server);
+    // Changes and removals, still past the limit after them.
+    for &id in &ids[10..20] {
+        server.get_mut(id).unwrap().on ^= 1;
+    }
+    for &id in &ids[90..] {
+        server.remove(id);
+    }
+    server.commit();
+    mirror
+        .apply_delta(&send(&mut server, &mut conn, 3), &mut ())
+        .unwrap();
+    assert_eq!(mirror, server);
+    // An add, still past the limit: refused.
+    let added = server.push(Tiny { on: 1 });
+    server.scope(&mut conn).unwrap().include(added);
+    server.commit();
+    let adds = send(&mut server, &mut conn, 4);
+    refused(&mut mirror, &adds, exceeded(Limit::Items, 50, 91));
+}
+
 #[test]
 fn messages_longer_than_the_limit_are_refused_before_decoding() {
     let (mut server, _) = server_of(200);
