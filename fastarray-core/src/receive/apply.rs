@@ -16,8 +16,7 @@ use crate::receive_state::events::{
 };
 use crate::receive_state::mirror::Mirror;
 use crate::replicate::Replicate;
-use crate::store::take_newer;
-use crate::store::{Near, Store};
+use crate::store::{Near, Store, take_newer};
 
 impl Mirror {
     /// Applies a message decoded by [`decode`](Mirror::decode) to this
