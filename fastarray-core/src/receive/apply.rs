@@ -87,14 +87,7 @@ impl Mirror {
 
         match decoded.in_place.take() {
             Some(found) => {
-                in_place::apply(
-                    (self, store),
-                    found,
-                    &decoded.fields,
-                    frame,
-                    callbacks,
-                    &mut report,
-                );
+                in_place::apply(store, found, &decoded.fields, frame, callbacks, &mut report);
             }
             None => self.apply_entries(store, decoded, frame, callbacks, up, &mut report),
         }

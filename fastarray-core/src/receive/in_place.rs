@@ -14,7 +14,7 @@
 //! applies the same rules and reports the same errors: this path only
 //! ever takes messages that the general one would apply as it does.
 
-use crate::bits::BitReader;
+use crate::bits::{BitReader, prealloc};
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 use crate::receive_state::early::FieldBits;
@@ -56,28 +56,31 @@ pub(crate) fn general_only<R>(run: impl FnOnce() -> R) -> R {
 
 /// A message's entries, checked by [`check`] to apply in place: how to
 /// read them again from the copy of their bits ([`FieldBits`], from the
-/// first entry's id on).
+/// first entry's id on), and where each one's item is.
 #[derive(Clone)]
 pub(crate) struct InPlace {
     /// The item list's reader, as it stood before its first id.
     ids: IdReader,
     /// The message's bit the first id starts at.
     at: u64,
-    /// Whether the entries name items by handles.
-    handles: bool,
-    count: usize,
     /// The changed fields every entry carries, if the message states them
     /// once.
     common: Option<FieldMask>,
+    /// Per entry, in order, the position of its item in the store: the
+    /// message removes and adds nothing, so the second pass finds each
+    /// item where the first did, with no lookup (of a handle, nor of an
+    /// id).
+    positions: Vec<u32>,
 }
 
 /// The first pass: reads the `count` entries of a message of `frame` from
 /// `reader` (with `ids`, before the first), each of them changed fields
 /// (the same `common` ones, if the message states them) of an item
-/// `store` holds that `mirror` does not drop. Returns what the second
-/// pass needs, the reader past the last entry; `None` at the first entry
-/// that is anything else or does not read, the reader somewhere inside
-/// the list (the caller reads it again from the start).
+/// `store` holds that `mirror` does not drop, named by its handle if
+/// `handles`. Returns what the second pass needs, the reader past the last
+/// entry; `None` at the first entry that is anything else or does not
+/// read, the reader somewhere inside the list (the caller reads it again
+/// from the start).
 pub(super) fn check<T: Replicate>(
     reader: &mut BitReader<'_>,
     ids: &IdReader,
@@ -89,6 +92,8 @@ pub(super) fn check<T: Replicate>(
     debug_assert_eq!(T::ARRAY_FIELDS, 0, "an entry may carry only its arrays");
     let at = reader.bit_offset();
     let (mut list, mut near) = (ids.clone(), Near::default());
+    // Every entry takes 2 bits or more: `count` was checked against them.
+    let mut positions = Vec::with_capacity(prealloc::<u32>(count));
     for _ in 0..count {
         let (wire, mask) = read_head::<T>(reader, &mut list, common)?;
         let id = named(mirror, wire, handles, frame)?;
@@ -97,13 +102,13 @@ pub(super) fn check<T: Replicate>(
         if mirror.drops_entry(id, frame, store.slot(pos).returned_after()) {
             return None;
         }
+        positions.push(u32::try_from(pos).ok()?);
     }
     Some(InPlace {
         ids: ids.clone(),
         at,
-        handles,
-        count,
         common,
+        positions,
     })
 }
 
@@ -113,7 +118,7 @@ pub(super) fn check<T: Replicate>(
 /// goes to `callbacks` at once (a message with no removal and no add has
 /// no other event to order them after).
 pub(super) fn apply<T: Replicate>(
-    (mirror, store): (&Mirror, &mut Store<T>),
+    store: &mut Store<T>,
     in_place: InPlace,
     bits: &FieldBits,
     frame: u64,
@@ -123,26 +128,18 @@ pub(super) fn apply<T: Replicate>(
     let InPlace {
         mut ids,
         at,
-        handles,
-        count,
         common,
+        positions,
     } = in_place;
     let (mut reader, base) = bits.reader();
     reader.seek(at - base);
-    let mut near = Near::default();
-    for _ in 0..count {
-        let head = read_head::<T>(&mut reader, &mut ids, common);
-        let Some((id, mask)) =
-            head.and_then(|(wire, mask)| Some((named(mirror, wire, handles, frame)?, mask)))
-        else {
+    for pos in positions {
+        // The head is read again only to reach the fields.
+        let Some((_, mask)) = read_head::<T>(&mut reader, &mut ids, common) else {
             debug_assert!(false, "a checked entry failed to read again");
             return;
         };
-        let Some(pos) = store.locate(id, &mut near) else {
-            debug_assert!(false, "the item of a checked entry is gone");
-            return;
-        };
-        let (slot, frames) = store.slot_and_frames_mut(pos);
+        let (slot, frames) = store.slot_and_frames_mut(pos as usize);
         // Each field takes the value only if it is newer than the one it
         // holds (see `Mirror::apply`); the others are read past.
         let newer = take_newer(frames, mask, frame);
@@ -152,7 +149,7 @@ pub(super) fn apply<T: Replicate>(
         if changed.is_empty() {
             report.skipped += 1;
         } else {
-            callbacks.post_change(id, &slot.value, changed);
+            callbacks.post_change(slot.id, &slot.value, changed);
             report.changed += 1;
         }
     }
