@@ -7,8 +7,11 @@
 //! and the writes (one per connection, each acknowledged).
 //!
 //! ```sh
-//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [passes|parallel|both]
+//! cargo run --release -p fastarray-bench --bin mmo -- [connections] [ticks] [passes|parallel|both] [still]
 //! ```
+//!
+//! With `still`, the world of `interest/scoped_100k` instead: the viewers
+//! stand still and no agent dies (`Scoped::new`).
 //!
 //! By default each connection's scope takes its events and its delta is
 //! written in turn (`Drive::Interleaved`). With `passes`, every scope
@@ -40,9 +43,10 @@ fn main() {
     let parallel = std::env::args().any(|arg| arg == "parallel");
     let passes = std::env::args().any(|arg| arg == "passes");
     let both = std::env::args().any(|arg| arg == "both");
+    let still = std::env::args().any(|arg| arg == "still");
     let mut args = std::env::args()
         .skip(1)
-        .filter(|arg| !["parallel", "passes", "both"].contains(&arg.as_str()))
+        .filter(|arg| !["parallel", "passes", "both", "still"].contains(&arg.as_str()))
         .map(|arg| {
             arg.parse::<usize>().unwrap_or_else(|_| {
                 eprintln!("usage: mmo [connections] [ticks] (both whole numbers)");
@@ -51,7 +55,11 @@ fn main() {
         });
     let conns = args.next().unwrap_or(1_000);
     let ticks = args.next().unwrap_or(30);
-    let mut world = Scoped::mmo(100_000, conns, 0.01, fastarray_bench::SEED);
+    let mut world = if still {
+        Scoped::new(100_000, conns, 0.01, fastarray_bench::SEED)
+    } else {
+        Scoped::mmo(100_000, conns, 0.01, fastarray_bench::SEED)
+    };
     let drive = match (parallel, passes) {
         (true, _) => Drive::Parallel,
         (false, true) => Drive::Passes,

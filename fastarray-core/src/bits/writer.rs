@@ -165,11 +165,12 @@ impl<'a> BitWriter<'a> {
         }
         // The last few bytes as one word: a short string's bytes are all
         // of them.
+        // Gathered byte by byte: a copy of a length known only here is a
+        // call to `memmove`, which cost more than the bytes.
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.write_bits(u64::from_le_bytes(word), 8 * rest.len() as u32);
+            let word = (rest.iter().rev()).fold(0, |word, &byte| word << 8 | u64::from(byte));
+            self.write_bits(word, 8 * rest.len() as u32);
         }
     }
 

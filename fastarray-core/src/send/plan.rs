@@ -158,6 +158,10 @@ pub(crate) struct PlanBuffers {
     /// [`sort_by_wire`](Self::sort_by_wire)'s keys and its sorted list.
     order: Vec<u64>,
     sorted: Vec<Planned>,
+    /// [`sort_by_wire`](Self::sort_by_wire)'s marks of the names present,
+    /// and each one's place, when the names are dense.
+    marks: Vec<u64>,
+    places: Vec<u32>,
 }
 
 /// Plans `state`'s message for `packet` from the items of `store`, their
@@ -296,6 +300,8 @@ impl PlanBuffers {
         self.planned = reuse(core::mem::take(&mut self.planned), 0);
         self.order = reuse(core::mem::take(&mut self.order), 0);
         self.sorted = reuse(core::mem::take(&mut self.sorted), 0);
+        self.marks = reuse(core::mem::take(&mut self.marks), 0);
+        self.places = reuse(core::mem::take(&mut self.places), 0);
     }
 
     /// Puts `items` in the order of their names on the wire, as a message
@@ -309,16 +315,26 @@ impl PlanBuffers {
     /// connection's handles and an array's ids below 2^40 do: a 130-item
     /// message sorted in about half the instructions of `(name, place)`
     /// pairs. Names are distinct, so the order is the names' either way.
+    ///
+    /// Names that lie close together (a scoped connection's handles are
+    /// dealt from 0 up and reused: a 1 000-item scope names its items
+    /// below about 1 200) are not compared at all: each marks its bit in a
+    /// map of the names' range, which is then read in order
+    /// ([`order_dense`](Self::order_dense)).
     pub(crate) fn sort_by_wire(&mut self, items: &mut Vec<Planned>) {
         if items.is_sorted_by_key(|item| item.wire) {
             return;
         }
-        let fits = items.len() < 1 << PLACE_BITS
-            && items
-                .iter()
-                .all(|item| item.wire.to_raw() < 1 << (64 - PLACE_BITS));
         let mut order = reuse(core::mem::take(&mut self.order), items.len());
-        if fits {
+        let fits = || {
+            items.len() < 1 << PLACE_BITS
+                && items
+                    .iter()
+                    .all(|item| item.wire.to_raw() < 1 << (64 - PLACE_BITS))
+        };
+        if self.order_dense(items, &mut order) {
+            // Ordered by the map of the names.
+        } else if fits() {
             order.extend(
                 (0u64..)
                     .zip(items.iter())
@@ -342,7 +358,58 @@ impl PlanBuffers {
         self.order = order;
         self.sorted = sorted;
     }
+
+    /// Puts into `order` the places of `items` in the order of their
+    /// names, if the names span at most [`DENSE`] times as many numbers as
+    /// there are items (else leaves `order` empty and returns `false`):
+    /// each name marks its bit in a map of their range and keeps its
+    /// place, and the map's bits are read in order. Names are distinct.
+    fn order_dense(&mut self, items: &[Planned], order: &mut Vec<u64>) -> bool {
+        let (low, high) = items.iter().fold((u64::MAX, 0), |(low, high), item| {
+            let wire = item.wire.to_raw();
+            (low.min(wire), high.max(wire))
+        });
+        let Some(span) = high.checked_sub(low).map(|gap| gap + 1) else {
+            return false;
+        };
+        if span > DENSE * items.len() as u64 || items.len() >= 1 << 32 {
+            return false;
+        }
+        let span = span as usize;
+        let mut marks = reuse(core::mem::take(&mut self.marks), span.div_ceil(64));
+        marks.resize(span.div_ceil(64), 0);
+        // Only the places of marked names are read: what the list holds
+        // elsewhere (from an earlier sort) is never used.
+        if self.places.len() < span {
+            self.places.resize(span, 0);
+        }
+        for (at, item) in (0u32..).zip(items) {
+            let name = (item.wire.to_raw() - low) as usize;
+            debug_assert_eq!(marks[name / 64] & 1 << (name % 64), 0, "names are distinct");
+            marks[name / 64] |= 1 << (name % 64);
+            self.places[name] = at;
+        }
+        for (word, &bits) in marks.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let name = 64 * word + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                order.push(u64::from(self.places[name]));
+            }
+        }
+        if self.places.len() > 4 * span.max(1024) {
+            self.places = Vec::new();
+        }
+        self.marks = marks;
+        true
+    }
 }
+
+/// How many numbers per item the names of a message's items may span for
+/// [`PlanBuffers::sort_by_wire`] to order them by a map of their range:
+/// reading the map costs a word per 64 numbers, and keeping the places a
+/// 4-byte entry per number.
+const DENSE: u64 = 32;
 
 /// The bits of an item's place in [`PlanBuffers::sort_by_wire`]'s keys.
 const PLACE_BITS: u32 = 24;
@@ -796,6 +863,79 @@ mod tests {
             assert_eq!(sorted, expected);
             assert!(items.iter().all(|p| p.id.to_raw() == p.wire.to_raw() ^ 1));
             assert!(items.iter().all(|p| p.inner.0 == p.wire.to_raw()));
+        }
+    }
+
+    proptest::proptest! {
+        /// Any distinct names, close together (ordered by the map of
+        /// their range, whose places are reused from list to list with
+        /// what earlier lists left in them), spread out, or too large to
+        /// share a word with a place: each list comes out in the order of
+        /// its names, every item with its own fields.
+        #[test]
+        fn wire_order_holds_by_every_path(
+            lists in proptest::collection::vec(
+                (
+                    proptest::collection::hash_set(0u64..500, 1..200),
+                    proptest::prop_oneof![
+                        proptest::strategy::Just(0u64),
+                        proptest::strategy::Just(1 << 20),
+                        proptest::strategy::Just(u64::MAX - 3_000),
+                    ],
+                    proptest::prop_oneof![
+                        3 => proptest::strategy::Just(1u64),
+                        1 => 2u64..4,
+                        1 => 4u64..400,
+                    ],
+                    proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..200),
+                ),
+                1..6,
+            ),
+        ) {
+            let mut cache = EncodeCache::default();
+            let span = cache
+                .get_or_encode(1, ReplicationId::from_raw(0), Payload::Full, |w| {
+                    w.write_bits(1, 1);
+                    Ok(())
+                })
+                .unwrap();
+            let mut buffers = PlanBuffers::default();
+            for (names, base, stride, swaps) in lists {
+                // Spread by `stride` (1 is as dense as names go), from
+                // `base` (past `u64::MAX`, some wrap to small names),
+                // shuffled.
+                let mut wires: Vec<u64> =
+                    names.iter().map(|&n| base.wrapping_add(n * stride)).collect();
+                wires.sort_unstable();
+                wires.dedup();
+                for (at, swap) in swaps.iter().enumerate() {
+                    let len = wires.len();
+                    wires.swap(at % len, swap.index(len));
+                }
+                let mut items: Vec<_> = wires
+                    .iter()
+                    .map(|&w| Planned {
+                        id: ReplicationId::from_raw(w ^ 1),
+                        wire: ReplicationId::from_raw(w),
+                        work: Work::Fields(FieldMask::single(0)),
+                        whole: FieldMask::EMPTY,
+                        key: ReplicationKey::default(),
+                        since: w / 2,
+                        span,
+                        inner: (w, 0),
+                        followed: false,
+                    })
+                    .collect();
+                buffers.sort_by_wire(&mut items);
+                let mut expected = wires.clone();
+                expected.sort_unstable();
+                let sorted: Vec<_> = items.iter().map(|p| p.wire.to_raw()).collect();
+                proptest::prop_assert_eq!(sorted, expected);
+                for p in &items {
+                    let wire = p.wire.to_raw();
+                    proptest::prop_assert_eq!((p.id.to_raw(), p.since, p.inner.0), (wire ^ 1, wire / 2, wire));
+                }
+            }
         }
     }
 }
