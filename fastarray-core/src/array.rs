@@ -490,17 +490,35 @@ impl<T: Replicate> FastArray<T> {
         // The frame's shared message is written as the items are diffed,
         // if one is likely wanted and no change of owner adds entries.
         let frame = self.store.frame() + 1;
-        match moved
-            .is_empty()
+        // And the changed fields that scoped connections follow are
+        // encoded, if they see at least half of the items (else most would
+        // be encoded for no one); an item with arrays inside has them
+        // planned with it.
+        let watched = sender.scopes.watched();
+        let spans = T::ARRAY_FIELDS == 0
+            && moved.is_empty()
+            && watched > 0
+            && 2 * watched >= self.store.len();
+        sender.changed.begin(if spans { frame } else { 0 });
+        let mut body = (moved.is_empty())
             .then(|| sender.body.begin::<T>(frame))
-            .flatten()
-        {
-            Some(mut body) => {
-                let entry = |id, value: &T, mask| body.entry(id, value, mask);
-                self.store.commit(&mut sender.history, &moved, entry);
-                body.finish();
+            .flatten();
+        let changed = &mut sender.changed;
+        let entry = |id, value: &T, mask| {
+            if let Some(body) = body.as_mut() {
+                body.entry(id, value, mask);
             }
-            None => self.store.commit(&mut sender.history, &moved, |_, _, _| {}),
+            if spans {
+                changed.make(id, value, mask);
+            }
+        };
+        self.store.commit(&mut sender.history, &moved, entry);
+        // Taken whole, so that no borrow of the sender outlives it.
+        if let Some(body) = { body } {
+            body.finish();
+        }
+        if let Some(changes) = sender.history.newest().filter(|_| spans) {
+            sender.changed.finish(&changes.changed);
         }
         // Only a shard's ids have a range (an array of one process has
         // 2^64 of them).

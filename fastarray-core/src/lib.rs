@@ -30,6 +30,7 @@ pub mod bitstream;
 mod changeset;
 mod codec;
 mod connection;
+mod dense_order;
 mod error;
 mod feed_message;
 mod field_costs;

@@ -27,8 +27,9 @@ use syn::visit::{self, Visit};
 /// followed to the module that defines it.
 const LAYERS: &[&[&str]] = &[
     &["error", "id", "limits", "mask", "schema", "shard"],
-    // The sender's maps keyed by ids.
-    &["id_map"],
+    // The sender's maps keyed by ids, and its order of close-together
+    // ids and handles.
+    &["id_map", "dense_order"],
     // Packet acknowledgements: their own error, no other module.
     &["ack"],
     // Packet authentication: the handshake and the session, no other module.

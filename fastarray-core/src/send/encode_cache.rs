@@ -35,10 +35,16 @@ pub(crate) struct Span {
 
 impl Span {
     /// No encoding (no payload is that long).
-    const NONE: Self = Self {
+    pub(crate) const NONE: Self = Self {
         inline_or_start: 0,
         bits: u64::MAX,
     };
+
+    /// Whether it is an encoding (not [`NONE`](Self::NONE)).
+    #[inline]
+    pub(crate) fn is_some(&self) -> bool {
+        self.bits != Self::NONE.bits
+    }
 }
 
 /// Marks a [`Span`] as a kept whole encoding's: an inline word of fewer
@@ -216,7 +222,7 @@ impl EncodeCache {
     pub(crate) fn changed(&mut self, frame: u64, index: u32) -> Option<Span> {
         self.begin(frame);
         let span = *self.changed.get(index as usize)?;
-        (span.bits != Span::NONE.bits).then_some(span)
+        span.is_some().then_some(span)
     }
 
     /// Keeps `span` as the encoding of the changed fields of this frame's
@@ -318,6 +324,23 @@ fn encode_span(
             let bits = writer.finish();
             keep_in_arena(arena, scratch, bits)
         }
+    })
+}
+
+/// Encodes with `encode` through `scratch`, keeping the bits inline:
+/// `None` if they are a word or more, or the encoding failed.
+#[inline]
+pub(crate) fn inline_span(
+    scratch: &mut Vec<u8>,
+    encode: impl FnOnce(&mut BitWriter<'_>) -> Result<(), EncodeError>,
+) -> Option<Span> {
+    scratch.clear();
+    let mut writer = BitWriter::new(scratch);
+    encode(&mut writer).ok()?;
+    let (word, bits) = writer.take_word()?;
+    Some(Span {
+        inline_or_start: word,
+        bits,
     })
 }
 

@@ -5,10 +5,13 @@
 //! [`SendState`](crate::SendState) what is due, plans a message within its
 //! budget (`plan`) and writes it (`sender`, in the layout of `message`).
 //! The shared message's entries are `frame_entries`; where they allow,
-//! the commit writes them as it diffs (`frame_body`). What a connection keeps
+//! the commit writes them as it diffs (`frame_body`), and for scoped
+//! connections it encodes the changed fields they follow
+//! (`changed_spans`). What a connection keeps
 //! between messages, which knows nothing of the items' type, is
 //! `send_state`'s, below `Replicate`.
 
+pub(crate) mod changed_spans;
 pub(crate) mod delta_bytes;
 pub(crate) mod encode_cache;
 pub(crate) mod frame_body;

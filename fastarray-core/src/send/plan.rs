@@ -3,8 +3,10 @@
 //! has waited longest, counted exactly — with each item's payload encoded
 //! and its arrays' deltas written.
 
+use super::changed_spans::ChangedSpans;
 use super::encode_cache::{EncodeCache, Payload, Span};
 use crate::bits::{BitWriter, gamma_bits, varint_bits};
+use crate::dense_order::DenseOrder;
 use crate::error::SendError;
 use crate::id::{ReplicationId, ReplicationKey};
 use crate::mask::FieldMask;
@@ -158,10 +160,9 @@ pub(crate) struct PlanBuffers {
     /// [`sort_by_wire`](Self::sort_by_wire)'s keys and its sorted list.
     order: Vec<u64>,
     sorted: Vec<Planned>,
-    /// [`sort_by_wire`](Self::sort_by_wire)'s marks of the names present,
-    /// and each one's place, when the names are dense.
-    marks: Vec<u64>,
-    places: Vec<u32>,
+    /// [`sort_by_wire`](Self::sort_by_wire)'s order of names that lie
+    /// close together.
+    dense: DenseOrder,
 }
 
 /// Plans `state`'s message for `packet` from the items of `store`, their
@@ -170,7 +171,8 @@ pub(crate) struct PlanBuffers {
 /// with `follows`, changed fields taken to send as they were handed (only
 /// without a budget). On error, every array delta already written for
 /// `packet` is retired as lost, so nothing stays in flight for a packet
-/// that will not be sent. On a relay, `sources` says which removals are
+/// that will not be sent. The changed fields that `changed` holds the
+/// commit's encodings of are not encoded again. On a relay, `sources` says which removals are
 /// written as exits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
@@ -179,6 +181,7 @@ pub(crate) fn plan<T: Replicate>(
     buffers: &mut PlanBuffers,
     audience: &Audience<'_>,
     sources: Option<&Sources>,
+    changed: &ChangedSpans,
     state: &mut SendState,
     packet: u32,
     budget: Option<Budget>,
@@ -270,6 +273,7 @@ pub(crate) fn plan<T: Replicate>(
     let chooser = Chooser {
         store: store.reborrow(),
         encoded,
+        changed,
         state,
         packet,
     };
@@ -300,8 +304,7 @@ impl PlanBuffers {
         self.planned = reuse(core::mem::take(&mut self.planned), 0);
         self.order = reuse(core::mem::take(&mut self.order), 0);
         self.sorted = reuse(core::mem::take(&mut self.sorted), 0);
-        self.marks = reuse(core::mem::take(&mut self.marks), 0);
-        self.places = reuse(core::mem::take(&mut self.places), 0);
+        self.dense = DenseOrder::default();
     }
 
     /// Puts `items` in the order of their names on the wire, as a message
@@ -320,7 +323,7 @@ impl PlanBuffers {
     /// dealt from 0 up and reused: a 1 000-item scope names its items
     /// below about 1 200) are not compared at all: each marks its bit in a
     /// map of the names' range, which is then read in order
-    /// ([`order_dense`](Self::order_dense)).
+    /// ([`DenseOrder`]).
     pub(crate) fn sort_by_wire(&mut self, items: &mut Vec<Planned>) {
         if items.is_sorted_by_key(|item| item.wire) {
             return;
@@ -332,7 +335,8 @@ impl PlanBuffers {
                     .iter()
                     .all(|item| item.wire.to_raw() < 1 << (64 - PLACE_BITS))
         };
-        if self.order_dense(items, &mut order) {
+        let names = items.iter().map(|item| item.wire.to_raw());
+        if self.dense.order(names, &mut order) {
             // Ordered by the map of the names.
         } else if fits() {
             order.extend(
@@ -358,58 +362,7 @@ impl PlanBuffers {
         self.order = order;
         self.sorted = sorted;
     }
-
-    /// Puts into `order` the places of `items` in the order of their
-    /// names, if the names span at most [`DENSE`] times as many numbers as
-    /// there are items (else leaves `order` empty and returns `false`):
-    /// each name marks its bit in a map of their range and keeps its
-    /// place, and the map's bits are read in order. Names are distinct.
-    fn order_dense(&mut self, items: &[Planned], order: &mut Vec<u64>) -> bool {
-        let (low, high) = items.iter().fold((u64::MAX, 0), |(low, high), item| {
-            let wire = item.wire.to_raw();
-            (low.min(wire), high.max(wire))
-        });
-        let Some(span) = high.checked_sub(low).map(|gap| gap + 1) else {
-            return false;
-        };
-        if span > DENSE * items.len() as u64 || items.len() >= 1 << 32 {
-            return false;
-        }
-        let span = span as usize;
-        let mut marks = reuse(core::mem::take(&mut self.marks), span.div_ceil(64));
-        marks.resize(span.div_ceil(64), 0);
-        // Only the places of marked names are read: what the list holds
-        // elsewhere (from an earlier sort) is never used.
-        if self.places.len() < span {
-            self.places.resize(span, 0);
-        }
-        for (at, item) in (0u32..).zip(items) {
-            let name = (item.wire.to_raw() - low) as usize;
-            debug_assert_eq!(marks[name / 64] & 1 << (name % 64), 0, "names are distinct");
-            marks[name / 64] |= 1 << (name % 64);
-            self.places[name] = at;
-        }
-        for (word, &bits) in marks.iter().enumerate() {
-            let mut bits = bits;
-            while bits != 0 {
-                let name = 64 * word + bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                order.push(u64::from(self.places[name]));
-            }
-        }
-        if self.places.len() > 4 * span.max(1024) {
-            self.places = Vec::new();
-        }
-        self.marks = marks;
-        true
-    }
 }
-
-/// How many numbers per item the names of a message's items may span for
-/// [`PlanBuffers::sort_by_wire`] to order them by a map of their range:
-/// reading the map costs a word per 64 numbers, and keeping the places a
-/// 4-byte entry per number.
-const DENSE: u64 = 32;
 
 /// The bits of an item's place in [`PlanBuffers::sort_by_wire`]'s keys.
 const PLACE_BITS: u32 = 24;
@@ -430,6 +383,8 @@ fn reuse<T>(mut list: Vec<T>, needed: usize) -> Vec<T> {
 struct Chooser<'a, T> {
     store: Items<'a, T>,
     encoded: &'a mut EncodeCache,
+    /// The frame's changed fields, encoded by its commit.
+    changed: &'a ChangedSpans,
     state: &'a mut SendState,
     packet: u32,
 }
@@ -572,16 +527,19 @@ impl<T: Replicate> Chooser<'_, T> {
 
     /// Adds `follows` to `plan`, each with its changed fields' encoding:
     /// found by its place among the frame's changed items if it was
-    /// changed by this frame, else by item and fields (the item's place in
-    /// the store is looked up only then); made only if no connection made
-    /// it this frame yet.
+    /// changed by this frame (among those the commit encoded, then those a
+    /// write did), else by item and fields (the item's place in the store
+    /// is looked up only then); made only if no connection made it this
+    /// frame yet.
     fn follow(mut self, follows: &[Follow], plan: &mut Plan) -> Result<(), SendError> {
         let frame = self.store.get().frame();
         for f in follows {
             // A frame's changed fields of an item are the same for every
             // connection that follows them: one encoding per place.
             let place = (f.since == frame && f.index != NOT_CHANGED).then_some(f.index);
-            let kept = place.and_then(|index| self.encoded.changed(frame, index));
+            let kept = place.and_then(|index| {
+                (self.changed.get(frame, index)).or_else(|| self.encoded.changed(frame, index))
+            });
             let span = match kept {
                 Some(span) => span,
                 None => {

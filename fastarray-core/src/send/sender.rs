@@ -12,6 +12,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::changed_spans::ChangedSpans;
 use super::delta_bytes::DeltaBytes;
 use super::encode_cache::EncodeCache;
 use super::frame_body::FrameBody;
@@ -59,6 +60,9 @@ pub(crate) struct Sender {
     /// The entries of the newest frame's shared message, written by its
     /// commit.
     pub(crate) body: FrameBody,
+    /// The newest frame's changed fields, encoded by its commit for the
+    /// scoped connections that follow them.
+    pub(crate) changed: ChangedSpans,
     /// The connections with a scope, and who sees which item.
     pub(crate) scopes: Scopes,
     /// Who owns which item.
@@ -147,6 +151,7 @@ impl Sender {
             shared: self.shared.clone(),
             lent: Vec::new(),
             body: self.body.clone(),
+            changed: self.changed.clone(),
             scopes: Scopes::default(),
             owners: self.owners.clone(),
             epoch: std::sync::OnceLock::new(),
@@ -259,6 +264,7 @@ impl Sender {
         let context = Context {
             owners: &self.owners,
             follow: self.follow.as_deref(),
+            changed: &self.changed,
         };
         let items = Items::Exclusive(store);
         let own = Own {
@@ -362,6 +368,7 @@ impl Sender {
             context: Context {
                 owners: &self.owners,
                 follow: self.follow.as_deref(),
+                changed: &self.changed,
             },
         };
         // Fewer than 4 messages of their own leave one thread.
@@ -544,6 +551,8 @@ fn write_run<T: Replicate>(
 struct Context<'a> {
     owners: &'a Owners,
     follow: Option<&'a Sources>,
+    /// The newest frame's changed fields, encoded by its commit.
+    changed: &'a ChangedSpans,
 }
 
 /// One connection's own message to write.
@@ -594,6 +603,7 @@ fn write_own<T: Replicate>(
         &mut work.buffers,
         &audience,
         context.follow,
+        context.changed,
         state,
         packet,
         budget,

@@ -181,6 +181,11 @@ impl Scopes {
         self.free.extend(gone);
     }
 
+    /// How many items some connection's scope holds.
+    pub(crate) fn watched(&self) -> usize {
+        self.watchers.len()
+    }
+
     /// Registered connections that are still alive.
     pub(crate) fn connections(&self) -> usize {
         self.slots

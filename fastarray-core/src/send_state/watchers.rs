@@ -78,6 +78,11 @@ impl Default for Watchers {
 }
 
 impl Watchers {
+    /// How many items some connection sees.
+    pub(crate) fn len(&self) -> usize {
+        self.heads.len()
+    }
+
     /// Whether no item is watched.
     pub(crate) fn is_empty(&self) -> bool {
         self.heads.is_empty()
