@@ -50,7 +50,7 @@ impl Results {
              write against bitcode's full encode; `sparse`, `hot`, `churn` for the others), `cargo run --release -p \
              fastarray-bench --bin apply -- 100 hot` (the client's apply against the byte-level naive client's; \
              `sparse`, `churn`, `dense` for the others) and `cargo run --release -p fastarray-bench --bin mmo -- 1000 \
-             20` (the MMO tick, phase by phase).\n\n\
+             20` (the MMO tick, phase by phase; `256 20 still` for `scoped_100k`'s world).\n\n\
              ## Machine\n\n\
              - {cores} cores (`std::thread::available_parallelism`), CPU: {cpu_model}\n\
              - {} / {}\n\
