@@ -15,6 +15,8 @@ pub(crate) struct DenseOrder {
     /// where a mark says so: what earlier calls left elsewhere is never
     /// used).
     places: Vec<u32>,
+    /// [`sort`](Self::sort)'s order of the places.
+    order: Vec<u64>,
 }
 
 /// How many numbers per item the range may span for
@@ -23,6 +25,30 @@ pub(crate) struct DenseOrder {
 const DENSE: u64 = 32;
 
 impl DenseOrder {
+    /// Sorts `list` by `key`: by a map of the keys if they are `distinct`
+    /// and close together (see [`order`](Self::order)), each entry moved
+    /// once through `spare` (a list kept from call to call, handed back
+    /// empty), else by comparing them.
+    pub(crate) fn sort<E: Copy>(
+        &mut self,
+        list: &mut Vec<E>,
+        spare: &mut Vec<E>,
+        key: impl Fn(&E) -> u64,
+        distinct: bool,
+    ) {
+        let mut order = core::mem::take(&mut self.order);
+        order.clear();
+        if distinct && self.order(list.iter().map(&key), &mut order) {
+            spare.clear();
+            spare.extend(order.iter().map(|&at| list[at as usize]));
+            core::mem::swap(list, spare);
+            spare.clear();
+        } else {
+            list.sort_unstable_by_key(key);
+        }
+        self.order = order;
+    }
+
     /// Puts into `order` the places of `names` (distinct), in the order of
     /// the names, if they span at most [`DENSE`] times as many numbers as
     /// there are names; else leaves `order` as it was and returns

@@ -19,11 +19,9 @@ pub(crate) struct History {
     slots: VecDeque<Changeset>,
     /// The frame of the newest commit that changed anything (0 before).
     last_change: u64,
-    /// What [`sort_changes`](Self::sort_changes) reuses: the order of the
-    /// ids, and the changes in it.
+    /// What [`sort_changes`](Self::sort_changes) reuses.
     dense: DenseOrder,
-    order: Vec<u64>,
-    sorted: Vec<(ReplicationId, FieldMask)>,
+    spare: Vec<(ReplicationId, FieldMask)>,
 }
 
 impl History {
@@ -36,15 +34,8 @@ impl History {
         changed: &mut Vec<(ReplicationId, FieldMask)>,
         distinct: bool,
     ) {
-        self.order.clear();
-        let ids = changed.iter().map(|&(id, _)| id.to_raw());
-        if distinct && self.dense.order(ids, &mut self.order) {
-            self.sorted.clear();
-            (self.sorted).extend(self.order.iter().map(|&at| changed[at as usize]));
-            core::mem::swap(changed, &mut self.sorted);
-        } else {
-            changed.sort_unstable_by_key(|&(id, _)| id);
-        }
+        let id = |&(id, _): &(ReplicationId, FieldMask)| id.to_raw();
+        self.dense.sort(changed, &mut self.spare, id, distinct);
     }
 
     /// A changeset to fill for `frame`: the oldest slot's buffers are reused
