@@ -171,9 +171,9 @@ pub(crate) struct PlanBuffers {
 /// with `follows`, changed fields taken to send as they were handed (only
 /// without a budget). On error, every array delta already written for
 /// `packet` is retired as lost, so nothing stays in flight for a packet
-/// that will not be sent. The changed fields that `changed` holds the
-/// commit's encodings of are not encoded again. On a relay, `sources` says which removals are
-/// written as exits.
+/// that will not be sent. Changed fields whose encoding the commit made
+/// (`changed`) are not encoded again. On a relay, `sources` says which
+/// removals are written as exits.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan<T: Replicate>(
     mut store: Items<'_, T>,
