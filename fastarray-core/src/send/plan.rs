@@ -786,24 +786,8 @@ mod tests {
     /// read off a feed can be any) are sorted as pairs, to the same order.
     #[test]
     fn wire_order_holds_for_names_of_any_size() {
-        let mut cache = EncodeCache::default();
-        let span = cache
-            .get_or_encode(1, ReplicationId::from_raw(0), Payload::Full, |w| {
-                w.write_bits(1, 1);
-                Ok(())
-            })
-            .unwrap();
-        let item = |wire: u64| Planned {
-            id: ReplicationId::from_raw(wire ^ 1),
-            wire: ReplicationId::from_raw(wire),
-            work: Work::Fields(FieldMask::single(0)),
-            whole: FieldMask::EMPTY,
-            key: ReplicationKey::default(),
-            since: 0,
-            span,
-            inner: (wire, 0),
-            followed: false,
-        };
+        let span = one_bit(&mut EncodeCache::default());
+        let item = |wire: u64| named(wire, span);
         let mut buffers = PlanBuffers::default();
         let limit = 1u64 << (64 - PLACE_BITS);
         for wires in [
@@ -819,9 +803,42 @@ mod tests {
             expected.sort_unstable();
             let sorted: Vec<_> = items.iter().map(|p| p.wire.to_raw()).collect();
             assert_eq!(sorted, expected);
-            assert!(items.iter().all(|p| p.id.to_raw() == p.wire.to_raw() ^ 1));
-            assert!(items.iter().all(|p| p.inner.0 == p.wire.to_raw()));
+            assert!(
+                items
+                    .iter()
+                    .all(|p| told_by_name(p) == told_by_name(&named(p.wire.to_raw(), span)))
+            );
         }
+    }
+
+    /// A one-bit encoding, for entries whose payload does not matter.
+    fn one_bit(cache: &mut EncodeCache) -> Span {
+        let encode = |w: &mut BitWriter<'_>| {
+            w.write_bits(1, 1);
+            Ok(())
+        };
+        (cache.get_or_encode(1, ReplicationId::from_raw(0), Payload::Full, encode)).unwrap()
+    }
+
+    /// An entry named `wire`, each of its other fields told by the name,
+    /// so that a sort that mixes entries up shows.
+    fn named(wire: u64, span: Span) -> Planned {
+        Planned {
+            id: ReplicationId::from_raw(wire ^ 1),
+            wire: ReplicationId::from_raw(wire),
+            work: Work::Fields(FieldMask::single(0)),
+            whole: FieldMask::EMPTY,
+            key: ReplicationKey::default(),
+            since: wire / 2,
+            span,
+            inner: (wire, 0),
+            followed: false,
+        }
+    }
+
+    /// The fields of `p` that [`named`] tells by the name.
+    fn told_by_name(p: &Planned) -> (u64, u64, u64, u64) {
+        (p.wire.to_raw(), p.id.to_raw(), p.since, p.inner.0)
     }
 
     proptest::proptest! {
@@ -850,13 +867,7 @@ mod tests {
                 1..6,
             ),
         ) {
-            let mut cache = EncodeCache::default();
-            let span = cache
-                .get_or_encode(1, ReplicationId::from_raw(0), Payload::Full, |w| {
-                    w.write_bits(1, 1);
-                    Ok(())
-                })
-                .unwrap();
+            let span = one_bit(&mut EncodeCache::default());
             let mut buffers = PlanBuffers::default();
             for (names, base, stride, swaps) in lists {
                 // Spread by `stride` (1 is as dense as names go), from
@@ -870,28 +881,14 @@ mod tests {
                     let len = wires.len();
                     wires.swap(at % len, swap.index(len));
                 }
-                let mut items: Vec<_> = wires
-                    .iter()
-                    .map(|&w| Planned {
-                        id: ReplicationId::from_raw(w ^ 1),
-                        wire: ReplicationId::from_raw(w),
-                        work: Work::Fields(FieldMask::single(0)),
-                        whole: FieldMask::EMPTY,
-                        key: ReplicationKey::default(),
-                        since: w / 2,
-                        span,
-                        inner: (w, 0),
-                        followed: false,
-                    })
-                    .collect();
+                let mut items: Vec<_> = wires.iter().map(|&w| named(w, span)).collect();
                 buffers.sort_by_wire(&mut items);
                 let mut expected = wires.clone();
                 expected.sort_unstable();
                 let sorted: Vec<_> = items.iter().map(|p| p.wire.to_raw()).collect();
                 proptest::prop_assert_eq!(sorted, expected);
                 for p in &items {
-                    let wire = p.wire.to_raw();
-                    proptest::prop_assert_eq!((p.id.to_raw(), p.since, p.inner.0), (wire ^ 1, wire / 2, wire));
+                    proptest::prop_assert_eq!(told_by_name(p), told_by_name(&named(p.wire.to_raw(), span)));
                 }
             }
         }
