@@ -495,10 +495,7 @@ impl<T: Replicate> FastArray<T> {
         // be encoded for no one); an item with arrays inside has them
         // planned with it.
         let watched = sender.scopes.watched();
-        let spans = T::ARRAY_FIELDS == 0
-            && moved.is_empty()
-            && watched > 0
-            && 2 * watched >= self.store.len();
+        let spans = T::ARRAY_FIELDS == 0 && moved.is_empty() && 2 * watched >= self.store.len();
         sender.changed.begin(if spans { frame } else { 0 });
         let mut body = (moved.is_empty())
             .then(|| sender.body.begin::<T>(frame))
@@ -517,8 +514,8 @@ impl<T: Replicate> FastArray<T> {
         if let Some(body) = { body } {
             body.finish();
         }
-        if let Some(changes) = sender.history.newest().filter(|_| spans) {
-            sender.changed.finish(&changes.changed);
+        if spans {
+            sender.changed.finish(&sender.history);
         }
         // Only a shard's ids have a range (an array of one process has
         // 2^64 of them).

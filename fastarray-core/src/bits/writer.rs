@@ -163,10 +163,9 @@ impl<'a> BitWriter<'a> {
             word.copy_from_slice(chunk);
             self.write_bits(u64::from_le_bytes(word), 64);
         }
-        // The last few bytes as one word: a short string's bytes are all
-        // of them.
-        // Gathered byte by byte: a copy of a length known only here is a
-        // call to `memmove`, which cost more than the bytes.
+        // The last few bytes as one word (a short string's bytes are all
+        // of them), gathered byte by byte: a copy of a length known only
+        // here is a call to `memmove`, which cost more than the bytes.
         let rest = chunks.remainder();
         if !rest.is_empty() {
             let word = (rest.iter().rev()).fold(0, |word, &byte| word << 8 | u64::from(byte));

@@ -13,7 +13,7 @@
 //! [`EncodeCache`](super::encode_cache::EncodeCache).
 
 use super::encode_cache::{Span, inline_span};
-use crate::dense_order::DenseOrder;
+use crate::history::History;
 use crate::id::ReplicationId;
 use crate::mask::FieldMask;
 use crate::replicate::Replicate;
@@ -32,7 +32,6 @@ pub(crate) struct ChangedSpans {
     scratch: Vec<u8>,
     /// What putting them in id order reuses, when the commit diffed the
     /// items out of it.
-    dense: DenseOrder,
     spare: Vec<(ReplicationId, FieldMask, Span)>,
 }
 
@@ -56,15 +55,18 @@ impl ChangedSpans {
         self.spans.push((id, mask, span.unwrap_or(Span::NONE)));
     }
 
-    /// The commit is done: its changed items are `changed` (sorted by id,
-    /// as the history keeps them). The encodings follow their order, or
-    /// are dropped if they do not name the same items and fields (an item
-    /// that changed owner this frame adds to its fields).
-    pub(crate) fn finish(&mut self, changed: &[(ReplicationId, FieldMask)]) {
-        if !self.spans.is_sorted_by_key(|&(id, _, _)| id) {
-            // The commit diffs each item once: the ids are distinct.
-            let id = |&(id, _, _): &(ReplicationId, FieldMask, Span)| id.to_raw();
-            self.dense.sort(&mut self.spans, &mut self.spare, id, true);
+    /// The commit is done: its changed items are the newest of `history`
+    /// (sorted by id). The encodings follow their order (put in it as the
+    /// history put the changes, with no second sort), or are dropped if
+    /// they do not name the same items and fields (an item that changed
+    /// owner this frame adds to its fields).
+    pub(crate) fn finish(&mut self, history: &History) {
+        let changed = history
+            .newest()
+            .map_or(&[][..], |changes| &changes.changed[..]);
+        let sorted = self.spans.is_sorted_by_key(|&(id, _, _)| id);
+        if !sorted && !history.order_as_changes(&mut self.spans, &mut self.spare) {
+            self.spans.sort_unstable_by_key(|&(id, _, _)| id);
         }
         let same = self.spans.len() == changed.len()
             && (self.spans.iter())
@@ -129,6 +131,17 @@ mod tests {
     const X: FieldMask = FieldMask::single(0);
     const HP_NAME: FieldMask = FieldMask::from_bits(0b110);
 
+    /// A history whose newest frame, `frame`, changed `changed` (in the
+    /// order its commit found them), sorted as a commit sorts them.
+    fn history(frame: u64, mut changed: Vec<(ReplicationId, FieldMask)>) -> History {
+        let mut history = History::default();
+        let mut changes = history.next_slot(frame);
+        history.sort_changes(&mut changed, true);
+        changes.changed = changed;
+        history.push(changes);
+        history
+    }
+
     /// Diffed in an order that is not the ids' (the items' places in the
     /// array, after a removal moved one): each encoding is found at its
     /// item's place among the frame's changed items, which the history
@@ -146,7 +159,12 @@ mod tests {
         spans.make(id(30), &c, X);
         spans.make(id(10), &a, HP_NAME);
         spans.make(id(20), &b, HP_NAME);
-        spans.finish(&[(id(10), HP_NAME), (id(20), HP_NAME), (id(30), X)]);
+        // Put in order as the history put the changes (by the map of
+        // their ids), then as a sort by comparison would (ids far apart).
+        spans.finish(&history(
+            4,
+            vec![(id(30), X), (id(10), HP_NAME), (id(20), HP_NAME)],
+        ));
         assert_eq!(spans.get(4, 0).map(bits), Some(encoded(&a, HP_NAME)));
         assert!(
             spans.get(4, 1).is_none(),
@@ -158,6 +176,13 @@ mod tests {
         // The next frame starts empty.
         spans.begin(5);
         assert!(spans.get(5, 0).is_none());
+
+        let far = |n: u64| id(n << 40);
+        spans.make(far(3), &c, X);
+        spans.make(far(1), &a, HP_NAME);
+        spans.finish(&history(5, vec![(far(3), X), (far(1), HP_NAME)]));
+        assert_eq!(spans.get(5, 0).map(bits), Some(encoded(&a, HP_NAME)));
+        assert_eq!(spans.get(5, 1).map(bits), Some(encoded(&c, X)));
     }
 
     /// Encodings that do not name the frame's changes exactly (an item
@@ -176,7 +201,7 @@ mod tests {
             spans.begin(2);
             spans.make(id(2), &a, X);
             spans.make(id(1), &a, X);
-            spans.finish(&changed);
+            spans.finish(&history(2, changed.clone()));
             assert!(
                 (0..3).all(|index| spans.get(2, index).is_none()),
                 "{changed:?}"

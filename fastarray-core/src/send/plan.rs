@@ -871,12 +871,12 @@ mod tests {
             let mut buffers = PlanBuffers::default();
             for (names, base, stride, swaps) in lists {
                 // Spread by `stride` (1 is as dense as names go), from
-                // `base` (past `u64::MAX`, some wrap to small names),
-                // shuffled.
+                // `base` (past `u64::MAX`, some wrap to small names): still
+                // distinct. Sorted first so that the shuffle alone, not the
+                // set's own order, decides the case.
                 let mut wires: Vec<u64> =
                     names.iter().map(|&n| base.wrapping_add(n * stride)).collect();
                 wires.sort_unstable();
-                wires.dedup();
                 for (at, swap) in swaps.iter().enumerate() {
                     let len = wires.len();
                     wires.swap(at % len, swap.index(len));
